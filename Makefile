@@ -1,0 +1,43 @@
+# jupyter-hetero: two commands do all the set-up on a fresh machine.
+#   make demo   installs into .venv/ and starts JupyterLab with the extension and a demo catalog
+#   make test   installs into .venv/ (and Debian's chromium for the browser tests) and runs every test
+
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.hetero-installed
+SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+PORT   ?= 8888
+
+.PHONY: install browser demo test test-fast lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+LAB_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null)
+
+$(STAMP): $(PY) pyproject.toml labextension/package.json labextension/package-lock.json $(LAB_SOURCES)
+	$(PY) -m pip install --quiet -e ".[test,lab]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's chromium drives the browser tests (Playwright never downloads a browser here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
+
+demo: install
+	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+		--HeteroApp.emulated_nodes_file=binder/demo-nodes.yaml
+
+test: install browser
+	cd labextension && npm test
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not ui"
+
+clean:
+	rm -rf $(VENV) labextension/node_modules labextension/lib jupyter_hetero/labextension test-output

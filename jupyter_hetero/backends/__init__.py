@@ -1,0 +1,1 @@
+"""Backends: where workloads actually run (this machine, or Kubernetes)."""

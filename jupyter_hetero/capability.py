@@ -1,0 +1,119 @@
+"""Vendor-neutral capability records.
+
+A :class:`NodeCapability` says what one machine offers, whatever its source: local discovery
+(psutil, NVML, ``npu-smi``, ``rocm-smi``), Kubernetes node labels, or an emulated node declared
+in configuration. Units are normalised on the way in: CPU in milli-cores, memory in MiB.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .units import CpuMilli, MemoryMiB, friendly_quantities
+
+__all__ = [
+    "Accelerator",
+    "AcceleratorFamily",
+    "Interconnect",
+    "Network",
+    "NodeCapability",
+    "Sharing",
+    "family_of",
+]
+
+
+class AcceleratorFamily(str, Enum):
+    """The software stack a device needs; runtime variants of templates are chosen by it."""
+
+    CPU = "cpu"
+    NVIDIA = "nvidia"
+    AMD = "amd"
+    INTEL = "intel"
+    ASCEND = "ascend"
+    CAMBRICON = "cambricon"
+    HYGON = "hygon"
+
+
+# Vendors whose devices share a software stack with another vendor's.
+_FAMILY_OF_VENDOR = {"huawei": AcceleratorFamily.ASCEND}
+
+
+def family_of(vendor: str | None) -> AcceleratorFamily:
+    """The accelerator family for a vendor name; ``None`` means a CPU-only node."""
+    if not vendor:
+        return AcceleratorFamily.CPU
+    vendor = vendor.lower()
+    return _FAMILY_OF_VENDOR.get(vendor) or AcceleratorFamily(vendor)
+
+
+Interconnect = Literal["nvlink", "hccs", "xgmi", "pcie", "none"]
+Sharing = Literal["whole", "milli", "memory-slice"]
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Network(_Record):
+    """How the node talks to its peers: plain Ethernet or RDMA, and at what speed."""
+
+    rdma: bool = False
+    bandwidth_gbps: float = Field(default=10, ge=0)
+
+
+class Accelerator(_Record):
+    """A group of identical accelerator devices on one node."""
+
+    vendor: str
+    model: str
+    count: int = Field(ge=1)
+    memory_mib: MemoryMiB = Field(ge=0, description="Device memory per device.")
+    driver_version: str | None = None
+    runtime: str | None = Field(
+        default=None, description="Runtime and version, e.g. 'cuda 12.4', 'cann 8.0', 'rocm 6.1'."
+    )
+    interconnect: Interconnect = "pcie"
+    sharing: Sharing = "whole"
+    frameworks: list[str] = Field(default_factory=list)
+    inference_engines: list[str] = Field(default_factory=list)
+
+    @property
+    def family(self) -> AcceleratorFamily:
+        return family_of(self.vendor)
+
+    @property
+    def runtime_version(self) -> str | None:
+        """The version part of ``runtime`` (``"cuda 12.4"`` -> ``"12.4"``)."""
+        if not self.runtime:
+            return None
+        return self.runtime.split()[-1]
+
+
+class NodeCapability(_Record):
+    """What one node offers: CPU, memory, architecture, labels and its accelerators."""
+
+    name: str = Field(min_length=1)
+    cpu_milli: CpuMilli = Field(ge=0)
+    memory_mib: MemoryMiB = Field(ge=0)
+    arch: str = "x86_64"
+    labels: dict[str, str] = Field(default_factory=dict)
+    accelerator: Accelerator | None = None
+    network: Network = Field(default_factory=Network)
+    frameworks: list[str] = Field(default_factory=list)
+    emulated: bool = False
+    source: str = Field(default="config", description="Where the record came from.")
+    notes: list[str] = Field(
+        default_factory=list, description="Facts found during discovery, e.g. a driver that did not load."
+    )
+
+    _quantities = model_validator(mode="before")(friendly_quantities)
+
+    @property
+    def family(self) -> AcceleratorFamily:
+        return family_of(self.accelerator.vendor if self.accelerator else None)
+
+    @property
+    def device_count(self) -> int:
+        return self.accelerator.count if self.accelerator else 0

@@ -1,0 +1,100 @@
+"""``jupyter hetero``: the command line of jupyter-hetero.
+
+    jupyter hetero version
+    jupyter hetero catalog validate my_catalog.yaml
+    jupyter hetero nodes [--emulated-nodes-file binder/demo-nodes.yaml] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from .__about__ import __version__
+from .backends.local import discover_local_node, load_emulated_nodes
+from .backends.local.discovery import EmulatedNodesError
+from .catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
+from .units import format_memory
+
+__all__ = ["main"]
+
+
+def _version(args: argparse.Namespace) -> int:
+    print(f"jupyter-hetero {__version__}")
+    return 0
+
+
+def _catalog_validate(args: argparse.Namespace) -> int:
+    try:
+        catalog = load_catalog(args.file)
+    except CatalogError as exc:
+        print(f"{exc.source}: invalid catalog, {len(exc.issues)} error(s):", file=sys.stderr)
+        for issue in exc.issues:
+            print(f"  {issue}", file=sys.stderr)
+        return 1
+    print(
+        f"{args.file}: valid catalog: {len(catalog.flavors)} flavors, {len(catalog.templates)} templates, "
+        f"{len(catalog.queues)} queues, {len(catalog.tenants)} tenants"
+    )
+    return 0
+
+
+def _nodes(args: argparse.Namespace) -> int:
+    try:
+        catalog = load_catalog(args.catalog)
+        nodes = [] if args.no_local else [discover_local_node()]
+        if args.emulated_nodes_file:
+            nodes += load_emulated_nodes(args.emulated_nodes_file)
+    except (CatalogError, EmulatedNodesError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    rows = []
+    for node in nodes:
+        flavor = catalog.flavor_of(node)
+        rows.append({**node.model_dump(mode="json"), "flavor": flavor.name if flavor else None})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    header = f"{'NODE':<20} {'FLAVOR':<14} {'CPU':>5} {'MEMORY':>8}  {'ACCELERATORS':<32} EMULATED"
+    print(header)
+    for node, row in zip(nodes, rows):
+        acc = node.accelerator
+        devices = f"{acc.count}x {acc.model} {format_memory(acc.memory_mib)}" if acc else "-"
+        print(
+            f"{node.name:<20} {row['flavor'] or '-':<14} {node.cpu_milli // 1000:>5} "
+            f"{format_memory(node.memory_mib):>8}  {devices:<32} {'yes' if node.emulated else 'no'}"
+        )
+        for note in node.notes:
+            print(f"{'':<20} note: {note}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jupyter hetero", description="Heterogeneous compute for Jupyter.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("version", help="print the version").set_defaults(run=_version)
+
+    catalog = commands.add_parser("catalog", help="work with catalog files").add_subparsers(dest="action", required=True)
+    validate = catalog.add_parser("validate", help="check a catalog file; every error is listed with its path")
+    validate.add_argument("file")
+    validate.set_defaults(run=_catalog_validate)
+
+    nodes = commands.add_parser("nodes", help="print the discovered inventory")
+    nodes.add_argument("--catalog", default=str(DEFAULT_CATALOG_PATH), help="catalog used to map nodes to flavors")
+    nodes.add_argument("--emulated-nodes-file", help="also list the emulated nodes declared in this YAML file")
+    nodes.add_argument("--no-local", action="store_true", help="leave this machine out")
+    nodes.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    nodes.set_defaults(run=_nodes)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Domain errors, each with the HTTP status it maps to (mapped once, in the base handler).
+
+    HeteroError
+    ├── InvalidRequest      400  bad input; ``field`` names what is wrong
+    ├── Forbidden           403  authenticated but not allowed; ``reason`` says why
+    ├── NotFound            404  an unknown name or id
+    └── Conflict            409  the request is valid but clashes with the current state
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Conflict", "Forbidden", "HeteroError", "InvalidRequest", "NotFound"]
+
+
+class HeteroError(Exception):
+    """Base of every error a client can cause; never a server fault."""
+
+    status = 500
+
+    def __init__(self, message: str, **detail: Any):
+        super().__init__(message)
+        self.message = message
+        self.detail = {key: value for key, value in detail.items() if value is not None}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"message": self.message, **self.detail}
+
+
+class InvalidRequest(HeteroError):
+    status = 400
+
+    def __init__(self, message: str, *, field: str | None = None, **detail: Any):
+        super().__init__(message, field=field, **detail)
+        self.field = field
+
+
+class Forbidden(HeteroError):
+    status = 403
+
+    def __init__(self, message: str, *, reason: str | None = None, **detail: Any):
+        super().__init__(message, reason=reason or message, **detail)
+
+
+class NotFound(HeteroError):
+    status = 404
+
+
+class Conflict(HeteroError):
+    status = 409

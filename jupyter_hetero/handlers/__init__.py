@@ -1,0 +1,7 @@
+"""Thin REST handlers, one module per resource, under ``/hetero/api/v1``."""
+
+from . import catalog, meta, nodes, tenants
+
+__all__ = ["default_handlers"]
+
+default_handlers = [*meta.default_handlers, *catalog.default_handlers, *tenants.default_handlers, *nodes.default_handlers]

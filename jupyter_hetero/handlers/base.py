@@ -1,0 +1,90 @@
+"""The base handler: authentication, the platform, query parsing and domain-error mapping."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from pydantic import BaseModel, ValidationError
+
+from ..errors import HeteroError, InvalidRequest
+from ..services.identity import Identity
+from ..services.platform import Platform
+
+__all__ = ["API_PREFIX", "HeteroHandler"]
+
+API_PREFIX = "hetero/api/v1"
+Q = TypeVar("Q", bound=BaseModel)
+# Query parameters that belong to jupyter-server's own auth, not to our API.
+_TRANSPORT_PARAMS = frozenset({"token", "_xsrf"})
+
+
+class HeteroHandler(ExtensionHandlerMixin, APIHandler):
+    """Every API handler: authenticated, authorised on the ``hetero`` resource, JSON in and out."""
+
+    auth_resource = "hetero"
+
+    @property
+    def platform(self) -> Platform:
+        return self.settings["hetero_platform"]
+
+    @property
+    def identity(self) -> Identity:
+        user = self.current_user
+        groups = frozenset(getattr(user, "groups", None) or ())
+        return self.platform.identify(user.username, groups)
+
+    def query(self, model: type[Q]) -> Q:
+        """Parse the query string into ``model``; a bad value is a 400 naming the parameter."""
+        raw = {
+            key: values[-1].decode() for key, values in self.request.query_arguments.items()
+            if key not in _TRANSPORT_PARAMS
+        }
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            raise _invalid(exc, "query parameter") from None
+
+    def body(self, model: type[Q]) -> Q:
+        """Parse the JSON body into ``model``; malformed JSON or a bad field is a 400 naming it."""
+        try:
+            data = json.loads(self.request.body or b"{}")
+        except ValueError as exc:
+            raise InvalidRequest(f"request body is not valid JSON: {exc}", field="body") from None
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise _invalid(exc, "field") from None
+
+    def reply(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data, default=str))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, HeteroError):
+            self.set_status(exc.status)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps(exc.to_json(), default=str))
+            return
+        super().write_error(status_code, **kwargs)
+
+    def log_exception(self, typ, value, tb) -> None:
+        if isinstance(value, HeteroError):
+            self.log.info("hetero %s %s -> %s: %s", self.request.method, self.request.path, value.status, value.message)
+            return
+        super().log_exception(typ, value, tb)
+
+
+def _invalid(exc: ValidationError, noun: str) -> InvalidRequest:
+    """The first validation error as a 400 whose message starts with the offending name."""
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "body"
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = f"unknown {noun}"
+    return InvalidRequest(f"{noun} {field!r}: {message}", field=field,
+                          errors=[{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()])

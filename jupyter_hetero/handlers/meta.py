@@ -1,0 +1,53 @@
+"""The version of the server and the OpenAPI document of this API."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+
+import yaml
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..__about__ import __version__
+from ..store import SCHEMA_VERSION
+from .base import API_PREFIX, HeteroHandler
+
+
+@cache
+def openapi_document() -> dict:
+    """The OpenAPI 3 document shipped beside the handlers, with the package version filled in."""
+    text = (resources.files(__package__) / "openapi.yaml").read_text(encoding="utf-8")
+    document = yaml.safe_load(text)
+    document["info"]["version"] = __version__
+    return document
+
+
+class VersionHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        platform = self.platform
+        self.reply({
+            "version": __version__,
+            "api": "v1",
+            "mode": platform.mode,
+            "backend": platform.backend,
+            "schema_version": SCHEMA_VERSION,
+            "database": platform.repository.engine.dialect.name,
+        })
+
+
+class OpenAPIHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(openapi_document()))
+
+
+default_handlers = [
+    (rf"/{API_PREFIX}/version", VersionHandler),
+    (rf"/{API_PREFIX}/openapi.json", OpenAPIHandler),
+]

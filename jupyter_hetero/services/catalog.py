@@ -1,0 +1,73 @@
+"""Read views over the catalog joined with live counts: templates, queue status, tenant quota use."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ..catalog import Catalog, Queue, Template, Tenant
+from ..errors import NotFound
+from ..store import Held, Repository
+
+__all__ = ["CatalogService"]
+
+
+class CatalogService:
+    """Answers the read API: what can be requested, how busy each queue is, what a tenant uses."""
+
+    def __init__(self, catalog: Catalog, repository: Repository):
+        self.catalog = catalog
+        self.repository = repository
+
+    def templates(self, *, kind: str | None = None, task_type: str | None = None,
+                  tenant: Tenant | None = None) -> list[dict[str, Any]]:
+        return [
+            _template_json(template)
+            for template in self.catalog.templates
+            if (kind is None or kind in template.kinds)
+            and (task_type is None or template.task_type == task_type)
+            and (tenant is None or tenant.allows_template(template.name))
+        ]
+
+    def template(self, name: str) -> dict[str, Any]:
+        template = self.catalog.template(name)
+        if template is None:
+            raise NotFound(f"no template named {name!r}", known=[t.name for t in self.catalog.templates])
+        return _template_json(template)
+
+    def queues(self, tenant: Tenant) -> list[dict[str, Any]]:
+        """Every queue with its rules, pending and running counts, and the tenant's quota use in it."""
+        counts = self.repository.queue_counts()
+        return [
+            {
+                **_queue_json(queue),
+                "allowed": tenant.allows_queue(queue.name),
+                **counts.get(queue.name, {"pending": 0, "running": 0}),
+                "quota": self._quota_use(tenant, self.repository.held(tenant=tenant.name, queue=queue.name)),
+            }
+            for queue in sorted(self.catalog.queues, key=lambda q: -q.priority)
+        ]
+
+    def tenant_usage(self, tenant: Tenant) -> list[dict[str, Any]]:
+        """The tenant's quota and use per flavor, across all queues."""
+        return self._quota_use(tenant, self.repository.held(tenant=tenant.name))
+
+    def _quota_use(self, tenant: Tenant, held: dict[tuple[str, str], Held]) -> list[dict[str, Any]]:
+        rows = []
+        for flavor, quota in tenant.quotas.items():
+            rows.append({
+                "flavor": flavor,
+                "nominal": quota.nominal.model_dump(),
+                "borrowing_limit": quota.borrowing_limit.model_dump() if quota.borrowing_limit else None,
+                "lending_limit": quota.lending_limit.model_dump() if quota.lending_limit else None,
+                "used": asdict(held.get((tenant.name, flavor), Held())),
+            })
+        return rows
+
+
+def _template_json(template: Template) -> dict[str, Any]:
+    return {**template.model_dump(mode="json", by_alias=True), "interactive": template.interactive}
+
+
+def _queue_json(queue: Queue) -> dict[str, Any]:
+    return queue.model_dump(mode="json", by_alias=True)

@@ -1,0 +1,86 @@
+"""The inventory: nodes discovered here or declared as emulated, mapped to flavors and stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..capability import NodeCapability
+from ..catalog import Catalog
+from ..store import Repository
+
+__all__ = ["Inventory", "NodeView"]
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A node as the API shows it: its capability, flavor, admission state and when it was seen."""
+
+    capability: NodeCapability
+    flavor: str | None
+    state: str
+    first_seen: float
+    last_seen: float
+
+    @property
+    def name(self) -> str:
+        return self.capability.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.capability.model_dump(mode="json"),
+            "family": self.capability.family.value,
+            "flavor": self.flavor,
+            "state": self.state,
+            "schedulable": self.state == "admitted" and self.flavor is not None,
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+        }
+
+
+class Inventory:
+    """Keeps the store's node table in line with what the backends report."""
+
+    def __init__(self, catalog: Catalog, repository: Repository):
+        self.catalog = catalog
+        self.repository = repository
+        self._nodes: dict[str, NodeView] = {}
+
+    def refresh(self, capabilities: list[NodeCapability]) -> list[NodeView]:
+        """Record these nodes as seen now; new ones get a `node-registered` event."""
+        known = {row.name for row in self.repository.nodes()}
+        for capability in capabilities:
+            flavor = self.catalog.flavor_of(capability)
+            self.repository.upsert_node(
+                name=capability.name,
+                source=capability.source,
+                emulated=capability.emulated,
+                flavor=flavor.name if flavor else None,
+                capability=capability.model_dump(mode="json"),
+            )
+            if capability.name not in known:
+                self.repository.append_event(
+                    type="node-registered",
+                    node=capability.name,
+                    reason=f"{capability.source} node mapped to flavor {flavor.name if flavor else 'none'}",
+                    data={"emulated": capability.emulated},
+                )
+        current = {capability.name for capability in capabilities}
+        self._nodes = {
+            row.name: NodeView(
+                capability=NodeCapability.model_validate(row.capability),
+                flavor=row.flavor,
+                state=row.state,
+                first_seen=row.first_seen,
+                last_seen=row.last_seen,
+            )
+            for row in self.repository.nodes()
+            if row.name in current
+        }
+        return self.nodes()
+
+    def nodes(self) -> list[NodeView]:
+        return list(self._nodes.values())
+
+    def node(self, name: str) -> NodeView | None:
+        return self._nodes.get(name)

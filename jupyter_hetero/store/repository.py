@@ -1,0 +1,193 @@
+"""The repository: the only code that opens database sessions.
+
+>>> repo = Repository("sqlite:///:memory:", clock=lambda: 0.0)
+>>> repo.record_audit(actor="alice", action="catalog.reload", target="catalog", outcome="allowed").id
+1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from .migrations import migrate
+from .tables import AuditRow, EventRow, NodeRow, WorkloadRow
+
+__all__ = ["ACTIVE_STATES", "PENDING_STATES", "Held", "Repository"]
+
+Clock = Callable[[], float]
+
+PENDING_STATES = ("queued", "preempted")
+# States in which a workload holds capacity on a node.
+ACTIVE_STATES = ("admitted", "starting", "running")
+_GENESIS = "0" * 64
+
+
+@dataclass(frozen=True)
+class Held:
+    """Capacity held by admitted workloads, for one tenant and flavor."""
+
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    device_milli: int = 0
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    # WAL lets the API read while the scheduler writes; NORMAL sync keeps every committed
+    # transaction across a process crash (only a power loss could drop the last ones).
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite files get WAL and their folder is created."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+class Repository:
+    """Reads and writes the store; every method is one transaction."""
+
+    def __init__(self, url: str, clock: Clock):
+        self.url = url
+        self.clock = clock
+        self.engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        with self.engine.begin() as connection:
+            self.migrations_applied = migrate(connection, clock())
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with self._sessions.begin() as session:
+            yield session
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def upsert_node(self, *, name: str, source: str, emulated: bool, flavor: str | None,
+                    capability: dict[str, Any], state: str = "admitted") -> NodeRow:
+        """Record a node as seen now; its admission state is kept if it was known before."""
+        now = self.clock()
+        with self.session() as session:
+            row = session.get(NodeRow, name)
+            if row is None:
+                row = NodeRow(name=name, first_seen=now, state=state)
+                session.add(row)
+            row.source, row.emulated, row.flavor = source, emulated, flavor
+            row.capability, row.last_seen = capability, now
+            return row
+
+    def nodes(self) -> list[NodeRow]:
+        with self.session() as session:
+            return list(session.scalars(select(NodeRow).order_by(NodeRow.name)))
+
+    # -- workload aggregates -----------------------------------------------------------------
+
+    def queue_counts(self) -> dict[str, dict[str, int]]:
+        """``{queue: {"pending": n, "running": n}}`` over workloads waiting or holding capacity."""
+        counts: dict[str, dict[str, int]] = {}
+        with self.session() as session:
+            rows = session.execute(
+                select(WorkloadRow.queue, WorkloadRow.state, func.count())
+                .where(WorkloadRow.state.in_(PENDING_STATES + ACTIVE_STATES))
+                .group_by(WorkloadRow.queue, WorkloadRow.state)
+            )
+            for queue, state, count in rows:
+                slot = counts.setdefault(queue, {"pending": 0, "running": 0})
+                slot["pending" if state in PENDING_STATES else "running"] += count
+        return counts
+
+    def held(self, tenant: str | None = None, queue: str | None = None) -> dict[tuple[str, str], Held]:
+        """Capacity held per (tenant, flavor), optionally for one tenant or queue."""
+        query = (
+            select(
+                WorkloadRow.tenant,
+                WorkloadRow.flavor,
+                func.sum(WorkloadRow.held_cpu_milli),
+                func.sum(WorkloadRow.held_memory_mib),
+                func.sum(WorkloadRow.held_device_milli),
+            )
+            .where(WorkloadRow.state.in_(ACTIVE_STATES))
+            .group_by(WorkloadRow.tenant, WorkloadRow.flavor)
+        )
+        if tenant is not None:
+            query = query.where(WorkloadRow.tenant == tenant)
+        if queue is not None:
+            query = query.where(WorkloadRow.queue == queue)
+        with self.session() as session:
+            return {
+                (row_tenant, flavor): Held(int(cpu or 0), int(memory or 0), int(devices or 0))
+                for row_tenant, flavor, cpu, memory, devices in session.execute(query)
+                if flavor is not None
+            }
+
+    # -- events and audit ----------------------------------------------------------------------
+
+    def append_event(self, *, type: str, reason: str | None = None, workload_id: int | None = None,
+                     node: str | None = None, data: dict[str, Any] | None = None) -> EventRow:
+        with self.session() as session:
+            row = EventRow(workload_id=workload_id, node=node, at=self.clock(), type=type, reason=reason, data=data or {})
+            session.add(row)
+            return row
+
+    def events(self, *, workload_id: int | None = None, node: str | None = None) -> list[EventRow]:
+        query = select(EventRow).order_by(EventRow.id)
+        if workload_id is not None:
+            query = query.where(EventRow.workload_id == workload_id)
+        if node is not None:
+            query = query.where(EventRow.node == node)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def record_audit(self, *, actor: str, action: str, target: str, outcome: str,
+                     detail: dict[str, Any] | None = None) -> AuditRow:
+        """Append to the audit chain; each row's hash covers the previous one."""
+        with self.session() as session:
+            prev = session.scalars(select(AuditRow.hash).order_by(AuditRow.id.desc()).limit(1)).first() or _GENESIS
+            row = AuditRow(at=self.clock(), actor=actor, action=action, target=target, outcome=outcome,
+                           detail=detail or {}, prev_hash=prev)
+            row.hash = _audit_hash(row)
+            session.add(row)
+            return row
+
+    def audit_log(self) -> list[AuditRow]:
+        with self.session() as session:
+            return list(session.scalars(select(AuditRow).order_by(AuditRow.id)))
+
+    def verify_audit(self) -> int | None:
+        """The id of the first row whose chain is broken, or None when the log is intact."""
+        prev = _GENESIS
+        for row in self.audit_log():
+            if row.prev_hash != prev or row.hash != _audit_hash(row):
+                return row.id
+            prev = row.hash
+        return None
+
+
+def _audit_hash(row: AuditRow) -> str:
+    body = json.dumps(
+        [row.prev_hash, row.at, row.actor, row.action, row.target, row.outcome, row.detail],
+        sort_keys=True, separators=(",", ":"),
+    )
+    return hashlib.sha256(body.encode()).hexdigest()

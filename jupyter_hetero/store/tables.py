@@ -1,0 +1,99 @@
+"""SQLAlchemy tables: nodes, workloads, events (append-only) and the audit chain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["AuditRow", "Base", "EventRow", "NodeRow", "SchemaVersionRow", "WorkloadRow"]
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class SchemaVersionRow(Base):
+    __tablename__ = "schema_version"
+
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    applied_at: Mapped[float] = mapped_column(Float)
+
+
+class NodeRow(Base):
+    """A node as last seen, with the flavor it maps to and its admission state."""
+
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    source: Mapped[str] = mapped_column(String(32))
+    emulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    flavor: Mapped[str | None] = mapped_column(String(63), nullable=True)
+    state: Mapped[str] = mapped_column(String(16), default="admitted")
+    capability: Mapped[dict[str, Any]] = mapped_column(JSON)
+    first_seen: Mapped[float] = mapped_column(Float)
+    last_seen: Mapped[float] = mapped_column(Float)
+
+
+class WorkloadRow(Base):
+    """A kernel, job or service: what was asked, where it runs and what state it is in."""
+
+    __tablename__ = "workloads"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    tenant: Mapped[str] = mapped_column(String(63), index=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    template: Mapped[str] = mapped_column(String(63))
+    queue: Mapped[str] = mapped_column(String(63))
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    flavor: Mapped[str | None] = mapped_column(String(63), nullable=True)
+    node: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    placement: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # Capacity held while admitted, kept as columns so usage per tenant and flavor is one query.
+    held_cpu_milli: Mapped[int] = mapped_column(Integer, default=0)
+    held_memory_mib: Mapped[int] = mapped_column(Integer, default=0)
+    held_device_milli: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+    admitted_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (Index("ix_workloads_state_queue", "state", "queue"),)
+
+
+class EventRow(Base):
+    """One fact in a workload's (or node's) history; rows are only ever added."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    workload_id: Mapped[int | None] = mapped_column(ForeignKey("workloads.id"), nullable=True, index=True)
+    node: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    at: Mapped[float] = mapped_column(Float, index=True)
+    type: Mapped[str] = mapped_column(String(32))
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class AuditRow(Base):
+    """An admin action or a denial; each row's hash covers the previous row's, so edits show."""
+
+    __tablename__ = "audit"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[float] = mapped_column(Float, index=True)
+    actor: Mapped[str] = mapped_column(String(253))
+    action: Mapped[str] = mapped_column(String(63))
+    target: Mapped[str] = mapped_column(String(253))
+    outcome: Mapped[str] = mapped_column(String(16))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))

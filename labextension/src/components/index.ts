@@ -1,0 +1,3 @@
+export * from './ErrorMessage';
+export * from './HeteroPanelView';
+export * from './VersionBanner';

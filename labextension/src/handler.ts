@@ -1,0 +1,84 @@
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+/** Path of the jupyter-hetero REST API below the server's base URL. */
+export const API_NAMESPACE = 'hetero/api/v1';
+
+/**
+ * A failed call to the jupyter-hetero REST API.
+ *
+ * `message` is the server's own explanation (the `message` field of its JSON
+ * error body) when it sent one; `status` is 0 when the server was not reached.
+ */
+export class HeteroAPIError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly reason: string | null = null
+  ) {
+    super(message);
+    this.name = 'HeteroAPIError';
+  }
+}
+
+/**
+ * Call `/hetero/api/v1/<endPoint>` and return its decoded JSON body.
+ *
+ * ```ts
+ * const info = await requestAPI<{ version: string }>('version');
+ * ```
+ *
+ * `settings` is a test seam: pass `ServerConnection.makeSettings({ fetch })`
+ * to answer requests without a server.
+ */
+export async function requestAPI<T>(
+  endPoint = '',
+  init: RequestInit = {},
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<T> {
+  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
+
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new HeteroAPIError(
+      error instanceof Error ? error.message : String(error),
+      0
+    );
+  }
+
+  const body = await decodeBody(response);
+  if (!response.ok) {
+    throw new HeteroAPIError(
+      errorField(body, 'message') ??
+        (response.statusText || `HTTP ${response.status}`),
+      response.status,
+      errorField(body, 'reason')
+    );
+  }
+  return body as T;
+}
+
+async function decodeBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text.length === 0) {
+    return null;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    // A proxy in front of the server may answer with HTML; keep it for the error path.
+    return text;
+  }
+}
+
+function errorField(body: unknown, field: string): string | null {
+  if (body !== null && typeof body === 'object') {
+    const value = (body as Record<string, unknown>)[field];
+    if (typeof value === 'string' && value.length > 0) {
+      return value;
+    }
+  }
+  return null;
+}

@@ -1,0 +1,78 @@
+import { ServerConnection } from '@jupyterlab/services';
+import { describe, expect, it } from 'vitest';
+
+import { HeteroAPIError, requestAPI } from '../src/handler';
+
+/** Server settings whose fetch answers every request with `respond`. */
+function settingsAnswering(
+  respond: (url: string) => Response,
+  seen: string[] = []
+): ServerConnection.ISettings {
+  return ServerConnection.makeSettings({
+    baseUrl: 'http://localhost:8888/base/',
+    fetch: async (input: RequestInfo | URL) => {
+      const url = input instanceof Request ? input.url : String(input);
+      seen.push(url);
+      return respond(url);
+    }
+  });
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json' }
+  });
+}
+
+describe('requestAPI', () => {
+  it('calls /hetero/api/v1/<endPoint> under the base URL and decodes JSON', async () => {
+    const seen: string[] = [];
+    const settings = settingsAnswering(() => json(200, { version: '0.1.0' }), seen);
+
+    const info = await requestAPI<{ version: string }>('version', {}, settings);
+
+    expect(info).toEqual({ version: '0.1.0' });
+    expect(seen[0]).toMatch(/^http:\/\/localhost:8888\/base\/hetero\/api\/v1\/version/);
+  });
+
+  it('throws HeteroAPIError carrying the server message and status', async () => {
+    const settings = settingsAnswering(() =>
+      json(409, { message: 'Quota exceeded for tenant t1', reason: 'quota' })
+    );
+
+    const failure = requestAPI('workloads', { method: 'POST' }, settings);
+
+    await expect(failure).rejects.toBeInstanceOf(HeteroAPIError);
+    await expect(failure).rejects.toMatchObject({
+      message: 'Quota exceeded for tenant t1',
+      status: 409,
+      reason: 'quota'
+    });
+  });
+
+  it('falls back to the HTTP status text when the body is not JSON', async () => {
+    const settings = settingsAnswering(
+      () => new Response('<html>bad gateway</html>', { status: 502, statusText: 'Bad Gateway' })
+    );
+
+    await expect(requestAPI('version', {}, settings)).rejects.toMatchObject({
+      message: 'Bad Gateway',
+      status: 502
+    });
+  });
+
+  it('reports an unreachable server as status 0', async () => {
+    const settings = ServerConnection.makeSettings({
+      baseUrl: 'http://localhost:8888/',
+      fetch: async () => {
+        throw new TypeError('Failed to fetch');
+      }
+    });
+
+    await expect(requestAPI('version', {}, settings)).rejects.toMatchObject({
+      name: 'HeteroAPIError',
+      status: 0
+    });
+  });
+});

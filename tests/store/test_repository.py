@@ -1,0 +1,93 @@
+"""The store on real SQLite files: migrations, node upserts, aggregates and the audit chain."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from jupyter_hetero.store import SCHEMA_VERSION, Repository, SchemaTooNew
+from jupyter_hetero.store.tables import WorkloadRow
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "nested" / "hetero.sqlite"
+
+
+@pytest.fixture
+def repo(db_path):
+    clock = iter(range(1000, 100000))
+    repository = Repository(f"sqlite:///{db_path}", clock=lambda: float(next(clock)))
+    yield repository
+    repository.close()
+
+
+def test_a_new_database_is_created_at_the_latest_schema_in_wal_mode(repo, db_path):
+    assert repo.migrations_applied == [SCHEMA_VERSION]
+    connection = sqlite3.connect(db_path)
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"nodes", "workloads", "events", "audit", "schema_version"} <= tables
+
+
+def test_reopening_applies_nothing(repo, db_path):
+    again = Repository(f"sqlite:///{db_path}", clock=lambda: 0.0)
+    assert again.migrations_applied == []
+    again.close()
+
+
+def test_a_database_from_a_newer_release_is_refused(repo, db_path):
+    connection = sqlite3.connect(db_path)
+    connection.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, 0)", (SCHEMA_VERSION + 1,))
+    connection.commit()
+    with pytest.raises(SchemaTooNew, match="newer"):
+        Repository(f"sqlite:///{db_path}", clock=lambda: 0.0)
+
+
+def test_upsert_keeps_first_seen_and_admission_state(repo):
+    repo.upsert_node(name="n1", source="emulated", emulated=True, flavor="t4", capability={"a": 1}, state="pending")
+    row = repo.upsert_node(name="n1", source="emulated", emulated=True, flavor="t4", capability={"a": 2})
+    assert row.state == "pending"
+    assert row.first_seen < row.last_seen
+    assert [n.capability for n in repo.nodes()] == [{"a": 2}]
+
+
+def _workload(**fields) -> WorkloadRow:
+    base = dict(kind="job", tenant="vision", user="ada", template="training", queue="training",
+                request={}, spec={}, created_at=0.0, updated_at=0.0)
+    return WorkloadRow(**{**base, **fields})
+
+
+def test_queue_counts_and_held_capacity_come_from_workload_rows(repo):
+    with repo.session() as session:
+        session.add_all([
+            _workload(state="queued"),
+            _workload(state="running", flavor="a100-80g", held_cpu_milli=8000, held_memory_mib=1024, held_device_milli=2000),
+            _workload(state="admitted", flavor="a100-80g", held_cpu_milli=1000, held_memory_mib=512, held_device_milli=1000),
+            _workload(state="succeeded", flavor="a100-80g", held_device_milli=4000),
+            _workload(state="running", queue="batch", tenant="nlp", flavor="t4", held_device_milli=500),
+        ])
+    assert repo.queue_counts() == {"training": {"pending": 1, "running": 2}, "batch": {"pending": 0, "running": 1}}
+    held = repo.held(tenant="vision")
+    assert held[("vision", "a100-80g")].device_milli == 3000
+    assert held[("vision", "a100-80g")].cpu_milli == 9000
+    assert ("nlp", "t4") not in held
+    assert repo.held(queue="batch")[("nlp", "t4")].device_milli == 500
+
+
+def test_events_are_appended_in_order(repo):
+    repo.append_event(type="node-registered", node="n1", reason="first")
+    repo.append_event(type="node-lost", node="n1", reason="second")
+    repo.append_event(type="other", node="n2")
+    assert [e.reason for e in repo.events(node="n1")] == ["first", "second"]
+
+
+def test_the_audit_chain_detects_an_edited_row(repo, db_path):
+    for action in ("catalog.reload", "tenant.quota", "node.admit"):
+        repo.record_audit(actor="root", action=action, target="x", outcome="allowed", detail={"n": 1})
+    assert repo.verify_audit() is None
+    connection = sqlite3.connect(db_path)
+    connection.execute("UPDATE audit SET outcome='denied' WHERE id=2")
+    connection.commit()
+    assert repo.verify_audit() == 2

@@ -1,0 +1,55 @@
+"""The `jupyter hetero` command, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import yaml
+
+from jupyter_hetero import __version__
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
+
+from .conftest import DEMO_NODES
+
+
+def hetero(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter", "hetero", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_version():
+    result = hetero("version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"jupyter-hetero {__version__}"
+
+
+def test_validate_accepts_the_default_catalog():
+    result = hetero("catalog", "validate", str(DEFAULT_CATALOG_PATH))
+    assert result.returncode == 0, result.stderr
+    assert "9 templates, 5 queues" in result.stdout
+
+
+def test_validate_lists_every_error_and_exits_1(tmp_path):
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    data["templates"][2]["request"]["memory"] = "lots"
+    data["queues"][4]["max_wait_s"] = "forever"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    result = hetero("catalog", "validate", str(path))
+    assert result.returncode == 1
+    assert "2 error(s)" in result.stderr
+    assert "templates[2](fine-tuning).request.memory" in result.stderr
+    assert "queues[4](batch).max_wait_s" in result.stderr
+
+
+def test_nodes_prints_the_local_machine_and_emulated_nodes():
+    result = hetero("nodes", "--emulated-nodes-file", str(DEMO_NODES), "--json")
+    assert result.returncode == 0, result.stderr
+    nodes = json.loads(result.stdout)
+    assert nodes[0]["source"] == "local" and nodes[0]["emulated"] is False
+    assert {n["flavor"] for n in nodes[1:]} == {"a100-80g", "t4", "ascend-910b"}
+    table = hetero("nodes", "--emulated-nodes-file", str(DEMO_NODES))
+    assert "gpu-a100-0" in table.stdout and "a100-80g" in table.stdout
