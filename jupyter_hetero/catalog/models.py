@@ -355,6 +355,9 @@ class Queue(_Model):
     escalation: Escalation
     preemption: PreemptionPolicy = Field(default_factory=PreemptionPolicy)
     failure: FailurePolicy = Field(default_factory=FailurePolicy)
+    borrowing: bool = Field(
+        default=True, description="Whether workloads may borrow unused quota of other tenants in the cohort."
+    )
     reserved: dict[str, int] = Field(
         default_factory=dict, description="Devices per flavor that other queues may only borrow preemptibly."
     )

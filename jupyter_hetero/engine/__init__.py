@@ -1,0 +1,54 @@
+"""The scheduling engine: pure, deterministic decisions over a snapshot, with no I/O and no clock.
+
+>>> from jupyter_hetero.engine import Engine, Snapshot
+>>> Engine().cycle(Snapshot(now=0.0, nodes=[], queues={}, tenants={})).admissions
+[]
+"""
+
+from .capacity import Cluster, Policy
+from .cycle import Engine, Snapshot
+from .decisions import Admission, Blocker, Decisions, Escalation, Fit, Pending, Preemption
+from .explain import render
+from .matching import LabelReq
+from .model import (
+    Constraints,
+    Device,
+    NodeState,
+    Placement,
+    QueuePolicy,
+    Request,
+    Res,
+    Slot,
+    TenantQuota,
+    VariantNeed,
+    Workload,
+    WorkloadKind,
+)
+
+__all__ = [
+    "Admission",
+    "Blocker",
+    "Cluster",
+    "Constraints",
+    "Decisions",
+    "Device",
+    "Engine",
+    "Escalation",
+    "Fit",
+    "LabelReq",
+    "NodeState",
+    "Pending",
+    "Placement",
+    "Policy",
+    "Preemption",
+    "QueuePolicy",
+    "Request",
+    "Res",
+    "Slot",
+    "Snapshot",
+    "TenantQuota",
+    "VariantNeed",
+    "Workload",
+    "WorkloadKind",
+    "render",
+]

@@ -1,0 +1,228 @@
+"""Physical capacity: nodes indexed by flavor and free capacity, and the placement of replicas.
+
+Nodes of a flavor sit in buckets keyed by what they have free (whole free devices for accelerator
+nodes, free cores for CPU nodes), so finding a place walks a few buckets instead of every node.
+Allocation and release are exact inverses, which lets preemption try "what if these went away"
+and then restore the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from .matching import Mismatch, mismatch
+from .model import Constraints, Device, NodeState, Request, Slot
+
+__all__ = ["Cluster", "Eligibility", "Policy"]
+
+# How many fitting candidates a scoring policy compares before choosing; bounds a search on a
+# large flavor while still comparing enough nodes for packing to matter.
+SCORE_CANDIDATES = 48
+
+
+class Policy:
+    """Placement policies for the choice of node and device inside a flavor."""
+
+    BINPACK = "binpack"  # fill the fullest node/device that fits: keeps whole nodes free
+    SPREAD = "spread"  # the emptiest node/device: fewer neighbours, more headroom
+    FRAGMENTATION = "fragmentation-aware"  # least fragmentation of the typical workload mix (default)
+
+    ALL = (BINPACK, SPREAD, FRAGMENTATION)
+
+
+# (node, request) -> a score for placing one fractional replica on device `device`; lower is better.
+DeviceScorer = Callable[[NodeState, Request, Device], float]
+
+
+@dataclass(slots=True)
+class Eligibility:
+    """The nodes of a flavor that could ever run a workload, and why the others cannot."""
+
+    nodes: dict[str, NodeState]
+    mismatches: dict[str, tuple[Mismatch, int]]  # kind -> (example, how many nodes)
+
+
+def _bucket_key(node: NodeState) -> int:
+    return node.whole_free if node.devices else node.free_cpu // 1000
+
+
+class Cluster:
+    """Free capacity of every node, indexed for placement; mutated as the cycle allocates."""
+
+    def __init__(self, nodes: Iterable[NodeState], *, policy: str = Policy.FRAGMENTATION,
+                 device_scorer: DeviceScorer | None = None):
+        self.nodes: dict[str, NodeState] = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
+        self.policy = policy
+        self.device_scorer = device_scorer
+        self.flavors: dict[str, list[NodeState]] = {}
+        self._buckets: dict[str, dict[int, dict[str, NodeState]]] = {}
+        self._keys: dict[str, int] = {}
+        self._eligible: dict[tuple, Eligibility] = {}
+        for node in self.nodes.values():
+            self.flavors.setdefault(node.flavor, []).append(node)
+            self._file(node)
+        self._has_devices = {flavor: any(n.devices for n in nodes) for flavor, nodes in self.flavors.items()}
+        self._free_dev = {
+            flavor: sum(n.device_free_milli for n in nodes if n.schedulable) for flavor, nodes in self.flavors.items()
+        }
+
+    # -- index ---------------------------------------------------------------------------------
+
+    def _file(self, node: NodeState) -> None:
+        key = _bucket_key(node)
+        self._keys[node.name] = key
+        self._buckets.setdefault(node.flavor, {}).setdefault(key, {})[node.name] = node
+
+    def _refile(self, node: NodeState) -> None:
+        old = self._keys[node.name]
+        if old != _bucket_key(node):
+            del self._buckets[node.flavor][old][node.name]
+            self._file(node)
+
+    def eligibility(self, flavor: str, request: Request, constraints: Constraints) -> Eligibility:
+        """Static eligibility, cached: it depends on nothing that changes within a cycle."""
+        key = (flavor, constraints, request.uses_devices, request.devices, request.device_mem,
+               request.replicas > 1, request.placement)
+        cached = self._eligible.get(key)
+        if cached is None:
+            nodes: dict[str, NodeState] = {}
+            mismatches: dict[str, tuple[Mismatch, int]] = {}
+            for node in self.flavors.get(flavor, ()):
+                reason = mismatch(node, request, constraints)
+                if reason is None:
+                    nodes[node.name] = node
+                else:
+                    example, count = mismatches.get(reason.kind, (reason, 0))
+                    mismatches[reason.kind] = (example, count + 1)
+            cached = self._eligible[key] = Eligibility(nodes, mismatches)
+        return cached
+
+    def free_devices_milli(self, flavor: str) -> int:
+        """Free device-milli over the schedulable nodes of a flavor, kept up to date as work moves."""
+        return self._free_dev.get(flavor, 0)
+
+    # -- allocation ----------------------------------------------------------------------------
+
+    def allocate(self, slot: Slot, request: Request) -> None:
+        self._move(self.nodes[slot.node], slot, request, -1)
+
+    def release(self, slot: Slot, request: Request) -> None:
+        node = self.nodes.get(slot.node)
+        if node is not None:  # a node that left the inventory has nothing to give back
+            self._move(node, slot, request, +1)
+
+    def _move(self, node: NodeState, slot: Slot, request: Request, sign: int) -> None:
+        node.free_cpu += sign * request.cpu
+        node.free_mem += sign * request.mem
+        for index, milli, mem in slot.devices:
+            device = node.devices[index]
+            device.free_milli += sign * milli
+            device.free_mem += sign * mem
+            if node.schedulable:
+                self._free_dev[node.flavor] += sign * milli
+        self._refile(node)
+
+    # -- placement -----------------------------------------------------------------------------
+
+    def place(self, flavor: str, request: Request, constraints: Constraints,
+              within: dict[str, NodeState] | None = None) -> tuple[Slot, ...] | None:
+        """Slots for every replica (all or nothing), allocated; None when the gang cannot fit."""
+        eligible = self.eligibility(flavor, request, constraints).nodes
+        if within is not None:
+            eligible = {name: node for name, node in eligible.items() if name in within}
+        if not eligible:
+            return None
+        if request.replicas == 1:
+            slot = self._one(flavor, request, eligible)
+            if slot is not None:
+                self.allocate(slot, request)
+                return (slot,)
+            return None
+        if request.placement == "same-node":
+            groups: Iterator[dict[str, NodeState]] = ({name: node} for name, node in eligible.items())
+        elif request.placement == "same-interconnect":
+            groups = iter(_by_domain(eligible).values())
+        else:
+            groups = iter((eligible,))
+        for group in groups:
+            slots = self._gang(flavor, request, group)
+            if slots is not None:
+                return slots
+        return None
+
+    def _gang(self, flavor: str, request: Request, eligible: dict[str, NodeState]) -> tuple[Slot, ...] | None:
+        placed: list[Slot] = []
+        for _ in range(request.replicas):
+            slot = self._one(flavor, request, eligible)
+            if slot is None:
+                for done in placed:
+                    self.release(done, request)
+                return None
+            self.allocate(slot, request)
+            placed.append(slot)
+        return tuple(placed)
+
+    def _one(self, flavor: str, request: Request, eligible: dict[str, NodeState]) -> Slot | None:
+        buckets = self._buckets.get(flavor, {})
+        if request.devices:
+            keys = sorted((k for k in buckets if k >= request.devices), reverse=self.policy == Policy.SPREAD)
+        elif not request.uses_devices and not self._has_devices[flavor]:
+            keys = sorted((k for k in buckets if k >= request.cpu // 1000), reverse=self.policy == Policy.SPREAD)
+        else:
+            keys = sorted(buckets, reverse=self.policy == Policy.SPREAD)
+        if request.device_milli:
+            return self._best_fraction(request, self._fitting(buckets, keys, request, eligible))
+        for node in self._fitting(buckets, keys, request, eligible):
+            return Slot(node.name, self._whole_devices(node, request))
+        return None
+
+    @staticmethod
+    def _fitting(buckets, keys, request: Request, eligible) -> Iterator[NodeState]:
+        for key in keys:
+            for name, node in buckets[key].items():
+                if name in eligible and node.free_cpu >= request.cpu and node.free_mem >= request.mem:
+                    if request.device_milli and not any(_fraction_fits(d, request) for d in node.devices):
+                        continue
+                    yield node
+
+    @staticmethod
+    def _whole_devices(node: NodeState, request: Request) -> tuple[tuple[int, int, int], ...]:
+        if not request.devices:
+            return ()
+        free = [d for d in node.devices if d.free_milli == 1000][: request.devices]
+        return tuple((d.index, 1000, d.free_mem) for d in free)
+
+    def _best_fraction(self, request: Request, candidates: Iterator[NodeState]) -> Slot | None:
+        best: tuple[float, str, int] | None = None
+        for seen, node in enumerate(candidates):
+            if seen >= SCORE_CANDIDATES:
+                break
+            for device in node.devices:
+                if not _fraction_fits(device, request):
+                    continue
+                score = self._device_score(node, request, device)
+                if best is None or (score, node.name, device.index) < best:
+                    best = (score, node.name, device.index)
+        if best is None:
+            return None
+        return Slot(best[1], ((best[2], request.device_milli, request.device_mem),))
+
+    def _device_score(self, node: NodeState, request: Request, device: Device) -> float:
+        if self.policy == Policy.FRAGMENTATION and self.device_scorer is not None:
+            return self.device_scorer(node, request, device)
+        leftover = device.free_milli - request.device_milli
+        # binpack: least left on the device, then on the node; spread: the opposite.
+        score = leftover * 10_000 + node.device_free_milli
+        return -score if self.policy == Policy.SPREAD else score
+
+
+def _fraction_fits(device: Device, request: Request) -> bool:
+    return device.free_milli >= request.device_milli and device.free_mem >= request.device_mem
+
+
+def _by_domain(nodes: dict[str, NodeState]) -> dict[str, dict[str, NodeState]]:
+    domains: dict[str, dict[str, NodeState]] = {}
+    for name, node in nodes.items():
+        domains.setdefault(node.domain or name, {})[name] = node
+    return dict(sorted(domains.items()))

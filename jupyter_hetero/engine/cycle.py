@@ -1,0 +1,378 @@
+"""The scheduling cycle: a pure function from a snapshot to decisions.
+
+    decisions = Engine().cycle(snapshot)
+
+1. Escalate: workloads that waited past their queue's ``max_wait_s`` get its escalation.
+2. Order heads: effective priority, then the tenant's weighted dominant share (DRF), then
+   submit time, then id.
+3. Nominate each head on its eligible flavors in template order: static match, quota,
+   reservation, capacity. ``FIT`` admits at once and charges the snapshot.
+4. A head that fits nowhere may preempt (see :mod:`.preemption`); a head that waited past its
+   queue's bound holds its preferred flavor so smaller work cannot starve it.
+5. Every workload left waiting gets its position, ranked blockers and an ETA.
+The snapshot is never mutated; the same snapshot always gives the same decisions.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+from .capacity import Cluster, DeviceScorer, Policy
+from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
+from .explain import estimate_eta, rank
+from .fairshare import dominant_share
+from .model import ZERO, NodeState, Placement, QueuePolicy, Res, TenantQuota, Workload
+from .preemption import eviction_reason, select_victims
+from .quota import QuotaBook, QuotaCheck, QuotaVerdict
+from .reservation import Reservations
+
+__all__ = ["Engine", "Snapshot"]
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Everything one cycle looks at. Nodes carry full capacity; running work is charged by the engine."""
+
+    now: float
+    nodes: list[NodeState]
+    queues: dict[str, QueuePolicy]
+    tenants: dict[str, TenantQuota]
+    running: list[Workload] = field(default_factory=list)
+    pending: list[Workload] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Head:
+    workload: Workload
+    priority: int
+    may_borrow: bool
+    allow_any_lower: bool
+    starving: bool
+
+
+class _State:
+    """Mutable per-cycle accounting: capacity, quota, reservations; implements :class:`WhatIf`."""
+
+    def __init__(self, snapshot: Snapshot, policy: str, device_scorer: DeviceScorer | None):
+        self.now = snapshot.now
+        self.queues = snapshot.queues
+        self.cluster = Cluster(copy.deepcopy(snapshot.nodes), policy=policy, device_scorer=device_scorer)
+        self.quotas = QuotaBook(snapshot.tenants)
+        self.reservations = Reservations(snapshot.queues)
+        self.tenant_used: dict[str, Res] = {}
+        self.running: dict[str, list[Workload]] = {}  # flavor -> running workloads on it
+        self.preempting: dict[int, float] = {}
+        self.capacity = ZERO
+        for node in self.cluster.nodes.values():
+            if node.schedulable:
+                self.capacity = self.capacity + Res(node.cpu, node.mem, len(node.devices) * 1000)
+        for workload in snapshot.running:
+            if workload.placement is not None:
+                self._charge(workload, workload.placement)
+                self.running.setdefault(workload.placement.flavor, []).append(workload)
+                if workload.preempting_until is not None:
+                    self.preempting[workload.id] = workload.preempting_until
+
+    def _charge(self, workload: Workload, placement: Placement, sign: int = 1) -> None:
+        request = workload.request
+        for slot in placement.slots:
+            (self.cluster.allocate if sign > 0 else self.cluster.release)(slot, request)
+        total = request.total if sign > 0 else Res(-request.total.cpu, -request.total.mem, -request.total.dev)
+        self.quotas.charge(workload.tenant, placement.flavor, total)
+        self.reservations.charge(workload.queue, placement.flavor, total.dev)
+        self.tenant_used[workload.tenant] = self.tenant_used.get(workload.tenant, ZERO) + total
+
+    # -- WhatIf --------------------------------------------------------------------------------
+
+    def remove(self, workload: Workload) -> None:
+        assert workload.placement is not None
+        self._charge(workload, workload.placement, -1)
+
+    def restore(self, workload: Workload) -> None:
+        assert workload.placement is not None
+        self._charge(workload, workload.placement, +1)
+
+    def fits(self, workload: Workload, flavor: str) -> bool:
+        if not self.quotas.check(workload.tenant, flavor, workload.request.total).ok:
+            return False
+        slots = self.cluster.place(flavor, workload.request, workload.constraints)
+        if slots is None:
+            return False
+        for slot in slots:
+            self.cluster.release(slot, workload.request)
+        return True
+
+    def share(self, tenant: str) -> float:
+        quota = self.quotas.quotas.get(tenant)
+        return dominant_share(self.tenant_used.get(tenant, ZERO), self.capacity, quota.weight if quota else 1.0)
+
+
+class Engine:
+    """Scheduling decisions over snapshots; holds only configuration, never state between cycles."""
+
+    def __init__(self, *, policy: str = Policy.FRAGMENTATION, device_scorer: DeviceScorer | None = None,
+                 eta: bool = True):
+        if policy not in Policy.ALL:
+            raise ValueError(f"unknown placement policy {policy!r}; choose one of {', '.join(Policy.ALL)}")
+        self.policy = policy
+        self.device_scorer = device_scorer
+        self.eta = eta
+
+    def cycle(self, snapshot: Snapshot) -> Decisions:
+        state = _State(snapshot, self.policy, self.device_scorer)
+        decisions = Decisions(now=snapshot.now)
+        heads = self._escalate(snapshot, decisions)
+        blocked: dict[int, tuple[Blocker, ...]] = {}
+        order: list[_Head] = []
+        holds: dict[str, tuple[int, int]] = {}  # flavor -> (priority, workload) held for a starving head
+        failed: dict[tuple, tuple[Blocker, ...]] = {}
+        for head in self._ordered(heads, state):
+            workload = head.workload
+            key = (workload.request.shape, workload.constraints, workload.flavors, workload.tenant,
+                   workload.queue, head.may_borrow, head.allow_any_lower, head.priority)
+            if key in failed and not holds:
+                blocked[workload.id] = failed[key]
+                order.append(head)
+                continue
+            admitted, blockers = self._nominate(state, head, holds, decisions)
+            if admitted:
+                continue
+            if not any(b.kind in ("preempting", "held") for b in blockers):
+                failed[key] = blockers
+            blocked[workload.id] = blockers
+            order.append(head)
+        self._explain(state, order, blocked, decisions)
+        return decisions
+
+    # -- 1. escalation -----------------------------------------------------------------------
+
+    def _escalate(self, snapshot: Snapshot, decisions: Decisions) -> list[_Head]:
+        heads = []
+        for workload in snapshot.pending:
+            queue = snapshot.queues.get(workload.queue)
+            if queue is None:
+                continue
+            waited = snapshot.now - workload.submitted_at
+            starving = waited >= queue.max_wait_s
+            if starving and not workload.escalated:
+                boost = queue.priority_boost if queue.escalation == "raise-priority" else 0
+                decisions.escalations.append(Escalation(workload.id, queue.escalation, boost, waited))
+            escalated = starving or workload.escalated
+            boost = workload.priority_boost or (queue.priority_boost if escalated and queue.escalation == "raise-priority" else 0)
+            heads.append(_Head(
+                workload=workload,
+                priority=queue.priority + boost,
+                may_borrow=queue.can_borrow or (escalated and queue.escalation == "allow-borrowing"),
+                allow_any_lower=escalated and queue.escalation == "allow-preemption",
+                starving=starving,
+            ))
+        return heads
+
+    # -- 2. order ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _ordered(heads: list[_Head], state: _State):
+        """Heads by priority; inside a priority, the tenant with the smallest share goes next."""
+        levels: dict[int, dict[str, deque[_Head]]] = {}
+        for head in sorted(heads, key=lambda h: (h.workload.submitted_at, h.workload.id)):
+            levels.setdefault(head.priority, {}).setdefault(head.workload.tenant, deque()).append(head)
+        for priority in sorted(levels, reverse=True):
+            tenants = levels[priority]
+            heap = [(state.share(tenant), tenant) for tenant in sorted(tenants)]
+            heapq.heapify(heap)
+            while heap:
+                _share, tenant = heapq.heappop(heap)
+                queue = tenants[tenant]
+                yield queue.popleft()
+                if queue:
+                    heapq.heappush(heap, (state.share(tenant), tenant))
+
+    # -- 3./4. nominate, admit, preempt ------------------------------------------------------
+
+    def _nominate(self, state: _State, head: _Head, holds: dict[str, tuple[int, int]],
+                  decisions: Decisions) -> tuple[bool, tuple[Blocker, ...]]:
+        workload = head.workload
+        request, total = workload.request, workload.request.total
+        blockers: list[Blocker] = []
+        preemptable: list[str] = []
+        for flavor in workload.flavors:
+            eligibility = state.cluster.eligibility(flavor, request, workload.constraints)
+            if not eligibility.nodes:
+                blockers.extend(_static_blockers(flavor, eligibility.mismatches))
+                continue
+            hold = holds.get(flavor)
+            if hold is not None and hold[1] != workload.id and hold[0] >= head.priority:
+                blockers.append(Blocker("held", flavor, {"holder": hold[1]}, 0.5))
+                continue
+            check = state.quotas.check(workload.tenant, flavor, total, may_borrow=head.may_borrow)
+            if not check.ok:
+                blockers.append(_quota_blocker(state, workload, flavor, check, total))
+                if check.verdict >= QuotaVerdict.OVER_LIMIT:
+                    preemptable.append(flavor)
+                continue
+            outstanding = state.reservations.outstanding(flavor, excluding=workload.queue) if total.dev else 0
+            on_reservation = outstanding > 0 and state.cluster.free_devices_milli(flavor) - total.dev < outstanding
+            slots = state.cluster.place(flavor, request, workload.constraints)
+            if slots is not None:
+                for slot in slots:  # place() allocated; _charge books capacity and quota together
+                    state.cluster.release(slot, request)
+                placement = Placement(flavor, slots, on_reservation=on_reservation, borrowing=check.borrowing)
+                state._charge(workload, placement)
+                admitted = copy.copy(workload)
+                admitted.placement, admitted.started_at = placement, state.now
+                admitted.expected_end = state.now + workload.runtime_s
+                state.running.setdefault(flavor, []).append(admitted)
+                decisions.admissions.append(Admission(workload.id, placement))
+                return True, ()
+            blockers.append(_capacity_blocker(state, flavor, workload, outstanding))
+            preemptable.append(flavor)
+        return False, self._preempt_or_hold(state, head, preemptable, blockers, holds, decisions)
+
+    def _preempt_or_hold(self, state: _State, head: _Head, flavors: list[str], blockers: list[Blocker],
+                         holds: dict[str, tuple[int, int]], decisions: Decisions) -> tuple[Blocker, ...]:
+        workload = head.workload
+        for flavor in flavors:
+            evicting = [w for w in state.running.get(flavor, ()) if w.id in state.preempting]
+            if evicting and self._fits_without(state, workload, flavor, evicting):
+                grace = max(state.preempting[w.id] for w in evicting) - state.now
+                return (Blocker("preempting", flavor, {"count": len(evicting), "grace_s": int(max(grace, 0))}, 0.9),
+                        *rank(blockers))
+        for flavor in flavors:
+            reclaim_quota = state.quotas.check(workload.tenant, flavor, workload.request.total).verdict == QuotaVerdict.COHORT_FULL
+            cohort = state.quotas.quotas[workload.tenant].cohort if workload.tenant in state.quotas.quotas else None
+            candidates = []
+            for running in state.running.get(flavor, ()):
+                if running.id in state.preempting:
+                    continue
+                if reclaim_quota and state.quotas.quotas.get(running.tenant, TenantQuota("")).cohort != cohort:
+                    continue
+                reason = eviction_reason(
+                    workload, running, state.queues,
+                    reclaim_reservation=state.reservations.owns(workload.queue, flavor),
+                    reclaim_quota=reclaim_quota,
+                    allow_any_lower=head.allow_any_lower,
+                )
+                if reason is not None:
+                    candidates.append((running, reason))
+            if not candidates:
+                continue
+            chosen = select_victims(state, workload, flavor, candidates, state.queues, state.now)
+            if chosen:
+                deadline = 0.0
+                for victim, reason in chosen:
+                    grace = state.queues[victim.queue].grace_s if victim.queue in state.queues else 0
+                    state.preempting[victim.id] = state.now + grace
+                    deadline = max(deadline, state.now + grace)
+                    decisions.preemptions.append(Preemption(victim.id, workload.id, reason, state.now + grace))
+                return (Blocker("preempting", flavor, {"count": len(chosen), "grace_s": int(deadline - state.now)}, 0.9),
+                        *rank(blockers))
+        if head.starving and flavors and flavors[0] not in holds:
+            holds[flavors[0]] = (head.priority, workload.id)
+        return rank(blockers)
+
+    @staticmethod
+    def _fits_without(state: _State, workload: Workload, flavor: str, evicting: list[Workload]) -> bool:
+        for victim in evicting:
+            state.remove(victim)
+        try:
+            return state.fits(workload, flavor)
+        finally:
+            for victim in evicting:
+                state.restore(victim)
+
+    # -- 5. explain --------------------------------------------------------------------------
+
+    def _explain(self, state: _State, order: list[_Head], blocked: dict[int, tuple[Blocker, ...]],
+                 decisions: Decisions) -> None:
+        positions: dict[str, int] = {}
+        releases: dict[str, list[tuple[float, Workload]]] = {}
+        etas: dict[tuple, tuple[float | None, int | None]] = {}
+        for head in order:
+            workload = head.workload
+            position = positions[workload.queue] = positions.get(workload.queue, 0) + 1
+            blockers = blocked.get(workload.id, ())
+            eta: tuple[float | None, int | None] = (None, None)
+            if blockers and blockers[0].kind == "preempting":
+                eta = (state.now + blockers[0].params["grace_s"], None)
+            elif self.eta and any(b.kind in _WAITS_FOR_CAPACITY for b in blockers):
+                key = (workload.request.shape, workload.constraints, workload.flavors, workload.tenant)
+                if key not in etas:
+                    merged = sorted(
+                        (pair for flavor in workload.flavors for pair in _releases(state, flavor, releases)),
+                        key=lambda pair: (pair[0], pair[1].id),
+                    )
+                    etas[key] = estimate_eta(state, workload, workload.flavors, merged, state.now)
+                eta = etas[key]
+            decisions.pending[workload.id] = Pending(workload.id, position, blockers, eta[0], eta[1])
+
+
+# Blockers that running work ends; the others (driver, labels, ...) need an admin, not time.
+_WAITS_FOR_CAPACITY = frozenset({"capacity", "quota", "cohort", "reservation", "held"})
+
+
+def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Workload]]]) -> list[tuple[float, Workload]]:
+    if flavor not in cache:
+        cache[flavor] = sorted(
+            ((w.expected_end if w.expected_end is not None else (w.started_at or state.now) + w.runtime_s, w)
+             for w in state.running.get(flavor, ())),
+            key=lambda pair: (pair[0], pair[1].id),
+        )
+    return cache[flavor]
+
+
+def _static_blockers(flavor: str, mismatches) -> list[Blocker]:
+    if not mismatches:
+        return [Blocker("no-nodes", flavor, {}, 0.0)]
+    return [
+        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.0)
+        for kind, (example, count) in mismatches.items()
+    ]
+
+
+def _quota_blocker(state: _State, workload: Workload, flavor: str, check: QuotaCheck, total: Res) -> Blocker:
+    if check.verdict == QuotaVerdict.NO_QUOTA:
+        return Blocker("no-quota", flavor, {"tenant": workload.tenant}, 0.0)
+    scale, unit = _unit(check.resource)
+    params = {
+        "tenant": workload.tenant, "queue": workload.queue, "resource": unit,
+        "used": _fmt(check.used / scale), "nominal": _fmt(check.limit / scale),
+        "borrowing_limit": "unlimited" if check.borrow_limit is None else _fmt(check.borrow_limit / scale),
+    }
+    need = getattr(total, {"cpu": "cpu", "memory": "mem", "devices": "dev"}[check.resource or "devices"]) or 1
+    if check.verdict == QuotaVerdict.COHORT_FULL:
+        cohort = state.quotas.quotas[workload.tenant].cohort
+        return Blocker("cohort", flavor, {**params, "cohort": cohort, "limit": params["nominal"]}, 0.6)
+    room = max(0, (check.limit + (check.borrow_limit or 0)) - check.used)
+    return Blocker("quota", flavor, params, max(0.05, min(0.95, room / need)))
+
+
+def _capacity_blocker(state: _State, flavor: str, workload: Workload, outstanding: int) -> Blocker:
+    total = workload.request.total
+    if total.dev:
+        free = state.cluster.free_devices_milli(flavor)
+        if outstanding and free >= total.dev:
+            return Blocker("reservation", flavor, {"reserved": _devices(outstanding), "owner": _owner(state, flavor, workload.queue)}, 0.7)
+        return Blocker("capacity", flavor, {"free": _devices(free), "need": _devices(total.dev)}, max(0.05, min(0.95, free / total.dev)))
+    free_cpu = sum(n.free_cpu for n in state.cluster.flavors.get(flavor, ()) if n.schedulable)
+    return Blocker("capacity", flavor, {"free": f"{_fmt(free_cpu / 1000)} CPU", "need": f"{_fmt(total.cpu / 1000)} CPU"},
+                   max(0.05, min(0.95, free_cpu / max(total.cpu, 1))))
+
+
+def _owner(state: _State, flavor: str, queue: str) -> str:
+    return ",".join(q for q in state.reservations.reserved.get(flavor, {}) if q != queue)
+
+
+def _unit(resource: str) -> tuple[float, str]:
+    return {"cpu": (1000, "CPU"), "memory": (1024, "GiB memory"), "devices": (1000, "devices")}.get(resource, (1, resource))
+
+
+def _devices(milli: int) -> str:
+    return f"{_fmt(milli / 1000)} devices"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+

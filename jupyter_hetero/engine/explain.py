@@ -1,0 +1,126 @@
+"""Why a workload waits, in plain words (English and Simplified Chinese), and when it may start."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .decisions import Blocker
+from .model import Workload
+from .preemption import WhatIf
+
+__all__ = ["estimate_eta", "rank", "render"]
+
+# How many upcoming releases an ETA looks through before it answers "unknown".
+ETA_HORIZON = 256
+
+_MESSAGES: dict[str, tuple[str, str]] = {
+    "quota": (
+        "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor} in queue {queue} "
+        "(borrowing limit {borrowing_limit})",
+        "配额：租户 {tenant} 在队列 {queue} 中已使用规格 {flavor} 的 {resource} {used}/{nominal}（可借用上限 {borrowing_limit}）",
+    ),
+    "no-quota": (
+        "quota: tenant {tenant} has no quota for flavor {flavor}",
+        "配额：租户 {tenant} 没有规格 {flavor} 的配额",
+    ),
+    "cohort": (
+        "quota: other tenants of cohort {cohort} borrowed the {resource} of flavor {flavor} ({used}/{limit} in use); "
+        "it is reclaimed by preemption",
+        "配额：资源池 {cohort} 中规格 {flavor} 的 {resource} 已被其他租户借用（已用 {used}/{limit}），将通过抢占收回",
+    ),
+    "capacity": (
+        "capacity: flavor {flavor} has {free} free, needs {need}",
+        "容量：规格 {flavor} 空闲 {free}，需要 {need}",
+    ),
+    "device-memory": (
+        "capacity: no admitted node of flavor {flavor} has >= {need} device memory; nodes have {have}",
+        "容量：规格 {flavor} 没有设备显存 >= {need} 的已准入节点；节点为 {have}",
+    ),
+    "reservation": (
+        "reserved for inference: {reserved} of flavor {flavor} are kept for queue {owner}",
+        "为推理预留：规格 {flavor} 的 {reserved} 保留给队列 {owner}",
+    ),
+    "held": (
+        "capacity: flavor {flavor} is held for workload {holder}, which waited past its queue's max wait",
+        "容量：规格 {flavor} 已为等待超时的作业 {holder} 保留",
+    ),
+    "preempting": (
+        "preemption: waiting for {count} evicted workload(s) to release flavor {flavor} (grace ends in {grace_s} s)",
+        "抢占：等待 {count} 个被抢占的作业释放规格 {flavor}（宽限期剩余 {grace_s} 秒）",
+    ),
+    "driver": (
+        "driver: template needs driver {need}, nodes of flavor {flavor} have {have}",
+        "驱动：模板需要驱动版本 {need}，规格 {flavor} 的节点为 {have}",
+    ),
+    "runtime": (
+        "runtime: template needs runtime {need}, nodes of flavor {flavor} have {have}",
+        "运行时：模板需要运行时版本 {need}，规格 {flavor} 的节点为 {have}",
+    ),
+    "frameworks": (
+        "frameworks: template needs {need}, nodes of flavor {flavor} provide {have}",
+        "框架：模板需要 {need}，规格 {flavor} 的节点提供 {have}",
+    ),
+    "interconnect": (
+        "interconnect: template needs {need}, nodes of flavor {flavor} have {have}",
+        "互联：模板需要 {need}，规格 {flavor} 的节点为 {have}",
+    ),
+    "labels": (
+        "labels: nodes of flavor {flavor} do not satisfy {need} (have {have})",
+        "标签：规格 {flavor} 的节点不满足 {need}（实际 {have}）",
+    ),
+    "device-count": (
+        "capacity: a replica needs {need} devices on one node, nodes of flavor {flavor} have {have}",
+        "容量：每个副本需要单节点 {need} 张卡，规格 {flavor} 的节点只有 {have} 张",
+    ),
+    "no-accelerator": (
+        "capacity: flavor {flavor} has no accelerators",
+        "容量：规格 {flavor} 没有加速卡",
+    ),
+    "variant": (
+        "runtime: template has no runtime variant for the accelerators of flavor {flavor}",
+        "运行时：模板没有适配规格 {flavor} 加速卡的运行时变体",
+    ),
+    "not-admitted": (
+        "onboarding: nodes of flavor {flavor} are pending onboarding and not schedulable yet",
+        "准入：规格 {flavor} 的节点尚未完成准入，暂不可调度",
+    ),
+    "no-nodes": (
+        "capacity: no admitted node belongs to flavor {flavor}",
+        "容量：没有属于规格 {flavor} 的已准入节点",
+    ),
+}
+
+
+def render(blocker: Blocker, language: str = "en") -> str:
+    """The blocker as one sentence; ``language`` ``zh*`` gives Simplified Chinese."""
+    english, chinese = _MESSAGES.get(blocker.kind, ("{kind}: {params}", "{kind}：{params}"))
+    text = chinese if language.lower().startswith("zh") else english
+    params: dict[str, Any] = {"kind": blocker.kind, "flavor": blocker.flavor, "params": blocker.params}
+    params.update(blocker.params)
+    try:
+        return text.format(**params)
+    except (KeyError, IndexError):
+        return f"{blocker.kind}: {blocker.params}"
+
+
+def rank(blockers: Sequence[Blocker]) -> tuple[Blocker, ...]:
+    """Closest to fitting first; ties keep the template's flavor order."""
+    return tuple(sorted(blockers, key=lambda b: -b.closeness))
+
+
+def estimate_eta(state: WhatIf, workload: Workload, flavors: Sequence[str],
+                 releases: Sequence[tuple[float, Workload]], now: float) -> tuple[float | None, int | None]:
+    """The earliest time the workload fits if running work ends as expected and nothing else
+    takes the capacity first; and the workload whose end makes room. The state is restored."""
+    taken: list[Workload] = []
+    try:
+        for end, running in releases[:ETA_HORIZON]:
+            state.remove(running)
+            taken.append(running)
+            if any(state.fits(workload, flavor) for flavor in flavors):
+                return max(end, now), running.id
+        return None, None
+    finally:
+        for running in reversed(taken):
+            state.restore(running)

@@ -1,0 +1,37 @@
+"""Capacity reserved per flavor for a queue (production inference): others may borrow it only
+preemptibly, and give it back when the owning queue needs it."""
+
+from __future__ import annotations
+
+from .model import QueuePolicy
+
+__all__ = ["Reservations"]
+
+
+class Reservations:
+    """Reserved device-milli per (flavor, queue) and what each reserving queue uses of it."""
+
+    def __init__(self, queues: dict[str, QueuePolicy]):
+        self.reserved: dict[str, dict[str, int]] = {}
+        for queue in sorted(queues):
+            for flavor, devices in sorted(queues[queue].reserved.items()):
+                self.reserved.setdefault(flavor, {})[queue] = devices * 1000
+        self.used: dict[tuple[str, str], int] = {}
+
+    def owns(self, queue: str, flavor: str) -> bool:
+        return queue in self.reserved.get(flavor, {})
+
+    def charge(self, queue: str, flavor: str, device_milli: int) -> None:
+        if self.owns(queue, flavor):
+            self.used[(flavor, queue)] = self.used.get((flavor, queue), 0) + device_milli
+
+    def refund(self, queue: str, flavor: str, device_milli: int) -> None:
+        self.charge(queue, flavor, -device_milli)
+
+    def outstanding(self, flavor: str, *, excluding: str) -> int:
+        """Device-milli still held back on ``flavor`` for queues other than ``excluding``."""
+        return sum(
+            max(0, reserved - self.used.get((flavor, queue), 0))
+            for queue, reserved in self.reserved.get(flavor, {}).items()
+            if queue != excluding
+        )

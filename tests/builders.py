@@ -1,0 +1,257 @@
+"""Fluent builders for engine tests: nodes, workloads, tenants, queues and snapshots.
+
+    snap = snapshot(
+        nodes=[node("a1").gpus(2)],
+        pending=[job(1).gpus(1)],
+        tenants=[tenant("vision").quota("a100-80g", devices=8)],
+    )
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import count
+
+from jupyter_hetero.engine import (
+    Constraints,
+    Device,
+    NodeState,
+    Placement,
+    QueuePolicy,
+    Request,
+    Res,
+    Slot,
+    Snapshot,
+    TenantQuota,
+    VariantNeed,
+    Workload,
+    WorkloadKind,
+)
+
+GIB = 1024
+
+
+class NodeBuilder:
+    def __init__(self, name: str, flavor: str):
+        self._node = NodeState(name=name, flavor=flavor, cpu=64_000, mem=512 * GIB, free_cpu=64_000, free_mem=512 * GIB,
+                               family="cpu", domain=name)
+
+    def cpu(self, cores: float) -> NodeBuilder:
+        self._node.cpu = self._node.free_cpu = int(cores * 1000)
+        return self
+
+    def mem(self, gib: float) -> NodeBuilder:
+        self._node.mem = self._node.free_mem = int(gib * GIB)
+        return self
+
+    def gpus(self, n: int, mem_gib: float = 80, *, family: str = "nvidia", model: str = "A100-SXM4-80GB",
+             driver: str = "550.54", runtime: str = "12.4", interconnect: str = "nvlink") -> NodeBuilder:
+        mem = int(mem_gib * GIB)
+        self._node.devices = [Device(index=i, free_milli=1000, free_mem=mem, mem=mem) for i in range(n)]
+        self._node.family, self._node.model = family, model
+        self._node.driver, self._node.runtime, self._node.interconnect = driver, runtime, interconnect
+        return self
+
+    def frameworks(self, *names: str) -> NodeBuilder:
+        self._node.frameworks = frozenset(names)
+        return self
+
+    def labels(self, **labels: str) -> NodeBuilder:
+        self._node.labels = {k.replace("_", "."): v for k, v in labels.items()}
+        return self
+
+    def domain(self, domain: str) -> NodeBuilder:
+        self._node.domain = domain
+        return self
+
+    def pending_onboarding(self) -> NodeBuilder:
+        self._node.schedulable = False
+        return self
+
+    def build(self) -> NodeState:
+        return replace(self._node, devices=[replace(d) for d in self._node.devices])
+
+
+def node(name: str, flavor: str = "a100-80g") -> NodeBuilder:
+    return NodeBuilder(name, flavor)
+
+
+class WorkloadBuilder:
+    def __init__(self, wid: int, kind: WorkloadKind):
+        self._id = wid
+        self._kind = kind
+        self._tenant, self._queue, self._user = "vision", "training", "ada"
+        self._request = Request(cpu=1000, mem=GIB)
+        self._flavors: tuple[str, ...] = ("a100-80g",)
+        self._constraints = Constraints()
+        self._submitted = 0.0
+        self._placement: Placement | None = None
+        self._started: float | None = None
+        self._expected_end: float | None = None
+        self._idle = False
+        self._checkpoint: float | None = None
+        self._preempting: float | None = None
+        self._runtime = 3600.0
+        self._escalated = False
+
+    def tenant(self, name: str) -> WorkloadBuilder:
+        self._tenant = name
+        return self
+
+    def queue(self, name: str) -> WorkloadBuilder:
+        self._queue = name
+        return self
+
+    def gpus(self, n: int, mem_gib: float = 0) -> WorkloadBuilder:
+        self._request = replace(self._request, devices=n, device_milli=0, device_mem=int(mem_gib * GIB))
+        return self
+
+    def fraction(self, milli: int, mem_gib: float = 0) -> WorkloadBuilder:
+        self._request = replace(self._request, devices=0, device_milli=milli, device_mem=int(mem_gib * GIB))
+        return self
+
+    def cpu(self, cores: float) -> WorkloadBuilder:
+        self._request = replace(self._request, cpu=int(cores * 1000))
+        return self
+
+    def mem(self, gib: float) -> WorkloadBuilder:
+        self._request = replace(self._request, mem=int(gib * GIB))
+        return self
+
+    def replicas(self, n: int, placement: str = "any") -> WorkloadBuilder:
+        self._request = replace(self._request, replicas=n, placement=placement)
+        return self
+
+    def flavors(self, *names: str) -> WorkloadBuilder:
+        self._flavors = names
+        return self
+
+    def needs(self, *, min_driver: str | None = None, min_runtime: str | None = None, family: str = "nvidia",
+              frameworks: tuple[str, ...] = (), interconnect: tuple[str, ...] = (), labels: tuple = ()) -> WorkloadBuilder:
+        variants = (VariantNeed(family, min_driver, min_runtime),) if (min_driver or min_runtime) else ()
+        self._constraints = Constraints(labels=labels, frameworks=frameworks, interconnect=interconnect, variants=variants)
+        return self
+
+    def submitted(self, at: float) -> WorkloadBuilder:
+        self._submitted = at
+        return self
+
+    def escalated(self) -> WorkloadBuilder:
+        self._escalated = True
+        return self
+
+    def runtime(self, seconds: float) -> WorkloadBuilder:
+        self._runtime = seconds
+        return self
+
+    def idle(self, idle: bool = True) -> WorkloadBuilder:
+        self._idle = idle
+        return self
+
+    def checkpoint(self, at: float) -> WorkloadBuilder:
+        self._checkpoint = at
+        return self
+
+    def preempting(self, until: float) -> WorkloadBuilder:
+        self._preempting = until
+        return self
+
+    def on(self, node_name: str, *devices: int, flavor: str | None = None, milli: int = 1000, dev_mem_gib: float = 0,
+           started: float = 0.0, ends: float | None = None, on_reservation: bool = False,
+           borrowing: bool = False) -> WorkloadBuilder:
+        """Running on ``node_name`` with these device indexes (one slot; see :meth:`slots` for gangs)."""
+        mem = int(dev_mem_gib * GIB)
+        slot = Slot(node_name, tuple((d, milli, mem) for d in devices))
+        return self.slots(slot, flavor=flavor, started=started, ends=ends, on_reservation=on_reservation, borrowing=borrowing)
+
+    def slots(self, *slots: Slot, flavor: str | None = None, started: float = 0.0, ends: float | None = None,
+              on_reservation: bool = False, borrowing: bool = False) -> WorkloadBuilder:
+        self._placement = Placement(flavor or self._flavors[0], tuple(slots), on_reservation, borrowing)
+        self._started, self._expected_end = started, ends
+        return self
+
+    def build(self) -> Workload:
+        return Workload(
+            id=self._id, tenant=self._tenant, queue=self._queue, request=self._request, flavors=self._flavors,
+            submitted_at=self._submitted, kind=self._kind, constraints=self._constraints, user=self._user,
+            placement=self._placement, started_at=self._started, expected_end=self._expected_end, idle=self._idle,
+            checkpoint_at=self._checkpoint, preempting_until=self._preempting, runtime_s=self._runtime,
+            escalated=self._escalated,
+        )
+
+
+def job(wid: int) -> WorkloadBuilder:
+    return WorkloadBuilder(wid, WorkloadKind.JOB)
+
+
+def kernel(wid: int) -> WorkloadBuilder:
+    return WorkloadBuilder(wid, WorkloadKind.KERNEL).queue("experiment")
+
+
+class TenantBuilder:
+    def __init__(self, name: str):
+        self._name, self._cohort, self._weight = name, "default", 1.0
+        self._nominal: dict[str, Res] = {}
+        self._borrowing: dict[str, Res | None] = {}
+        self._lending: dict[str, Res | None] = {}
+
+    def quota(self, flavor: str, *, devices: float = 0, cpu: float = 1000, mem_gib: float = 100_000,
+              borrowing: float | None = None, lending: float | None = None) -> TenantBuilder:
+        """Quota in devices (CPU and memory generous unless given); borrowing/lending in devices."""
+        self._nominal[flavor] = Res(int(cpu * 1000), int(mem_gib * GIB), int(devices * 1000))
+        big = 1 << 40
+        self._borrowing[flavor] = None if borrowing is None else Res(big, big, int(borrowing * 1000))
+        self._lending[flavor] = None if lending is None else Res(big, big, int(lending * 1000))
+        return self
+
+    def cohort(self, name: str) -> TenantBuilder:
+        self._cohort = name
+        return self
+
+    def weight(self, weight: float) -> TenantBuilder:
+        self._weight = weight
+        return self
+
+    def build(self) -> TenantQuota:
+        return TenantQuota(self._name, self._cohort, self._weight, dict(self._nominal), dict(self._borrowing),
+                           dict(self._lending))
+
+
+def tenant(name: str) -> TenantBuilder:
+    return TenantBuilder(name)
+
+
+def queues(**overrides: dict) -> dict[str, QueuePolicy]:
+    """The default catalog's five queues as engine policies; ``overrides`` patch fields per queue."""
+    base = {
+        "urgent": QueuePolicy("urgent", 1000, 300, "notify", may_preempt=frozenset({"experiment", "batch", "training"}),
+                              grace_s=60),
+        "inference": QueuePolicy("inference", 800, 600, "allow-preemption", may_preempt=frozenset({"experiment", "batch"}),
+                                 grace_s=30, reserved={"t4": 1}),
+        "training": QueuePolicy("training", 300, 7200, "allow-borrowing", may_preempt=frozenset({"batch"}),
+                                preemptible=True, grace_s=120, can_borrow=False),
+        "experiment": QueuePolicy("experiment", 200, 1800, "raise-priority", priority_boost=150, preemptible=True,
+                                  idle_kernels_only=True, grace_s=60),
+        "batch": QueuePolicy("batch", 100, 86400, "raise-priority", priority_boost=100, preemptible=True, grace_s=30),
+    }
+    for name, fields in overrides.items():
+        base[name] = replace(base[name], **fields)
+    return base
+
+
+def snapshot(*, now: float = 1000.0, nodes=(), running=(), pending=(), tenants=(), queue_policies=None) -> Snapshot:
+    return Snapshot(
+        now=now,
+        nodes=[n.build() if hasattr(n, "build") else n for n in nodes],
+        queues=queue_policies or queues(),
+        tenants={t.build().tenant: t.build() for t in tenants},
+        running=[w.build() if hasattr(w, "build") else w for w in running],
+        pending=[w.build() if hasattr(w, "build") else w for w in pending],
+    )
+
+
+_ids = count(1000)
+
+
+def next_id() -> int:
+    return next(_ids)
