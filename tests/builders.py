@@ -91,6 +91,7 @@ class WorkloadBuilder:
         self._idle = False
         self._checkpoint: float | None = None
         self._preempting: float | None = None
+        self._preempted_for: int | None = None
         self._runtime = 3600.0
         self._escalated = False
 
@@ -152,8 +153,8 @@ class WorkloadBuilder:
         self._checkpoint = at
         return self
 
-    def preempting(self, until: float) -> WorkloadBuilder:
-        self._preempting = until
+    def preempting(self, until: float, for_workload: int | None = None) -> WorkloadBuilder:
+        self._preempting, self._preempted_for = until, for_workload
         return self
 
     def on(self, node_name: str, *devices: int, flavor: str | None = None, milli: int = 1000, dev_mem_gib: float = 0,
@@ -175,7 +176,7 @@ class WorkloadBuilder:
             id=self._id, tenant=self._tenant, queue=self._queue, request=self._request, flavors=self._flavors,
             submitted_at=self._submitted, kind=self._kind, constraints=self._constraints, user=self._user,
             placement=self._placement, started_at=self._started, expected_end=self._expected_end, idle=self._idle,
-            checkpoint_at=self._checkpoint, preempting_until=self._preempting, runtime_s=self._runtime,
+            checkpoint_at=self._checkpoint, preempting_until=self._preempting, preempted_for=self._preempted_for, runtime_s=self._runtime,
             escalated=self._escalated,
         )
 

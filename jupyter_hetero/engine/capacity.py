@@ -18,7 +18,7 @@ __all__ = ["Cluster", "Eligibility", "Policy"]
 
 # How many fitting candidates a scoring policy compares before choosing; bounds a search on a
 # large flavor while still comparing enough nodes for packing to matter.
-SCORE_CANDIDATES = 48
+SCORE_CANDIDATES = 16
 
 
 class Policy:
@@ -43,8 +43,22 @@ class Eligibility:
     mismatches: dict[str, tuple[Mismatch, int]]  # kind -> (example, how many nodes)
 
 
-def _bucket_key(node: NodeState) -> int:
-    return node.whole_free if node.devices else node.free_cpu // 1000
+# Fractional requests look nodes up by the most any one device has free, in steps of this much.
+_FRACTION_STEP = 50
+
+
+def _node_keys(node: NodeState) -> tuple[int, int]:
+    """(whole free devices, or free cores on a CPU node; most milli free on one device // step)."""
+    if not node.devices:
+        return node.free_cpu // 1000, 0
+    whole = best = 0
+    for device in node.devices:
+        free = device.free_milli
+        if free == 1000:
+            whole += 1
+        if free > best:
+            best = free
+    return whole, best // _FRACTION_STEP
 
 
 class Cluster:
@@ -57,7 +71,8 @@ class Cluster:
         self.device_scorer = device_scorer
         self.flavors: dict[str, list[NodeState]] = {}
         self._buckets: dict[str, dict[int, dict[str, NodeState]]] = {}
-        self._keys: dict[str, int] = {}
+        self._fractions: dict[str, dict[int, dict[str, NodeState]]] = {}
+        self._keys: dict[str, tuple[int, int]] = {}
         self._eligible: dict[tuple, Eligibility] = {}
         for node in self.nodes.values():
             self.flavors.setdefault(node.flavor, []).append(node)
@@ -69,16 +84,19 @@ class Cluster:
 
     # -- index ---------------------------------------------------------------------------------
 
-    def _file(self, node: NodeState) -> None:
-        key = _bucket_key(node)
-        self._keys[node.name] = key
+    def _file(self, node: NodeState, keys: tuple[int, int] | None = None) -> None:
+        key, fraction = self._keys[node.name] = keys or _node_keys(node)
         self._buckets.setdefault(node.flavor, {}).setdefault(key, {})[node.name] = node
+        if node.devices:
+            self._fractions.setdefault(node.flavor, {}).setdefault(fraction, {})[node.name] = node
 
     def _refile(self, node: NodeState) -> None:
-        old = self._keys[node.name]
-        if old != _bucket_key(node):
-            del self._buckets[node.flavor][old][node.name]
-            self._file(node)
+        old, new = self._keys[node.name], _node_keys(node)
+        if old != new:
+            del self._buckets[node.flavor][old[0]][node.name]
+            if node.devices:
+                del self._fractions[node.flavor][old[1]][node.name]
+            self._file(node, new)
 
     def eligibility(self, flavor: str, request: Request, constraints: Constraints) -> Eligibility:
         """Static eligibility, cached: it depends on nothing that changes within a cycle."""
@@ -121,7 +139,9 @@ class Cluster:
             device.free_mem += sign * mem
             if node.schedulable:
                 self._free_dev[node.flavor] += sign * milli
-        self._refile(node)
+        # Device nodes are indexed by their devices only: CPU-only work there leaves the index alone.
+        if slot.devices or not node.devices:
+            self._refile(node)
 
     # -- placement -----------------------------------------------------------------------------
 
@@ -164,15 +184,18 @@ class Cluster:
         return tuple(placed)
 
     def _one(self, flavor: str, request: Request, eligible: dict[str, NodeState]) -> Slot | None:
+        spread = self.policy == Policy.SPREAD
+        if request.device_milli:
+            buckets = self._fractions.get(flavor, {})
+            keys = sorted((k for k in buckets if k >= request.device_milli // _FRACTION_STEP), reverse=spread)
+            return self._best_fraction(request, self._fitting(buckets, keys, request, eligible))
         buckets = self._buckets.get(flavor, {})
         if request.devices:
-            keys = sorted((k for k in buckets if k >= request.devices), reverse=self.policy == Policy.SPREAD)
-        elif not request.uses_devices and not self._has_devices[flavor]:
-            keys = sorted((k for k in buckets if k >= request.cpu // 1000), reverse=self.policy == Policy.SPREAD)
+            keys = sorted((k for k in buckets if k >= request.devices), reverse=spread)
+        elif not self._has_devices.get(flavor):
+            keys = sorted((k for k in buckets if k >= request.cpu // 1000), reverse=spread)
         else:
-            keys = sorted(buckets, reverse=self.policy == Policy.SPREAD)
-        if request.device_milli:
-            return self._best_fraction(request, self._fitting(buckets, keys, request, eligible))
+            keys = sorted(buckets, reverse=spread)
         for node in self._fitting(buckets, keys, request, eligible):
             return Slot(node.name, self._whole_devices(node, request))
         return None

@@ -59,27 +59,47 @@ class _State:
     def __init__(self, snapshot: Snapshot, policy: str, device_scorer: DeviceScorer | None):
         self.now = snapshot.now
         self.queues = snapshot.queues
-        self.cluster = Cluster(copy.deepcopy(snapshot.nodes), policy=policy, device_scorer=device_scorer)
-        self.quotas = QuotaBook(snapshot.tenants)
+        self.cluster = Cluster([node.clone() for node in snapshot.nodes], policy=policy, device_scorer=device_scorer)
         self.reservations = Reservations(snapshot.queues)
         self.tenant_used: dict[str, Res] = {}
         self.running: dict[str, list[Workload]] = {}  # flavor -> running workloads on it
-        self.preempting: dict[int, float] = {}
+        self.running_by_queue: dict[str, dict[str, list[Workload]]] = {}  # flavor -> queue -> running
+        self.preempting: dict[int, float] = {}  # victim id -> grace deadline
+        self.evicting_for: dict[int, list[Workload]] = {}  # preemptor id -> its victims still running
+        self.candidates: dict[tuple, list[tuple[Workload, str]]] = {}  # eviction candidates, per cycle
         self.capacity = ZERO
         for node in self.cluster.nodes.values():
             if node.schedulable:
                 self.capacity = self.capacity + Res(node.cpu, node.mem, len(node.devices) * 1000)
+        # Running work is summed per (tenant, flavor) first: the quota book starts from the totals.
+        usage: dict[tuple[str, str], Res] = {}
         for workload in snapshot.running:
-            if workload.placement is not None:
-                self._charge(workload, workload.placement)
-                self.running.setdefault(workload.placement.flavor, []).append(workload)
+            placement = workload.placement
+            if placement is not None:
+                for slot in placement.slots:
+                    self.cluster.allocate(slot, workload.request)
+                total = workload.request.total
+                key = (workload.tenant, placement.flavor)
+                usage[key] = usage.get(key, ZERO) + total
+                self.reservations.charge(workload.queue, placement.flavor, total.dev)
+                self.tenant_used[workload.tenant] = self.tenant_used.get(workload.tenant, ZERO) + total
+                self.add_running(workload)
                 if workload.preempting_until is not None:
                     self.preempting[workload.id] = workload.preempting_until
+                    if workload.preempted_for is not None:
+                        self.evicting_for.setdefault(workload.preempted_for, []).append(workload)
+        self.quotas = QuotaBook(snapshot.tenants, usage)
 
-    def _charge(self, workload: Workload, placement: Placement, sign: int = 1) -> None:
+    def add_running(self, workload: Workload) -> None:
+        flavor = workload.placement.flavor
+        self.running.setdefault(flavor, []).append(workload)
+        self.running_by_queue.setdefault(flavor, {}).setdefault(workload.queue, []).append(workload)
+
+    def _charge(self, workload: Workload, placement: Placement, sign: int = 1, *, allocated: bool = False) -> None:
         request = workload.request
-        for slot in placement.slots:
-            (self.cluster.allocate if sign > 0 else self.cluster.release)(slot, request)
+        if not allocated:
+            for slot in placement.slots:
+                (self.cluster.allocate if sign > 0 else self.cluster.release)(slot, request)
         total = request.total if sign > 0 else Res(-request.total.cpu, -request.total.mem, -request.total.dev)
         self.quotas.charge(workload.tenant, placement.flavor, total)
         self.reservations.charge(workload.queue, placement.flavor, total.dev)
@@ -217,14 +237,12 @@ class Engine:
             on_reservation = outstanding > 0 and state.cluster.free_devices_milli(flavor) - total.dev < outstanding
             slots = state.cluster.place(flavor, request, workload.constraints)
             if slots is not None:
-                for slot in slots:  # place() allocated; _charge books capacity and quota together
-                    state.cluster.release(slot, request)
                 placement = Placement(flavor, slots, on_reservation=on_reservation, borrowing=check.borrowing)
-                state._charge(workload, placement)
+                state._charge(workload, placement, allocated=True)  # place() allocated the slots already
                 admitted = copy.copy(workload)
                 admitted.placement, admitted.started_at = placement, state.now
                 admitted.expected_end = state.now + workload.runtime_s
-                state.running.setdefault(flavor, []).append(admitted)
+                state.add_running(admitted)
                 decisions.admissions.append(Admission(workload.id, placement))
                 return True, ()
             blockers.append(_capacity_blocker(state, flavor, workload, outstanding))
@@ -234,29 +252,16 @@ class Engine:
     def _preempt_or_hold(self, state: _State, head: _Head, flavors: list[str], blockers: list[Blocker],
                          holds: dict[str, tuple[int, int]], decisions: Decisions) -> tuple[Blocker, ...]:
         workload = head.workload
-        for flavor in flavors:
-            evicting = [w for w in state.running.get(flavor, ()) if w.id in state.preempting]
+        # Victims already leaving for this workload: wait for them rather than evict more.
+        for flavor in flavors if workload.id in state.evicting_for else ():
+            evicting = [w for w in state.evicting_for[workload.id] if w.placement and w.placement.flavor == flavor]
             if evicting and self._fits_without(state, workload, flavor, evicting):
                 grace = max(state.preempting[w.id] for w in evicting) - state.now
                 return (Blocker("preempting", flavor, {"count": len(evicting), "grace_s": int(max(grace, 0))}, 0.9),
                         *rank(blockers))
         for flavor in flavors:
             reclaim_quota = state.quotas.check(workload.tenant, flavor, workload.request.total).verdict == QuotaVerdict.COHORT_FULL
-            cohort = state.quotas.quotas[workload.tenant].cohort if workload.tenant in state.quotas.quotas else None
-            candidates = []
-            for running in state.running.get(flavor, ()):
-                if running.id in state.preempting:
-                    continue
-                if reclaim_quota and state.quotas.quotas.get(running.tenant, TenantQuota("")).cohort != cohort:
-                    continue
-                reason = eviction_reason(
-                    workload, running, state.queues,
-                    reclaim_reservation=state.reservations.owns(workload.queue, flavor),
-                    reclaim_quota=reclaim_quota,
-                    allow_any_lower=head.allow_any_lower,
-                )
-                if reason is not None:
-                    candidates.append((running, reason))
+            candidates = self._candidates(state, head, flavor, reclaim_quota)
             if not candidates:
                 continue
             chosen = select_victims(state, workload, flavor, candidates, state.queues, state.now)
@@ -272,6 +277,37 @@ class Engine:
         if head.starving and flavors and flavors[0] not in holds:
             holds[flavors[0]] = (head.priority, workload.id)
         return rank(blockers)
+
+    @staticmethod
+    def _candidates(state: _State, head: _Head, flavor: str, reclaim_quota: bool) -> list[tuple[Workload, str]]:
+        """Running workloads on ``flavor`` this head may evict, each with the reason."""
+        workload = head.workload
+        # Whom a head may evict depends on its queue, tenant and flags, not on the head itself.
+        key = (flavor, workload.queue, workload.tenant, reclaim_quota, head.allow_any_lower, workload.kind)
+        cached = state.candidates.get(key)
+        if cached is not None:
+            return [pair for pair in cached if pair[0].id not in state.preempting]
+        policy = state.queues[workload.queue]
+        reclaim_reservation = state.reservations.owns(workload.queue, flavor)
+        by_queue = state.running_by_queue.get(flavor, {})
+        if reclaim_quota or reclaim_reservation or head.allow_any_lower:
+            pools = list(by_queue.values())  # borrowed capacity may sit in any queue
+        else:
+            pools = [by_queue.get(queue, ()) for queue in sorted(policy.may_preempt)]
+        cohort = state.quotas.quotas[workload.tenant].cohort if workload.tenant in state.quotas.quotas else None
+        candidates = []
+        for pool in pools:
+            for running in pool:
+                if running.id in state.preempting:
+                    continue
+                if reclaim_quota and getattr(state.quotas.quotas.get(running.tenant), "cohort", None) != cohort:
+                    continue
+                reason = eviction_reason(workload, running, state.queues, reclaim_reservation=reclaim_reservation,
+                                         reclaim_quota=reclaim_quota, allow_any_lower=head.allow_any_lower)
+                if reason is not None:
+                    candidates.append((running, reason))
+        state.candidates[key] = candidates
+        return candidates
 
     @staticmethod
     def _fits_without(state: _State, workload: Workload, flavor: str, evicting: list[Workload]) -> bool:
@@ -290,6 +326,7 @@ class Engine:
         positions: dict[str, int] = {}
         releases: dict[str, list[tuple[float, Workload]]] = {}
         etas: dict[tuple, tuple[float | None, int | None]] = {}
+        merged: dict[tuple[str, ...], list[tuple[float, Workload]]] = {}
         for head in order:
             workload = head.workload
             position = positions[workload.queue] = positions.get(workload.queue, 0) + 1
@@ -298,13 +335,16 @@ class Engine:
             if blockers and blockers[0].kind == "preempting":
                 eta = (state.now + blockers[0].params["grace_s"], None)
             elif self.eta and any(b.kind in _WAITS_FOR_CAPACITY for b in blockers):
-                key = (workload.request.shape, workload.constraints, workload.flavors, workload.tenant)
+                by_quota = any(b.kind in ("quota", "cohort") for b in blockers)
+                key = (workload.request.shape, workload.constraints, workload.flavors,
+                       workload.tenant if by_quota else None, workload.queue)
                 if key not in etas:
-                    merged = sorted(
-                        (pair for flavor in workload.flavors for pair in _releases(state, flavor, releases)),
-                        key=lambda pair: (pair[0], pair[1].id),
-                    )
-                    etas[key] = estimate_eta(state, workload, workload.flavors, merged, state.now)
+                    if workload.flavors not in merged:
+                        merged[workload.flavors] = sorted(
+                            (pair for flavor in workload.flavors for pair in _releases(state, flavor, releases)),
+                            key=lambda pair: (pair[0], pair[1].id),
+                        )
+                    etas[key] = estimate_eta(state, workload, workload.flavors, merged[workload.flavors], state.now)
                 eta = etas[key]
             decisions.pending[workload.id] = Pending(workload.id, position, blockers, eta[0], eta[1])
 

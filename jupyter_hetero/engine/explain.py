@@ -112,15 +112,42 @@ def rank(blockers: Sequence[Blocker]) -> tuple[Blocker, ...]:
 def estimate_eta(state: WhatIf, workload: Workload, flavors: Sequence[str],
                  releases: Sequence[tuple[float, Workload]], now: float) -> tuple[float | None, int | None]:
     """The earliest time the workload fits if running work ends as expected and nothing else
-    takes the capacity first; and the workload whose end makes room. The state is restored."""
-    taken: list[Workload] = []
+    takes the capacity first; and the workload whose end makes room. The state is restored.
+
+    Fitting only gets easier as more work ends, so the answer is the shortest prefix of
+    ``releases`` after which the workload fits: found by doubling, then bisecting.
+    """
+    releases = releases[:ETA_HORIZON]
+    removed = 0  # releases[:removed] are currently out of the state
+
+    def out_until(count: int) -> None:
+        nonlocal removed
+        while removed < count:
+            state.remove(releases[removed][1])
+            removed += 1
+        while removed > count:
+            removed -= 1
+            state.restore(releases[removed][1])
+
+    def fits_after(count: int) -> bool:
+        out_until(count)
+        return any(state.fits(workload, flavor) for flavor in flavors)
+
     try:
-        for end, running in releases[:ETA_HORIZON]:
-            state.remove(running)
-            taken.append(running)
-            if any(state.fits(workload, flavor) for flavor in flavors):
-                return max(end, now), running.id
-        return None, None
+        low, high = 0, 1  # fits after `high` releases, not after `low`
+        while high <= len(releases) and not fits_after(high):
+            low, high = high, high * 2
+        if high > len(releases):
+            if not releases or not fits_after(len(releases)):
+                return None, None
+            high = len(releases)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if fits_after(middle):
+                high = middle
+            else:
+                low = middle
+        end, running = releases[high - 1]
+        return max(end, now), running.id
     finally:
-        for running in reversed(taken):
-            state.restore(running)
+        out_until(0)

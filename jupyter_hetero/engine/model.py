@@ -74,14 +74,14 @@ class Request:
     device_mem: int = 0
     replicas: int = 1
     placement: str = "any"  # any | same-node | same-interconnect
+    # Derived once: requests are read millions of times per cycle on a large cluster.
+    per_replica: Res = field(init=False, repr=False, compare=False)
+    total: Res = field(init=False, repr=False, compare=False)
 
-    @property
-    def per_replica(self) -> Res:
-        return Res(self.cpu, self.mem, self.devices * 1000 + self.device_milli)
-
-    @property
-    def total(self) -> Res:
-        return self.per_replica.scale(self.replicas)
+    def __post_init__(self) -> None:
+        per_replica = Res(self.cpu, self.mem, self.devices * 1000 + self.device_milli)
+        object.__setattr__(self, "per_replica", per_replica)
+        object.__setattr__(self, "total", per_replica.scale(self.replicas))
 
     @property
     def uses_devices(self) -> bool:
@@ -146,6 +146,14 @@ class NodeState:
     labels: dict[str, str] = field(default_factory=dict)
     domain: str = ""  # interconnect domain; gangs with placement=same-interconnect stay inside one
     schedulable: bool = True
+
+    def clone(self) -> NodeState:
+        """A copy whose free capacity can change without touching this one (cheaper than deepcopy)."""
+        copy = NodeState.__new__(NodeState)
+        for name in self.__slots__:
+            setattr(copy, name, getattr(self, name))
+        copy.devices = [Device(d.index, d.free_milli, d.free_mem, d.mem) for d in self.devices]
+        return copy
 
     @property
     def whole_free(self) -> int:
@@ -227,6 +235,7 @@ class Workload:
     idle: bool = False
     checkpoint_at: float | None = None
     preempting_until: float | None = None  # already chosen as a victim; holds capacity until then
+    preempted_for: int | None = None  # the workload this victim makes room for
     # Pending workloads only:
     priority_boost: int = 0
     escalated: bool = False

@@ -54,6 +54,7 @@ class QuotaBook:
         self._members: dict[str, list[str]] = {}
         for name in sorted(quotas):
             self._members.setdefault(quotas[name].cohort, []).append(name)
+        self._guaranteed_cache: dict[tuple[str, str], Res] = {}
         self._pool: dict[tuple[str, str], Res] = {}
         self._pool_used: dict[tuple[str, str], Res] = {}
         for cohort, members in self._members.items():
@@ -74,15 +75,22 @@ class QuotaBook:
         return self.quotas[tenant].nominal.get(flavor, ZERO) if tenant in self.quotas else ZERO
 
     def _guaranteed(self, tenant: str, flavor: str) -> Res:
-        nominal = self.nominal(tenant, flavor)
-        lending = self.quotas[tenant].lending_limit.get(flavor)
-        return ZERO if lending is None else _vmax0(nominal - lending)
+        key = (tenant, flavor)
+        cached = self._guaranteed_cache.get(key)
+        if cached is None:
+            lending = self.quotas[tenant].lending_limit.get(flavor) if tenant in self.quotas else None
+            cached = ZERO if lending is None else _vmax0(self.nominal(tenant, flavor) - lending)
+            self._guaranteed_cache[key] = cached
+        return cached
 
     def _lendable(self, tenant: str, flavor: str) -> Res:
         return self.nominal(tenant, flavor) - self._guaranteed(tenant, flavor)
 
     def _from_pool(self, tenant: str, flavor: str, used: Res) -> Res:
-        return _vmax0(used - self._guaranteed(tenant, flavor))
+        guaranteed = self._guaranteed(tenant, flavor)
+        if guaranteed is ZERO:
+            return _vmax0(used)
+        return _vmax0(used - guaranteed)
 
     def limit(self, tenant: str, flavor: str) -> Res:
         """Nominal plus borrowing limit: the most this tenant may ever hold of the flavor."""

@@ -162,8 +162,12 @@ def _full_node(*running):
                      job(1).queue("experiment").gpus(1), [], id="experiment preempts nobody"),
         pytest.param([job(10).queue("training").gpus(1).on("a1", 0), job(11).queue("training").gpus(1).on("a1", 1)],
                      job(1).queue("training").gpus(1), [], id="no preemption within the same priority"),
-        pytest.param([job(10).queue("batch").gpus(1).preempting(1030).on("a1", 0), job(11).queue("batch").gpus(1).on("a1", 1)],
-                     job(1).queue("urgent").gpus(1), [], id="waits for a victim already being evicted"),
+        pytest.param([job(10).queue("batch").gpus(1).preempting(1030, for_workload=1).on("a1", 0),
+                      job(11).queue("batch").gpus(1).on("a1", 1)],
+                     job(1).queue("urgent").gpus(1), [], id="waits for its victim already being evicted"),
+        pytest.param([job(10).queue("batch").gpus(1).preempting(1030, for_workload=7).on("a1", 0),
+                      job(11).queue("batch").gpus(1).on("a1", 1)],
+                     job(1).queue("urgent").gpus(1), [11], id="another workload's victim is not counted as room"),
     ],
 )
 def test_preemption_picks_the_cheapest_victims(running, pending, victims):
@@ -178,7 +182,7 @@ def test_preemption_picks_the_cheapest_victims(running, pending, victims):
 
 
 def test_a_pending_workload_waits_for_its_victims_with_an_eta_at_the_grace_end():
-    snap = _full_node(job(10).queue("batch").gpus(1).preempting(1030).on("a1", 0))
+    snap = _full_node(job(10).queue("batch").gpus(1).preempting(1030, for_workload=1).on("a1", 0))
     snap.pending.append(job(1).queue("urgent").gpus(1).build())
     pending = Engine().cycle(snap).pending[1]
     assert pending.blockers[0].kind == "preempting"

@@ -1,0 +1,1 @@
+"""Trace-driven simulations that measure the engine against published results."""
