@@ -8,6 +8,7 @@ and then restore the state.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -217,10 +218,12 @@ class Cluster:
         return tuple((d.index, 1000, d.free_mem) for d in free)
 
     def _best_fraction(self, request: Request, candidates: Iterator[NodeState]) -> Slot | None:
+        if self.device_scorer is None or self.policy != Policy.FRAGMENTATION:
+            # Buckets already run tightest-first (binpack) or loosest-first (spread): the first
+            # fitting node is the answer; only the device inside it is chosen.
+            candidates = itertools.islice(candidates, 1)
         best: tuple[float, str, int] | None = None
-        for seen, node in enumerate(candidates):
-            if seen >= SCORE_CANDIDATES:
-                break
+        for node in itertools.islice(candidates, SCORE_CANDIDATES):
             for device in node.devices:
                 if not _fraction_fits(device, request):
                     continue
@@ -235,9 +238,8 @@ class Cluster:
         if self.policy == Policy.FRAGMENTATION and self.device_scorer is not None:
             return self.device_scorer(node, request, device)
         leftover = device.free_milli - request.device_milli
-        # binpack: least left on the device, then on the node; spread: the opposite.
-        score = leftover * 10_000 + node.device_free_milli
-        return -score if self.policy == Policy.SPREAD else score
+        # binpack: least left on the device; spread: the most.
+        return -leftover if self.policy == Policy.SPREAD else leftover
 
 
 def _fraction_fits(device: Device, request: Request) -> bool:

@@ -153,14 +153,15 @@ class Engine:
             workload = head.workload
             key = (workload.request.shape, workload.constraints, workload.flavors, workload.tenant,
                    workload.queue, head.may_borrow, head.allow_any_lower, head.priority)
-            if key in failed and not holds:
+            # Within a cycle capacity only shrinks and holds only grow, so a shape that failed fails again.
+            if key in failed:
                 blocked[workload.id] = failed[key]
                 order.append(head)
                 continue
             admitted, blockers = self._nominate(state, head, holds, decisions)
             if admitted:
                 continue
-            if not any(b.kind in ("preempting", "held") for b in blockers):
+            if not any(b.kind == "preempting" for b in blockers):
                 failed[key] = blockers
             blocked[workload.id] = blockers
             order.append(head)

@@ -107,10 +107,18 @@ class VariantNeed:
 class Constraints:
     """Node constraints of a workload beyond raw capacity; equal constraints share match results."""
 
-    labels: tuple = ()  # of catalog LabelRequirement-like objects with .matches(labels) and .key/.operator/.values
+    labels: tuple = ()  # of matching.LabelReq
     frameworks: tuple[str, ...] = ()
     interconnect: tuple[str, ...] = ()
     variants: tuple[VariantNeed, ...] = ()
+    # Constraints key several per-cycle caches; hashing nested tuples on every lookup adds up.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.labels, self.frameworks, self.interconnect, self.variants)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def variant(self, family: str) -> VariantNeed | None:
         return next((v for v in self.variants if v.family == family), None)
