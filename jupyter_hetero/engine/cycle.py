@@ -67,6 +67,7 @@ class _State:
         self.preempting: dict[int, float] = {}  # victim id -> grace deadline
         self.evicting_for: dict[int, list[Workload]] = {}  # preemptor id -> its victims still running
         self.candidates: dict[tuple, list[tuple[Workload, str]]] = {}  # eviction candidates, per cycle
+        self.admitted_now: set[int] = set()  # admitted this cycle: not started yet, so never a victim
         self.capacity = ZERO
         for node in self.cluster.nodes.values():
             if node.schedulable:
@@ -244,6 +245,7 @@ class Engine:
                 admitted.placement, admitted.started_at = placement, state.now
                 admitted.expected_end = state.now + workload.runtime_s
                 state.add_running(admitted)
+                state.admitted_now.add(workload.id)
                 decisions.admissions.append(Admission(workload.id, placement))
                 return True, ()
             blockers.append(_capacity_blocker(state, flavor, workload, outstanding))
@@ -299,7 +301,7 @@ class Engine:
         candidates = []
         for pool in pools:
             for running in pool:
-                if running.id in state.preempting:
+                if running.id in state.preempting or running.id in state.admitted_now:
                     continue
                 if reclaim_quota and getattr(state.quotas.quotas.get(running.tenant), "cohort", None) != cohort:
                     continue

@@ -343,3 +343,16 @@ def test_the_snapshot_is_not_mutated():
     Engine().cycle(snap)
     assert snap.nodes[0].devices[0].free_milli == 1000
     assert snap.nodes[0].free_cpu == 64_000
+
+
+def test_work_admitted_in_this_cycle_is_never_a_victim_in_the_same_cycle():
+    snap = snapshot(
+        nodes=[node("a1").gpus(2)],
+        pending=[job(1).queue("urgent").gpus(2).submitted(1), job(2).tenant("nlp").queue("batch").gpus(1).submitted(2)],
+        tenants=[tenant("vision").quota("a100-80g", devices=1), tenant("nlp").quota("a100-80g", devices=1)],
+    )
+    decisions = Engine().cycle(snap)
+    assert [a.workload for a in decisions.admissions] == [1]
+    assert decisions.admissions[0].placement.borrowing is True
+    assert not decisions.preemptions
+    assert decisions.pending[2].blockers[0].kind == "cohort"
