@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, inspect, select
+from sqlalchemy import Connection, inspect, select, text
 
 from .tables import Base, SchemaVersionRow
 
@@ -15,14 +15,52 @@ class SchemaTooNew(RuntimeError):
     """The database was written by a newer jupyter-hetero; refusing to guess its meaning."""
 
 
+# Version 1's tables as they were released; later columns arrive through later steps.
+_V1_WORKLOADS = """
+CREATE TABLE workloads (
+    id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, kind VARCHAR(16) NOT NULL, name VARCHAR(253),
+    tenant VARCHAR(63) NOT NULL, user VARCHAR(253) NOT NULL, template VARCHAR(63) NOT NULL,
+    queue VARCHAR(63) NOT NULL, request JSON NOT NULL, spec JSON NOT NULL, state VARCHAR(16) NOT NULL,
+    reason TEXT, flavor VARCHAR(63), node VARCHAR(253), placement JSON, held_cpu_milli INTEGER NOT NULL,
+    held_memory_mib INTEGER NOT NULL, held_device_milli INTEGER NOT NULL, attempts INTEGER NOT NULL,
+    created_at FLOAT NOT NULL, updated_at FLOAT NOT NULL, admitted_at FLOAT, started_at FLOAT, finished_at FLOAT
+)"""
+
+
 def _v1_initial(connection: Connection) -> None:
-    Base.metadata.create_all(connection, tables=[
-        Base.metadata.tables[name] for name in ("nodes", "workloads", "events", "audit")
-    ])
+    if connection.dialect.name == "sqlite":
+        connection.execute(text(_V1_WORKLOADS))
+        connection.execute(text("CREATE INDEX ix_workloads_tenant ON workloads (tenant)"))
+        connection.execute(text('CREATE INDEX ix_workloads_user ON workloads ("user")'))
+        connection.execute(text("CREATE INDEX ix_workloads_state_queue ON workloads (state, queue)"))
+    else:
+        Base.metadata.tables["workloads"].create(connection)
+    Base.metadata.create_all(connection, tables=[Base.metadata.tables[name] for name in ("nodes", "events", "audit")])
+
+
+_V2_WORKLOAD_COLUMNS = (
+    "priority_boost INTEGER NOT NULL DEFAULT 0",
+    "escalated BOOLEAN NOT NULL DEFAULT 0",
+    "not_before FLOAT",
+    "time_limit_s FLOAT",
+    "runtime_s FLOAT",
+    "preempting_until FLOAT",
+    "preempted_for INTEGER",
+    "checkpoint_at FLOAT",
+    "idle BOOLEAN NOT NULL DEFAULT 0",
+)
+
+
+def _v2_attempts_and_lifecycle(connection: Connection) -> None:
+    existing = {column["name"] for column in inspect(connection).get_columns("workloads")}
+    for column in _V2_WORKLOAD_COLUMNS:
+        if column.split()[0] not in existing:
+            connection.execute(text(f"ALTER TABLE workloads ADD COLUMN {column}"))
+    Base.metadata.tables["attempts"].create(connection, checkfirst=True)
 
 
 # (version, step). A new schema appends a step; released steps are never edited.
-MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(1, _v1_initial)]
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(1, _v1_initial), (2, _v2_attempts_and_lifecycle)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AuditRow", "Base", "EventRow", "NodeRow", "SchemaVersionRow", "WorkloadRow"]
+__all__ = ["AttemptRow", "AuditRow", "Base", "EventRow", "NodeRow", "SchemaVersionRow", "WorkloadRow"]
 
 
 class Base(DeclarativeBase):
@@ -65,8 +65,40 @@ class WorkloadRow(Base):
     admitted_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Schema 2: what the scheduler needs to resume after a restart.
+    priority_boost: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    escalated: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    not_before: Mapped[float | None] = mapped_column(Float, nullable=True)  # retry backoff
+    time_limit_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    runtime_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # expected, for ETAs
+    preempting_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+    preempted_for: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    checkpoint_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    idle: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
 
     __table_args__ = (Index("ix_workloads_state_queue", "state", "queue"),)
+
+
+class AttemptRow(Base):
+    """One run of a workload: where, which process, how it ended, what it used, where its log is."""
+
+    __tablename__ = "attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    node: Mapped[str] = mapped_column(String(253))
+    placement: Mapped[dict[str, Any]] = mapped_column(JSON)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pid_started: Mapped[float | None] = mapped_column(Float, nullable=True)  # process create time: pids get reused
+    started_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    log_path: Mapped[str] = mapped_column(Text)
+    archive_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
 
 class EventRow(Base):

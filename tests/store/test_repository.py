@@ -6,7 +6,10 @@ import sqlite3
 
 import pytest
 
+from sqlalchemy import create_engine, text
+
 from jupyter_hetero.store import SCHEMA_VERSION, Repository, SchemaTooNew
+from jupyter_hetero.store.migrations import MIGRATIONS, migrate
 from jupyter_hetero.store.tables import WorkloadRow
 
 
@@ -24,11 +27,37 @@ def repo(db_path):
 
 
 def test_a_new_database_is_created_at_the_latest_schema_in_wal_mode(repo, db_path):
-    assert repo.migrations_applied == [SCHEMA_VERSION]
+    assert repo.migrations_applied == [version for version, _step in MIGRATIONS]
+    assert repo.migrations_applied[-1] == SCHEMA_VERSION
     connection = sqlite3.connect(db_path)
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"nodes", "workloads", "events", "audit", "schema_version"} <= tables
+
+
+def test_a_version_1_database_is_upgraded_in_place_keeping_its_rows(tmp_path):
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = create_engine(url)
+    with engine.begin() as connection:  # what release 1 created, with one workload in it
+        from jupyter_hetero.store.tables import SchemaVersionRow
+
+        SchemaVersionRow.__table__.create(connection)
+        MIGRATIONS[0][1](connection)
+        connection.execute(text("INSERT INTO schema_version VALUES (1, 0)"))
+        connection.execute(text(
+            "INSERT INTO workloads (kind, tenant, user, template, queue, request, spec, state, held_cpu_milli,"
+            " held_memory_mib, held_device_milli, attempts, created_at, updated_at)"
+            " VALUES ('job', 'vision', 'ada', 'training', 'training', '{}', '{}', 'queued', 0, 0, 0, 0, 1, 1)"
+        ))
+    with engine.begin() as connection:
+        assert migrate(connection, now=2.0) == [2]
+    repository = Repository(url, clock=lambda: 3.0)
+    with repository.session() as session:
+        from jupyter_hetero.store.tables import WorkloadRow
+
+        row = session.get(WorkloadRow, 1)
+        assert (row.user, row.state, row.priority_boost, row.escalated, row.not_before) == ("ada", "queued", 0, False, None)
+    repository.close()
 
 
 def test_reopening_applies_nothing(repo, db_path):
