@@ -7,11 +7,13 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Dict, List, Unicode, default
+from traitlets import Bool, Dict, Float, List, Type, Unicode, default
 
 from .backends.local import discover_local_node, load_emulated_nodes
+from .backends.local.processes import LocalBackend
 from .capability import NodeCapability
 from .catalog import DEFAULT_CATALOG_PATH, load_catalog
+from .engine import Engine, Policy
 from .handlers import default_handlers
 from .services.inventory import Inventory
 from .services.platform import Platform
@@ -51,10 +53,27 @@ class HeteroApp(ExtensionApp):
     platform_admins = List(
         Unicode(), config=True, help="Users who are platform admins in addition to the catalog's platform_admins."
     )
+    work_dir = Unicode(
+        config=True, help="Directory for job logs, outputs, checkpoints and archives. Defaults to the Jupyter data dir."
+    )
+    schedule_interval = Float(
+        2.0, config=True, help="Seconds between scheduling cycles when nothing changes (changes trigger one at once)."
+    )
+    placement_policy = Unicode(
+        Policy.FRAGMENTATION, config=True,
+        help="How devices are chosen inside a flavor: binpack, spread or fragmentation-aware.",
+    )
+    backend_class = Type(
+        LocalBackend, config=True, help="The backend that runs workloads (this machine by default)."
+    )
 
     @default("db_url")
     def _default_db_url(self) -> str:
         return f"sqlite:///{Path(jupyter_data_dir()) / 'hetero' / 'hetero.sqlite'}"
+
+    @default("work_dir")
+    def _default_work_dir(self) -> str:
+        return str(Path(jupyter_data_dir()) / "hetero" / "work")
 
     def initialize_settings(self) -> None:
         catalog = load_catalog(self.catalog_file)
@@ -65,7 +84,12 @@ class HeteroApp(ExtensionApp):
             catalog=catalog,
             repository=repository,
             inventory=inventory,
+            backend=self.backend_class(),
             clock=time.time,
+            work_dir=Path(self.work_dir),
+            root_dir=Path(self.serverapp.root_dir),
+            engine=Engine(policy=self.placement_policy),
+            interval_s=self.schedule_interval,
             platform_admins=frozenset(self.platform_admins),
         )
         self.log.info(
@@ -83,7 +107,12 @@ class HeteroApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend(default_handlers)
 
+    async def _start_jupyter_server_extension(self, serverapp) -> None:
+        # Reconcile with what survived a restart, and schedule, as soon as the server runs.
+        self.settings["hetero_platform"].loop.start()
+
     async def stop_extension(self) -> None:
         platform = self.settings.get("hetero_platform")
         if platform is not None:
+            await platform.loop.stop()
             platform.repository.close()

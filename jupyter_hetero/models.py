@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .capability import AcceleratorFamily
 from .catalog import TaskType, WorkloadKind
 
-__all__ = ["ListNodesQuery", "ListTemplatesQuery"]
+__all__ = [
+    "ExplainQuery",
+    "ListNodesQuery",
+    "ListTemplatesQuery",
+    "ListWorkloadsQuery",
+    "LogsQuery",
+    "NotebookSpec",
+    "PreemptQuery",
+    "ScriptSpec",
+    "SubmitWorkload",
+]
 
 
 class _Query(BaseModel):
@@ -28,3 +38,72 @@ class ListNodesQuery(_Query):
     family: AcceleratorFamily | None = None
     emulated: bool | None = None
     state: Literal["admitted", "pending", "lost"] | None = None
+
+
+class ScriptSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+
+
+class NotebookSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class SubmitWorkload(BaseModel):
+    """``POST /workloads``: one job, from a command, a script, a code cell or a notebook."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["job"] = "job"
+    template: str = Field(min_length=1)
+    queue: str | None = None
+    name: str | None = Field(default=None, max_length=253)
+    command: list[str] | None = Field(default=None, min_length=1)
+    script: ScriptSpec | None = None
+    code: str | None = Field(default=None, min_length=1)
+    notebook: NotebookSpec | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Advanced parameters of the template.")
+    env: dict[str, str] = Field(default_factory=dict)
+    runtime: str | int | None = Field(default=None, description="Expected run time, for ETAs ('2h', seconds).")
+    cwd: str | None = Field(default=None, description="Working directory, relative to the server's root.")
+
+    @model_validator(mode="after")
+    def _one_payload(self) -> SubmitWorkload:
+        given = [name for name in ("command", "script", "code", "notebook") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of command, script, code or notebook" + (f" (got {', '.join(given)})" if given else "")
+            )
+        if self.command is not None and not all(part for part in self.command):
+            raise ValueError("command parts must not be empty")
+        return self
+
+    @property
+    def payload(self) -> str:
+        return next(name for name in ("command", "script", "code", "notebook") if getattr(self, name) is not None)
+
+
+class ListWorkloadsQuery(_Query):
+    mine: bool = False
+    tenant: str | None = None
+    queue: str | None = None
+    state: Literal["queued", "admitted", "starting", "running", "succeeded", "failed", "cancelled", "preempted", "lost"] | None = None
+    kind: WorkloadKind | None = None
+    limit: int = Field(default=200, ge=1, le=5000)
+
+
+class LogsQuery(_Query):
+    attempt: int | None = Field(default=None, ge=1)
+    follow: bool = False
+    tail: int | None = Field(default=None, ge=1, le=100000, description="Only the last N lines.")
+
+
+class ExplainQuery(_Query):
+    lang: str = "en"
+
+
+class PreemptQuery(_Query):
+    dry_run: bool = False

@@ -50,6 +50,6 @@ def test_nodes_prints_the_local_machine_and_emulated_nodes():
     assert result.returncode == 0, result.stderr
     nodes = json.loads(result.stdout)
     assert nodes[0]["source"] == "local" and nodes[0]["emulated"] is False
-    assert {n["flavor"] for n in nodes[1:]} == {"a100-80g", "t4", "ascend-910b"}
+    assert {n["flavor"] for n in nodes[1:]} == {"a100-80g", "t4", "ascend-910b", "cpu-standard"}
     table = hetero("nodes", "--emulated-nodes-file", str(DEMO_NODES))
     assert "gpu-a100-0" in table.stdout and "a100-80g" in table.stdout

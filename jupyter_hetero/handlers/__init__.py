@@ -1,7 +1,13 @@
 """Thin REST handlers, one module per resource, under ``/hetero/api/v1``."""
 
-from . import catalog, meta, nodes, tenants
+from . import catalog, meta, nodes, tenants, workloads
 
 __all__ = ["default_handlers"]
 
-default_handlers = [*meta.default_handlers, *catalog.default_handlers, *tenants.default_handlers, *nodes.default_handlers]
+default_handlers = [
+    *meta.default_handlers,
+    *catalog.default_handlers,
+    *tenants.default_handlers,
+    *nodes.default_handlers,
+    *workloads.default_handlers,
+]

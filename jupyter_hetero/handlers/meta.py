@@ -33,7 +33,7 @@ class VersionHandler(HeteroHandler):
             "version": __version__,
             "api": "v1",
             "mode": platform.mode,
-            "backend": platform.backend,
+            "backend": platform.backend_name,
             "schema_version": SCHEMA_VERSION,
             "database": platform.repository.engine.dialect.name,
         })

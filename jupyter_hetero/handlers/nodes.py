@@ -5,6 +5,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..errors import NotFound
 from ..models import ListNodesQuery
 from .base import API_PREFIX, HeteroHandler
 
@@ -24,4 +25,23 @@ class NodesHandler(HeteroHandler):
         ])
 
 
-default_handlers = [(rf"/{API_PREFIX}/nodes", NodesHandler)]
+class NodeHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def delete(self, name: str) -> None:
+        """Remove an emulated node, as if the machine died: its work follows its queue's node-loss policy."""
+        platform = self.platform
+        view = platform.inventory.node(name)
+        if view is None:
+            raise NotFound(f"node {name!r} does not exist")
+        identity = self.identity
+        if not view.capability.emulated:
+            platform.access.deny(identity, "node.remove", f"node/{name}",
+                                 f"node {name} is a real machine; only emulated nodes can be removed here")
+        platform.access.require_platform_admin(identity, "node.remove", f"node/{name}")
+        view = platform.inventory.mark_lost(name, f"removed by {identity.user}")
+        platform.loop.wake()
+        self.reply(view.to_json())
+
+
+default_handlers = [(rf"/{API_PREFIX}/nodes", NodesHandler), (rf"/{API_PREFIX}/nodes/(?P<name>[^/]+)", NodeHandler)]

@@ -79,6 +79,14 @@ class Inventory:
         }
         return self.nodes()
 
+    def mark_lost(self, name: str, reason: str) -> NodeView:
+        """Take a node out of scheduling; work on it is stopped and handled by its queue's policy."""
+        view = self._nodes[name]
+        self.repository.set_node_state(name, "lost")
+        self.repository.append_event(type="node-lost", node=name, reason=reason)
+        self._nodes[name] = NodeView(view.capability, view.flavor, "lost", view.first_seen, view.last_seen)
+        return self._nodes[name]
+
     def nodes(self) -> list[NodeView]:
         return list(self._nodes.values())
 

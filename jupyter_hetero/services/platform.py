@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from ..backends.base import Backend
 from ..catalog import Catalog
+from ..engine import Engine
 from ..store import Repository
+from .access import Access
 from .catalog import CatalogService
 from .identity import Identity, resolve_identity
 from .inventory import Inventory
+from .loop import SchedulerLoop
+from .scheduler import Scheduler
+from .workloads import WorkloadService
 
 __all__ = ["Platform"]
 
@@ -21,13 +28,31 @@ class Platform:
     catalog: Catalog
     repository: Repository
     inventory: Inventory
+    backend: Backend
     clock: Callable[[], float]
+    work_dir: Path
+    root_dir: Path
+    engine: Engine = field(default_factory=Engine)
+    interval_s: float = 2.0
     mode: str = "single-server"
-    backend: str = "local"
     platform_admins: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self.catalog_service = CatalogService(self.catalog, self.repository)
+        self.access = Access(self.repository)
+        self.scheduler = Scheduler(
+            catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
+            engine=self.engine, clock=self.clock, work_dir=self.work_dir,
+        )
+        self.loop = SchedulerLoop(self.scheduler, self.interval_s)
+        self.workloads = WorkloadService(
+            self.catalog, self.repository, self.access, self.root_dir,
+            pending_info=lambda workload_id: self.scheduler.pending.get(workload_id), wake=self.loop.wake,
+        )
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend.name
 
     def identify(self, user: str, groups: frozenset[str] = frozenset()) -> Identity:
         return resolve_identity(self.catalog, user, groups, self.platform_admins)

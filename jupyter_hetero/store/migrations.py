@@ -45,6 +45,7 @@ _V2_WORKLOAD_COLUMNS = (
     "time_limit_s FLOAT",
     "runtime_s FLOAT",
     "preempting_until FLOAT",
+    "stopping VARCHAR(16)",
     "preempted_for INTEGER",
     "checkpoint_at FLOAT",
     "idle BOOLEAN NOT NULL DEFAULT 0",

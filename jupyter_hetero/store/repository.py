@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from .migrations import migrate
-from .tables import AuditRow, EventRow, NodeRow, WorkloadRow
+from .tables import AttemptRow, AuditRow, EventRow, NodeRow, WorkloadRow
 
 __all__ = ["ACTIVE_STATES", "PENDING_STATES", "Held", "Repository"]
 
@@ -101,6 +101,76 @@ class Repository:
     def nodes(self) -> list[NodeRow]:
         with self.session() as session:
             return list(session.scalars(select(NodeRow).order_by(NodeRow.name)))
+
+    def set_node_state(self, name: str, state: str) -> NodeRow | None:
+        with self.session() as session:
+            row = session.get(NodeRow, name)
+            if row is not None:
+                row.state = state
+            return row
+
+    # -- workloads ---------------------------------------------------------------------------
+
+    def add_workload(self, row: WorkloadRow, *, reason: str, data: dict[str, Any] | None = None) -> WorkloadRow:
+        """Insert a workload and its `submitted` event in one transaction: once this returns, it is durable."""
+        now = self.clock()
+        with self.session() as session:
+            row.created_at = row.updated_at = now
+            session.add(row)
+            session.flush()
+            session.add(EventRow(workload_id=row.id, at=now, type="submitted", reason=reason, data=data or {}))
+            return row
+
+    def workload(self, workload_id: int) -> WorkloadRow | None:
+        with self.session() as session:
+            return session.get(WorkloadRow, workload_id)
+
+    def workloads(self, *, tenant: str | None = None, user: str | None = None, queue: str | None = None,
+                  states: tuple[str, ...] | None = None, kind: str | None = None,
+                  limit: int | None = None) -> list[WorkloadRow]:
+        query = select(WorkloadRow).order_by(WorkloadRow.id.desc() if limit else WorkloadRow.id)
+        for column, value in ((WorkloadRow.tenant, tenant), (WorkloadRow.user, user), (WorkloadRow.queue, queue),
+                              (WorkloadRow.kind, kind)):
+            if value is not None:
+                query = query.where(column == value)
+        if states is not None:
+            query = query.where(WorkloadRow.state.in_(states))
+        if limit:
+            query = query.limit(limit)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def update_workload(self, workload_id: int, *, event: str, reason: str | None = None,
+                        data: dict[str, Any] | None = None, **fields: Any) -> WorkloadRow:
+        """Change a workload and record why, in one transaction: every transition is an event."""
+        now = self.clock()
+        with self.session() as session:
+            row = session.get(WorkloadRow, workload_id)
+            if row is None:
+                raise KeyError(workload_id)
+            for name, value in fields.items():
+                setattr(row, name, value)
+            row.updated_at = now
+            session.add(EventRow(workload_id=workload_id, at=now, type=event, reason=reason, data=data or {}))
+            return row
+
+    def add_attempt(self, row: AttemptRow) -> AttemptRow:
+        with self.session() as session:
+            session.add(row)
+            return row
+
+    def update_attempt(self, attempt_id: int, **fields: Any) -> AttemptRow:
+        with self.session() as session:
+            row = session.get(AttemptRow, attempt_id)
+            for name, value in fields.items():
+                setattr(row, name, value)
+            return row
+
+    def attempts(self, workload_id: int) -> list[AttemptRow]:
+        with self.session() as session:
+            return list(session.scalars(
+                select(AttemptRow).where(AttemptRow.workload_id == workload_id).order_by(AttemptRow.number)
+            ))
 
     # -- workload aggregates -----------------------------------------------------------------
 

@@ -71,7 +71,8 @@ class WorkloadRow(Base):
     not_before: Mapped[float | None] = mapped_column(Float, nullable=True)  # retry backoff
     time_limit_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     runtime_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # expected, for ETAs
-    preempting_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+    preempting_until: Mapped[float | None] = mapped_column(Float, nullable=True)  # stop deadline, any stop
+    stopping: Mapped[str | None] = mapped_column(String(16), nullable=True)  # cancel | preempt | time-limit | node-lost
     preempted_for: Mapped[int | None] = mapped_column(Integer, nullable=True)
     checkpoint_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     idle: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
@@ -89,8 +90,8 @@ class AttemptRow(Base):
     number: Mapped[int] = mapped_column(Integer)
     node: Mapped[str] = mapped_column(String(253))
     placement: Mapped[dict[str, Any]] = mapped_column(JSON)
-    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    pid_started: Mapped[float | None] = mapped_column(Float, nullable=True)  # process create time: pids get reused
+    # [{"replica", "node", "pid", "pid_started"}]; pid_started is the process create time, since pids get reused.
+    processes: Mapped[list[Any]] = mapped_column(JSON, default=list)
     started_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)

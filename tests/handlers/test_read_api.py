@@ -108,7 +108,10 @@ async def test_openapi_describes_every_endpoint(api):
     assert document["openapi"].startswith("3.")
     assert document["info"]["version"] == __version__
     served = {pattern.split("hetero/api/v1", 1)[1] for pattern, _handler in default_handlers}
-    documented = {path.replace("{name}", "(?P<name>[^/]+)") for path in document["paths"]}
+    documented = {
+        path.replace("{name}", "(?P<name>[^/]+)").replace("{workload_id}", "(?P<workload_id>[^/]+)")
+        for path in document["paths"]
+    }
     assert served == documented
 
 

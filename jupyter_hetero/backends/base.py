@@ -1,0 +1,66 @@
+"""What the scheduler asks of a backend: start replicas, tell whether they run, stop them.
+
+A backend never decides anything; the workload service decides, records the decision, then
+calls the backend. Handles are plain data so they can be stored and re-adopted after a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["Backend", "Exit", "Launch", "ProcessHandle"]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One replica to start: what to run, where, with which environment and log file."""
+
+    workload_id: int
+    attempt: int
+    replica: int
+    node: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    log_path: Path
+    exit_path: Path
+
+
+@dataclass(frozen=True)
+class ProcessHandle:
+    """A started replica; ``pid_started`` tells a live process from a reused pid."""
+
+    replica: int
+    node: str
+    pid: int
+    pid_started: float
+    exit_path: str = ""
+
+    def to_json(self) -> dict:
+        return {"replica": self.replica, "node": self.node, "pid": self.pid, "pid_started": self.pid_started,
+                "exit_path": self.exit_path}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ProcessHandle:
+        return cls(data["replica"], data["node"], data["pid"], data["pid_started"], data.get("exit_path", ""))
+
+
+@dataclass(frozen=True)
+class Exit:
+    """How a replica ended, as far as the backend can tell."""
+
+    code: int | None  # None: the process is gone and left no exit record (killed, or lost)
+    metrics: dict = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    name: str
+
+    def launch(self, launch: Launch) -> ProcessHandle: ...
+    def running(self, handle: ProcessHandle) -> bool: ...
+    def exit(self, handle: ProcessHandle) -> Exit: ...
+    def signal_stop(self, handle: ProcessHandle) -> None: ...
+    def kill(self, handle: ProcessHandle) -> None: ...
+    def sample(self, handle: ProcessHandle) -> dict: ...

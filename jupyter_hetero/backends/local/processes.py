@@ -1,0 +1,95 @@
+"""Run replicas as local processes: own process group, log file, exit record, usage samples."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import psutil
+
+from ..base import Exit, Launch, ProcessHandle
+
+__all__ = ["LocalBackend"]
+
+
+class LocalBackend:
+    """This machine. Emulated nodes run here too, with their device environment set."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self._children: dict[int, subprocess.Popen] = {}
+
+    def launch(self, launch: Launch) -> ProcessHandle:
+        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        launch.cwd.mkdir(parents=True, exist_ok=True)
+        with open(launch.log_path, "ab") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "jupyter_hetero.runner", "--exit-file", str(launch.exit_path), *launch.argv],
+                cwd=launch.cwd, env=launch.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: signals reach the whole job, not us
+            )
+        self._children[child.pid] = child
+        try:
+            started = psutil.Process(child.pid).create_time()
+        except psutil.NoSuchProcess:
+            started = 0.0
+        return ProcessHandle(launch.replica, launch.node, child.pid, started, str(launch.exit_path))
+
+    def _process(self, handle: ProcessHandle) -> psutil.Process | None:
+        try:
+            process = psutil.Process(handle.pid)
+            if abs(process.create_time() - handle.pid_started) > 0.01:
+                return None  # the pid was reused by an unrelated process
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return process
+        except psutil.NoSuchProcess:
+            return None
+
+    def running(self, handle: ProcessHandle) -> bool:
+        child = self._children.get(handle.pid)
+        if child is not None:
+            return child.poll() is None
+        return self._process(handle) is not None
+
+    def exit(self, handle: ProcessHandle) -> Exit:
+        child = self._children.pop(handle.pid, None)
+        if child is not None:
+            child.poll()
+        try:
+            with open(handle.exit_path, encoding="utf-8") as record:
+                data = json.load(record)
+        except (OSError, ValueError):
+            return Exit(None)
+        return Exit(data.get("exit_code"), {"peak_rss_mib": data.get("peak_rss_mib")})
+
+    def signal_stop(self, handle: ProcessHandle) -> None:
+        self._signal(handle, signal.SIGTERM)
+
+    def kill(self, handle: ProcessHandle) -> None:
+        self._signal(handle, signal.SIGKILL)
+
+    def _signal(self, handle: ProcessHandle, signum: int) -> None:
+        if self._process(handle) is None and handle.pid not in self._children:
+            return
+        try:
+            os.killpg(handle.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def sample(self, handle: ProcessHandle) -> dict:
+        """Resident memory of the replica's process tree, in MiB."""
+        process = self._process(handle)
+        if process is None:
+            return {}
+        rss = 0
+        try:
+            for member in [process, *process.children(recursive=True)]:
+                rss += member.memory_info().rss
+        except psutil.Error:
+            pass
+        return {"rss_mib": round(rss / 1024 / 1024, 1)}

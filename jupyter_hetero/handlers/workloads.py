@@ -1,0 +1,161 @@
+"""Workloads: submit, list, describe, cancel, logs (optionally followed), events, explain, preempt."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ..engine import render
+from ..errors import Conflict, NotFound
+from ..models import ExplainQuery, ListWorkloadsQuery, LogsQuery, PreemptQuery, SubmitWorkload
+from .base import API_PREFIX, HeteroHandler
+
+# How often a followed log is read again while its attempt runs.
+FOLLOW_POLL_S = 0.5
+
+
+class WorkloadsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply(self.platform.workloads.list(self.identity, self.query(ListWorkloadsQuery)))
+
+    @web.authenticated
+    @authorized
+    def post(self) -> None:
+        body = self.body(SubmitWorkload)
+        self.reply(self.platform.workloads.submit(self.identity, body), status=201)
+
+
+class WorkloadHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self, workload_id: str) -> None:
+        query = self.query(ExplainQuery)
+        self.reply(self.platform.workloads.describe(self.identity, _id(workload_id), query.lang))
+
+    @web.authenticated
+    @authorized
+    def delete(self, workload_id: str) -> None:
+        self.reply(self.platform.workloads.cancel(self.identity, _id(workload_id), self.platform.clock()))
+
+
+class EventsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self, workload_id: str) -> None:
+        self.reply(self.platform.workloads.events(self.identity, _id(workload_id)))
+
+
+class LogsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, workload_id: str) -> None:
+        query = self.query(LogsQuery)
+        workloads = self.platform.workloads
+        path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        if path is None:
+            self.finish("")
+            return
+        offset = 0
+        if query.tail and not query.follow:
+            self.finish(_tail(path, query.tail))
+            return
+        while True:
+            chunk, offset = _read_from(path, offset)
+            if chunk:
+                try:
+                    self.write(chunk)
+                    await self.flush()
+                except StreamClosedError:
+                    return
+            if not (query.follow and running):
+                break
+            await asyncio.sleep(FOLLOW_POLL_S)
+            _path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
+        chunk, offset = _read_from(path, offset)
+        self.finish(chunk)
+
+
+class ExplainHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self, workload_id: str) -> None:
+        query = self.query(ExplainQuery)
+        workload = self.platform.workloads.describe(self.identity, _id(workload_id), query.lang)
+        if workload["state"] in ("queued", "preempted"):
+            lines = [f"{i}. {b['message']}" for i, b in enumerate(workload.get("blockers", []), 1)]
+            summary = "waiting" if lines else "waiting for the next scheduling cycle"
+        else:
+            lines, summary = [], f"{workload['state']}" + (f": {workload['reason']}" if workload["reason"] else "")
+        self.reply({
+            "id": workload["id"], "state": workload["state"], "summary": summary, "lines": lines,
+            "position": workload.get("position"), "eta": workload.get("eta"), "eta_because": workload.get("eta_because"),
+            "blockers": workload.get("blockers", []), "placement": workload["placement"],
+        })
+
+
+class PreemptHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self, workload_id: str) -> None:
+        query = self.query(PreemptQuery)
+        identity = self.identity
+        wid = _id(workload_id)
+        row = self.platform.workloads.get(identity, wid, "workload.preempt")
+        self.platform.access.require_platform_admin(identity, "workload.preempt" + (".dry-run" if query.dry_run else ""),
+                                                    f"workload/{wid}")
+        scheduler = self.platform.scheduler
+        if query.dry_run:
+            if row.state not in ("queued", "preempted"):
+                raise Conflict(f"workload {wid} is {row.state}; a dry run shows what a waiting workload would evict")
+            decisions = scheduler.dry_run(self.platform.clock())
+            victims = [p for p in decisions.preemptions if p.preemptor == wid]
+            admitted = next((a for a in decisions.admissions if a.workload == wid), None)
+            pending = decisions.pending.get(wid)
+            self.reply({
+                "dry_run": True,
+                "would_admit": admitted is not None,
+                "victims": [{"id": p.victim, "reason": p.reason, "grace_deadline": p.grace_deadline} for p in victims],
+                "blockers": [render(b) for b in pending.blockers] if pending else [],
+            })
+            return
+        if row.state not in ("running", "starting"):
+            raise Conflict(f"workload {wid} is {row.state}; only running workloads can be preempted")
+        self.reply(scheduler.preempt_by_admin(wid, identity.user))
+
+
+def _id(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise NotFound(f"workload {text!r} does not exist") from None
+
+
+def _read_from(path, offset: int) -> tuple[str, int]:
+    try:
+        with open(path, "rb") as log:
+            log.seek(offset)
+            data = log.read()
+    except FileNotFoundError:
+        return "", offset
+    return data.decode("utf-8", errors="replace"), offset + len(data)
+
+
+def _tail(path, lines: int) -> str:
+    text, _ = _read_from(path, 0)
+    return "".join(text.splitlines(keepends=True)[-lines:])
+
+
+default_handlers = [
+    (rf"/{API_PREFIX}/workloads", WorkloadsHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)", WorkloadHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/events", EventsHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/logs", LogsHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/explain", ExplainHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/preempt", PreemptHandler),
+]

@@ -1,0 +1,114 @@
+"""The process that runs one replica of a job and reports how it ended.
+
+    python -m jupyter_hetero.runner --exit-file EXIT command -- python train.py --lr 0.1
+    python -m jupyter_hetero.runner --exit-file EXIT script train.py --lr 0.1
+    python -m jupyter_hetero.runner --exit-file EXIT code cell.py
+    python -m jupyter_hetero.runner --exit-file EXIT notebook in.ipynb --output out.ipynb --parameters '{"lr": 0.1}'
+
+It starts the work as a child, waits, and writes ``{"exit_code", "peak_rss_mib", "ended_at"}`` to
+the exit file atomically. The scheduler reads that file, so a job's outcome survives a restart of
+the server: a process the server did not start can still be judged by what it left behind.
+SIGTERM (from the scheduler, to the whole process group) reaches the child; the runner outlives
+it to write the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main", "notebook_parameters_cell"]
+
+
+def _write_exit(path: Path, code: int) -> None:
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"exit_code": code, "peak_rss_mib": round(peak, 1), "ended_at": time.time()}))
+    os.replace(tmp, path)
+
+
+def notebook_parameters_cell(parameters: dict) -> str:
+    """Source of the cell injected before a notebook's first cell to set its parameters."""
+    lines = ["# Parameters injected by jupyter-hetero"]
+    lines += [f"{name} = {value!r}" for name, value in parameters.items()]
+    return "\n".join(lines)
+
+
+def _run_notebook(source: str, output: str, parameters: dict, timeout: int | None) -> int:
+    import nbformat  # noqa: PLC0415 - only notebook jobs need these
+    from nbclient import NotebookClient  # noqa: PLC0415
+    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+
+    notebook = nbformat.read(source, as_version=4)
+    if parameters:
+        cell = nbformat.v4.new_code_cell(notebook_parameters_cell(parameters))
+        cell.metadata["tags"] = ["injected-parameters"]
+        notebook.cells.insert(0, cell)
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(Path(source).parent)}})
+    code = 0
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        print(exc, file=sys.stderr)
+        code = 1
+    finally:
+        nbformat.write(notebook, output)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jupyter_hetero.runner")
+    parser.add_argument("--exit-file", required=True, type=Path)
+    kinds = parser.add_subparsers(dest="kind", required=True)
+    command = kinds.add_parser("command")
+    command.add_argument("argv", nargs=argparse.REMAINDER)
+    script = kinds.add_parser("script")
+    script.add_argument("path")
+    script.add_argument("args", nargs=argparse.REMAINDER)
+    code = kinds.add_parser("code")
+    code.add_argument("path")
+    notebook = kinds.add_parser("notebook")
+    notebook.add_argument("path")
+    notebook.add_argument("--output", required=True)
+    notebook.add_argument("--parameters", default="{}")
+    notebook.add_argument("--cell-timeout", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    if args.kind == "notebook":
+        # nbclient runs the kernel as our child; a SIGTERM to the group stops it and us alike.
+        signal.signal(signal.SIGTERM, lambda *_: (_write_exit(args.exit_file, -signal.SIGTERM), os._exit(143)))
+        result = _run_notebook(args.path, args.output, json.loads(args.parameters), args.cell_timeout)
+        _write_exit(args.exit_file, result)
+        return result
+
+    if args.kind == "command":
+        target = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    elif args.kind == "script":
+        target = [sys.executable, args.path, *args.args]
+    else:
+        target = [sys.executable, args.path]
+    if not target:
+        parser.error("nothing to run")
+    # The child gets the group's SIGTERM itself; the runner only waits and reports.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        child = subprocess.Popen(target, preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    except OSError as exc:
+        print(f"jupyter-hetero: cannot start {target[0]!r}: {exc.strerror}", file=sys.stderr, flush=True)
+        _write_exit(args.exit_file, 127)
+        return 127
+    result = child.wait()
+    _write_exit(args.exit_file, result)
+    return 0 if result == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Who may see and stop which workloads; every denial and every admin action goes to the audit log.
+
+- members see their tenant's workloads and stop their own;
+- tenant-admins see and stop all of their tenant's;
+- platform-admins see and stop everything, and only they may preempt by hand or remove nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Forbidden
+from ..store import Repository
+from ..store.tables import WorkloadRow
+from .identity import Identity
+
+__all__ = ["Access"]
+
+
+class Access:
+    def __init__(self, repository: Repository):
+        self.repository = repository
+
+    @staticmethod
+    def may_see(identity: Identity, row: WorkloadRow) -> bool:
+        return identity.is_platform_admin or row.tenant == identity.tenant.name
+
+    @staticmethod
+    def may_stop(identity: Identity, row: WorkloadRow) -> bool:
+        if identity.is_platform_admin:
+            return True
+        return row.tenant == identity.tenant.name and (identity.is_tenant_admin or row.user == identity.user)
+
+    def require_see(self, identity: Identity, row: WorkloadRow, action: str) -> None:
+        if not self.may_see(identity, row):
+            self.deny(identity, action, f"workload/{row.id}",
+                      f"workload {row.id} belongs to tenant {row.tenant}, not to your tenant {identity.tenant.name}")
+
+    def require_stop(self, identity: Identity, row: WorkloadRow, action: str) -> None:
+        self.require_see(identity, row, action)
+        if not self.may_stop(identity, row):
+            self.deny(identity, action, f"workload/{row.id}",
+                      f"workload {row.id} belongs to {row.user}; only they or a tenant-admin of {row.tenant} may stop it")
+
+    def require_platform_admin(self, identity: Identity, action: str, target: str) -> None:
+        if not identity.is_platform_admin:
+            self.deny(identity, action, target, f"{action} needs the platform-admin role; you are {identity.role.value}")
+        self.record(identity, action, target)
+
+    def deny(self, identity: Identity, action: str, target: str, reason: str) -> None:
+        self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="denied",
+                                     detail={"reason": reason, "tenant": identity.tenant.name})
+        raise Forbidden(reason)
+
+    def record(self, identity: Identity, action: str, target: str, detail: dict[str, Any] | None = None) -> None:
+        self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="allowed",
+                                     detail={"tenant": identity.tenant.name, "role": identity.role.value, **(detail or {})})

@@ -1,0 +1,184 @@
+"""Translate the catalog, the inventory and stored workloads into the engine's snapshot types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..catalog import Catalog, Queue, Resources, Template
+from ..engine import (
+    Constraints,
+    Device,
+    LabelReq,
+    NodeState,
+    Placement,
+    QueuePolicy,
+    Request,
+    Res,
+    Slot,
+    TenantQuota,
+    VariantNeed,
+    Workload,
+    WorkloadKind,
+)
+from ..store.tables import WorkloadRow
+from .inventory import NodeView
+
+__all__ = [
+    "constraints_for",
+    "engine_workload",
+    "node_state",
+    "placement_from_json",
+    "placement_to_json",
+    "queue_policies",
+    "tenant_quotas",
+]
+
+# Nodes that share this label value are one interconnect domain (gangs with same-interconnect).
+DOMAIN_LABEL = "hetero.io/interconnect-domain"
+
+
+def _res(resources: Resources | None) -> Res | None:
+    if resources is None:
+        return None
+    return Res(resources.cpu_milli, resources.memory_mib, resources.device_milli)
+
+
+def queue_policies(catalog: Catalog) -> dict[str, QueuePolicy]:
+    return {queue.name: _policy(queue) for queue in catalog.queues}
+
+
+def _policy(queue: Queue) -> QueuePolicy:
+    return QueuePolicy(
+        name=queue.name,
+        priority=queue.priority,
+        max_wait_s=queue.max_wait_s,
+        escalation=queue.escalation.action.value,
+        priority_boost=queue.escalation.priority_boost,
+        may_preempt=frozenset(queue.preemption.may_preempt),
+        preemptible=queue.preemption.preemptible,
+        idle_kernels_only=queue.preemption.idle_kernels_only,
+        grace_s=queue.preemption.grace_s,
+        reserved=dict(queue.reserved),
+        can_borrow=queue.borrowing,
+    )
+
+
+def tenant_quotas(catalog: Catalog) -> dict[str, TenantQuota]:
+    return {
+        tenant.name: TenantQuota(
+            tenant=tenant.name,
+            cohort=tenant.cohort,
+            weight=tenant.weight,
+            nominal={flavor: _res(quota.nominal) for flavor, quota in tenant.quotas.items()},
+            borrowing_limit={flavor: _res(quota.borrowing_limit) for flavor, quota in tenant.quotas.items()},
+            lending_limit={flavor: _res(quota.lending_limit) for flavor, quota in tenant.quotas.items()},
+        )
+        for tenant in catalog.tenants
+    }
+
+
+def node_state(view: NodeView) -> NodeState:
+    """A node at full capacity; the engine charges what runs on it."""
+    capability = view.capability
+    accelerator = capability.accelerator
+    devices = [Device(i, 1000, accelerator.memory_mib, accelerator.memory_mib) for i in range(accelerator.count)] \
+        if accelerator else []
+    frameworks = set(capability.frameworks) | set(accelerator.frameworks if accelerator else ())
+    return NodeState(
+        name=capability.name,
+        flavor=view.flavor or "",
+        cpu=capability.cpu_milli,
+        mem=capability.memory_mib,
+        free_cpu=capability.cpu_milli,
+        free_mem=capability.memory_mib,
+        devices=devices,
+        family=capability.family.value,
+        model=accelerator.model if accelerator else "",
+        driver=accelerator.driver_version if accelerator else None,
+        runtime=accelerator.runtime_version if accelerator else None,
+        interconnect=accelerator.interconnect if accelerator else "none",
+        frameworks=frozenset(frameworks),
+        labels=dict(capability.labels),
+        domain=capability.labels.get(DOMAIN_LABEL, capability.name),
+        schedulable=view.state == "admitted" and view.flavor is not None,
+    )
+
+
+def constraints_for(template: Template, families: tuple[str, ...]) -> Constraints:
+    """The template's node constraints, with minimum versions for the allowed runtime variants."""
+    return Constraints(
+        labels=tuple(LabelReq(r.key, r.operator, tuple(r.values)) for r in template.labels),
+        frameworks=tuple(template.frameworks),
+        interconnect=tuple(template.interconnect),
+        variants=tuple(
+            VariantNeed(v.family.value, v.min_driver, v.min_runtime, tuple(v.frameworks))
+            for v in template.variants if v.family.value in families
+        ),
+    )
+
+
+def placement_to_json(placement: Placement) -> dict[str, Any]:
+    return {
+        "flavor": placement.flavor,
+        "on_reservation": placement.on_reservation,
+        "borrowing": placement.borrowing,
+        "slots": [
+            {"node": slot.node, "devices": [{"index": i, "milli": m, "memory_mib": mem} for i, m, mem in slot.devices]}
+            for slot in placement.slots
+        ],
+    }
+
+
+def placement_from_json(data: dict[str, Any]) -> Placement:
+    return Placement(
+        flavor=data["flavor"],
+        slots=tuple(
+            Slot(slot["node"], tuple((d["index"], d["milli"], d["memory_mib"]) for d in slot["devices"]))
+            for slot in data["slots"]
+        ),
+        on_reservation=data.get("on_reservation", False),
+        borrowing=data.get("borrowing", False),
+    )
+
+
+def engine_request(request: dict[str, Any]) -> Request:
+    return Request(
+        cpu=request["cpu_milli"],
+        mem=request["memory_mib"],
+        devices=request.get("devices") or 0,
+        device_milli=request.get("device_milli") or 0,
+        device_mem=request.get("device_memory_mib") or 0,
+        replicas=request.get("replicas") or 1,
+        placement=request.get("placement") or "any",
+    )
+
+
+def engine_workload(row: WorkloadRow, template: Template | None, default_runtime: float) -> Workload:
+    """A stored workload as the engine sees it."""
+    resolved = row.request
+    families = tuple(resolved.get("variant_families") or ())
+    placement = placement_from_json(row.placement) if row.placement else None
+    runtime = row.runtime_s or (template.typical_runtime_s if template else default_runtime)
+    if row.time_limit_s:
+        runtime = min(runtime, row.time_limit_s)
+    return Workload(
+        id=row.id,
+        tenant=row.tenant,
+        queue=row.queue,
+        request=engine_request(resolved["request"]),
+        flavors=tuple(resolved["flavors"]),
+        submitted_at=row.created_at,
+        kind=WorkloadKind(row.kind),
+        constraints=constraints_for(template, families) if template else Constraints(),
+        user=row.user,
+        placement=placement if row.state in ("admitted", "starting", "running") else None,
+        started_at=row.started_at,
+        expected_end=(row.started_at + runtime) if row.started_at else None,
+        idle=row.idle,
+        checkpoint_at=row.checkpoint_at,
+        preempting_until=row.preempting_until,
+        preempted_for=row.preempted_for,
+        priority_boost=row.priority_boost,
+        escalated=row.escalated,
+        runtime_s=runtime,
+    )

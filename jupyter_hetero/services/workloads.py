@@ -1,0 +1,252 @@
+"""Submitting, listing, describing and cancelling workloads.
+
+A submission is validated completely (template, parameters within bounds, queue allowed,
+payload well-formed) before anything is written; then it is stored with its `submitted` event
+in one transaction, and only then acknowledged. Scheduling happens in :mod:`.scheduler`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..catalog import Catalog, WorkloadKind
+from ..engine import Pending, render
+from ..errors import InvalidRequest, NotFound
+from ..models import ListWorkloadsQuery, SubmitWorkload
+from ..store import ACTIVE_STATES, PENDING_STATES, Repository
+from ..store.tables import WorkloadRow
+from ..units import parse_duration_s
+from .access import Access
+from .environment import VISIBILITY
+from .identity import Identity
+from .resolve import resolve
+
+__all__ = ["WorkloadService", "workload_json"]
+
+FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
+# Variables the scheduler owns: a job may not set them itself.
+_RESERVED_ENV = {name for names in VISIBILITY.values() for name in names}
+
+
+class WorkloadService:
+    """The workloads API: everything but the scheduling loop."""
+
+    def __init__(self, catalog: Catalog, repository: Repository, access: Access, root_dir: Path,
+                 pending_info: Callable[[int], Pending | None], wake: Callable[[], None]):
+        self.catalog = catalog
+        self.repository = repository
+        self.access = access
+        self.root_dir = root_dir.resolve()
+        self.pending_info = pending_info
+        self.wake = wake
+
+    # -- submit ------------------------------------------------------------------------------
+
+    def submit(self, identity: Identity, body: SubmitWorkload) -> dict[str, Any]:
+        template = self.catalog.template(body.template)
+        if template is None:
+            raise NotFound(f"template {body.template!r} does not exist", field="template",
+                           known=[t.name for t in self.catalog.templates])
+        if WorkloadKind(body.kind) not in template.kinds:
+            raise InvalidRequest(f"template {template.name} does not run {body.kind}s (it runs "
+                                 f"{', '.join(k.value for k in template.kinds)})", field="kind")
+        queue_name = body.queue or template.queue
+        if self.catalog.queue(queue_name) is None:
+            raise NotFound(f"queue {queue_name!r} does not exist", field="queue",
+                           known=[q.name for q in self.catalog.queues])
+        tenant = identity.tenant
+        if not tenant.allows_template(template.name):
+            self.access.deny(identity, "workload.submit", f"template/{template.name}",
+                             f"tenant {tenant.name} may not use template {template.name}")
+        if not tenant.allows_queue(queue_name):
+            self.access.deny(identity, "workload.submit", f"queue/{queue_name}",
+                             f"tenant {tenant.name} may not submit to queue {queue_name}")
+        resolved = resolve(template, body.parameters, self.catalog)
+        unquoted = [f for f in resolved.flavors if f not in tenant.quotas]
+        if len(unquoted) == len(resolved.flavors):
+            self.access.deny(identity, "workload.submit", f"template/{template.name}",
+                             f"tenant {tenant.name} has no quota for any flavor of template {template.name} "
+                             f"({', '.join(resolved.flavors)})")
+        spec = self._spec(body)
+        runtime = self._duration(body.runtime, "runtime")
+        row = WorkloadRow(
+            kind=body.kind, name=body.name, tenant=tenant.name, user=identity.user, template=template.name,
+            queue=queue_name, request=resolved.to_json(), spec=spec, state="queued",
+            held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
+            time_limit_s=resolved.time_limit_s, runtime_s=runtime,
+        )
+        row = self.repository.add_workload(
+            row, reason=f"{identity.user} submitted a {body.payload} job to queue {queue_name}",
+            data={"template": template.name, "parameters": body.parameters, "flavors": list(resolved.flavors)},
+        )
+        self.wake()
+        return workload_json(row)
+
+    def _duration(self, value: Any, field: str) -> int | None:
+        if value is None:
+            return None
+        try:
+            return parse_duration_s(value)
+        except ValueError as exc:
+            raise InvalidRequest(f"{field}: {exc}", field=field) from None
+
+    def _inside_root(self, relative: str, field: str, suffix: str | None = None) -> Path:
+        path = (self.root_dir / relative).resolve()
+        if not path.is_relative_to(self.root_dir):
+            raise InvalidRequest(f"{field}: {relative!r} is outside the server's root directory", field=field)
+        if suffix is not None:
+            if path.suffix != suffix:
+                raise InvalidRequest(f"{field}: {relative!r} is not a {suffix} file", field=field)
+            if not path.is_file():
+                raise InvalidRequest(f"{field}: {relative!r} does not exist", field=field)
+        return path
+
+    def _spec(self, body: SubmitWorkload) -> dict[str, Any]:
+        for name in body.env:
+            if not name.isidentifier():
+                raise InvalidRequest(f"env: {name!r} is not a valid variable name", field=f"env.{name}")
+            if name in _RESERVED_ENV or name.startswith("HETERO_"):
+                raise InvalidRequest(f"env: {name} is set by the scheduler for the job's placement",
+                                     field=f"env.{name}")
+        cwd = self._inside_root(body.cwd or ".", "cwd")
+        if not cwd.is_dir():
+            raise InvalidRequest(f"cwd: {body.cwd!r} is not a directory", field="cwd")
+        spec: dict[str, Any] = {"payload": body.payload, "env": body.env, "cwd": str(cwd)}
+        if body.command is not None:
+            spec["command"] = body.command
+        elif body.script is not None:
+            spec["script"] = {"path": str(self._inside_root(body.script.path, "script.path", ".py")),
+                              "args": body.script.args}
+        elif body.code is not None:
+            try:
+                ast.parse(body.code)
+            except SyntaxError as exc:
+                raise InvalidRequest(f"code: syntax error on line {exc.lineno}: {exc.msg}", field="code") from None
+            spec["code"] = body.code
+        else:
+            path = self._inside_root(body.notebook.path, "notebook.path", ".ipynb")
+            try:
+                cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            except (ValueError, KeyError, OSError):
+                raise InvalidRequest(f"notebook.path: {body.notebook.path!r} is not a readable notebook",
+                                     field="notebook.path") from None
+            try:
+                json.dumps(body.notebook.parameters)
+            except TypeError:
+                raise InvalidRequest("notebook.parameters: values must be JSON", field="notebook.parameters") from None
+            spec["notebook"] = {"path": str(path), "parameters": body.notebook.parameters, "cells": len(cells)}
+        return spec
+
+    # -- read --------------------------------------------------------------------------------
+
+    def get(self, identity: Identity, workload_id: int, action: str = "workload.read") -> WorkloadRow:
+        row = self.repository.workload(workload_id)
+        if row is None:
+            raise NotFound(f"workload {workload_id} does not exist")
+        self.access.require_see(identity, row, action)
+        return row
+
+    def list(self, identity: Identity, query: ListWorkloadsQuery) -> list[dict[str, Any]]:
+        tenant = query.tenant
+        if tenant is not None and tenant != identity.tenant.name and not identity.is_platform_admin:
+            self.access.deny(identity, "workload.list", f"tenant/{tenant}",
+                             f"you may list only your tenant's workloads ({identity.tenant.name})")
+        if tenant is None and not identity.is_platform_admin:
+            tenant = identity.tenant.name
+        rows = self.repository.workloads(
+            tenant=tenant, user=identity.user if query.mine else None, queue=query.queue,
+            states=(query.state,) if query.state else None, kind=query.kind.value if query.kind else None,
+            limit=query.limit,
+        )
+        return [workload_json(row, pending=self.pending_info(row.id)) for row in rows]
+
+    def describe(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
+        row = self.get(identity, workload_id)
+        attempts = [
+            {"number": a.number, "node": a.node, "started_at": a.started_at, "ended_at": a.ended_at,
+             "exit_code": a.exit_code, "outcome": a.outcome, "reason": a.reason, "metrics": a.metrics,
+             "archive": a.archive_path, "placement": a.placement}
+            for a in self.repository.attempts(workload_id)
+        ]
+        return workload_json(row, attempts=attempts, pending=self.pending_info(row.id), language=language)
+
+    def events(self, identity: Identity, workload_id: int) -> list[dict[str, Any]]:
+        self.get(identity, workload_id, "workload.events")
+        return [
+            {"id": e.id, "at": e.at, "type": e.type, "reason": e.reason, "data": e.data}
+            for e in self.repository.events(workload_id=workload_id)
+        ]
+
+    def log_file(self, identity: Identity, workload_id: int, attempt: int | None) -> tuple[Path | None, bool]:
+        """The log file of an attempt (the latest by default), and whether that attempt is still running."""
+        self.get(identity, workload_id, "workload.logs")
+        attempts = self.repository.attempts(workload_id)
+        if attempt is not None:
+            chosen = next((a for a in attempts if a.number == attempt), None)
+            if chosen is None:
+                raise NotFound(f"workload {workload_id} has no attempt {attempt} (it has {len(attempts)})",
+                               field="attempt")
+        else:
+            chosen = attempts[-1] if attempts else None
+        if chosen is None:
+            return None, False
+        return Path(chosen.log_path), chosen.ended_at is None
+
+    # -- stop --------------------------------------------------------------------------------
+
+    def cancel(self, identity: Identity, workload_id: int, now: float) -> dict[str, Any]:
+        row = self.get(identity, workload_id, "workload.cancel")
+        self.access.require_stop(identity, row, "workload.cancel")
+        if row.state in FINAL_STATES:
+            return workload_json(row)
+        if identity.user != row.user:
+            self.access.record(identity, "workload.cancel", f"workload/{row.id}", {"owner": row.user})
+        if row.state in PENDING_STATES:
+            row = self.repository.update_workload(
+                row.id, event="cancelled", reason=f"cancelled by {identity.user} while waiting",
+                state="cancelled", finished_at=now,
+            )
+        elif row.stopping is None:
+            row = self.repository.update_workload(
+                row.id, event="cancelling", reason=f"cancelled by {identity.user}",
+                stopping="cancel", preempting_until=now + self._grace(row),
+            )
+        self.wake()
+        return workload_json(row)
+
+    def _grace(self, row: WorkloadRow) -> float:
+        queue = self.catalog.queue(row.queue)
+        return queue.preemption.grace_s if queue else 30
+
+
+def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pending: Pending | None = None,
+                  language: str = "en") -> dict[str, Any]:
+    """A workload as the API shows it."""
+    data: dict[str, Any] = {
+        "id": row.id, "kind": row.kind, "name": row.name, "tenant": row.tenant, "user": row.user,
+        "template": row.template, "queue": row.queue, "state": row.state, "reason": row.reason,
+        "request": row.request, "spec": row.spec,
+        "placement": row.placement, "flavor": row.flavor, "node": row.node,
+        "attempt_count": row.attempts, "created_at": row.created_at, "updated_at": row.updated_at,
+        "admitted_at": row.admitted_at, "started_at": row.started_at, "finished_at": row.finished_at,
+        "time_limit_s": row.time_limit_s, "priority_boost": row.priority_boost, "escalated": row.escalated,
+        "stopping": row.stopping, "not_before": row.not_before,
+        "active": row.state in ACTIVE_STATES,
+    }
+    if attempts is not None:
+        data["attempts"] = attempts
+    if pending is not None and row.state in PENDING_STATES:
+        data.update({
+            "position": pending.position,
+            "eta": pending.eta,
+            "eta_because": pending.eta_because,
+            "blockers": [
+                {"kind": b.kind, "flavor": b.flavor, "message": render(b, language), "params": b.params}
+                for b in pending.blockers
+            ],
+        })
+    return data
