@@ -53,6 +53,10 @@ class HeteroApp(ExtensionApp):
     platform_admins = List(
         Unicode(), config=True, help="Users who are platform admins in addition to the catalog's platform_admins."
     )
+    owner_is_platform_admin = Bool(
+        True, config=True,
+        help="Whether whoever holds the server's own token is a platform admin (the single-user default).",
+    )
     work_dir = Unicode(
         config=True, help="Directory for job logs, outputs, checkpoints and archives. Defaults to the Jupyter data dir."
     )
@@ -91,6 +95,7 @@ class HeteroApp(ExtensionApp):
             engine=Engine(policy=self.placement_policy),
             interval_s=self.schedule_interval,
             platform_admins=frozenset(self.platform_admins),
+            owner_is_platform_admin=self.owner_is_platform_admin,
         )
         self.log.info(
             "jupyter-hetero: catalog=%s nodes=%d db=%s", self.catalog_file, len(inventory.nodes()), repository.engine.url

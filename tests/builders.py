@@ -256,3 +256,44 @@ _ids = count(1000)
 
 def next_id() -> int:
     return next(_ids)
+
+
+# -- catalogs for server tests -----------------------------------------------------------------
+
+TOKENS = {"alice-token": "alice", "carol-token": "carol", "bob-token": {"name": "bob", "groups": ["nlp-team"]},
+          "root-token": "root"}
+
+
+def team_catalog(path, *, vision_a100: int = 1, nlp_a100: int = 1, queues: dict | None = None,
+                 templates: dict | None = None, **tenant_changes) -> str:
+    """The default catalog with two small tenants: vision (alice; carol is its admin) and nlp (group
+    nlp-team, which bob is in), one A100 each unless said otherwise; root is a platform admin."""
+    import yaml  # noqa: PLC0415
+
+    from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH  # noqa: PLC0415
+
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    generous = {"nominal": {"cpu": 64, "memory": "512Gi"}}
+    data["tenants"] = [
+        {"name": "vision", "display": {"en": "Vision", "zh": "视觉"}, "users": ["alice", "carol"], "admins": ["carol"],
+         "cohort": "vision", "cost_centre": "CC-1",
+         "quotas": {"a100-80g": {"nominal": {"devices": vision_a100, "cpu": 128, "memory": "1Ti"},
+                                 "borrowing_limit": {"devices": 0}},
+                    "cpu-standard": generous, "t4": {"nominal": {"devices": 1, "cpu": 16, "memory": "64Gi"}}}},
+        {"name": "nlp", "display": {"en": "NLP", "zh": "自然语言"}, "groups": ["nlp-team"], "cohort": "nlp",
+         "cost_centre": "CC-2",
+         "quotas": {"a100-80g": {"nominal": {"devices": nlp_a100, "cpu": 128, "memory": "1Ti"}},
+                    "cpu-standard": generous}},
+    ]
+    for tenant in data["tenants"]:
+        tenant.update(tenant_changes.get(tenant["name"], {}))
+    for queue in data["queues"]:
+        for key, value in (queues or {}).get(queue["name"], {}).items():
+            queue[key] = {**queue.get(key, {}), **value} if isinstance(value, dict) else value
+    for template in data["templates"]:
+        template.update((templates or {}).get(template["name"], {}))
+    data["default_tenant"] = None
+    data["platform_admins"] = ["root"]
+    target = path / "team-catalog.yaml"
+    target.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return str(target)

@@ -27,32 +27,66 @@ def hetero_config(tmp_path) -> dict:
 
 
 @pytest.fixture
-def jp_server_config(hetero_config):
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_hetero": True}}, "HeteroApp": hetero_config}
+def server_config() -> dict:
+    """Extra server settings; a test updates it (e.g. with :func:`team`) before the server starts."""
+    return {}
+
+
+@pytest.fixture
+def jp_server_config(hetero_config, server_config):
+    config = {"ServerApp": {"jpserver_extensions": {"jupyter_hetero": True}}, "HeteroApp": hetero_config}
+    for section, values in server_config.items():
+        config[section] = {**config.get(section, {}), **values}
+    return config
+
+
+@pytest.fixture
+def team(request, tmp_path, hetero_config, server_config):
+    """The two-tenant team catalog with personal tokens; ``@pytest.mark.team(vision_a100=2, ...)`` changes it.
+
+    List it before ``api`` in a test's arguments: it must configure the server before it starts."""
+    from .builders import TOKENS, team_catalog
+
+    marker = request.node.get_closest_marker("team")
+    hetero_config["catalog_file"] = team_catalog(tmp_path, **(marker.kwargs if marker else {}))
+    hetero_config["owner_is_platform_admin"] = False
+    server_config["ServerApp"] = {"identity_provider_class": "jupyter_hetero.auth.TeamIdentityProvider"}
+    server_config["TeamIdentityProvider"] = {"user_tokens": TOKENS}
 
 
 @pytest.fixture
 def api(jp_fetch):
     """``await api("nodes")`` -> decoded JSON of GET /hetero/api/v1/nodes; raises on HTTP errors."""
 
-    async def fetch(path: str, method: str, body, params):
+    async def fetch(path: str, method: str, body, params, token):
         return await jp_fetch(
             "hetero", "api", "v1", *path.split("/"),
             method=method,
             params=params or None,
             body=json.dumps(body) if body is not None else None,
             allow_nonstandard_methods=True,
+            headers={"Authorization": f"token {token}"} if token else None,
         )
 
     class Api:
-        async def __call__(self, path: str, method: str = "GET", body=None, **params):
-            response = await fetch(path, method, body, params)
+        """Calls as the server's owner, or ``as_user="alice"`` with that person's token."""
+
+        async def __call__(self, path: str, method: str = "GET", body=None, as_user: str | None = None, **params):
+            response = await fetch(path, method, body, params, _token(as_user))
             return json.loads(response.body) if response.body else None
 
-        async def text(self, path: str, **params) -> str:
-            return (await fetch(path, "GET", None, params)).body.decode()
+        async def text(self, path: str, as_user: str | None = None, **params) -> str:
+            return (await fetch(path, "GET", None, params, _token(as_user))).body.decode()
 
     return Api()
+
+
+def _token(user: str | None) -> str | None:
+    from .builders import TOKENS
+
+    if user is None:
+        return None
+    return next(token for token, entry in TOKENS.items() if (entry if isinstance(entry, str) else entry["name"]) == user)
 
 
 @pytest.fixture
@@ -60,7 +94,8 @@ def api_error(jp_fetch):
     """``await api_error("nodes", emulated="maybe")`` -> (status, decoded JSON) of a failing call."""
     from tornado.httpclient import HTTPClientError
 
-    async def call(path: str, method: str = "GET", body=None, **params):
+    async def call(path: str, method: str = "GET", body=None, as_user: str | None = None, **params):
+        token = _token(as_user)
         with pytest.raises(HTTPClientError) as info:
             await jp_fetch(
                 "hetero", "api", "v1", *path.split("/"),
@@ -68,6 +103,7 @@ def api_error(jp_fetch):
                 params=params or None,
                 body=json.dumps(body) if body is not None else None,
                 allow_nonstandard_methods=True,
+                headers={"Authorization": f"token {token}"} if token else None,
             )
         return info.value.code, json.loads(info.value.response.body)
 
@@ -80,10 +116,10 @@ def wait_for(api):
     import asyncio
     import time
 
-    async def poll(workload_id: int, predicate, timeout: float = 30.0, path: str = ""):
+    async def poll(workload_id: int, predicate, timeout: float = 30.0, as_user: str | None = None):
         deadline = time.monotonic() + timeout
         while True:
-            workload = await api(f"workloads/{workload_id}{path}")
+            workload = await api(f"workloads/{workload_id}", as_user=as_user)
             if predicate(workload):
                 return workload
             if time.monotonic() > deadline:

@@ -9,6 +9,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import BaseModel, ValidationError
 
+from ..auth import TeamUser
 from ..errors import HeteroError, InvalidRequest
 from ..services.identity import Identity
 from ..services.platform import Platform
@@ -34,7 +35,8 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
     def identity(self) -> Identity:
         user = self.current_user
         groups = frozenset(getattr(user, "groups", None) or ())
-        return self.platform.identify(user.username, groups)
+        # A personal token names a team member; the server's own token is its owner.
+        return self.platform.identify(user.username, groups, owner=not isinstance(user, TeamUser))
 
     def query(self, model: type[Q]) -> Q:
         """Parse the query string into ``model``; a bad value is a 400 naming the parameter."""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..catalog import Catalog, Role, Tenant
+from ..catalog import Catalog, Localized, Role, Tenant
 from ..errors import Forbidden
 
 __all__ = ["Identity", "resolve_identity"]
+
+_NO_TENANT = Tenant(name="no-tenant", display=Localized(en="No tenant", zh="无租户"), queues=[], templates=[])
 
 
 @dataclass(frozen=True)
@@ -36,13 +38,14 @@ def resolve_identity(catalog: Catalog, user: str, groups: frozenset[str] = froze
         or next((t for t in catalog.tenants if groups & set(t.groups)), None)
         or (catalog.tenant(catalog.default_tenant) if catalog.default_tenant else None)
     )
+    platform_admin = (
+        user in catalog.platform_admins or user in extra_platform_admins or bool(groups & set(catalog.platform_admin_groups))
+    )
+    if tenant is None and platform_admin:
+        tenant = _NO_TENANT  # admins run the platform without belonging to a team; they have no quota
     if tenant is None:
         raise Forbidden(f"user {user!r} belongs to no tenant", reason="no-tenant")
-    if (
-        user in catalog.platform_admins
-        or user in extra_platform_admins
-        or groups & set(catalog.platform_admin_groups)
-    ):
+    if platform_admin:
         role = Role.PLATFORM_ADMIN
     elif user in tenant.admins:
         role = Role.TENANT_ADMIN

@@ -36,6 +36,7 @@ class Platform:
     interval_s: float = 2.0
     mode: str = "single-server"
     platform_admins: frozenset[str] = frozenset()
+    owner_is_platform_admin: bool = True
 
     def __post_init__(self) -> None:
         self.catalog_service = CatalogService(self.catalog, self.repository)
@@ -54,5 +55,6 @@ class Platform:
     def backend_name(self) -> str:
         return self.backend.name
 
-    def identify(self, user: str, groups: frozenset[str] = frozenset()) -> Identity:
-        return resolve_identity(self.catalog, user, groups, self.platform_admins)
+    def identify(self, user: str, groups: frozenset[str] = frozenset(), *, owner: bool = False) -> Identity:
+        admins = self.platform_admins | ({user} if owner and self.owner_is_platform_admin else set())
+        return resolve_identity(self.catalog, user, groups, frozenset(admins))

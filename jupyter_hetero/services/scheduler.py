@@ -70,6 +70,7 @@ class _Running:
     handles: list[ProcessHandle]
     attempt_id: int
     peak_rss_mib: float = 0.0
+    signalled: bool = False  # SIGTERM sent for the current stop
     killed: bool = False
     samples: list[dict] = field(default_factory=list)
 
@@ -213,7 +214,8 @@ class Scheduler:
         attempt_dir = paths.attempt(number)
         for folder in (attempt_dir, paths.checkpoints, paths.outputs):
             folder.mkdir(parents=True, exist_ok=True)
-        checkpoint = paths.newest_checkpoint()
+        queue = self.catalog.queue(row.queue)
+        checkpoint = paths.newest_checkpoint() if queue and queue.failure.resume_from_checkpoint else None
         attempt = self.repository.add_attempt(AttemptRow(
             workload_id=row.id, number=number, node=placement.slots[0].node, placement=row.placement, processes=[],
             started_at=now, log_path=str(attempt_dir / "log.txt"), metrics={},
@@ -300,7 +302,8 @@ class Scheduler:
 
     def _signal_stop(self, workload_id: int) -> None:
         running = self._running.get(workload_id)
-        if running is not None:
+        if running is not None and not running.signalled:
+            running.signalled = True
             for handle in running.handles:
                 self.backend.signal_stop(handle)
 
@@ -327,6 +330,8 @@ class Scheduler:
                 stopping="time-limit", preempting_until=now + TIME_LIMIT_GRACE_S,
             )
             self._signal_stop(row.id)
+        if row.stopping is not None:
+            self._signal_stop(row.id)  # a stop recorded elsewhere (a cancel) or before a restart
         if row.stopping is not None and row.preempting_until is not None and now >= row.preempting_until \
                 and not running.killed:
             for handle in alive:

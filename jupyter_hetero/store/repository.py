@@ -150,6 +150,8 @@ class Repository:
                 raise KeyError(workload_id)
             for name, value in fields.items():
                 setattr(row, name, value)
+            if "state" in fields or "stopping" in fields:
+                row.reason = reason  # the workload's reason is why it is in its current state
             row.updated_at = now
             session.add(EventRow(workload_id=workload_id, at=now, type=event, reason=reason, data=data or {}))
             return row
