@@ -50,7 +50,9 @@ def _run_notebook(source: str, output: str, parameters: dict, timeout: int | Non
     if parameters:
         cell = nbformat.v4.new_code_cell(notebook_parameters_cell(parameters))
         cell.metadata["tags"] = ["injected-parameters"]
-        notebook.cells.insert(0, cell)
+        # As papermill does: right after the cell tagged "parameters" (its defaults), else first.
+        tagged = [i for i, c in enumerate(notebook.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
+        notebook.cells.insert(tagged[0] + 1 if tagged else 0, cell)
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(Path(source).parent)}})
     code = 0

@@ -32,3 +32,54 @@ async def test_a_training_job_sees_exactly_its_gpus(api, wait_for):
     log = await _logs(api, created["id"])
     assert "CUDA=0,1 NPU= a100-80g" in log
     assert done["attempts"][0]["node"] == "gpu-a100-0"
+
+
+async def test_a_code_cell_runs_as_a_job(api, wait_for):
+    body = {"kind": "job", "template": "data-preprocessing", "code": "total = sum(range(10))\nprint('total', total)"}
+    job = await api("workloads", "POST", body)
+    done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"))
+    assert done["state"] == "succeeded", done
+    assert "total 45" in await api.text(f"workloads/{job['id']}/logs")
+
+
+async def test_a_parameterised_notebook_runs_and_comes_back_executed(api, wait_for, jp_root_dir):
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    defaults = nbformat.v4.new_code_cell("rows = 10")
+    defaults.metadata["tags"] = ["parameters"]
+    notebook.cells = [defaults, nbformat.v4.new_code_cell("print('rows', rows * 2)")]
+    nbformat.write(notebook, jp_root_dir / "report.ipynb")
+    body = {"kind": "job", "template": "data-preprocessing", "notebook": {"path": "report.ipynb", "parameters": {"rows": 21}}}
+    job = await api("workloads", "POST", body)
+    done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=90)
+    assert done["state"] == "succeeded", await api.text(f"workloads/{job['id']}/logs")
+    from pathlib import Path
+
+    executed = nbformat.read(Path(done["attempts"][0]["archive"]) / "report.ipynb", as_version=4)
+    assert executed.cells[1].metadata["tags"] == ["injected-parameters"]
+    outputs = "".join(o.get("text", "") for cell in executed.cells for o in cell.get("outputs", []))
+    assert "rows 42" in outputs
+
+
+async def test_a_failing_notebook_fails_the_job(api, wait_for, jp_root_dir):
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("raise ValueError('bad data')")]
+    nbformat.write(notebook, jp_root_dir / "broken.ipynb")
+    job = await api("workloads", "POST", {"kind": "job", "template": "data-preprocessing", "queue": "experiment",
+                                          "notebook": {"path": "broken.ipynb"}})
+    done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=90)
+    assert done["state"] == "failed"
+    assert done["reason"] == "exit code 1"
+    assert "bad data" in await api.text(f"workloads/{job['id']}/logs")
+
+
+async def test_logs_can_be_followed_until_the_job_ends(api, wait_for):
+    body = {"kind": "job", "template": "data-preprocessing",
+            "code": "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.3)"}
+    job = await api("workloads", "POST", body)
+    await wait_for(job["id"], lambda w: w["state"] in ("running", "succeeded"))
+    followed = await api.text(f"workloads/{job['id']}/logs", follow="true")
+    assert [line for line in followed.splitlines() if line.startswith("tick")] == ["tick 0", "tick 1", "tick 2"]

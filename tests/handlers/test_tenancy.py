@@ -1,0 +1,118 @@
+"""Tenants, roles and quotas enforced server-side: a direct REST call cannot get around them."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from .test_lifecycle import gate, running  # noqa: F401 - the gate fixture
+
+pytestmark = pytest.mark.usefixtures("team")
+
+
+async def _alice_job(api, gate, name="g"):  # noqa: F811
+    return await api("workloads", "POST", gate.job(name, template="training"), as_user="alice")
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [
+        pytest.param("GET", "", id="see"),
+        pytest.param("DELETE", "", id="cancel"),
+        pytest.param("GET", "/explain", id="explain"),
+        pytest.param("GET", "/logs", id="logs"),
+        pytest.param("GET", "/events", id="events"),
+    ],
+)
+async def test_another_tenant_gets_403_with_the_reason(api, api_error, gate, tmp_path, method, suffix):  # noqa: F811
+    job = await _alice_job(api, gate)
+    status, error = await api_error(f"workloads/{job['id']}{suffix}", method, as_user="bob")
+    assert status == 403
+    assert error["reason"] == f"workload {job['id']} belongs to tenant vision, not to your tenant nlp"
+    audit = sqlite3.connect(tmp_path / "hetero.sqlite").execute(
+        "SELECT actor, outcome, target FROM audit WHERE outcome = 'denied'").fetchall()
+    assert ("bob", "denied", f"workload/{job['id']}") in audit
+
+
+async def test_lists_show_only_the_callers_tenant(api, api_error, gate):  # noqa: F811
+    job = await _alice_job(api, gate)
+    assert [w["id"] for w in await api("workloads", as_user="carol")] == [job["id"]]
+    assert await api("workloads", as_user="bob") == []
+    status, error = await api_error("workloads", as_user="bob", tenant="vision")
+    assert status == 403 and "only your tenant" in error["reason"]
+    assert [w["id"] for w in await api("workloads", as_user="root")] == [job["id"]]
+
+
+async def test_a_member_cannot_cancel_a_colleagues_job_but_the_tenant_admin_can(api, api_error, gate, wait_for):  # noqa: F811
+    job = await _alice_job(api, gate)
+    await api("workloads", "POST", gate.job("x", template="training"), as_user="carol")
+    status, error = await api_error(f"workloads/{job['id']}", "DELETE", as_user="bob")
+    assert status == 403
+    answer = await api(f"workloads/{job['id']}", "DELETE", as_user="carol")
+    assert answer["stopping"] == "cancel" or answer["state"] == "cancelled"
+    assert (await wait_for(job["id"], lambda w: w["state"] == "cancelled", as_user="alice"))["reason"].startswith(
+        "cancelled by carol")
+
+
+async def test_the_quota_holds_against_a_burst_of_direct_calls(api, gate, wait_for):  # noqa: F811
+    ids = [(await api("workloads", "POST", gate.job(f"b{i}", template="training"), as_user="bob"))["id"]
+           for i in range(4)]
+    await wait_for(ids[0], running, as_user="bob")
+    states = [(await api(f"workloads/{i}", as_user="bob"))["state"] for i in ids]
+    assert states.count("running") == 1
+    waiting = await wait_for(ids[1], lambda w: w.get("blockers"), as_user="bob")
+    assert waiting["blockers"][0]["kind"] == "quota"
+    me = await api("tenants/me", as_user="bob")
+    a100 = next(q for q in me["quota"] if q["flavor"] == "a100-80g")
+    assert a100["used"]["device_milli"] == 1000 == a100["nominal"]["device_milli"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        pytest.param({"template": "nope", "command": ["true"]}, 404, "template", id="unknown template"),
+        pytest.param({"template": "training", "queue": "vip", "command": ["true"]}, 404, "queue", id="unknown queue"),
+        pytest.param({"template": "training", "command": ["true"], "parameters": {"devices": 64}}, 400,
+                     "parameters.devices", id="devices above the template bound"),
+        pytest.param({"template": "training", "command": ["true"], "parameters": {"colour": "red"}}, 400,
+                     "parameters.colour", id="parameter the template does not offer"),
+        pytest.param({"template": "training", "command": ["true"], "parameters": {"memory": "lots"}}, 400,
+                     "parameters.memory", id="memory that is not a quantity"),
+        pytest.param({"template": "training"}, 400, "body", id="nothing to run"),
+        pytest.param({"template": "training", "command": ["true"], "code": "print(1)"}, 400, "body", id="two payloads"),
+        pytest.param({"template": "training", "command": []}, 400, "command", id="empty command"),
+        pytest.param({"template": "training", "code": "def broken(:"}, 400, "code", id="code with a syntax error"),
+        pytest.param({"template": "training", "script": {"path": "missing.py"}}, 400, "script.path", id="missing script"),
+        pytest.param({"template": "training", "script": {"path": "../../etc/passwd.py"}}, 400, "script.path",
+                     id="script outside the root"),
+        pytest.param({"template": "training", "notebook": {"path": "gate.py"}}, 400, "notebook.path",
+                     id="notebook that is not a notebook"),
+        pytest.param({"template": "training", "command": ["true"], "env": {"CUDA_VISIBLE_DEVICES": "0"}}, 400,
+                     "env.CUDA_VISIBLE_DEVICES", id="env the scheduler owns"),
+        pytest.param({"template": "training", "command": ["true"], "runtime": "soon"}, 400, "runtime", id="bad runtime"),
+        pytest.param({"template": "training", "command": ["true"], "priority": 9}, 400, "priority", id="unknown field"),
+        pytest.param({"template": "online-inference", "kind": "job", "queue": "inference", "command": ["true"],
+                      "parameters": {"replicas": 0}}, 400, "parameters.replicas", id="replicas below bound"),
+    ],
+)
+async def test_bad_submissions_are_rejected_naming_the_field_and_nothing_is_stored(api, api_error, gate, tmp_path,  # noqa: F811
+                                                                                  body, status, field):
+    got, error = await api_error("workloads", "POST", {"kind": "job", **body}, as_user="alice")
+    assert (got, error.get("field")) == (status, field), error
+    assert field.split(".")[0] in error["message"]
+    assert sqlite3.connect(tmp_path / "hetero.sqlite").execute("SELECT COUNT(*) FROM workloads").fetchone() == (0,)
+
+
+@pytest.mark.team(nlp={"queues": ["batch", "experiment"]})
+async def test_a_queue_the_tenant_may_not_use_is_refused(api_error):
+    status, error = await api_error("workloads", "POST", {"kind": "job", "template": "training", "command": ["true"]},
+                                    as_user="bob")
+    assert (status, error["reason"]) == (403, "tenant nlp may not submit to queue training")
+
+
+async def test_a_template_with_no_flavor_the_tenant_has_quota_for_is_refused(api_error):
+    status, error = await api_error("workloads", "POST", {"kind": "job", "template": "vision", "command": ["true"]},
+                                    as_user="bob")
+    assert status == 403
+    assert error["reason"].startswith("tenant nlp has no quota for any flavor of template vision")
