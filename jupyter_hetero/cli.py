@@ -16,6 +16,7 @@ from .__about__ import __version__
 from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.discovery import EmulatedNodesError
 from .catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
+from .cli_workloads import add_workload_commands
 from .units import format_memory
 
 __all__ = ["main"]
@@ -88,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     nodes.add_argument("--no-local", action="store_true", help="leave this machine out")
     nodes.add_argument("--json", action="store_true", help="print JSON instead of a table")
     nodes.set_defaults(run=_nodes)
+
+    add_workload_commands(commands)
     return parser
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .harness import open_sidebar_tab
+from ..harness import open_sidebar_tab
 
 pytestmark = pytest.mark.ui
 

@@ -1,7 +1,7 @@
 """A real ``jupyter lab`` in a subprocess and a Debian chromium, for browser tests.
 
 ```python
-with LabServer.start(ServerLayout.create(tmp), extra_args=[...]) as lab:
+with LabServer.start(ServerLayout.create(tmp), log_path=..., extra_args=[...]) as lab:
     lab.api("hetero/api/v1/version")     # -> {"version": "0.1.0", ...}
     page.goto(lab.lab_url())            # /lab?token=...
 ```
@@ -170,14 +170,23 @@ class LabServer:
         log_path: Path,
         extra_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
+        app: str = "lab",
     ) -> LabServer:
-        """Start the server and return once ``/api/status`` answers; raise with the log tail if it never does."""
+        """Start the server and return once ``/api/status`` answers; raise with the log tail if it never does.
+
+        ``app="server"`` starts a plain ``jupyter server`` (no JupyterLab) for API-only tests."""
         port = free_port()
+        lab_args = [
+            f"--LabApp.workspaces_dir={layout.workspaces}",
+            f"--LabApp.user_settings_dir={layout.user_settings}",
+            "--LabApp.extension_manager=readonly",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
         command = [
             sys.executable,
             "-m",
             "jupyter",
-            "lab",
+            app,
             "--no-browser",
             "--allow-root",
             "--ip=127.0.0.1",
@@ -185,10 +194,7 @@ class LabServer:
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={layout.notebooks}",
-            f"--LabApp.workspaces_dir={layout.workspaces}",
-            f"--LabApp.user_settings_dir={layout.user_settings}",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *(lab_args if app == "lab" else []),
             *extra_args,
         ]
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,174 @@
+"""``jupyter hetero submit|ls|status|logs|cancel|explain``: work with a running server.
+
+    jupyter hetero submit --template training --param devices=2 -- python train.py --lr 0.1
+    jupyter hetero ls --mine
+    jupyter hetero status 42 --json
+    jupyter hetero logs 42 --follow
+    jupyter hetero explain 42 --lang zh
+    jupyter hetero cancel 42
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from .client import ApiError, HeteroClient, ServerNotFound
+
+__all__ = ["add_workload_commands"]
+
+
+def _client(args: argparse.Namespace) -> HeteroClient:
+    return HeteroClient.discover(args.url, args.token)
+
+
+def _params(pairs: list[str]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"error: --param expects name=value, got {pair!r}")
+        params[name] = value
+    return params
+
+
+def _submit(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        print("error: give the command to run after --", file=sys.stderr)
+        return 2
+    body = {"template": args.template, "command": command, "parameters": _params(args.param), "queue": args.queue,
+            "name": args.name, "runtime": args.runtime}
+    created = _client(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
+    print(f"submitted {created['kind']} to queue {created['queue']} ({created['template']}): state {created['state']}")
+    print(created["id"])
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    rows = _client(args).workloads(mine=args.mine or None, state=args.state, queue=args.queue)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'ID':>6}  {'STATE':<10} {'QUEUE':<11} {'TEMPLATE':<19} {'USER':<12} {'PLACEMENT':<24} WAITING ON")
+    for row in rows:
+        placement = f"{row['node']} ({row['flavor']})" if row.get("node") else "-"
+        waiting = row["blockers"][0]["message"] if row.get("blockers") else ""
+        print(f"{row['id']:>6}  {row['state']:<10} {row['queue']:<11} {row['template']:<19} {row['user'][:12]:<12} "
+              f"{placement:<24} {waiting}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    workload = _client(args).workload(args.id, lang=args.lang)
+    if args.json:
+        print(json.dumps(workload, indent=2))
+        return 0
+    print(f"workload {workload['id']}: {workload['state']}" + (f" ({workload['reason']})" if workload["reason"] else ""))
+    print(f"  queue {workload['queue']}, template {workload['template']}, tenant {workload['tenant']}, "
+          f"user {workload['user']}")
+    if workload.get("placement"):
+        for slot in workload["placement"]["slots"]:
+            devices = ",".join(str(d["index"]) for d in slot["devices"]) or "no devices"
+            print(f"  on {slot['node']} ({workload['placement']['flavor']}): devices {devices}")
+    if "position" in workload:
+        print(f"  position {workload['position']} in {workload['queue']}" + _eta(workload.get("eta")))
+        for blocker in workload.get("blockers", []):
+            print(f"  - {blocker['message']}")
+    for attempt in workload.get("attempts", []):
+        print(f"  attempt {attempt['number']} on {attempt['node']}: {attempt['outcome'] or 'running'}"
+              + (f", exit code {attempt['exit_code']}" if attempt["exit_code"] not in (None,) else ""))
+    return 0
+
+
+def _eta(eta: float | None) -> str:
+    if eta is None:
+        return ""
+    minutes = max(0, round((eta - time.time()) / 60))
+    return f", ETA ~{minutes} min" if minutes else ", ETA now"
+
+
+def _logs(args: argparse.Namespace) -> int:
+    for chunk in _client(args).logs(args.id, attempt=args.attempt, follow=args.follow, tail=args.tail):
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    workload = _client(args).cancel(args.id)
+    print(f"workload {workload['id']}: {workload['state']}" + (" (stopping)" if workload.get("stopping") else ""))
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    client = _client(args)
+    explanation = client.explain(args.id, lang=args.lang)
+    if args.json:
+        print(json.dumps(explanation, indent=2, ensure_ascii=False))
+        return 0
+    print(f"workload {explanation['id']}: {explanation['summary']}")
+    for line in explanation["lines"]:
+        print(f"  {line}")
+    if explanation.get("eta"):
+        print(f"  {_eta(explanation['eta']).lstrip(', ')}"
+              + (f", when workload {explanation['eta_because']} ends" if explanation.get("eta_because") else ""))
+    if args.preempt:
+        preview = client.preview_preemption(args.id)
+        victims = ", ".join(f"{v['id']} ({v['reason']})" for v in preview["victims"]) or "none"
+        print(f"  a preemption now would evict: {victims}")
+    return 0
+
+
+def _guarded(run):
+    def call(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except ApiError as exc:
+            print(f"error: {exc.body.get('message', exc)}", file=sys.stderr)
+            return 1
+        except ServerNotFound as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    return call
+
+
+def add_workload_commands(commands: argparse._SubParsersAction) -> None:
+    """Register the commands that talk to a running server."""
+    server = argparse.ArgumentParser(add_help=False)
+    server.add_argument("--url", help="server URL (default: JUPYTER_HETERO_URL, then the newest running server)")
+    server.add_argument("--token", help="server token (default: JUPYTER_HETERO_TOKEN, then the server's own)")
+
+    submit = commands.add_parser("submit", parents=[server], help="submit a command as a job; prints its id last")
+    submit.add_argument("--template", required=True)
+    submit.add_argument("--queue")
+    submit.add_argument("--name")
+    submit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="an advanced parameter of the template, e.g. devices=2 (repeatable)")
+    submit.add_argument("--runtime", help="expected run time, e.g. 2h, for ETAs")
+    submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
+    submit.set_defaults(run=_guarded(_submit))
+
+    ls = commands.add_parser("ls", parents=[server], help="list workloads")
+    ls.add_argument("--mine", action="store_true")
+    ls.add_argument("--state")
+    ls.add_argument("--queue")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(run=_guarded(_ls))
+
+    for name, run, text in (("status", _status, "one workload"), ("cancel", _cancel, "cancel a workload"),
+                            ("logs", _logs, "print a workload's log"), ("explain", _explain, "why it waits")):
+        sub = commands.add_parser(name, parents=[server], help=text)
+        sub.add_argument("id", type=int)
+        sub.set_defaults(run=_guarded(run))
+        if name in ("status", "explain"):
+            sub.add_argument("--json", action="store_true")
+            sub.add_argument("--lang", default="en", help="en or zh")
+        if name == "explain":
+            sub.add_argument("--preempt", action="store_true", help="also show what a preemption would evict (admins)")
+        if name == "logs":
+            sub.add_argument("--attempt", type=int)
+            sub.add_argument("--follow", "-f", action="store_true")
+            sub.add_argument("--tail", type=int)

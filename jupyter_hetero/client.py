@@ -1,0 +1,164 @@
+"""A typed REST client for a running jupyter-hetero server; the CLI and the magics use it.
+
+    client = HeteroClient.discover()            # env, then the Jupyter runtime dir
+    job = client.submit(template="training", command=["python", "train.py"])
+    client.workload(job["id"])["state"]
+    for chunk in client.logs(job["id"], follow=True):
+        print(chunk, end="")
+
+The server is found, in order, from explicit ``url``/``token``; ``JUPYTER_HETERO_URL`` and
+``JUPYTER_HETERO_TOKEN`` (set for kernels the server starts); the newest live server in the
+Jupyter runtime directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ApiError", "HeteroClient", "ServerNotFound"]
+
+API = "hetero/api/v1"
+
+
+class ServerNotFound(RuntimeError):
+    """No running server could be found or reached."""
+
+
+class ApiError(RuntimeError):
+    """The server refused a request; ``status``, ``field`` and ``reason`` say why."""
+
+    def __init__(self, status: int, body: dict[str, Any]):
+        self.status = status
+        self.body = body
+        self.field = body.get("field")
+        self.reason = body.get("reason")
+        super().__init__(f"{status}: {body.get('message') or body}")
+
+
+def _live_servers() -> list[dict[str, Any]]:
+    from jupyter_core.paths import jupyter_runtime_dir  # noqa: PLC0415
+
+    servers = []
+    for path in Path(jupyter_runtime_dir()).glob("jpserver-*.json"):
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+            os.kill(int(info["pid"]), 0)
+        except (OSError, ValueError, KeyError):
+            continue
+        info["_mtime"] = path.stat().st_mtime
+        servers.append(info)
+    return sorted(servers, key=lambda info: info["_mtime"], reverse=True)
+
+
+class HeteroClient:
+    def __init__(self, url: str, token: str = "", timeout: float = 30.0):
+        self.url = url.rstrip("/") + "/"
+        self.token = token
+        self.timeout = timeout
+
+    @classmethod
+    def discover(cls, url: str | None = None, token: str | None = None) -> HeteroClient:
+        url = url or os.environ.get("JUPYTER_HETERO_URL")
+        token = token if token is not None else os.environ.get("JUPYTER_HETERO_TOKEN")
+        if url:
+            return cls(url, token or "")
+        servers = _live_servers()
+        if not servers:
+            raise ServerNotFound(
+                "no running Jupyter server found: start one (`make demo` or `jupyter lab`), "
+                "or pass --url and --token (or set JUPYTER_HETERO_URL and JUPYTER_HETERO_TOKEN)"
+            )
+        return cls(servers[0]["url"], token or servers[0].get("token", ""))
+
+    # -- transport -----------------------------------------------------------------------------
+
+    def _open(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+              timeout: float | None = -1.0):
+        query = {k: ("true" if v is True else "false" if v is False else v) for k, v in (params or {}).items()
+                 if v is not None}
+        target = urllib.parse.urljoin(self.url, f"{API}/{path}")
+        if query:
+            target += "?" + urllib.parse.urlencode(query)
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(target, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"token {self.token}")
+        try:
+            return urllib.request.urlopen(  # noqa: S310 - the server's own URL
+                request, timeout=self.timeout if timeout == -1.0 else timeout)
+        except urllib.error.HTTPError as exc:
+            try:
+                payload = json.loads(exc.read() or b"{}")
+            except ValueError:
+                payload = {"message": exc.reason}
+            raise ApiError(exc.code, payload) from None
+        except urllib.error.URLError as exc:
+            raise ServerNotFound(f"cannot reach the server at {self.url}: {exc.reason}") from None
+
+    def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        with self._open(method, path, body, params) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
+
+    # -- resources -------------------------------------------------------------------------------
+
+    def version(self) -> dict:
+        return self.request("GET", "version")
+
+    def templates(self, **filters: Any) -> list[dict]:
+        return self.request("GET", "templates", **filters)
+
+    def template(self, name: str) -> dict:
+        return self.request("GET", f"templates/{name}")
+
+    def queues(self) -> list[dict]:
+        return self.request("GET", "queues")
+
+    def tenant(self) -> dict:
+        return self.request("GET", "tenants/me")
+
+    def nodes(self, **filters: Any) -> list[dict]:
+        return self.request("GET", "nodes", **filters)
+
+    def submit(self, **body: Any) -> dict:
+        body.setdefault("kind", "job")
+        return self.request("POST", "workloads", body)
+
+    def workloads(self, **filters: Any) -> list[dict]:
+        return self.request("GET", "workloads", **filters)
+
+    def workload(self, workload_id: int, lang: str | None = None) -> dict:
+        return self.request("GET", f"workloads/{workload_id}", lang=lang)
+
+    def cancel(self, workload_id: int) -> dict:
+        return self.request("DELETE", f"workloads/{workload_id}")
+
+    def events(self, workload_id: int) -> list[dict]:
+        return self.request("GET", f"workloads/{workload_id}/events")
+
+    def explain(self, workload_id: int, lang: str = "en") -> dict:
+        return self.request("GET", f"workloads/{workload_id}/explain", lang=lang)
+
+    def preview_preemption(self, workload_id: int) -> dict:
+        return self.request("POST", f"workloads/{workload_id}/preempt", dry_run=True)
+
+    def logs(self, workload_id: int, attempt: int | None = None, follow: bool = False,
+             tail: int | None = None) -> Iterator[str]:
+        """The log as text chunks; with ``follow`` they keep coming until the attempt ends."""
+        params = {"attempt": attempt, "follow": follow or None, "tail": tail}
+        # A followed log may stay silent for long stretches: no read timeout then.
+        with self._open("GET", f"workloads/{workload_id}/logs", params=params,
+                        timeout=None if follow else -1.0) as response:
+            while True:
+                chunk = response.read1(65536) if hasattr(response, "read1") else response.read(65536)
+                if not chunk:
+                    return
+                yield chunk.decode("utf-8", errors="replace")

@@ -1,0 +1,139 @@
+"""A real `jupyter server` subprocess: the CLI against it, and a SIGKILL in the middle of a burst."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from jupyter_hetero.client import ApiError, HeteroClient
+
+from .conftest import DEMO_NODES
+from .harness import LabServer, ServerLayout
+
+pytestmark = pytest.mark.slow
+
+HOLD = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)\nprint('released', flush=True)\n"
+
+
+def start(layout: ServerLayout, name: str) -> LabServer:
+    return LabServer.start(
+        layout, app="server", log_path=layout.root / f"{name}.log",
+        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
+                    f"--HeteroApp.work_dir={layout.state / 'work'}",
+                    f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
+                    "--HeteroApp.local_node_name=local",
+                    "--HeteroApp.schedule_interval=0.2"],
+    )
+
+
+@pytest.fixture
+def layout(tmp_path) -> ServerLayout:
+    layout = ServerLayout.create(tmp_path)
+    (layout.notebooks / "hold.py").write_text(HOLD, encoding="utf-8")
+    return layout
+
+
+def hetero(server: LabServer, *args: str) -> subprocess.CompletedProcess:
+    command, *rest = args
+    return subprocess.run([sys.executable, "-m", "jupyter", "hetero", command, "--url", server.base_url,
+                           "--token", server.token, *rest], capture_output=True, text=True, timeout=120)
+
+
+def until(predicate, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_the_cli_submits_watches_explains_and_cancels(layout):
+    with start(layout, "cli") as server:
+        submitted = hetero(server, "submit", "--template", "data-preprocessing", "--queue", "batch", "--",
+                           "python", "-c", "print('seven', 3 + 4)")
+        assert submitted.returncode == 0, submitted.stderr
+        workload_id = int(submitted.stdout.strip().splitlines()[-1])
+
+        def status():
+            result = hetero(server, "status", str(workload_id), "--json")
+            assert result.returncode == 0, result.stderr
+            return json.loads(result.stdout)
+
+        done = until(lambda: (s := status())["state"] in ("succeeded", "failed") and s, "the job to end")
+        assert done["state"] == "succeeded"
+        assert {"id", "state", "queue", "placement"} <= set(done)
+        assert "seven 7" in hetero(server, "logs", str(workload_id)).stdout
+        listed = json.loads(hetero(server, "ls", "--json").stdout)
+        assert [w["id"] for w in listed] == [workload_id]
+
+        held = hetero(server, "submit", "--template", "data-preprocessing", "--param", "cpu=64", "--",
+                      "python", "-c", "pass")
+        held_id = int(held.stdout.strip().splitlines()[-1])
+        explained = until(lambda: "capacity" in (out := hetero(server, "explain", str(held_id)).stdout) and out,
+                          "a blocker")
+        assert "1. capacity: flavor cpu-standard has" in explained
+        chinese = hetero(server, "explain", str(held_id), "--lang", "zh").stdout
+        assert "容量：规格 cpu-standard" in chinese
+        cancelled = hetero(server, "cancel", str(held_id))
+        assert "cancelled" in cancelled.stdout
+        bad = hetero(server, "submit", "--template", "nope", "--", "true")
+        assert bad.returncode == 1 and "template 'nope' does not exist" in bad.stderr
+
+
+def test_a_sigkill_during_a_burst_of_200_submissions_loses_nothing_acknowledged(layout):
+    server = start(layout, "first")
+    client = HeteroClient(server.base_url, server.token)
+    running = [client.submit(template="data-preprocessing", script={"path": "hold.py", "args": [str(layout.root / f"go{i}")]})
+               for i in range(2)]
+    until(lambda: all(client.workload(w["id"])["state"] == "running" for w in running), "the held jobs to run")
+
+    acknowledged: list[int] = []
+    lock = threading.Lock()
+
+    def burst(offset: int) -> None:
+        for i in range(50):
+            try:
+                # cpu=64 fits no node: these stay queued, so the burst is all writes.
+                created = client.submit(template="data-preprocessing", parameters={"cpu": 64},
+                                        command=["python", "-c", f"print({offset + i})"])
+            except (ApiError, OSError, Exception):  # noqa: BLE001 - the server dies mid-burst: expected
+                return
+            with lock:
+                acknowledged.append(created["id"])
+            if offset == 0 and i == 30:
+                os.kill(server.process.pid, signal.SIGKILL)
+
+    threads = [threading.Thread(target=burst, args=(n * 50,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    server.stop()
+    assert 30 <= len(acknowledged) < 200, len(acknowledged)
+
+    with start(layout, "second") as again:
+        client = HeteroClient(again.base_url, again.token)
+        stored = {w["id"]: w for w in client.workloads(limit=5000)}
+        assert set(acknowledged) <= set(stored)
+        assert all(stored[i]["state"] == "queued" for i in acknowledged)
+        for i, workload in enumerate(running):
+            until(lambda w=workload: any(e["type"] == "adopted" for e in client.events(w["id"])), "adoption")
+            (layout.root / f"go{i}").write_text("go")
+        for workload in running:
+            done = until(lambda w=workload: (s := client.workload(w["id"]))["state"] in ("succeeded", "failed") and s,
+                         "the adopted job to end")
+            assert done["state"] == "succeeded"
+            assert done["attempt_count"] == 1  # adopted, never started twice
+            events = [e["type"] for e in client.events(workload["id"])]
+            assert events.count("admitted") == 1 and events.count("started") == 1
+        assert "released" in "".join(client.logs(running[0]["id"]))
