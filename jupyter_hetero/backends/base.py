@@ -26,6 +26,8 @@ class Launch:
     cwd: Path
     log_path: Path
     exit_path: Path
+    devices: tuple[int, ...] = ()  # device indexes on the node
+    measurable: bool = False  # a real node whose devices the backend can sample (not emulated)
 
 
 @dataclass(frozen=True)
@@ -37,14 +39,17 @@ class ProcessHandle:
     pid: int
     pid_started: float
     exit_path: str = ""
+    devices: tuple[int, ...] = ()
+    measurable: bool = False
 
     def to_json(self) -> dict:
         return {"replica": self.replica, "node": self.node, "pid": self.pid, "pid_started": self.pid_started,
-                "exit_path": self.exit_path}
+                "exit_path": self.exit_path, "devices": list(self.devices), "measurable": self.measurable}
 
     @classmethod
     def from_json(cls, data: dict) -> ProcessHandle:
-        return cls(data["replica"], data["node"], data["pid"], data["pid_started"], data.get("exit_path", ""))
+        return cls(data["replica"], data["node"], data["pid"], data["pid_started"], data.get("exit_path", ""),
+                   tuple(data.get("devices", ())), data.get("measurable", False))
 
 
 @dataclass(frozen=True)

@@ -70,9 +70,10 @@ class _Running:
     handles: list[ProcessHandle]
     attempt_id: int
     peak_rss_mib: float = 0.0
+    gpu_utils: list[float] = field(default_factory=list)
+    peak_gpu_mib: float = 0.0
     signalled: bool = False  # SIGTERM sent for the current stop
     killed: bool = False
-    samples: list[dict] = field(default_factory=list)
 
 
 class Scheduler:
@@ -241,6 +242,8 @@ class Scheduler:
                     workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv, env=env,
                     cwd=Path(row.spec.get("cwd") or attempt_dir), log_path=attempt_dir / "log.txt",
                     exit_path=attempt_dir / f"exit-{replica}.json",
+                    devices=tuple(index for index, _milli, _mem in slot.devices),
+                    measurable=bool(view and not view.capability.emulated and family == "nvidia"),
                 )))
         except OSError as exc:
             for handle in handles:
@@ -340,6 +343,9 @@ class Scheduler:
         for handle in alive:
             sample = self.backend.sample(handle)
             running.peak_rss_mib = max(running.peak_rss_mib, sample.get("rss_mib", 0.0))
+            if "gpu_util_pct" in sample:
+                running.gpu_utils.append(sample["gpu_util_pct"])
+                running.peak_gpu_mib = max(running.peak_gpu_mib, sample["gpu_memory_mib"])
         checkpoint = self.paths(row.id).newest_checkpoint()
         if checkpoint and (row.checkpoint_at is None or checkpoint[1] > row.checkpoint_at):
             self.repository.update_workload(row.id, event="checkpoint", reason=f"new checkpoint {checkpoint[0].name}",
@@ -351,6 +357,9 @@ class Scheduler:
         codes = [e.code for e in exits]
         metrics = {"peak_rss_mib": max([running.peak_rss_mib] + [e.metrics.get("peak_rss_mib") or 0 for e in exits]),
                    "exit_codes": codes}
+        if running.gpu_utils:  # only real NVIDIA devices are measured; emulated ones are not
+            metrics["gpu_util_pct_mean"] = round(sum(running.gpu_utils) / len(running.gpu_utils), 1)
+            metrics["gpu_memory_peak_mib"] = running.peak_gpu_mib
         stopping = row.stopping
         if stopping == "cancel":
             self._finish(row.id, now, "cancelled", row.reason or "cancelled", metrics)

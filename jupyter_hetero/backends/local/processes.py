@@ -11,6 +11,7 @@ import sys
 import psutil
 
 from ..base import Exit, Launch, ProcessHandle
+from .nvml import sample_gpus
 
 __all__ = ["LocalBackend"]
 
@@ -37,7 +38,8 @@ class LocalBackend:
             started = psutil.Process(child.pid).create_time()
         except psutil.NoSuchProcess:
             started = 0.0
-        return ProcessHandle(launch.replica, launch.node, child.pid, started, str(launch.exit_path))
+        return ProcessHandle(launch.replica, launch.node, child.pid, started, str(launch.exit_path), launch.devices,
+                             launch.measurable)
 
     def _process(self, handle: ProcessHandle) -> psutil.Process | None:
         try:
@@ -82,7 +84,7 @@ class LocalBackend:
             pass
 
     def sample(self, handle: ProcessHandle) -> dict:
-        """Resident memory of the replica's process tree, in MiB."""
+        """Resident memory of the replica's process tree, in MiB, and its GPUs' use where NVML measures it."""
         process = self._process(handle)
         if process is None:
             return {}
@@ -92,4 +94,7 @@ class LocalBackend:
                 rss += member.memory_info().rss
         except psutil.Error:
             pass
-        return {"rss_mib": round(rss / 1024 / 1024, 1)}
+        sample = {"rss_mib": round(rss / 1024 / 1024, 1)}
+        if handle.measurable:
+            sample.update(sample_gpus(handle.devices))
+        return sample
