@@ -14,9 +14,11 @@ from .backends.local.processes import LocalBackend
 from .capability import NodeCapability
 from .catalog import DEFAULT_CATALOG_PATH, load_catalog
 from .engine import Engine, Policy
+from .engine.scoring import fragmentation_scorer
 from .handlers import default_handlers
 from .services.inventory import Inventory
 from .services.platform import Platform
+from .services.snapshot import engine_request
 from .store import Repository
 
 __all__ = ["HeteroApp"]
@@ -92,7 +94,7 @@ class HeteroApp(ExtensionApp):
             clock=time.time,
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),
-            engine=Engine(policy=self.placement_policy),
+            engine=self._engine(catalog),
             interval_s=self.schedule_interval,
             platform_admins=frozenset(self.platform_admins),
             owner_is_platform_admin=self.owner_is_platform_admin,
@@ -100,6 +102,13 @@ class HeteroApp(ExtensionApp):
         self.log.info(
             "jupyter-hetero: catalog=%s nodes=%d db=%s", self.catalog_file, len(inventory.nodes()), repository.engine.url
         )
+
+    def _engine(self, catalog) -> Engine:
+        if self.placement_policy != Policy.FRAGMENTATION:
+            return Engine(policy=self.placement_policy)
+        # Fragmentation is measured against what the platform's templates ask for by default.
+        typical = [engine_request(t.request.model_dump()) for t in catalog.templates]
+        return Engine(policy=self.placement_policy, node_scorer=fragmentation_scorer(typical))
 
     def _node_capabilities(self) -> list[NodeCapability]:
         nodes = [discover_local_node(self.local_node_name or None)] if self.discover_local else []

@@ -32,8 +32,9 @@ class Policy:
     ALL = (BINPACK, SPREAD, FRAGMENTATION)
 
 
-# (node, request) -> a score for placing one fractional replica on device `device`; lower is better.
-DeviceScorer = Callable[[NodeState, Request, Device], float]
+# (node, request) -> (score, device index) of the best device for one fractional replica on that
+# node, lower scores better and comparable across nodes; None when it does not fit there.
+NodeScorer = Callable[[NodeState, Request], "tuple[tuple, int] | None"]
 
 
 @dataclass(slots=True)
@@ -66,10 +67,11 @@ class Cluster:
     """Free capacity of every node, indexed for placement; mutated as the cycle allocates."""
 
     def __init__(self, nodes: Iterable[NodeState], *, policy: str = Policy.FRAGMENTATION,
-                 device_scorer: DeviceScorer | None = None):
+                 node_scorer: NodeScorer | None = None):
         self.nodes: dict[str, NodeState] = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
         self.policy = policy
-        self.device_scorer = device_scorer
+        self.node_scorer = node_scorer
+        self._any_fit = False
         self.flavors: dict[str, list[NodeState]] = {}
         self._buckets: dict[str, dict[int, dict[str, NodeState]]] = {}
         self._fractions: dict[str, dict[int, dict[str, NodeState]]] = {}
@@ -147,8 +149,11 @@ class Cluster:
     # -- placement -----------------------------------------------------------------------------
 
     def place(self, flavor: str, request: Request, constraints: Constraints,
-              within: dict[str, NodeState] | None = None) -> tuple[Slot, ...] | None:
-        """Slots for every replica (all or nothing), allocated; None when the gang cannot fit."""
+              within: dict[str, NodeState] | None = None, *, any_fit: bool = False) -> tuple[Slot, ...] | None:
+        """Slots for every replica (all or nothing), allocated; None when the gang cannot fit.
+
+        ``any_fit`` skips scoring: for "would it fit?" questions the first place found will do."""
+        self._any_fit = any_fit
         eligible = self.eligibility(flavor, request, constraints).nodes
         if within is not None:
             eligible = {name: node for name, node in eligible.items() if name in within}
@@ -218,28 +223,21 @@ class Cluster:
         return tuple((d.index, 1000, d.free_mem) for d in free)
 
     def _best_fraction(self, request: Request, candidates: Iterator[NodeState]) -> Slot | None:
-        if self.device_scorer is None or self.policy != Policy.FRAGMENTATION:
-            # Buckets already run tightest-first (binpack) or loosest-first (spread): the first
-            # fitting node is the answer; only the device inside it is chosen.
-            candidates = itertools.islice(candidates, 1)
-        best: tuple[float, str, int] | None = None
-        for node in itertools.islice(candidates, SCORE_CANDIDATES):
-            for device in node.devices:
-                if not _fraction_fits(device, request):
-                    continue
-                score = self._device_score(node, request, device)
-                if best is None or (score, node.name, device.index) < best:
-                    best = (score, node.name, device.index)
-        if best is None:
-            return None
-        return Slot(best[1], ((best[2], request.device_milli, request.device_mem),))
-
-    def _device_score(self, node: NodeState, request: Request, device: Device) -> float:
-        if self.policy == Policy.FRAGMENTATION and self.device_scorer is not None:
-            return self.device_scorer(node, request, device)
-        leftover = device.free_milli - request.device_milli
-        # binpack: least left on the device; spread: the most.
-        return -leftover if self.policy == Policy.SPREAD else leftover
+        if self.node_scorer is not None and self.policy == Policy.FRAGMENTATION and not self._any_fit:
+            best: tuple[tuple, str, int] | None = None
+            for node in itertools.islice(candidates, SCORE_CANDIDATES):
+                scored = self.node_scorer(node, request)
+                if scored is not None and (best is None or (scored[0], node.name) < best[:2]):
+                    best = (scored[0], node.name, scored[1])
+            return None if best is None else Slot(best[1], ((best[2], request.device_milli, request.device_mem),))
+        # Buckets run tightest-first (binpack) or loosest-first (spread): the first fitting node is
+        # the answer; only the device inside it is chosen.
+        for node in candidates:
+            fitting = [d for d in node.devices if _fraction_fits(d, request)]
+            leftover = (lambda d: -d.free_milli) if self.policy == Policy.SPREAD else (lambda d: d.free_milli)
+            device = min(fitting, key=lambda d: (leftover(d), d.index))
+            return Slot(node.name, ((device.index, request.device_milli, request.device_mem),))
+        return None
 
 
 def _fraction_fits(device: Device, request: Request) -> bool:

@@ -20,7 +20,7 @@ import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
-from .capacity import Cluster, DeviceScorer, Policy
+from .capacity import Cluster, NodeScorer, Policy
 from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
 from .explain import estimate_eta, rank
 from .fairshare import dominant_share
@@ -56,10 +56,10 @@ class _Head:
 class _State:
     """Mutable per-cycle accounting: capacity, quota, reservations; implements :class:`WhatIf`."""
 
-    def __init__(self, snapshot: Snapshot, policy: str, device_scorer: DeviceScorer | None):
+    def __init__(self, snapshot: Snapshot, policy: str, node_scorer: NodeScorer | None):
         self.now = snapshot.now
         self.queues = snapshot.queues
-        self.cluster = Cluster([node.clone() for node in snapshot.nodes], policy=policy, device_scorer=device_scorer)
+        self.cluster = Cluster([node.clone() for node in snapshot.nodes], policy=policy, node_scorer=node_scorer)
         self.reservations = Reservations(snapshot.queues)
         self.tenant_used: dict[str, Res] = {}
         self.running: dict[str, list[Workload]] = {}  # flavor -> running workloads on it
@@ -119,7 +119,7 @@ class _State:
     def fits(self, workload: Workload, flavor: str) -> bool:
         if not self.quotas.check(workload.tenant, flavor, workload.request.total).ok:
             return False
-        slots = self.cluster.place(flavor, workload.request, workload.constraints)
+        slots = self.cluster.place(flavor, workload.request, workload.constraints, any_fit=True)
         if slots is None:
             return False
         for slot in slots:
@@ -134,16 +134,16 @@ class _State:
 class Engine:
     """Scheduling decisions over snapshots; holds only configuration, never state between cycles."""
 
-    def __init__(self, *, policy: str = Policy.FRAGMENTATION, device_scorer: DeviceScorer | None = None,
+    def __init__(self, *, policy: str = Policy.FRAGMENTATION, node_scorer: NodeScorer | None = None,
                  eta: bool = True):
         if policy not in Policy.ALL:
             raise ValueError(f"unknown placement policy {policy!r}; choose one of {', '.join(Policy.ALL)}")
         self.policy = policy
-        self.device_scorer = device_scorer
+        self.node_scorer = node_scorer
         self.eta = eta
 
     def cycle(self, snapshot: Snapshot) -> Decisions:
-        state = _State(snapshot, self.policy, self.device_scorer)
+        state = _State(snapshot, self.policy, self.node_scorer)
         decisions = Decisions(now=snapshot.now)
         heads = self._escalate(snapshot, decisions)
         blocked: dict[int, tuple[Blocker, ...]] = {}

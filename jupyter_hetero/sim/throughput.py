@@ -15,6 +15,7 @@ import resource
 import time
 from dataclasses import dataclass
 
+from ..engine.scoring import fragmentation_scorer
 from ..engine import (
     Constraints,
     Device,
@@ -136,7 +137,7 @@ def run_throughput(nodes: int = 5000, workloads: int = 50_000, *, cycles: int = 
     queues = queue_policies()
     pending = build_workloads(workloads, seed)
     running: list[Workload] = []
-    engine = Engine(eta=eta)
+    engine = Engine(eta=eta, node_scorer=fragmentation_scorer([request for _share, _queue, request, _f in MIX]))
     now = float(workloads)
     latencies, admitted_total, preempted_total = [], 0, 0
     for _ in range(cycles):

@@ -356,3 +356,20 @@ def test_work_admitted_in_this_cycle_is_never_a_victim_in_the_same_cycle():
     assert decisions.admissions[0].placement.borrowing is True
     assert not decisions.preemptions
     assert decisions.pending[2].blockers[0].kind == "cohort"
+
+
+def test_the_fragmentation_aware_default_keeps_whole_devices_for_whole_device_work():
+    from jupyter_hetero.engine import Request
+    from jupyter_hetero.engine.scoring import fragmentation_scorer
+
+    typical = [Request(cpu=1000, mem=1024, devices=1), Request(cpu=1000, mem=1024, device_milli=500)]
+    snap = snapshot(
+        nodes=[node("t1", "t4").gpus(3, 16, model="T4")],
+        running=[job(10).queue("batch").fraction(700).flavors("t4").on("t1", 1, milli=700),
+                 job(11).queue("batch").fraction(400).flavors("t4").on("t1", 2, milli=400)],
+        pending=[job(1).queue("batch").fraction(300).flavors("t4")],
+        tenants=[VISION], queue_policies=queues(inference={"reserved": {}}),
+    )
+    placed = Engine(node_scorer=fragmentation_scorer(typical)).cycle(snap).admissions[0].placement
+    # free: GPU0 1000, GPU1 300, GPU2 600. The 300 slot fits exactly; GPU0 stays whole for whole-GPU work.
+    assert placed.slots[0].devices[0][0] == 1
