@@ -17,6 +17,7 @@ from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.discovery import EmulatedNodesError
 from .catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
 from .cli_workloads import add_workload_commands
+from .sim.cli import add_simulate_parser
 from .units import format_memory
 
 __all__ = ["main"]
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     nodes.add_argument("--json", action="store_true", help="print JSON instead of a table")
     nodes.set_defaults(run=_nodes)
 
+    add_simulate_parser(commands)
     add_workload_commands(commands)
     return parser
 

@@ -162,7 +162,8 @@ def node_fragmentation(free_milli_per_gpu: Sequence[int], free_cpu_milli: int, m
     """The node's fragmentation in milli-GPU: idle GPU milli the typical mix could not use, weighted."""
     index = _index(mix)
     row = np.array([list(free_milli_per_gpu)], dtype=np.int64)
-    return float(index.amounts(row, np.array([free_cpu_milli]), np.array([index.model_id(model)]))[0]) / index.total_weight
+    amount = index.amounts(row, np.array([free_cpu_milli]), np.array([index.model_id(model)]))[0]
+    return float(amount) / index.total_weight
 
 
 def fgd_score(frag_decrease: np.ndarray | float) -> np.ndarray:
@@ -171,7 +172,7 @@ def fgd_score(frag_decrease: np.ndarray | float) -> np.ndarray:
     return (100.0 / (1.0 + np.exp(-decrease / MILLI))).astype(np.int64)
 
 
-def options(free_milli_per_gpu: np.ndarray, request: Shape) -> list[tuple[int, ...]]:
+def _options(free_milli_per_gpu: np.ndarray, request: Shape) -> list[tuple[int, ...]]:
     """The GPU sets worth comparing on one node: each fitting GPU (fractional) or the lowest free ones (whole)."""
     free = np.asarray(free_milli_per_gpu)
     if not request.uses_gpu:
@@ -226,7 +227,7 @@ def choose_gpus(
     free = np.asarray(list(free_milli_per_gpu), dtype=np.int64)
     if free_cpu_milli < request.cpu_milli or (request.uses_gpu and not request.accepts(model)):
         return None
-    sets = options(free, request)
+    sets = _options(free, request)
     if not sets:
         return None
     before = np.repeat(free[None, :], len(sets), axis=0)
