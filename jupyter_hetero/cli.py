@@ -17,6 +17,7 @@ from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.discovery import EmulatedNodesError
 from .catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
 from .cli_workloads import add_workload_commands
+from .sim.bench_cli import add_bench_parser
 from .sim.cli import add_simulate_parser
 from .units import format_memory
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     nodes.set_defaults(run=_nodes)
 
     add_simulate_parser(commands)
+    add_bench_parser(commands)
     add_workload_commands(commands)
     return parser
 
