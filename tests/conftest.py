@@ -54,11 +54,11 @@ def team(request, tmp_path, hetero_config, server_config):
     server_config["TeamIdentityProvider"] = {"user_tokens": TOKENS}
 
 
-@pytest.fixture
-def api(jp_fetch):
-    """``await api("nodes")`` -> decoded JSON of GET /hetero/api/v1/nodes; raises on HTTP errors."""
+def _hetero_fetch(jp_fetch):
+    """One call to /hetero/api/v1/<path>, as the server's owner or as a team member (``as_user``)."""
 
-    async def fetch(path: str, method: str, body, params, token):
+    async def fetch(path: str, method: str = "GET", body=None, as_user: str | None = None, **params):
+        token = _token(as_user)
         return await jp_fetch(
             "hetero", "api", "v1", *path.split("/"),
             method=method,
@@ -68,17 +68,7 @@ def api(jp_fetch):
             headers={"Authorization": f"token {token}"} if token else None,
         )
 
-    class Api:
-        """Calls as the server's owner, or ``as_user="alice"`` with that person's token."""
-
-        async def __call__(self, path: str, method: str = "GET", body=None, as_user: str | None = None, **params):
-            response = await fetch(path, method, body, params, _token(as_user))
-            return json.loads(response.body) if response.body else None
-
-        async def text(self, path: str, as_user: str | None = None, **params) -> str:
-            return (await fetch(path, "GET", None, params, _token(as_user))).body.decode()
-
-    return Api()
+    return fetch
 
 
 def _token(user: str | None) -> str | None:
@@ -90,21 +80,32 @@ def _token(user: str | None) -> str | None:
 
 
 @pytest.fixture
+def api(jp_fetch):
+    """``await api("nodes")`` -> decoded JSON of GET /hetero/api/v1/nodes; raises on HTTP errors;
+    ``await api.text("workloads/3/logs")`` -> the body as text."""
+    fetch = _hetero_fetch(jp_fetch)
+
+    class Api:
+        async def __call__(self, path: str, method: str = "GET", body=None, **options):
+            response = await fetch(path, method, body, **options)
+            return json.loads(response.body) if response.body else None
+
+        async def text(self, path: str, **options) -> str:
+            return (await fetch(path, **options)).body.decode()
+
+    return Api()
+
+
+@pytest.fixture
 def api_error(jp_fetch):
     """``await api_error("nodes", emulated="maybe")`` -> (status, decoded JSON) of a failing call."""
     from tornado.httpclient import HTTPClientError
 
-    async def call(path: str, method: str = "GET", body=None, as_user: str | None = None, **params):
-        token = _token(as_user)
+    fetch = _hetero_fetch(jp_fetch)
+
+    async def call(path: str, method: str = "GET", body=None, **options):
         with pytest.raises(HTTPClientError) as info:
-            await jp_fetch(
-                "hetero", "api", "v1", *path.split("/"),
-                method=method,
-                params=params or None,
-                body=json.dumps(body) if body is not None else None,
-                allow_nonstandard_methods=True,
-                headers={"Authorization": f"token {token}"} if token else None,
-            )
+            await fetch(path, method, body, **options)
         return info.value.code, json.loads(info.value.response.body)
 
     return call
