@@ -227,23 +227,13 @@ class Scheduler:
         try:
             argv = self._argv(row, attempt_dir)
             for replica, slot in enumerate(placement.slots):
-                view = self.inventory.node(slot.node)
-                family = view.capability.family.value if view else "cpu"
-                variant = template.variant_for(view.capability.family) if (template and view) else None
-                env = {
-                    **os.environ,
-                    **(variant.env if variant else {}),
-                    **row.spec.get("env", {}),
-                    **device_environment(family, slot.devices),
-                    **self._hetero_env(row, placement.flavor, slot.node, number, replica, len(placement.slots),
-                                       paths, checkpoint, bool(view and view.capability.emulated), variant),
-                }
+                env, measurable = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
+                                                           attempt=number, checkpoint=checkpoint)
                 handles.append(self.backend.launch(Launch(
-                    workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv, env=env,
-                    cwd=Path(row.spec.get("cwd") or attempt_dir), log_path=attempt_dir / "log.txt",
-                    exit_path=attempt_dir / f"exit-{replica}.json",
-                    devices=tuple(index for index, _milli, _mem in slot.devices),
-                    measurable=bool(view and not view.capability.emulated and family == "nvidia"),
+                    workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv,
+                    env={**os.environ, **env}, cwd=Path(row.spec.get("cwd") or attempt_dir),
+                    log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
+                    devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
                 )))
         except OSError as exc:
             for handle in handles:
@@ -279,27 +269,38 @@ class Scheduler:
         return ["notebook", notebook["path"], "--output", str(attempt_dir / Path(notebook["path"]).name),
                 "--parameters", json.dumps(notebook["parameters"])]
 
-    @staticmethod
-    def _hetero_env(row: WorkloadRow, flavor: str, node: str, attempt: int, replica: int, replicas: int,
-                    paths: JobPaths, checkpoint, emulated: bool, variant) -> dict[str, str]:
-        return {
+    def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
+                            attempt: int, checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], bool]:
+        """One replica's environment (variant env, the job's env, device pinning, HETERO_*), and
+        whether its devices can be measured (a real NVIDIA node rather than an emulated one)."""
+        template = self.catalog.template(row.template)
+        view = self.inventory.node(slot.node)
+        family = view.capability.family if view else None
+        variant = template.variant_for(family) if (template and family) else None
+        paths = self.paths(row.id)
+        env = {
+            **(variant.env if variant else {}),
+            **row.spec.get("env", {}),
+            **device_environment(family.value if family else "cpu", slot.devices),
             "HETERO_WORKLOAD_ID": str(row.id),
             "HETERO_TENANT": row.tenant,
             "HETERO_USER": row.user,
             "HETERO_QUEUE": row.queue,
             "HETERO_TEMPLATE": row.template,
             "HETERO_FLAVOR": flavor,
-            "HETERO_NODE": node,
+            "HETERO_NODE": slot.node,
             "HETERO_ATTEMPT": str(attempt),
             "HETERO_REPLICA": str(replica),
             "HETERO_REPLICAS": str(replicas),
             "HETERO_CHECKPOINT_DIR": str(paths.checkpoints),
             "HETERO_OUTPUT_DIR": str(paths.outputs),
             "HETERO_RESUME_FROM": str(checkpoint[0]) if checkpoint else "",
-            "HETERO_EMULATED": "1" if emulated else "0",
+            "HETERO_EMULATED": "1" if view and view.capability.emulated else "0",
             "HETERO_IMAGE": variant.image if variant else "",
             "PYTHONUNBUFFERED": "1",
         }
+        measurable = bool(view and not view.capability.emulated and family is not None and family.value == "nvidia")
+        return env, measurable
 
     # -- monitor -----------------------------------------------------------------------------
 
