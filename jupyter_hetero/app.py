@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import time
 from pathlib import Path
 
@@ -59,6 +60,9 @@ class HeteroApp(ExtensionApp):
         True, config=True,
         help="Whether whoever holds the server's own token is a platform admin (the single-user default).",
     )
+    owner_name = Unicode(
+        config=True, help="User name of the server's owner (whoever holds its token). Defaults to the OS user."
+    )
     work_dir = Unicode(
         config=True, help="Directory for job logs, outputs, checkpoints and archives. Defaults to the Jupyter data dir."
     )
@@ -76,6 +80,13 @@ class HeteroApp(ExtensionApp):
     @default("db_url")
     def _default_db_url(self) -> str:
         return f"sqlite:///{Path(jupyter_data_dir()) / 'hetero' / 'hetero.sqlite'}"
+
+    @default("owner_name")
+    def _default_owner_name(self) -> str:
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "owner"
 
     @default("work_dir")
     def _default_work_dir(self) -> str:
@@ -98,7 +109,13 @@ class HeteroApp(ExtensionApp):
             interval_s=self.schedule_interval,
             platform_admins=frozenset(self.platform_admins),
             owner_is_platform_admin=self.owner_is_platform_admin,
+            owner=self.owner_name,
+            server_url=self.serverapp.connection_url,
+            server_token=self.serverapp.identity_provider.token,
         )
+        platform = self.settings["hetero_platform"]
+        platform.kernels.kernel_manager = self.serverapp.kernel_manager
+        platform.kernels.register()
         self.log.info(
             "jupyter-hetero: catalog=%s nodes=%d db=%s", self.catalog_file, len(inventory.nodes()), repository.engine.url
         )

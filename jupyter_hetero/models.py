@@ -18,6 +18,7 @@ __all__ = [
     "NotebookSpec",
     "PreemptQuery",
     "ScriptSpec",
+    "StartKernel",
     "SubmitWorkload",
 ]
 
@@ -84,6 +85,19 @@ class SubmitWorkload(BaseModel):
     @property
     def payload(self) -> str:
         return next(name for name in ("command", "script", "code", "notebook") if getattr(self, name) is not None)
+
+
+class StartKernel(BaseModel):
+    """``POST /kernels``: a kernel from a template, with advanced parameters, placed by the scheduler."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    template: str = Field(default="interactive", min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    queue: str | None = None
+    wait_timeout: float = Field(default=60, gt=0, le=3600, description="Seconds the start may wait for a placement.")
+    kernel_name: str | None = Field(default=None, description="A hetero kernelspec; the generic one by default.")
+    path: str | None = Field(default=None, description="Working directory of the kernel, under the server root.")
 
 
 class ListWorkloadsQuery(_Query):

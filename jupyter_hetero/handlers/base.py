@@ -34,9 +34,10 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def identity(self) -> Identity:
         user = self.current_user
-        groups = frozenset(getattr(user, "groups", None) or ())
-        # A personal token names a team member; the server's own token is its owner.
-        return self.platform.identify(user.username, groups, owner=not isinstance(user, TeamUser))
+        if isinstance(user, TeamUser):  # a personal token names a team member
+            return self.platform.identify(user.username, frozenset(user.groups))
+        # The server's own token (or its login cookie) is its owner, under one stable name.
+        return self.platform.identify(self.platform.owner, frozenset(getattr(user, "groups", None) or ()), owner=True)
 
     def query(self, model: type[Q]) -> Q:
         """Parse the query string into ``model``; a bad value is a 400 naming the parameter."""

@@ -15,9 +15,11 @@ log = logging.getLogger(__name__)
 class SchedulerLoop:
     """``wake()`` after any change; ticks are coalesced, and one failing tick never stops the loop."""
 
-    def __init__(self, scheduler: Scheduler, interval_s: float):
+    def __init__(self, scheduler: Scheduler, interval_s: float, *, on_start=None, after_tick=None):
         self.scheduler = scheduler
         self.interval_s = interval_s
+        self.on_start = on_start or (lambda: None)
+        self.after_tick = after_tick or (lambda now: None)
         self._event: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
 
@@ -41,9 +43,11 @@ class SchedulerLoop:
 
     async def _run(self) -> None:
         self.scheduler.reconcile()
+        self.on_start()
         while True:
             try:
                 self.scheduler.tick()
+                self.after_tick(self.scheduler.clock())
             except Exception:  # noqa: BLE001 - a bad tick is logged; the next one may well succeed
                 log.exception("jupyter-hetero: scheduler tick failed")
             try:

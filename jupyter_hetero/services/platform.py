@@ -14,6 +14,7 @@ from .access import Access
 from .catalog import CatalogService
 from .identity import Identity, resolve_identity
 from .inventory import Inventory
+from .kernels import KernelService
 from .loop import SchedulerLoop
 from .scheduler import Scheduler
 from .workloads import WorkloadService
@@ -37,6 +38,9 @@ class Platform:
     mode: str = "single-server"
     platform_admins: frozenset[str] = frozenset()
     owner_is_platform_admin: bool = True
+    owner: str = "owner"
+    server_url: str = ""
+    server_token: str = ""
 
     def __post_init__(self) -> None:
         self.catalog_service = CatalogService(self.catalog, self.repository)
@@ -45,7 +49,13 @@ class Platform:
             catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             engine=self.engine, clock=self.clock, work_dir=self.work_dir,
         )
-        self.loop = SchedulerLoop(self.scheduler, self.interval_s)
+        self.kernels = KernelService(
+            catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
+            identify=lambda user, groups: self.identify(user or self.owner, frozenset(groups), owner=user is None),
+            wake=lambda: self.loop.wake(), server_url=self.server_url, server_token=self.server_token,
+        )
+        self.loop = SchedulerLoop(self.scheduler, self.interval_s, on_start=self.kernels.reconcile,
+                                  after_tick=self.kernels.sweep)
         self.workloads = WorkloadService(
             self.catalog, self.repository, self.access, self.root_dir,
             pending_info=lambda workload_id: self.scheduler.pending.get(workload_id), wake=self.loop.wake,

@@ -101,7 +101,7 @@ class Scheduler:
 
     def reconcile(self) -> None:
         """Bring the store in line with reality after a (possibly unclean) stop of the server."""
-        for row in self.repository.workloads(states=ACTIVE_STATES):
+        for row in self.repository.workloads(states=ACTIVE_STATES, kind="job"):
             attempts = self.repository.attempts(row.id)
             current = attempts[-1] if attempts and attempts[-1].ended_at is None else None
             if row.state == "admitted" or current is None:
@@ -190,7 +190,8 @@ class Scheduler:
                 held_device_milli=total.dev, admitted_at=now, not_before=None, preempting_until=None,
                 preempted_for=None, stopping=None,
             )
-            self._start(row, now)
+            if row.kind == "job":
+                self._start(row, now)  # a kernel's provisioner, waiting for this placement, starts it
 
     def preempt_by_admin(self, workload_id: int, admin: str) -> dict:
         """Evict a running workload by hand; its queue's grace period and requeue rules apply."""

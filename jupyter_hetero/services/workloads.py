@@ -55,16 +55,8 @@ class WorkloadService:
             raise InvalidRequest(f"template {template.name} does not run {body.kind}s (it runs "
                                  f"{', '.join(k.value for k in template.kinds)})", field="kind")
         queue_name = body.queue or template.queue
-        if self.catalog.queue(queue_name) is None:
-            raise NotFound(f"queue {queue_name!r} does not exist", field="queue",
-                           known=[q.name for q in self.catalog.queues])
+        self.check_access(identity, template.name, queue_name)
         tenant = identity.tenant
-        if not tenant.allows_template(template.name):
-            self.access.deny(identity, "workload.submit", f"template/{template.name}",
-                             f"tenant {tenant.name} may not use template {template.name}")
-        if not tenant.allows_queue(queue_name):
-            self.access.deny(identity, "workload.submit", f"queue/{queue_name}",
-                             f"tenant {tenant.name} may not submit to queue {queue_name}")
         resolved = resolve(template, body.parameters, self.catalog)
         unquoted = [f for f in resolved.flavors if f not in tenant.quotas]
         if len(unquoted) == len(resolved.flavors):
@@ -85,6 +77,18 @@ class WorkloadService:
         )
         self.wake()
         return workload_json(row)
+
+    def check_access(self, identity: Identity, template: str, queue: str) -> None:
+        """404 for an unknown queue; 403 (audited) for a template or queue the tenant may not use."""
+        if self.catalog.queue(queue) is None:
+            raise NotFound(f"queue {queue!r} does not exist", field="queue", known=[q.name for q in self.catalog.queues])
+        tenant = identity.tenant
+        if not tenant.allows_template(template):
+            self.access.deny(identity, "workload.submit", f"template/{template}",
+                             f"tenant {tenant.name} may not use template {template}")
+        if not tenant.allows_queue(queue):
+            self.access.deny(identity, "workload.submit", f"queue/{queue}",
+                             f"tenant {tenant.name} may not submit to queue {queue}")
 
     def _duration(self, value: Any, field: str) -> int | None:
         if value is None:

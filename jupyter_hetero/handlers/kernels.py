@@ -1,0 +1,65 @@
+"""Parameterised kernel launch and per-kernel usage."""
+
+from __future__ import annotations
+
+import uuid
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..errors import Conflict, NotFound
+from ..models import StartKernel
+from ..services.kernels import KernelWaitTimeout
+from .base import API_PREFIX, HeteroHandler
+
+# The kernelspec whose provisioner takes the template and parameters at launch.
+GENERIC_KERNELSPEC = "hetero-python3"
+
+
+class KernelsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Start a kernel from a template and advanced parameters, without a kernelspec per combination."""
+        body = self.body(StartKernel)
+        identity = self.identity
+        platform = self.platform
+        template = platform.catalog.template(body.template)
+        if template is None:
+            raise NotFound(f"template {body.template!r} does not exist", field="template",
+                           known=[t.name for t in platform.catalog.templates])
+        if not template.interactive:
+            raise Conflict(f"template {template.name} does not run kernels; use it for jobs", field="template")
+        platform.workloads.check_access(identity, template.name, body.queue or template.queue)
+        kernel_id = str(uuid.uuid4())
+        try:
+            await self.kernel_manager.start_kernel(
+                kernel_id=kernel_id, kernel_name=body.kernel_name or GENERIC_KERNELSPEC, path=body.path,
+                hetero={"template": template.name, "parameters": body.parameters, "queue": body.queue,
+                        "wait_timeout": body.wait_timeout,
+                        "user": None if identity.user == platform.owner else identity.user,
+                        "groups": sorted(identity.groups)},
+            )
+        except KernelWaitTimeout as exc:
+            # jupyter_client keeps a kernel whose start failed among its pending ones, and a later
+            # shutdown_all then trips over it: forget it here, where its id is known.
+            self.kernel_manager._pending_kernels.pop(kernel_id, None)
+            raise Conflict(str(exc), reason="no-placement") from None
+        workload = platform.kernels.workload_of(kernel_id)
+        self.reply({"kernel_id": kernel_id, "workload_id": workload.id if workload else None,
+                    "placement": workload.placement if workload else None}, status=201)
+
+
+class KernelUsageHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self, kernel_id: str) -> None:
+        usage = self.platform.kernels.usage(kernel_id)
+        row = self.platform.workloads.get(self.identity, usage["workload_id"], "kernel.usage")
+        self.reply({**usage, "template": row.template})
+
+
+default_handlers = [
+    (rf"/{API_PREFIX}/kernels", KernelsHandler),
+    (rf"/{API_PREFIX}/kernels/(?P<kernel_id>[^/]+)/usage", KernelUsageHandler),
+]

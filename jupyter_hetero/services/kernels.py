@@ -1,0 +1,271 @@
+"""Kernels as workloads: placement before launch, release on shutdown, idle culling, usage.
+
+The kernel provisioner (in this server's process) calls :func:`current_kernels` to reach this
+service. A kernel workload is admitted by the same engine cycle as jobs; the provisioner, not the
+backend, starts its process once it has a placement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+
+from ..backends.local.nvml import sample_gpus
+from ..catalog import Catalog
+from ..engine import render
+from ..errors import HeteroError, NotFound
+from ..store import ACTIVE_STATES, Repository
+from ..store.tables import WorkloadRow
+from .identity import Identity
+from .resolve import resolve
+from .scheduler import Scheduler
+from .snapshot import placement_from_json
+
+__all__ = ["KernelService", "KernelWaitTimeout", "current_kernels"]
+
+log = logging.getLogger(__name__)
+
+# How often a waiting kernel start looks at its workload again.
+WAIT_POLL_S = 0.1
+# A kernel idle this long counts as idle for preemption (experiment kernels are preemptible only then).
+IDLE_FOR_PREEMPTION_S = 60.0
+
+_current: dict[str, KernelService] = {}
+
+
+class KernelWaitTimeout(RuntimeError):
+    """A kernel could not be placed in time; the message says what blocks it and its ETA."""
+
+
+def current_kernels() -> KernelService:
+    try:
+        return _current["service"]
+    except KeyError:
+        raise RuntimeError(
+            "the hetero kernel provisioner needs the jupyter_hetero server extension, which is not loaded here"
+        ) from None
+
+
+class KernelService:
+    def __init__(self, *, catalog: Catalog, repository: Repository, scheduler: Scheduler,
+                 clock: Callable[[], float], identify: Callable[[str | None, tuple[str, ...]], Identity],
+                 wake: Callable[[], None], server_url: str = "", server_token: str = ""):
+        self.catalog = catalog
+        self.repository = repository
+        self.scheduler = scheduler
+        self.clock = clock
+        self.identify = identify
+        self.wake = wake
+        self.server_url = server_url
+        self.server_token = server_token
+        self.kernel_manager = None  # set by the app: the server's MultiKernelManager
+        self.booted_at = clock()
+        self._warned: set[int] = set()
+
+    def register(self) -> None:
+        _current["service"] = self
+
+    def reconcile(self) -> None:
+        """Kernels do not outlive the server that started them: end what a restart left behind."""
+        for row in self.repository.workloads(kind="kernel", states=("queued", "preempted", *ACTIVE_STATES)):
+            if row.created_at >= self.booted_at:
+                continue  # asked for by this server, while the loop was starting
+            self.repository.update_workload(
+                row.id, event="released", reason="the server restarted; its kernels ended with it", state="cancelled",
+                placement=None, held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None,
+                preempting_until=None, finished_at=self.clock(),
+            )
+
+    # -- the provisioner's side ------------------------------------------------------------------
+
+    def holds(self, workload_id: int) -> bool:
+        row = self.repository.workload(workload_id)
+        return row is not None and row.state in ACTIVE_STATES
+
+    def request(self, *, kernel_id: str | None, user: str | None, groups: tuple[str, ...] = (), template: str,
+                parameters: dict[str, Any], queue: str | None, idle_timeout: float | None) -> int:
+        """Create the kernel's workload (queued) and wake the scheduler; returns its id.
+
+        ``user`` is None for kernels started through Jupyter's own kernels API: the server's owner."""
+        identity = self.identify(user, groups)
+        found = self.catalog.template(template)
+        if found is None:
+            raise KernelWaitTimeout(f"template {template!r} does not exist")
+        resolved = resolve(found, parameters, self.catalog)
+        row = WorkloadRow(
+            kind="kernel", name=f"kernel {kernel_id}", tenant=identity.tenant.name, user=identity.user,
+            template=found.name, queue=queue or found.queue, request=resolved.to_json(),
+            spec={"payload": "kernel", "kernel_id": kernel_id, "env": {},
+                  "idle_timeout_s": idle_timeout or found.idle_timeout_s},
+            state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
+            time_limit_s=resolved.time_limit_s,
+        )
+        row = self.repository.add_workload(row, reason=f"{identity.user} started a {found.name} kernel",
+                                           data={"kernel_id": kernel_id, "parameters": parameters})
+        self.wake()
+        return row.id
+
+    async def wait_for_placement(self, workload_id: int, timeout: float) -> dict[str, str]:
+        """The kernel's environment once placed; after ``timeout`` the start fails with the blockers."""
+        deadline = self.clock() + timeout
+        while True:
+            row = self.repository.workload(workload_id)
+            if row.state in ACTIVE_STATES and row.placement:
+                return self._environment(row)
+            if row.state not in ("queued", "preempted"):
+                raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {row.reason}")
+            if self.clock() >= deadline:
+                message = self._why_waiting(row, timeout)
+                self.repository.update_workload(workload_id, event="cancelled", reason=message, state="cancelled",
+                                                finished_at=self.clock())
+                raise KernelWaitTimeout(message)
+            await asyncio.sleep(WAIT_POLL_S)
+
+    def _why_waiting(self, row: WorkloadRow, timeout: float) -> str:
+        pending = self.scheduler.pending.get(row.id)
+        blockers = "; ".join(render(b) for b in pending.blockers[:3]) if pending else "not scheduled yet"
+        eta = "unknown"
+        if pending and pending.eta is not None:
+            eta = f"~{max(0, round((pending.eta - self.clock()) / 60))} min"
+            if pending.eta_because:
+                eta += f" (when workload {pending.eta_because} ends)"
+        return f"no {row.template} kernel could be placed within {timeout:g} s: {blockers}. ETA {eta}"
+
+    def _environment(self, row: WorkloadRow) -> dict[str, str]:
+        placement = placement_from_json(row.placement)
+        env, _measurable = self.scheduler.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
+                                                              attempt=row.attempts or 1)
+        env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
+        if self.server_url:
+            env["JUPYTER_HETERO_URL"], env["JUPYTER_HETERO_TOKEN"] = self.server_url, self.server_token
+        return env
+
+    def started(self, workload_id: int, pid: int | None) -> None:
+        row = self.repository.workload(workload_id)
+        self.repository.update_workload(
+            workload_id, event="started", reason=f"kernel {row.spec.get('kernel_id')} running as pid {pid}",
+            data={"pid": pid}, state="running", started_at=self.clock(), attempts=(row.attempts or 0) + 1,
+        )
+
+    def release(self, workload_id: int, reason: str | None = None) -> None:
+        """The kernel is gone: end its workload and give its devices back."""
+        row = self.repository.workload(workload_id)
+        if row is None or row.state not in (*ACTIVE_STATES, "queued"):
+            return
+        stopped = {"preempt": ("cancelled", row.reason), "cancel": ("cancelled", row.reason)}.get(row.stopping or "")
+        state, why = stopped or ("succeeded", reason or "kernel shut down")
+        self.repository.update_workload(
+            workload_id, event="released", reason=why or "kernel shut down", state=state, placement=None,
+            held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
+            finished_at=self.clock(),
+        )
+        self._warned.discard(workload_id)
+        self.wake()
+
+    def workload_of(self, kernel_id: str) -> WorkloadRow | None:
+        return next((r for r in self.repository.workloads(kind="kernel", states=ACTIVE_STATES)
+                     if self.kernel_id(r) == kernel_id), None)
+
+    # -- culling and preemption --------------------------------------------------------------
+
+    def kernel_id(self, row: WorkloadRow) -> str | None:
+        return row.spec.get("kernel_id")
+
+    def _kernel(self, kernel_id: str | None):
+        if self.kernel_manager is None or kernel_id is None or kernel_id not in self.kernel_manager:
+            return None
+        return self.kernel_manager.get_kernel(kernel_id)
+
+    def sweep(self, now: float) -> None:
+        """Mark idle kernels, warn then cull those idle past their timeout, stop preempted ones."""
+        for row in self.repository.workloads(kind="kernel", states=("running",)):
+            kernel = self._kernel(self.kernel_id(row))
+            if kernel is None:
+                self.release(row.id, "the kernel is gone")
+                continue
+            if row.stopping is not None:
+                self._shutdown(row, row.reason or "stopping")
+                continue
+            busy = getattr(kernel, "execution_state", "idle") == "busy"
+            idle_s = 0.0 if busy else max(0.0, now - _timestamp(getattr(kernel, "last_activity", None), now))
+            idle = idle_s >= IDLE_FOR_PREEMPTION_S
+            if idle != row.idle:
+                self.repository.update_workload(row.id, event="idle" if idle else "busy",
+                                                reason=f"idle for {int(idle_s)} s" if idle else "busy again", idle=idle)
+            timeout = row.spec.get("idle_timeout_s")
+            if not timeout or busy:
+                self._warned.discard(row.id)
+                continue
+            warn_at = timeout * 0.8
+            if idle_s >= timeout:
+                self._shutdown(row, f"culled: idle {_minutes(idle_s)}, past the {_minutes(timeout)} idle timeout of "
+                                    f"template {row.template}")
+            elif idle_s >= warn_at and row.id not in self._warned:
+                self._warned.add(row.id)
+                self.repository.update_workload(
+                    row.id, event="idle-warning",
+                    reason=f"idle {_minutes(idle_s)}; will be culled after {_minutes(timeout)} idle",
+                )
+
+    def _shutdown(self, row: WorkloadRow, reason: str) -> None:
+        kernel_id = self.kernel_id(row)
+        if self.kernel_manager is None or kernel_id not in self.kernel_manager:
+            self.release(row.id, reason)
+            return
+        if row.stopping is None:
+            self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
+                                            preempting_until=self.clock())
+        asyncio.ensure_future(self._shutdown_kernel(kernel_id))
+
+    async def _shutdown_kernel(self, kernel_id: str) -> None:
+        try:
+            await self.kernel_manager.shutdown_kernel(kernel_id)
+        except (KeyError, HeteroError):
+            pass
+        except Exception:  # noqa: BLE001 - a kernel that will not die is logged; the next sweep retries
+            log.exception("jupyter-hetero: could not shut down kernel %s", kernel_id)
+
+    # -- usage -------------------------------------------------------------------------------
+
+    def usage(self, kernel_id: str) -> dict[str, Any]:
+        """CPU, memory and, where measurable, the GPU use of exactly this kernel's devices."""
+        row = self.workload_of(kernel_id)
+        kernel = self._kernel(kernel_id)
+        if row is None or kernel is None:
+            raise NotFound(f"no running hetero kernel {kernel_id!r}")
+        pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
+        cpu = memory = 0.0
+        try:
+            process = psutil.Process(pid)
+            for member in [process, *process.children(recursive=True)]:
+                cpu += member.cpu_percent(interval=0.05)
+                memory += member.memory_info().rss
+        except (psutil.Error, TypeError):
+            pass
+        placement = placement_from_json(row.placement)
+        devices = [index for index, _m, _mem in placement.slots[0].devices]
+        view = self.scheduler.inventory.node(placement.slots[0].node)
+        gpus = sample_gpus(devices) if view and not view.capability.emulated else {}
+        return {
+            "kernel_id": kernel_id, "workload_id": row.id, "pid": pid, "cpu_percent": round(cpu, 1),
+            "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
+            "flavor": placement.flavor, "devices": devices, "emulated": bool(view and view.capability.emulated),
+            "queue": row.queue, "tenant": row.tenant, "execution_state": getattr(kernel, "execution_state", None),
+            "idle": row.idle, "device_utilisation": gpus or None,
+            "device_note": None if gpus else ("emulated devices are not measured" if view and view.capability.emulated
+                                              else "device utilisation is not measurable here (no NVML)"),
+        }
+
+
+def _timestamp(value, default: float) -> float:
+    if value is None:
+        return default
+    return value.timestamp() if hasattr(value, "timestamp") else float(value)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{int(seconds)} s"

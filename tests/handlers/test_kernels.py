@@ -1,0 +1,134 @@
+"""Kernels through the hetero provisioner, in a real server, with real ipykernel processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+
+import pytest
+
+from ..conftest import REPO
+
+
+@pytest.fixture
+def kernelspecs(jp_kernel_dir):
+    """Install the shipped hetero kernelspecs where the test server looks; ``tune(name, **config)`` edits one."""
+    for spec in (REPO / "kernels").iterdir():
+        shutil.copytree(spec, jp_kernel_dir / spec.name)
+
+    def tune(name: str, *, cull_idle_timeout: float | None = None, **config) -> None:
+        path = jp_kernel_dir / name / "kernel.json"
+        spec = json.loads(path.read_text())
+        if cull_idle_timeout is not None:
+            spec["metadata"]["cull_idle_timeout"] = cull_idle_timeout
+        spec["metadata"]["kernel_provisioner"]["config"].update(config)
+        path.write_text(json.dumps(spec))
+
+    return tune
+
+
+async def run_code(serverapp, kernel_id: str, code: str) -> str:
+    """Execute ``code`` in the kernel and return what it printed."""
+    client = serverapp.kernel_manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        chunks: list[str] = []
+        await client.execute_interactive(
+            code, timeout=60,
+            output_hook=lambda msg: chunks.append(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else None,
+        )
+        return "".join(chunks)
+    finally:
+        client.stop_channels()
+
+
+async def start_kernel(jp_fetch, name: str) -> str:
+    response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": name}))
+    return json.loads(response.body)["id"]
+
+
+async def kernel_workloads(api):
+    return {w["spec"]["kernel_id"]: w for w in await api("workloads", kind="kernel", limit=100)}
+
+
+async def test_a_gpu_kernel_sees_exactly_its_device_and_gives_it_back(kernelspecs, api, jp_fetch, jp_serverapp):
+    kernel_id = await start_kernel(jp_fetch, "hetero-gpu")
+    workload = (await kernel_workloads(api))[kernel_id]
+    assert workload["state"] == "running" and workload["flavor"] == "a100-80g"
+    devices = ",".join(str(d["index"]) for d in workload["placement"]["slots"][0]["devices"])
+    printed = await run_code(jp_serverapp, kernel_id, "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], "
+                                                      "os.environ['HETERO_FLAVOR'], os.environ['JUPYTER_HETERO_URL'] != '')")
+    assert printed.split() == [devices, "a100-80g", "True"]
+    await jp_fetch("api", "kernels", kernel_id, method="DELETE")
+    released = await api(f"workloads/{workload['id']}")
+    assert released["state"] == "succeeded" and released["placement"] is None
+    assert "released" in [e["type"] for e in await api(f"workloads/{workload['id']}/events")]
+
+
+async def test_a_start_on_a_full_flavor_fails_with_the_blocker_and_eta_or_waits_for_room(kernelspecs, api, api_error,
+                                                                                        jp_fetch):
+    first = await start_kernel(jp_fetch, "hetero-gpu")
+    await start_kernel(jp_fetch, "hetero-gpu")  # both A100s of the demo node are now held
+    status, error = await api_error("kernels", "POST", {"template": "interactive", "wait_timeout": 1,
+                                                         "parameters": {"devices": 1, "flavor": "a100-80g"}})
+    assert status == 409
+    assert "capacity: flavor a100-80g has 0 devices free, needs 1 devices" in error["message"]
+    assert "ETA ~60 min (when workload" in error["message"]
+
+    waiting = asyncio.ensure_future(api("kernels", "POST", {"template": "interactive", "wait_timeout": 60,
+                                                             "parameters": {"devices": 1, "flavor": "a100-80g"}}))
+    await asyncio.sleep(0.5)
+    assert not waiting.done()
+    await jp_fetch("api", "kernels", first, method="DELETE")
+    started = await asyncio.wait_for(waiting, 60)
+    assert started["placement"]["flavor"] == "a100-80g"
+    assert (await jp_fetch("api", "kernels", started["kernel_id"])).code == 200
+
+
+async def test_an_idle_kernel_is_warned_then_culled_and_a_busy_one_is_not(kernelspecs, api, jp_fetch, jp_serverapp):
+    kernelspecs("hetero-cpu", cull_idle_timeout=3)
+    idle = await start_kernel(jp_fetch, "hetero-cpu")
+    busy = await start_kernel(jp_fetch, "hetero-cpu")
+    running_code = asyncio.ensure_future(run_code(jp_serverapp, busy, "import time; time.sleep(8); print('done')"))
+    deadline = time.monotonic() + 30
+    while idle in jp_serverapp.kernel_manager and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert idle not in jp_serverapp.kernel_manager, "the idle kernel was never culled"
+    workloads = await kernel_workloads(api)
+    events = [e["type"] for e in await api(f"workloads/{workloads[idle]['id']}/events")]
+    assert "idle-warning" in events and "culling" in events
+    assert workloads[idle]["state"] == "cancelled"
+    assert workloads[idle]["reason"].startswith("culled: idle")
+    assert busy in jp_serverapp.kernel_manager
+    assert "done" in await running_code
+
+
+async def test_the_parameterised_launch_contract(kernelspecs, api, jp_fetch):
+    started = await api("kernels", "POST", {"template": "interactive"})
+    assert set(started) >= {"kernel_id", "workload_id"}
+    assert (await jp_fetch("api", "kernels", started["kernel_id"])).code == 200
+    workload = await api(f"workloads/{started['workload_id']}")
+    assert workload["kind"] == "kernel" and workload["state"] == "running" and workload["flavor"] == "cpu-standard"
+    usage = await api(f"kernels/{started['kernel_id']}/usage")
+    assert usage["memory_mib"] > 0 and usage["workload_id"] == started["workload_id"]
+    assert usage["device_utilisation"] is None and usage["device_note"]
+    await jp_fetch("api", "kernels", started["kernel_id"], method="DELETE")
+    assert (await api(f"workloads/{started['workload_id']}"))["state"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        pytest.param({"template": "training"}, 409, "template", id="a template without kernels"),
+        pytest.param({"template": "nope"}, 404, "template", id="unknown template"),
+        pytest.param({"template": "interactive", "parameters": {"devices": 9}}, 400, "parameters.devices",
+                     id="devices above the bound"),
+        pytest.param({"template": "interactive", "wait_timeout": -1}, 400, "wait_timeout", id="negative timeout"),
+    ],
+)
+async def test_bad_kernel_requests(kernelspecs, api_error, body, status, field):
+    got, error = await api_error("kernels", "POST", body)
+    assert (got, error.get("field")) == (status, field), error
