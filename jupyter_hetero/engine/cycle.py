@@ -116,8 +116,8 @@ class _State:
         assert workload.placement is not None
         self._charge(workload, workload.placement, +1)
 
-    def fits(self, workload: Workload, flavor: str) -> bool:
-        if not self.quotas.check(workload.tenant, flavor, workload.request.total).ok:
+    def fits(self, workload: Workload, flavor: str, may_borrow: bool = True) -> bool:
+        if not self.quotas.check(workload.tenant, flavor, workload.request.total, may_borrow=may_borrow).ok:
             return False
         slots = self.cluster.place(flavor, workload.request, workload.constraints, any_fit=True)
         if slots is None:
@@ -150,22 +150,28 @@ class Engine:
         order: list[_Head] = []
         holds: dict[str, tuple[int, int]] = {}  # flavor -> (priority, workload) held for a starving head
         failed: dict[tuple, tuple[Blocker, ...]] = {}
-        for head in self._ordered(heads, state):
-            workload = head.workload
-            key = (workload.request.shape, workload.constraints, workload.flavors, workload.tenant,
-                   workload.queue, head.may_borrow, head.allow_any_lower, head.priority)
-            # Within a cycle capacity only shrinks and holds only grow, so a shape that failed fails again.
-            if key in failed:
-                blocked[workload.id] = failed[key]
+        for level in self._levels(heads):
+            # Pass 1: what fits within its tenant's nominal quota, without evicting anyone. Lenders
+            # reclaiming their share so come before borrowers, who would otherwise take it again.
+            rest = [head for head in self._fair(level, state)
+                    if not self._nominate(state, head, holds, decisions, nominal_only=True)[0]]
+            # Pass 2: the rest may borrow (if their queue lets them) and preempt.
+            for head in self._fair(rest, state):
+                workload = head.workload
+                key = (workload.request.shape, workload.constraints, workload.flavors, workload.tenant,
+                       workload.queue, head.may_borrow, head.allow_any_lower, head.priority)
+                # Within a cycle capacity only shrinks and holds only grow: a shape that failed fails again.
+                if key in failed:
+                    blocked[workload.id] = failed[key]
+                    order.append(head)
+                    continue
+                admitted, blockers = self._nominate(state, head, holds, decisions)
+                if admitted:
+                    continue
+                if not any(b.kind == "preempting" for b in blockers):
+                    failed[key] = blockers
+                blocked[workload.id] = blockers
                 order.append(head)
-                continue
-            admitted, blockers = self._nominate(state, head, holds, decisions)
-            if admitted:
-                continue
-            if not any(b.kind == "preempting" for b in blockers):
-                failed[key] = blockers
-            blocked[workload.id] = blockers
-            order.append(head)
         self._explain(state, order, blocked, decisions)
         return decisions
 
@@ -196,26 +202,34 @@ class Engine:
     # -- 2. order ----------------------------------------------------------------------------
 
     @staticmethod
-    def _ordered(heads: list[_Head], state: _State):
-        """Heads by priority; inside a priority, the tenant with the smallest share goes next."""
-        levels: dict[int, dict[str, deque[_Head]]] = {}
+    def _levels(heads: list[_Head]) -> list[list[_Head]]:
+        """Heads grouped by effective priority, highest first, each group by submit time."""
+        levels: dict[int, list[_Head]] = {}
         for head in sorted(heads, key=lambda h: (h.workload.submitted_at, h.workload.id)):
-            levels.setdefault(head.priority, {}).setdefault(head.workload.tenant, deque()).append(head)
-        for priority in sorted(levels, reverse=True):
-            tenants = levels[priority]
-            heap = [(state.share(tenant), tenant) for tenant in sorted(tenants)]
-            heapq.heapify(heap)
-            while heap:
-                _share, tenant = heapq.heappop(heap)
-                queue = tenants[tenant]
-                yield queue.popleft()
-                if queue:
-                    heapq.heappush(heap, (state.share(tenant), tenant))
+            levels.setdefault(head.priority, []).append(head)
+        return [levels[priority] for priority in sorted(levels, reverse=True)]
+
+    @staticmethod
+    def _fair(heads: list[_Head], state: _State):
+        """The heads of one priority; the tenant with the smallest weighted share goes next."""
+        tenants: dict[str, deque[_Head]] = {}
+        for head in heads:
+            tenants.setdefault(head.workload.tenant, deque()).append(head)
+        heap = [(state.share(tenant), tenant) for tenant in sorted(tenants)]
+        heapq.heapify(heap)
+        while heap:
+            _share, tenant = heapq.heappop(heap)
+            queue = tenants[tenant]
+            yield queue.popleft()
+            if queue:
+                heapq.heappush(heap, (state.share(tenant), tenant))
 
     # -- 3./4. nominate, admit, preempt ------------------------------------------------------
 
     def _nominate(self, state: _State, head: _Head, holds: dict[str, tuple[int, int]],
-                  decisions: Decisions) -> tuple[bool, tuple[Blocker, ...]]:
+                  decisions: Decisions, *, nominal_only: bool = False) -> tuple[bool, tuple[Blocker, ...]]:
+        """Admit ``head`` on the first flavor where it fits; else (unless ``nominal_only``) preempt or
+        hold, and say why it waits."""
         workload = head.workload
         request, total = workload.request, workload.request.total
         blockers: list[Blocker] = []
@@ -229,7 +243,7 @@ class Engine:
             if hold is not None and hold[1] != workload.id and hold[0] >= head.priority:
                 blockers.append(Blocker("held", flavor, {"holder": hold[1]}, 0.5))
                 continue
-            check = state.quotas.check(workload.tenant, flavor, total, may_borrow=head.may_borrow)
+            check = state.quotas.check(workload.tenant, flavor, total, may_borrow=head.may_borrow and not nominal_only)
             if not check.ok:
                 blockers.append(_quota_blocker(state, workload, flavor, check, total))
                 if check.verdict >= QuotaVerdict.OVER_LIMIT:
@@ -247,9 +261,14 @@ class Engine:
                 state.add_running(admitted)
                 state.admitted_now.add(workload.id)
                 decisions.admissions.append(Admission(workload.id, placement))
+                for held in [f for f, (_priority, holder) in holds.items() if holder == workload.id]:
+                    del holds[held]  # admitted: it holds nothing any more
                 return True, ()
             blockers.append(_capacity_blocker(state, flavor, workload, outstanding))
             preemptable.append(flavor)
+        if nominal_only:
+            _hold(holds, head, preemptable)  # a starving head keeps its flavor from pass 1 on
+            return False, ()
         return False, self._preempt_or_hold(state, head, preemptable, blockers, holds, decisions)
 
     def _preempt_or_hold(self, state: _State, head: _Head, flavors: list[str], blockers: list[Blocker],
@@ -258,7 +277,7 @@ class Engine:
         # Victims already leaving for this workload: wait for them rather than evict more.
         for flavor in flavors if workload.id in state.evicting_for else ():
             evicting = [w for w in state.evicting_for[workload.id] if w.placement and w.placement.flavor == flavor]
-            if evicting and self._fits_without(state, workload, flavor, evicting):
+            if evicting and self._fits_without(state, workload, flavor, evicting, head.may_borrow):
                 grace = max(state.preempting[w.id] for w in evicting) - state.now
                 return (Blocker("preempting", flavor, {"count": len(evicting), "grace_s": int(max(grace, 0))}, 0.9),
                         *rank(blockers))
@@ -267,7 +286,9 @@ class Engine:
             candidates = self._candidates(state, head, flavor, reclaim_quota)
             if not candidates:
                 continue
-            chosen = select_victims(state, workload, flavor, candidates, state.queues, state.now)
+            if not _could_free_enough(state, workload, flavor, candidates):
+                continue
+            chosen = select_victims(state, workload, flavor, candidates, state.queues, state.now, head.may_borrow)
             if chosen:
                 deadline = 0.0
                 for victim, reason in chosen:
@@ -277,8 +298,7 @@ class Engine:
                     decisions.preemptions.append(Preemption(victim.id, workload.id, reason, state.now + grace))
                 return (Blocker("preempting", flavor, {"count": len(chosen), "grace_s": int(deadline - state.now)}, 0.9),
                         *rank(blockers))
-        if head.starving and flavors and flavors[0] not in holds:
-            holds[flavors[0]] = (head.priority, workload.id)
+        _hold(holds, head, flavors)
         return rank(blockers)
 
     @staticmethod
@@ -313,11 +333,12 @@ class Engine:
         return candidates
 
     @staticmethod
-    def _fits_without(state: _State, workload: Workload, flavor: str, evicting: list[Workload]) -> bool:
+    def _fits_without(state: _State, workload: Workload, flavor: str, evicting: list[Workload],
+                      may_borrow: bool) -> bool:
         for victim in evicting:
             state.remove(victim)
         try:
-            return state.fits(workload, flavor)
+            return state.fits(workload, flavor, may_borrow)
         finally:
             for victim in evicting:
                 state.restore(victim)
@@ -347,7 +368,8 @@ class Engine:
                             (pair for flavor in workload.flavors for pair in _releases(state, flavor, releases)),
                             key=lambda pair: (pair[0], pair[1].id),
                         )
-                    etas[key] = estimate_eta(state, workload, workload.flavors, merged[workload.flavors], state.now)
+                    etas[key] = estimate_eta(state, workload, workload.flavors, merged[workload.flavors], state.now,
+                                             head.may_borrow)
                 eta = etas[key]
             decisions.pending[workload.id] = Pending(workload.id, position, blockers, eta[0], eta[1])
 
@@ -364,6 +386,21 @@ def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Wor
             key=lambda pair: (pair[0], pair[1].id),
         )
     return cache[flavor]
+
+
+def _hold(holds: dict[str, tuple[int, int]], head: _Head, flavors: list[str]) -> None:
+    """A head past its queue's max wait holds its preferred flavor against equal or lower work."""
+    if head.starving and flavors and flavors[0] not in holds:
+        holds[flavors[0]] = (head.priority, head.workload.id)
+
+
+def _could_free_enough(state: _State, workload: Workload, flavor: str, candidates: list[tuple[Workload, str]]) -> bool:
+    """A cheap bound before a victim search: free devices plus everything the candidates hold."""
+    need = workload.request.total.dev
+    if not need:
+        return True
+    held = sum(victim.request.total.dev for victim, _reason in candidates)
+    return state.cluster.free_devices_milli(flavor) + held >= need
 
 
 def _static_blockers(flavor: str, mismatches) -> list[Blocker]:

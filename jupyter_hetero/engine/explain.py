@@ -110,7 +110,8 @@ def rank(blockers: Sequence[Blocker]) -> tuple[Blocker, ...]:
 
 
 def estimate_eta(state: WhatIf, workload: Workload, flavors: Sequence[str],
-                 releases: Sequence[tuple[float, Workload]], now: float) -> tuple[float | None, int | None]:
+                 releases: Sequence[tuple[float, Workload]], now: float,
+                 may_borrow: bool = True) -> tuple[float | None, int | None]:
     """The earliest time the workload fits if running work ends as expected and nothing else
     takes the capacity first; and the workload whose end makes room. The state is restored.
 
@@ -131,7 +132,7 @@ def estimate_eta(state: WhatIf, workload: Workload, flavors: Sequence[str],
 
     def fits_after(count: int) -> bool:
         out_until(count)
-        return any(state.fits(workload, flavor) for flavor in flavors)
+        return any(state.fits(workload, flavor, may_borrow) for flavor in flavors)
 
     try:
         low, high = 0, 1  # fits after `high` releases, not after `low`

@@ -27,7 +27,7 @@ class WhatIf(Protocol):
 
     def remove(self, workload: Workload) -> None: ...
     def restore(self, workload: Workload) -> None: ...
-    def fits(self, workload: Workload, flavor: str) -> bool: ...
+    def fits(self, workload: Workload, flavor: str, may_borrow: bool = True) -> bool: ...
 
 
 def eviction_reason(preemptor: Workload, victim: Workload, policies: dict[str, QueuePolicy], *,
@@ -65,7 +65,7 @@ def loss_key(victim: Workload, policies: dict[str, QueuePolicy], now: float) -> 
 
 def select_victims(state: WhatIf, preemptor: Workload, flavor: str,
                    candidates: Iterable[tuple[Workload, str]], policies: dict[str, QueuePolicy],
-                   now: float) -> list[tuple[Workload, str]] | None:
+                   now: float, may_borrow: bool = True) -> list[tuple[Workload, str]] | None:
     """The cheapest set of (victim, reason) whose eviction lets ``preemptor`` fit, or None.
 
     The state is left exactly as it was found.
@@ -87,14 +87,14 @@ def select_victims(state: WhatIf, preemptor: Workload, flavor: str,
         for pair in ordered:
             take(pair[0])
             chosen.append(pair)
-            if state.fits(preemptor, flavor):
+            if state.fits(preemptor, flavor, may_borrow):
                 break
         else:
             return None
         # Keep, most expensive first, every victim the preemptor turns out not to need.
         for pair in reversed(chosen[:-1]):
             give_back(pair[0])
-            if state.fits(preemptor, flavor):
+            if state.fits(preemptor, flavor, may_borrow):
                 chosen.remove(pair)
             else:
                 take(pair[0])

@@ -373,3 +373,30 @@ def test_the_fragmentation_aware_default_keeps_whole_devices_for_whole_device_wo
     placed = Engine(node_scorer=fragmentation_scorer(typical)).cycle(snap).admissions[0].placement
     # free: GPU0 1000, GPU1 300, GPU2 600. The 300 slot fits exactly; GPU0 stays whole for whole-GPU work.
     assert placed.slots[0].devices[0][0] == 1
+
+
+def test_a_head_that_may_not_borrow_does_not_evict_work_it_could_not_use():
+    tenants = [tenant("a").quota("a100-80g", devices=2), tenant("b").quota("a100-80g", devices=6)]
+    snap = snapshot(
+        nodes=[node("n1").gpus(8)],
+        running=[job(10).tenant("a").queue("training").gpus(2).on("n1", 0, 1),
+                 job(11).tenant("b").queue("batch").gpus(6).on("n1", 2, 3, 4, 5, 6, 7)],
+        pending=[job(1).tenant("a").queue("training").gpus(2).submitted(990)],
+        tenants=tenants,
+    )
+    decisions = Engine().cycle(snap)
+    assert decisions.preemptions == []
+    assert decisions.pending[1].blockers[0].kind == "quota"
+
+
+def test_a_lender_within_its_nominal_quota_goes_before_a_borrower():
+    tenants = [tenant("a").quota("a100-80g", devices=6), tenant("b").quota("a100-80g", devices=2)]
+    snap = snapshot(
+        now=40,
+        nodes=[node("n1").gpus(8)],
+        running=[job(10).tenant("a").queue("batch").gpus(4).on("n1", 0, 1, 2, 3),
+                 job(11).tenant("b").queue("batch").gpus(2).on("n1", 4, 5)],
+        pending=[job(1).tenant("b").queue("batch").gpus(1).submitted(40), job(2).tenant("a").queue("batch").gpus(2).submitted(0)],
+        tenants=tenants,
+    )
+    assert [a.workload for a in Engine().cycle(snap).admissions] == [2]
