@@ -110,6 +110,7 @@ async def test_openapi_describes_every_endpoint(api):
     served = {pattern.split("hetero/api/v1", 1)[1] for pattern, _handler in default_handlers}
     documented = {
         path.replace("{name}", "(?P<name>[^/]+)").replace("{workload_id}", "(?P<workload_id>[^/]+)")
+        .replace("{kernel_id}", "(?P<kernel_id>[^/]+)")
         for path in document["paths"]
     }
     assert served == documented
