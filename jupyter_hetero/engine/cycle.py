@@ -150,16 +150,20 @@ class Engine:
         order: list[_Head] = []
         holds: dict[str, tuple[int, int]] = {}  # flavor -> (priority, workload) held for a starving head
         failed: dict[tuple, tuple[Blocker, ...]] = {}
+        failed_nominal: set[tuple] = set()
         for level in self._levels(heads):
             # Pass 1: what fits within its tenant's nominal quota, without evicting anyone. Lenders
             # reclaiming their share so come before borrowers, who would otherwise take it again.
-            rest = [head for head in self._fair(level, state)
-                    if not self._nominate(state, head, holds, decisions, nominal_only=True)[0]]
+            rest = []
+            for head in self._fair(level, state):
+                key = _memo_key(head)
+                if key in failed_nominal or not self._nominate(state, head, holds, decisions, nominal_only=True)[0]:
+                    failed_nominal.add(key)
+                    rest.append(head)
             # Pass 2: the rest may borrow (if their queue lets them) and preempt.
             for head in self._fair(rest, state):
                 workload = head.workload
-                key = (workload.request.shape, workload.constraints, workload.flavors, workload.tenant,
-                       workload.queue, head.may_borrow, head.allow_any_lower, head.priority)
+                key = _memo_key(head)
                 # Within a cycle capacity only shrinks and holds only grow: a shape that failed fails again.
                 if key in failed:
                     blocked[workload.id] = failed[key]
@@ -386,6 +390,13 @@ def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Wor
             key=lambda pair: (pair[0], pair[1].id),
         )
     return cache[flavor]
+
+
+def _memo_key(head: _Head) -> tuple:
+    """Heads with equal keys fit (or fail) in exactly the same places within one cycle."""
+    workload = head.workload
+    return (workload.request.shape, workload.constraints, workload.flavors, workload.tenant, workload.queue,
+            head.may_borrow, head.allow_any_lower, head.priority)
 
 
 def _hold(holds: dict[str, tuple[int, int]], head: _Head, flavors: list[str]) -> None:

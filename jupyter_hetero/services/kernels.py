@@ -65,6 +65,8 @@ class KernelService:
         self.kernel_manager = None  # set by the app: the server's MultiKernelManager
         self.booted_at = clock()
         self._warned: set[int] = set()
+        self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
+        scheduler.on_kernel_admitted = self._wake_waiter
 
     def register(self) -> None:
         _current["service"] = self
@@ -109,9 +111,21 @@ class KernelService:
         self.wake()
         return row.id
 
+    def _wake_waiter(self, workload_id: int) -> None:
+        event = self._admitted.get(workload_id)
+        if event is not None:
+            event.set()
+
     async def wait_for_placement(self, workload_id: int, timeout: float) -> dict[str, str]:
         """The kernel's environment once placed; after ``timeout`` the start fails with the blockers."""
         deadline = self.clock() + timeout
+        event = self._admitted.setdefault(workload_id, asyncio.Event())
+        try:
+            return await self._wait(workload_id, timeout, deadline, event)
+        finally:
+            self._admitted.pop(workload_id, None)
+
+    async def _wait(self, workload_id: int, timeout: float, deadline: float, event: asyncio.Event) -> dict[str, str]:
         while True:
             row = self.repository.workload(workload_id)
             if row.state in ACTIVE_STATES and row.placement:
@@ -123,7 +137,12 @@ class KernelService:
                 self.repository.update_workload(workload_id, event="cancelled", reason=message, state="cancelled",
                                                 finished_at=self.clock())
                 raise KernelWaitTimeout(message)
-            await asyncio.sleep(WAIT_POLL_S)
+            # Woken at once on admission; the timeout only bounds how stale a missed wake-up can be.
+            try:
+                await asyncio.wait_for(event.wait(), min(WAIT_POLL_S * 10, max(deadline - self.clock(), 0.01)))
+            except asyncio.TimeoutError:
+                pass
+            event.clear()
 
     def _why_waiting(self, row: WorkloadRow, timeout: float) -> str:
         pending = self.scheduler.pending.get(row.id)
@@ -182,7 +201,10 @@ class KernelService:
 
     def sweep(self, now: float) -> None:
         """Mark idle kernels, warn then cull those idle past their timeout, stop preempted ones."""
+        starting = getattr(self.kernel_manager, "_pending_kernels", {})  # launched, not yet registered
         for row in self.repository.workloads(kind="kernel", states=("running",)):
+            if self.kernel_id(row) in starting:
+                continue
             kernel = self._kernel(self.kernel_id(row))
             if kernel is None:
                 self.release(row.id, "the kernel is gone")

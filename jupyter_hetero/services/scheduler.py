@@ -91,6 +91,7 @@ class Scheduler:
         self.pending: dict[int, Pending] = {}
         self.last_decisions: Decisions | None = None
         self._running: dict[int, _Running] = {}
+        self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
 
@@ -191,7 +192,9 @@ class Scheduler:
                 preempted_for=None, stopping=None,
             )
             if row.kind == "job":
-                self._start(row, now)  # a kernel's provisioner, waiting for this placement, starts it
+                self._start(row, now)
+            else:
+                self.on_kernel_admitted(row.id)  # its provisioner, waiting for this placement, starts it
 
     def preempt_by_admin(self, workload_id: int, admin: str) -> dict:
         """Evict a running workload by hand; its queue's grace period and requeue rules apply."""
