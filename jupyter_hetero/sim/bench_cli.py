@@ -2,6 +2,7 @@
 
     jupyter hetero bench throughput --nodes 5000 --workloads 50000 --json
     jupyter hetero bench throughput --scale 500,5000,20000
+    jupyter hetero bench kernel-start --runs 20
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .kernel_start import run_kernel_start
 from .throughput import run_throughput
 
 __all__ = ["add_bench_parser"]
@@ -32,6 +34,17 @@ def _throughput(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kernel_start(args: argparse.Namespace) -> int:
+    result = run_kernel_start(args.runs, args.kernelspec, args.emulated_nodes_file)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for name, median in result["median_s"].items():
+        print(f"{name:<16} median start-to-ready {median:.3f} s over {result['runs']} starts")
+    print(f"overhead of the hetero provisioner: {result['overhead_pct']:+.1f}%")
+    return 0
+
+
 def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``bench throughput`` on the ``jupyter hetero`` subcommands."""
     bench = commands.add_parser("bench", help="measure the scheduling engine")
@@ -45,3 +58,9 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     throughput.add_argument("--no-eta", action="store_true", help="skip ETAs for waiting workloads")
     throughput.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     throughput.set_defaults(run=_throughput)
+    kernel = kinds.add_parser("kernel-start", help="start-to-ready time of a hetero kernel against a plain ipykernel")
+    kernel.add_argument("--runs", type=int, default=20)
+    kernel.add_argument("--kernelspec", default="hetero-cpu")
+    kernel.add_argument("--emulated-nodes-file", help="emulated nodes for the benchmark's server")
+    kernel.add_argument("--json", action="store_true")
+    kernel.set_defaults(run=_kernel_start)
