@@ -73,6 +73,15 @@ class HeteroApp(ExtensionApp):
         Policy.FRAGMENTATION, config=True,
         help="How devices are chosen inside a flavor: binpack, spread or fragmentation-aware.",
     )
+    cull_device_idle_pct = Float(
+        5.0, config=True,
+        help="Kernels whose devices are measurably used below this percentage are culled (see cull_device_idle_after).",
+    )
+    cull_device_idle_after = Float(
+        1800.0, config=True,
+        help="Seconds of device utilisation below cull_device_idle_pct before a kernel is culled; only where NVML "
+        "measures its devices.",
+    )
     backend_class = Type(
         LocalBackend, config=True, help="The backend that runs workloads (this machine by default)."
     )
@@ -112,6 +121,8 @@ class HeteroApp(ExtensionApp):
             owner=self.owner_name,
             server_url=self.serverapp.connection_url,
             server_token=self.serverapp.identity_provider.token,
+            device_idle_pct=self.cull_device_idle_pct,
+            device_idle_after_s=self.cull_device_idle_after,
         )
         platform = self.settings["hetero_platform"]
         platform.kernels.kernel_manager = self.serverapp.kernel_manager

@@ -17,6 +17,7 @@ from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.discovery import EmulatedNodesError
 from .catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
 from .cli_workloads import add_workload_commands
+from .kernelspecs import main_install
 from .sim.bench_cli import add_bench_parser
 from .sim.cli import add_simulate_parser
 from .units import format_memory
@@ -91,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     nodes.add_argument("--no-local", action="store_true", help="leave this machine out")
     nodes.add_argument("--json", action="store_true", help="print JSON instead of a table")
     nodes.set_defaults(run=_nodes)
+
+    kernelspecs = commands.add_parser("kernelspecs", help="kernelspecs per template").add_subparsers(
+        dest="action", required=True)
+    install = kernelspecs.add_parser("install", help="one kernelspec per catalog template that runs kernels")
+    install.add_argument("--catalog", default=str(DEFAULT_CATALOG_PATH))
+    install.add_argument("--user", action="store_true", help="into the user's Jupyter data dir")
+    install.add_argument("--prefix", help="into PREFIX/share/jupyter/kernels (default: this environment)")
+    install.set_defaults(run=main_install)
 
     add_simulate_parser(commands)
     add_bench_parser(commands)

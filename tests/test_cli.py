@@ -53,3 +53,17 @@ def test_nodes_prints_the_local_machine_and_emulated_nodes():
     assert {n["flavor"] for n in nodes[1:]} == {"a100-80g", "t4", "ascend-910b", "cpu-standard"}
     table = hetero("nodes", "--emulated-nodes-file", str(DEMO_NODES))
     assert "gpu-a100-0" in table.stdout and "a100-80g" in table.stdout
+
+
+def test_kernelspecs_install_writes_one_per_interactive_template(tmp_path):
+    result = hetero("kernelspecs", "install", "--prefix", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    specs = {p.name: json.loads((p / "kernel.json").read_text()) for p in (tmp_path / "share/jupyter/kernels").iterdir()}
+    catalog = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    interactive = {f"hetero-{t['name']}" for t in catalog["templates"] if "kernel" in t["kinds"]}
+    assert set(specs) == interactive
+    fine_tuning = specs["hetero-fine-tuning"]
+    assert fine_tuning["metadata"]["kernel_provisioner"] == {
+        "provisioner_name": "hetero-provisioner", "config": {"template": "fine-tuning", "wait_timeout": 60}}
+    assert fine_tuning["metadata"]["cull_idle_timeout"] == 1800
+    assert fine_tuning["display_name"] == "Python 3 (Fine-tuning)"

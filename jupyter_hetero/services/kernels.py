@@ -53,7 +53,8 @@ def current_kernels() -> KernelService:
 class KernelService:
     def __init__(self, *, catalog: Catalog, repository: Repository, scheduler: Scheduler,
                  clock: Callable[[], float], identify: Callable[[str | None, tuple[str, ...]], Identity],
-                 wake: Callable[[], None], server_url: str = "", server_token: str = ""):
+                 wake: Callable[[], None], server_url: str = "", server_token: str = "",
+                 device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0):
         self.catalog = catalog
         self.repository = repository
         self.scheduler = scheduler
@@ -64,6 +65,9 @@ class KernelService:
         self.server_token = server_token
         self.kernel_manager = None  # set by the app: the server's MultiKernelManager
         self.booted_at = clock()
+        self.device_idle_pct = device_idle_pct
+        self.device_idle_after_s = device_idle_after_s
+        self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
         scheduler.on_kernel_admitted = self._wake_waiter
@@ -183,6 +187,7 @@ class KernelService:
             finished_at=self.clock(),
         )
         self._warned.discard(workload_id)
+        self._low_since.pop(workload_id, None)
         self.wake()
 
     def workload_of(self, kernel_id: str) -> WorkloadRow | None:
@@ -218,6 +223,10 @@ class KernelService:
             if idle != row.idle:
                 self.repository.update_workload(row.id, event="idle" if idle else "busy",
                                                 reason=f"idle for {int(idle_s)} s" if idle else "busy again", idle=idle)
+            if self._devices_idle_too_long(row, now):
+                self._shutdown(row, f"culled: device utilisation below {self.device_idle_pct:g}% for "
+                                    f"{_minutes(self.device_idle_after_s)}")
+                continue
             timeout = row.spec.get("idle_timeout_s")
             if not timeout or busy:
                 self._warned.discard(row.id)
@@ -232,6 +241,18 @@ class KernelService:
                     row.id, event="idle-warning",
                     reason=f"idle {_minutes(idle_s)}; will be culled after {_minutes(timeout)} idle",
                 )
+
+    def _devices_idle_too_long(self, row: WorkloadRow, now: float) -> bool:
+        """Where utilisation is measurable (real NVIDIA devices), low use for long enough culls."""
+        placement = placement_from_json(row.placement) if row.placement else None
+        view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
+        devices = [index for index, _m, _mem in placement.slots[0].devices] if placement else []
+        sample = sample_gpus(devices) if devices and view and not view.capability.emulated else {}
+        if not sample or sample["gpu_util_pct"] >= self.device_idle_pct:
+            self._low_since.pop(row.id, None)
+            return False
+        since = self._low_since.setdefault(row.id, now)
+        return now - since >= self.device_idle_after_s
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:
         kernel_id = self.kernel_id(row)

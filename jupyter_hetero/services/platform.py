@@ -41,6 +41,8 @@ class Platform:
     owner: str = "owner"
     server_url: str = ""
     server_token: str = ""
+    device_idle_pct: float = 5.0
+    device_idle_after_s: float = 1800.0
 
     def __post_init__(self) -> None:
         self.catalog_service = CatalogService(self.catalog, self.repository)
@@ -53,6 +55,7 @@ class Platform:
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
             identify=lambda user, groups: self.identify(user or self.owner, frozenset(groups), owner=user is None),
             wake=lambda: self.loop.wake(), server_url=self.server_url, server_token=self.server_token,
+            device_idle_pct=self.device_idle_pct, device_idle_after_s=self.device_idle_after_s,
         )
         self.loop = SchedulerLoop(self.scheduler, self.interval_s, on_start=self.kernels.reconcile,
                                   after_tick=self.kernels.sweep)

@@ -132,3 +132,14 @@ async def test_the_parameterised_launch_contract(kernelspecs, api, jp_fetch):
 async def test_bad_kernel_requests(kernelspecs, api_error, body, status, field):
     got, error = await api_error("kernels", "POST", body)
     assert (got, error.get("field")) == (status, field), error
+
+
+async def test_a_restart_keeps_the_placement(kernelspecs, api, jp_fetch, jp_serverapp):
+    kernel_id = await start_kernel(jp_fetch, "hetero-gpu")
+    before = (await kernel_workloads(api))[kernel_id]
+    await jp_fetch("api", "kernels", kernel_id, "restart", method="POST", body="{}")
+    after = (await kernel_workloads(api))[kernel_id]
+    assert (after["id"], after["placement"]) == (before["id"], before["placement"])
+    assert after["state"] == "running"
+    printed = await run_code(jp_serverapp, kernel_id, "import os; print(os.environ['HETERO_WORKLOAD_ID'])")
+    assert printed.strip() == str(before["id"])
