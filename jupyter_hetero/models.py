@@ -16,7 +16,9 @@ __all__ = [
     "ListWorkloadsQuery",
     "LogsQuery",
     "NotebookSpec",
+    "FilesQuery",
     "PreemptQuery",
+    "PreviewWorkload",
     "ScriptSpec",
     "StartKernel",
     "SubmitWorkload",
@@ -98,6 +100,23 @@ class StartKernel(BaseModel):
     wait_timeout: float = Field(default=60, gt=0, le=3600, description="Seconds the start may wait for a placement.")
     kernel_name: str | None = Field(default=None, description="A hetero kernelspec; the generic one by default.")
     path: str | None = Field(default=None, description="Working directory of the kernel, under the server root.")
+
+
+class PreviewWorkload(BaseModel):
+    """``POST /previews``: what would happen to a submission, per eligible flavor; nothing is stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    template: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    queue: str | None = None
+    kind: Literal["job", "kernel"] = "job"
+    lang: str = "en"
+
+
+class FilesQuery(_Query):
+    path: str = Field(min_length=1, description="A file under the attempt's archive, e.g. outputs/result.csv.")
+    attempt: int | None = Field(default=None, ge=1)
 
 
 class ListWorkloadsQuery(_Query):

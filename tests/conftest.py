@@ -57,10 +57,10 @@ def team(request, tmp_path, hetero_config, server_config):
 def _hetero_fetch(jp_fetch):
     """One call to /hetero/api/v1/<path>, as the server's owner or as a team member (``as_user``)."""
 
-    async def fetch(path: str, method: str = "GET", body=None, as_user: str | None = None, **params):
+    async def fetch(route: str, method: str = "GET", body=None, as_user: str | None = None, **params):
         token = _token(as_user)
         return await jp_fetch(
-            "hetero", "api", "v1", *path.split("/"),
+            "hetero", "api", "v1", *route.split("/"),
             method=method,
             params=params or None,
             body=json.dumps(body) if body is not None else None,
@@ -86,12 +86,12 @@ def api(jp_fetch):
     fetch = _hetero_fetch(jp_fetch)
 
     class Api:
-        async def __call__(self, path: str, method: str = "GET", body=None, **options):
-            response = await fetch(path, method, body, **options)
+        async def __call__(self, route: str, method: str = "GET", body=None, **options):
+            response = await fetch(route, method, body, **options)
             return json.loads(response.body) if response.body else None
 
-        async def text(self, path: str, **options) -> str:
-            return (await fetch(path, **options)).body.decode()
+        async def text(self, route: str, **options) -> str:
+            return (await fetch(route, **options)).body.decode()
 
     return Api()
 
@@ -103,9 +103,9 @@ def api_error(jp_fetch):
 
     fetch = _hetero_fetch(jp_fetch)
 
-    async def call(path: str, method: str = "GET", body=None, **options):
+    async def call(route: str, method: str = "GET", body=None, **options):
         with pytest.raises(HTTPClientError) as info:
-            await fetch(path, method, body, **options)
+            await fetch(route, method, body, **options)
         return info.value.code, json.loads(info.value.response.body)
 
     return call

@@ -6,7 +6,7 @@
 """
 
 from .capacity import Cluster, Policy
-from .cycle import Engine, Snapshot
+from .cycle import Engine, Snapshot, free_capacity
 from .decisions import Admission, Blocker, Decisions, Escalation, Fit, Pending, Preemption
 from .explain import render
 from .matching import LabelReq
@@ -50,5 +50,6 @@ __all__ = [
     "VariantNeed",
     "Workload",
     "WorkloadKind",
+    "free_capacity",
     "render",
 ]

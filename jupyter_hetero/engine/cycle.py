@@ -29,7 +29,7 @@ from .preemption import eviction_reason, select_victims
 from .quota import QuotaBook, QuotaCheck, QuotaVerdict
 from .reservation import Reservations
 
-__all__ = ["Engine", "Snapshot"]
+__all__ = ["Engine", "Snapshot", "free_capacity"]
 
 
 @dataclass(slots=True)
@@ -390,6 +390,20 @@ def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Wor
             key=lambda pair: (pair[0], pair[1].id),
         )
     return cache[flavor]
+
+
+def free_capacity(snapshot: Snapshot) -> dict[str, tuple[Res, Res]]:
+    """Per flavor, (total, free) over its schedulable nodes once running work is charged."""
+    state = _State(snapshot, Policy.BINPACK, None)
+    result: dict[str, tuple[Res, Res]] = {}
+    for flavor, nodes in state.cluster.flavors.items():
+        total = free = ZERO
+        for node in nodes:
+            if node.schedulable:
+                total = total + Res(node.cpu, node.mem, len(node.devices) * 1000)
+                free = free + Res(node.free_cpu, node.free_mem, node.device_free_milli)
+        result[flavor] = (total, free)
+    return result
 
 
 def _memo_key(head: _Head) -> tuple:

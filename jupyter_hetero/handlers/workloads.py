@@ -10,7 +10,16 @@ from tornado.iostream import StreamClosedError
 
 from ..engine import render
 from ..errors import Conflict, NotFound
-from ..models import ExplainQuery, ListWorkloadsQuery, LogsQuery, PreemptQuery, SubmitWorkload
+from ..models import (
+    ExplainQuery,
+    FilesQuery,
+    ListWorkloadsQuery,
+    LogsQuery,
+    PreemptQuery,
+    PreviewWorkload,
+    SubmitWorkload,
+)
+from ..services.preview import preview
 from .base import API_PREFIX, HeteroHandler
 
 # How often a followed log is read again while its attempt runs.
@@ -79,6 +88,29 @@ class LogsHandler(HeteroHandler):
             _path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
         chunk, offset = _read_from(path, offset)
         self.finish(chunk)
+
+
+class FilesHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self, workload_id: str) -> None:
+        query = self.query(FilesQuery)
+        path = self.platform.workloads.archived_file(self.identity, _id(workload_id), query.path, query.attempt)
+        self.set_header("Content-Type", "application/octet-stream")
+        self.finish(path.read_bytes())
+
+
+class PreviewHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self) -> None:
+        body = self.body(PreviewWorkload)
+        platform = self.platform
+        self.reply(preview(
+            catalog=platform.catalog, scheduler=platform.scheduler, workloads=platform.workloads,
+            identity=self.identity, template=body.template, parameters=body.parameters, queue=body.queue,
+            kind=body.kind, now=platform.clock(), language=body.lang,
+        ))
 
 
 class ExplainHandler(HeteroHandler):
@@ -157,5 +189,7 @@ default_handlers = [
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/events", EventsHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/logs", LogsHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/explain", ExplainHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/files", FilesHandler),
+    (rf"/{API_PREFIX}/previews", PreviewHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/preempt", PreemptHandler),
 ]

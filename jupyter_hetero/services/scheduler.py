@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..backends.base import Backend, Launch, ProcessHandle
 from ..catalog import Catalog, Template
-from ..engine import Decisions, Engine, Pending, Snapshot
+from ..engine import Decisions, Engine, Pending, Snapshot, free_capacity
 from ..store import ACTIVE_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .environment import device_environment
@@ -149,9 +149,13 @@ class Scheduler:
             pending=pending + list(extra_pending or ()),
         )
 
-    def dry_run(self, now: float) -> Decisions:
-        """A cycle over the current state that changes nothing."""
-        return self.engine.cycle(self._snapshot(now))
+    def dry_run(self, now: float, extra_pending: list | None = None) -> Decisions:
+        """A cycle over the current state (plus hypothetical workloads) that changes nothing."""
+        return self.engine.cycle(self._snapshot(now, extra_pending))
+
+    def capacity(self, now: float) -> dict:
+        """Per flavor, (total, free) capacity right now."""
+        return free_capacity(self._snapshot(now))
 
     # -- apply decisions ---------------------------------------------------------------------
 

@@ -200,6 +200,23 @@ class WorkloadService:
             return None, False
         return Path(chosen.log_path), chosen.ended_at is None
 
+    def archived_file(self, identity: Identity, workload_id: int, relative: str, attempt: int | None) -> Path:
+        """A file an attempt left in its archive (the latest attempt by default)."""
+        self.get(identity, workload_id, "workload.files")
+        attempts = [a for a in self.repository.attempts(workload_id) if a.archive_path]
+        chosen = next((a for a in attempts if a.number == attempt), None) if attempt else (attempts[-1] if attempts else None)
+        if chosen is None:
+            raise NotFound(f"workload {workload_id} has no archived attempt" + (f" {attempt}" if attempt else ""),
+                           field="attempt")
+        root = Path(chosen.archive_path).resolve()
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root):
+            raise InvalidRequest(f"path: {relative!r} is outside the attempt's archive", field="path")
+        if not path.is_file():
+            raise NotFound(f"attempt {chosen.number} of workload {workload_id} archived no file {relative!r}",
+                           field="path")
+        return path
+
     # -- stop --------------------------------------------------------------------------------
 
     def cancel(self, identity: Identity, workload_id: int, now: float) -> dict[str, Any]:

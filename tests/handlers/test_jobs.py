@@ -83,3 +83,37 @@ async def test_logs_can_be_followed_until_the_job_ends(api, wait_for):
     await wait_for(job["id"], lambda w: w["state"] in ("running", "succeeded"))
     followed = await api.text(f"workloads/{job['id']}/logs", follow="true")
     assert [line for line in followed.splitlines() if line.startswith("tick")] == ["tick 0", "tick 1", "tick 2"]
+
+
+async def test_a_preview_shows_capacity_and_whether_it_would_start_per_flavor(api):
+    answer = await api("previews", "POST", {"template": "fine-tuning", "parameters": {"devices": 1}})
+    flavors = {f["flavor"]: f for f in answer["flavors"]}
+    assert answer["starts_now"] is True and answer["flavor_now"] == "a100-80g"
+    assert flavors["a100-80g"]["devices_total"] == 2 and flavors["a100-80g"]["starts_now"] is True
+    assert flavors["ascend-910b"]["devices_free"] == 8 and flavors["ascend-910b"]["starts_now"] is True
+    assert flavors["h100-80g"]["starts_now"] is False
+    assert flavors["h100-80g"]["blockers"] == ["capacity: no admitted node belongs to flavor h100-80g"]
+    assert await api("workloads") == []  # nothing was stored
+
+
+async def test_a_preview_of_a_full_flavor_gives_the_blocker_and_eta(api, wait_for):
+    hold = {"kind": "job", "template": "training", "parameters": {"devices": 2}, "runtime": "1h",
+            "code": "import time\ntime.sleep(30)"}
+    job = await api("workloads", "POST", hold)
+    await wait_for(job["id"], lambda w: w["state"] == "running")
+    answer = await api("previews", "POST", {"template": "training", "parameters": {"flavor": "a100-80g"}, "lang": "zh"})
+    assert answer["starts_now"] is False
+    assert answer["blockers"][0].startswith("容量：规格 a100-80g 空闲 0 devices")
+    assert 3000 < answer["eta_s"] <= 3600
+    await api(f"workloads/{job['id']}", "DELETE")
+
+
+async def test_archived_files_can_be_fetched_but_not_outside_the_archive(api, api_error, wait_for):
+    code = "import os\nopen(os.path.join(os.environ['HETERO_OUTPUT_DIR'], 'answer.txt'), 'w').write('42')"
+    job = await api("workloads", "POST", {"kind": "job", "template": "data-preprocessing", "code": code})
+    await wait_for(job["id"], lambda w: w["state"] == "succeeded")
+    assert await api.text(f"workloads/{job['id']}/files", path="outputs/answer.txt") == "42"
+    status, error = await api_error(f"workloads/{job['id']}/files", path="../../../etc/passwd")
+    assert (status, error["field"]) == (400, "path")
+    status, error = await api_error(f"workloads/{job['id']}/files", path="outputs/missing.txt")
+    assert status == 404

@@ -1,0 +1,77 @@
+"""What would happen to a submission, before it is made: per eligible flavor, free capacity, whether
+it would start now, and if not why and when. Nothing is stored."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..catalog import Catalog
+from ..engine import Workload, WorkloadKind, render
+from ..errors import NotFound
+from .identity import Identity
+from .resolve import resolve
+from .scheduler import Scheduler
+from .snapshot import constraints_for, engine_request
+from .workloads import WorkloadService
+
+__all__ = ["preview"]
+
+# The hypothetical workload's id: never a stored one.
+_PREVIEW_ID = -1
+
+
+def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadService, identity: Identity,
+            template: str, parameters: dict[str, Any], queue: str | None, kind: str, now: float,
+            language: str = "en") -> dict[str, Any]:
+    found = catalog.template(template)
+    if found is None:
+        raise NotFound(f"template {template!r} does not exist", field="template", known=[t.name for t in catalog.templates])
+    queue_name = queue or found.queue
+    workloads.check_access(identity, found.name, queue_name)
+    resolved = resolve(found, parameters, catalog)
+    base = Workload(
+        id=_PREVIEW_ID, tenant=identity.tenant.name, queue=queue_name,
+        request=engine_request(resolved.request.model_dump()), flavors=resolved.flavors, submitted_at=now,
+        kind=WorkloadKind(kind), constraints=constraints_for(found, resolved.variant_families), user=identity.user,
+        runtime_s=found.typical_runtime_s,
+    )
+    capacity = scheduler.capacity(now)
+    flavors = [_flavor(catalog, scheduler, base, flavor, capacity.get(flavor), now, language) for flavor in resolved.flavors]
+    overall = _outcome(scheduler.dry_run(now, [base]), now, language)
+    return {"template": found.name, "queue": queue_name, "request": resolved.request.model_dump(),
+            "time_limit_s": resolved.time_limit_s, **overall, "flavors": flavors}
+
+
+def _flavor(catalog, scheduler, base, flavor, capacity, now, language) -> dict[str, Any]:
+    total, free = capacity if capacity else (None, None)
+    outcome = _outcome(scheduler.dry_run(now, [replace(base, flavors=(flavor,))]), now, language)
+    return {
+        "flavor": flavor,
+        "display": catalog.flavor(flavor).display.model_dump(),
+        "family": catalog.flavor(flavor).family.value,
+        "devices_total": total.dev / 1000 if total else 0,
+        "devices_free": free.dev / 1000 if free else 0,
+        "cpu_free": free.cpu / 1000 if free else 0,
+        **outcome,
+    }
+
+
+def _outcome(decisions, now: float, language: str) -> dict[str, Any]:
+    admission = next((a for a in decisions.admissions if a.workload == _PREVIEW_ID), None)
+    if admission is not None:
+        return {"starts_now": True, "flavor_now": admission.placement.flavor, "eta": now, "eta_s": 0,
+                "blockers": [], "victims": []}
+    pending = decisions.pending.get(_PREVIEW_ID)
+    victims = [p.victim for p in decisions.preemptions if p.preemptor == _PREVIEW_ID]
+    eta = pending.eta if pending else None
+    return {
+        "starts_now": False,
+        "flavor_now": None,
+        "eta": eta,
+        "eta_s": None if eta is None else max(0.0, eta - now),
+        "position": pending.position if pending else None,
+        "blockers": [render(b, language) for b in pending.blockers] if pending else [],
+        "schedulable": bool(pending and any(b.closeness > 0 for b in pending.blockers)) or bool(victims),
+        "victims": victims,
+    }
