@@ -9,6 +9,13 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "jupyter-hetero"}]
 
 
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext jupyter_hetero``: the ``%hetero_*`` magics."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
 def _jupyter_server_extension_points() -> list[dict[str, object]]:
     from .app import HeteroApp
 

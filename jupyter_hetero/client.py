@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ApiError", "HeteroClient", "ServerNotFound"]
+__all__ = ["ApiError", "HeteroClient", "ServerNotFound", "Workload", "WorkloadFailed", "submit"]
 
 API = "hetero/api/v1"
 
@@ -147,6 +147,9 @@ class HeteroClient:
     def explain(self, workload_id: int, lang: str = "en") -> dict:
         return self.request("GET", f"workloads/{workload_id}/explain", lang=lang)
 
+    def preview(self, **body: Any) -> dict:
+        return self.request("POST", "previews", body)
+
     def preview_preemption(self, workload_id: int) -> dict:
         return self.request("POST", f"workloads/{workload_id}/preempt", dry_run=True)
 
@@ -162,3 +165,105 @@ class HeteroClient:
                 if not chunk:
                     return
                 yield chunk.decode("utf-8", errors="replace")
+
+
+FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
+
+
+class WorkloadFailed(RuntimeError):
+    """The workload ended without succeeding; ``workload`` is its last description."""
+
+    def __init__(self, workload: dict):
+        self.workload = workload
+        super().__init__(f"workload {workload['id']} {workload['state']}: {workload.get('reason') or ''}".rstrip(": "))
+
+
+class Workload:
+    """A handle on one submitted workload.
+
+        job = submit(template="training", code="...", pull=["metrics"])
+        job.status()["state"]; job.wait(); job.result()["metrics"]; print(job.logs())
+    """
+
+    def __init__(self, client: HeteroClient, workload_id: int, pull: list[str] | None = None):
+        self.client = client
+        self.id = workload_id
+        self.pull = list(pull or [])
+
+    def __repr__(self) -> str:
+        return f"<Workload {self.id}>"
+
+    def status(self, lang: str | None = None) -> dict:
+        return self.client.workload(self.id, lang=lang)
+
+    def wait(self, timeout: float | None = None, poll_s: float = 1.0, on_change=None) -> dict:
+        """Block until the workload ends; ``on_change(description)`` sees every new state."""
+        import time  # noqa: PLC0415
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen = None
+        while True:
+            description = self.status()
+            marker = (description["state"], description.get("position"), description.get("attempt_count"))
+            if on_change is not None and marker != seen:
+                on_change(description)
+                seen = marker
+            if description["state"] in FINAL_STATES:
+                return description
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"workload {self.id} is still {description['state']} after {timeout} s")
+            time.sleep(poll_s)
+
+    def logs(self, attempt: int | None = None, tail: int | None = None) -> str:
+        return "".join(self.client.logs(self.id, attempt=attempt, tail=tail))
+
+    def follow(self):
+        """The log, chunk by chunk, until the attempt ends."""
+        return self.client.logs(self.id, follow=True)
+
+    def cancel(self) -> dict:
+        return self.client.cancel(self.id)
+
+    def explain(self, lang: str = "en") -> dict:
+        return self.client.explain(self.id, lang=lang)
+
+    def file(self, path: str, attempt: int | None = None) -> bytes:
+        with self.client._open("GET", f"workloads/{self.id}/files",
+                               params={"path": path, "attempt": attempt}) as response:
+            return response.read()
+
+    def result(self) -> dict[str, Any]:
+        """The pulled values of a succeeded workload (``{}`` when nothing was pulled)."""
+        from .cellcode import PULL_FILE, read_pulled  # noqa: PLC0415
+
+        description = self.status()
+        if description["state"] != "succeeded":
+            raise WorkloadFailed(description)
+        if not self.pull:
+            return {}
+        return read_pulled(self.file(f"outputs/{PULL_FILE}"))
+
+
+def submit(*, template: str, code: str | None = None, command: list[str] | None = None,
+           script: str | None = None, args: list[str] | None = None, notebook: str | None = None,
+           notebook_parameters: dict | None = None, push: dict[str, Any] | None = None,
+           pull: list[str] | None = None, files: dict[str, bytes] | None = None,
+           client: HeteroClient | None = None, **fields: Any) -> Workload:
+    """Submit a job and return its handle; ``push``/``pull``/``files`` apply to ``code``.
+
+        job = submit(template="data-preprocessing", code="total = sum(xs)", push={"xs": [1, 2]}, pull=["total"])
+        job.wait(); job.result()["total"]   # 3
+    """
+    from .cellcode import job_code  # noqa: PLC0415
+
+    client = client or HeteroClient.discover()
+    if code is not None:
+        fields["code"] = job_code(code, push=push, pull=pull, files=files) if (push or pull or files) else code
+    elif command is not None:
+        fields["command"] = command
+    elif script is not None:
+        fields["script"] = {"path": script, "args": list(args or [])}
+    elif notebook is not None:
+        fields["notebook"] = {"path": notebook, "parameters": dict(notebook_parameters or {})}
+    created = client.submit(template=template, **{k: v for k, v in fields.items() if v is not None})
+    return Workload(client, created["id"], pull=pull)

@@ -1,0 +1,134 @@
+"""Rich tables for the notebook: HTML where it renders, aligned plain text everywhere else.
+
+    Table(["queue", "pending"], [["training", 3]], title="Queues")   # display() it, or print() it
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "Table",
+    "eta_text",
+    "nodes_table",
+    "queues_table",
+    "quota_table",
+    "status_line",
+    "templates_table",
+    "workloads_table",
+]
+
+
+class Table:
+    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = ""):
+        self.columns = list(columns)
+        self.rows = [["" if cell is None else str(cell) for cell in row] for row in rows]
+        self.title = title
+
+    def __repr__(self) -> str:
+        widths = [max([len(c)] + [len(row[i]) for row in self.rows]) for i, c in enumerate(self.columns)]
+        line = "  ".join(c.upper().ljust(w) for c, w in zip(self.columns, widths))
+        body = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in self.rows]
+        return "\n".join(([self.title] if self.title else []) + [line] + body)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+            for row in self.rows
+        )
+        title = f"<caption style='text-align:left'><b>{html.escape(self.title)}</b></caption>" if self.title else ""
+        return f"<table class='jp-hetero-table'>{title}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _mem(mib: int | None) -> str:
+    if not mib:
+        return "-"
+    return f"{mib / 1024:g}Gi" if mib >= 1024 else f"{mib}Mi"
+
+
+def _request(request: dict) -> str:
+    parts = [f"{request['cpu_milli'] / 1000:g} CPU", _mem(request["memory_mib"])]
+    if request.get("devices"):
+        parts.append(f"{request['devices']}x device" + (f" >= {_mem(request['device_memory_mib'])}" if request.get("device_memory_mib") else ""))
+    elif request.get("device_milli"):
+        parts.append(f"{request['device_milli'] / 1000:g} device")
+    if request.get("replicas", 1) > 1:
+        parts.append(f"x{request['replicas']} replicas")
+    return ", ".join(parts)
+
+
+def _localized(text: dict, language: str) -> str:
+    return text.get("zh" if language.startswith("zh") else "en", text.get("en", ""))
+
+
+def templates_table(templates: list[dict], language: str = "en") -> Table:
+    return Table(
+        ["template", "task", "default request", "flavors (in order)", "queue", "kinds"],
+        [[t["name"], _localized(t["display"], language), _request(t["request"]), ", ".join(t["flavors"]), t["queue"],
+          ", ".join(t["kinds"])] for t in templates],
+        title="Templates",
+    )
+
+
+def queues_table(queues: list[dict], language: str = "en") -> Table:
+    return Table(
+        ["queue", "class", "priority", "pending", "running", "max wait", "preempts", "retries"],
+        [[q["name"], q["class"], q["priority"], q["pending"], q["running"], f"{q['max_wait_s'] // 60} min",
+          ", ".join(q["preemption"]["may_preempt"]) or "-", q["failure"]["retries"]] for q in queues],
+        title="Queues",
+    )
+
+
+def quota_table(tenant: dict) -> Table:
+    rows = []
+    for quota in tenant["quota"]:
+        nominal, used = quota["nominal"], quota["used"]
+        rows.append([quota["flavor"], f"{used['device_milli'] / 1000:g} / {nominal['device_milli'] / 1000:g}",
+                     f"{used['cpu_milli'] / 1000:g} / {nominal['cpu_milli'] / 1000:g}",
+                     f"{_mem(used['memory_mib'])} / {_mem(nominal['memory_mib'])}"])
+    return Table(["flavor", "devices used / quota", "CPU used / quota", "memory used / quota"], rows,
+                 title=f"Tenant {tenant['tenant']} ({tenant['role']})")
+
+
+def nodes_table(nodes: list[dict]) -> Table:
+    rows = []
+    for node in nodes:
+        accelerator = node.get("accelerator")
+        devices = f"{accelerator['count']}x {accelerator['model']} {_mem(accelerator['memory_mib'])}" if accelerator else "-"
+        rows.append([node["name"], node["flavor"] or "-", f"{node['cpu_milli'] // 1000}", _mem(node["memory_mib"]),
+                     devices, node["state"], "yes" if node["emulated"] else "no"])
+    return Table(["node", "flavor", "CPU", "memory", "accelerators", "state", "emulated"], rows, title="Nodes")
+
+
+def eta_text(eta: float | None, now: float | None = None) -> str:
+    if eta is None:
+        return "ETA unknown"
+    minutes = round(max(0.0, eta - (now or time.time())) / 60)
+    return f"ETA ~{minutes} min" if minutes else "ETA now"
+
+
+def status_line(workload: dict) -> str:
+    """One line a person can read: "queued in training - position 3, ETA ~12 min; quota: ..."."""
+    state = workload["state"]
+    if state in ("queued", "preempted") and "position" in workload:
+        line = f"{state} in {workload['queue']} - position {workload['position']}, {eta_text(workload.get('eta'))}"
+        if workload.get("blockers"):
+            line += f" ({workload['blockers'][0]['message']})"
+        return line
+    if workload.get("placement"):
+        slot = workload["placement"]["slots"][0]
+        devices = ",".join(str(d["index"]) for d in slot["devices"])
+        return f"{state} on {slot['node']} ({workload['placement']['flavor']}{': devices ' + devices if devices else ''})"
+    return f"{state}" + (f": {workload['reason']}" if workload.get("reason") else "")
+
+
+def workloads_table(workloads: list[dict]) -> Table:
+    return Table(
+        ["id", "kind", "state", "queue", "template", "where / why"],
+        [[w["id"], w["kind"], w["state"], w["queue"], w["template"], status_line(w)] for w in workloads],
+        title="Workloads",
+    )

@@ -1,0 +1,135 @@
+"""The %hetero_* magics in real notebooks run by nbclient, against a real jupyter server."""
+
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from .conftest import DEMO_NODES
+from .harness import LabServer, ServerLayout
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    layout = ServerLayout.create(tmp_path_factory.mktemp("magics"))
+    (layout.notebooks / "job.py").write_text("import sys\nprint('script got', sys.argv[1:])\n")
+    (layout.notebooks / "sleepy.py").write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n")
+    report = nbformat.v4.new_notebook()
+    defaults = nbformat.v4.new_code_cell("rows = 1")
+    defaults.metadata["tags"] = ["parameters"]
+    report.cells = [defaults, nbformat.v4.new_code_cell("print('rows', rows * 2)")]
+    nbformat.write(report, layout.notebooks / "report.ipynb")
+    with LabServer.start(
+        layout, app="server", log_path=layout.root / "server.log",
+        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
+                    f"--HeteroApp.work_dir={layout.state / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
+                    "--HeteroApp.schedule_interval=0.2"],
+    ) as lab:
+        yield lab, layout
+
+
+def run(server, *sources: str, errors: bool = False) -> nbformat.NotebookNode:
+    lab, layout = server
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_hetero")]
+    notebook.cells += [nbformat.v4.new_code_cell(source) for source in sources]
+    env = {"JUPYTER_HETERO_URL": lab.base_url, "JUPYTER_HETERO_TOKEN": lab.token}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=errors,
+                       resources={"metadata": {"path": str(layout.notebooks)}}).execute()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return notebook
+
+
+def text(cell) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        parts.append(output.get("text", ""))
+        parts.append(output.get("data", {}).get("text/plain", ""))
+        parts.append(output.get("evalue", ""))
+    return "".join(parts)
+
+
+def test_a_cell_runs_as_a_job_on_pushed_data_and_pulls_its_result(server):
+    notebook = run(server, "data = [1, 2, 3]\nscale = lambda x: x * 2",
+                   "%%hetero_submit --template data-preprocessing --push data,scale --pull total --wait\n"
+                   "total = scale(sum(data))",
+                   "print('total is', total)")
+    assert "pulled total from workload" in text(notebook.cells[2])
+    assert "total is 12" in text(notebook.cells[3])
+
+
+def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
+    notebook = run(server,
+                   "%hetero_submit --template data-preprocessing --wait job.py 5 six",
+                   "job = %hetero_submit --template data-preprocessing --wait report.ipynb -p rows=21",
+                   "%hetero_status")
+    assert "succeeded" in text(notebook.cells[1]) or "submitted workload" in text(notebook.cells[1])
+    lab, _layout = server
+    from jupyter_hetero.client import HeteroClient
+
+    client = HeteroClient(lab.base_url, lab.token)
+    jobs = {w["spec"]["payload"]: w for w in client.workloads(limit=50)}
+    assert "script got ['5', 'six']" in "".join(client.logs(jobs["script"]["id"]))
+    executed = client.request("GET", f"workloads/{jobs['notebook']['id']}")
+    assert executed["state"] == "succeeded"
+    assert "Workloads" in text(notebook.cells[3])
+
+
+def test_logs_and_cancel(server):
+    notebook = run(server,
+                   "job = %hetero_submit --template data-preprocessing sleepy.py\nimport time\n"
+                   "deadline = time.time() + 60\n"
+                   "while 'sleeping' not in job.logs() and time.time() < deadline: time.sleep(0.2)",
+                   "%hetero_logs {job.id}",
+                   "%hetero_cancel {job.id}",
+                   "job.wait(timeout=60)['state']")
+    assert "sleeping" in text(notebook.cells[2])
+    assert "cancel" in text(notebook.cells[3])
+    assert "'cancelled'" in text(notebook.cells[4])
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param("%%hetero_submit --template nope\nx = 1", "template 'nope' does not exist (valid: ", id="unknown template"),
+        pytest.param("%%hetero_submit --template training --queue vip\nx = 1", "queue 'vip' does not exist",
+                     id="unknown queue"),
+        pytest.param("%%hetero_submit --template training --gpus 99\nx = 1",
+                     "parameters.devices: 99 is outside template training's bounds [1, 8]", id="out of bounds"),
+        pytest.param("%%hetero_submit --template training --flavor tpu\nx = 1", "parameters.flavor: must be one of",
+                     id="unknown flavor"),
+        pytest.param("%%hetero_submit --template data-preprocessing --push missing\nx = 1",
+                     "--push: no variable named missing", id="push of a missing variable"),
+        pytest.param("%%hetero_submit --gpus 2\nx = 1", "needs --template", id="no template"),
+        pytest.param("%hetero_connect http://127.0.0.1:1", "cannot reach the server", id="server unreachable"),
+    ],
+)
+def test_bad_input_is_one_readable_line_in_the_cell(server, source, message):
+    notebook = run(server, source, errors=True)
+    cell = notebook.cells[1]
+    # IPython shows a UsageError as one line on stderr, with no traceback.
+    assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    stderr = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stderr")
+    assert stderr.startswith("UsageError: ") and message in stderr, cell.outputs
+    assert "Traceback" not in stderr
+
+
+def test_tables_render_as_html_and_text(server):
+    notebook = run(server, "%hetero_templates", "%hetero_queues", "%hetero_quota", "%hetero_nodes")
+    html = [o["data"]["text/html"] for cell in notebook.cells[1:] for o in cell.outputs if "text/html" in o.get("data", {})]
+    assert len(html) == 4
+    assert "fine-tuning" in html[0] and "urgent" in html[1] and "a100-80g" in html[2] and "gpu-a100-0" in html[3]
+    assert "TEMPLATE" in text(notebook.cells[1])
