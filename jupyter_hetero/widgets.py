@@ -176,8 +176,9 @@ class SubmitForm:
             else:
                 verdict = flavor["blockers"][0] if flavor["blockers"] else "not schedulable"
             style = "" if flavor["starts_now"] or flavor.get("schedulable") else " style='color:var(--jp-ui-font-color3)'"
-            rows.append(f"<li{style}><b>{flavor['flavor']}</b>: {flavor['devices_free']:g}/{flavor['devices_total']:g} "
-                        f"devices free - {verdict}</li>")
+            free = (f"{flavor['devices_free']:g}/{flavor['devices_total']:g} devices free" if flavor["devices_total"]
+                    else f"{flavor['cpu_free']:g} CPU free")
+            rows.append(f"<li{style}><b>{flavor['flavor']}</b>: {free} - {verdict}</li>")
         self.flavors.value = "Eligible flavors:<ul>" + "".join(rows) + "</ul>"
 
     def _submit(self) -> None:

@@ -24,6 +24,8 @@ def hetero_server_args(layout: ServerLayout) -> list[str]:
     return [
         f"--HeteroApp.emulated_nodes_file={REPO / 'binder' / 'demo-nodes.yaml'}",
         f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
+        f"--HeteroApp.work_dir={layout.state / 'work'}",
+        "--HeteroApp.schedule_interval=0.5",
     ]
 
 
