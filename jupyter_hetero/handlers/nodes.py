@@ -10,13 +10,17 @@ from ..models import ListNodesQuery
 from .base import API_PREFIX, HeteroHandler
 
 
+_NOTHING = {"cpu_milli": 0, "memory_mib": 0, "device_milli": 0, "devices": [], "workloads": 0}
+
+
 class NodesHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
         query = self.query(ListNodesQuery)
+        allocation = self.platform.inventory.allocation(self.platform.repository.active_placements())
         self.reply([
-            node.to_json()
+            {**node.to_json(), "allocated": allocation.get(node.name, _NOTHING)}
             for node in self.platform.inventory.nodes()
             if (query.flavor is None or node.flavor == query.flavor)
             and (query.family is None or node.capability.family == query.family)

@@ -27,4 +27,19 @@ class MyTenantHandler(HeteroHandler):
         })
 
 
-default_handlers = [(rf"/{API_PREFIX}/tenants/me", MyTenantHandler)]
+class TenantsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        """Platform admins see every tenant; tenant-admins their own; members are refused."""
+        identity = self.identity
+        if not identity.is_tenant_admin:
+            self.platform.access.deny(identity, "tenant.list", "tenants",
+                                      f"listing tenants needs the tenant-admin or platform-admin role; you are {identity.role.value}")
+        tenants = self.platform.catalog_service.tenants()
+        if not identity.is_platform_admin:
+            tenants = [t for t in tenants if t["tenant"] == identity.tenant.name]
+        self.reply(tenants)
+
+
+default_handlers = [(rf"/{API_PREFIX}/tenants/me", MyTenantHandler), (rf"/{API_PREFIX}/tenants", TenantsHandler)]

@@ -100,6 +100,13 @@ class FilesHandler(HeteroHandler):
         self.finish(path.read_bytes())
 
 
+class ResubmitHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self, workload_id: str) -> None:
+        self.reply(self.platform.workloads.resubmit(self.identity, _id(workload_id)), status=201)
+
+
 class PreviewHandler(HeteroHandler):
     @web.authenticated
     @authorized
@@ -190,6 +197,7 @@ default_handlers = [
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/logs", LogsHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/explain", ExplainHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/files", FilesHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/resubmit", ResubmitHandler),
     (rf"/{API_PREFIX}/previews", PreviewHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/preempt", PreemptHandler),
 ]

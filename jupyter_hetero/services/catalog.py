@@ -35,17 +35,35 @@ class CatalogService:
             raise NotFound(f"no template named {name!r}", known=[t.name for t in self.catalog.templates])
         return _template_json(template)
 
-    def queues(self, tenant: Tenant) -> list[dict[str, Any]]:
-        """Every queue with its rules, pending and running counts, and the tenant's quota use in it."""
+    def queues(self, tenant: Tenant, now: float) -> list[dict[str, Any]]:
+        """Every queue with its rules, pending and running counts, waits over the last day, and the
+        tenant's quota use in it."""
         counts = self.repository.queue_counts()
+        waits = self.repository.waits(since=now - 86400)
         return [
             {
                 **_queue_json(queue),
                 "allowed": tenant.allows_queue(queue.name),
                 **counts.get(queue.name, {"pending": 0, "running": 0}),
+                "wait_p50_s": _percentile(waits.get(queue.name, []), 50),
+                "wait_p95_s": _percentile(waits.get(queue.name, []), 95),
+                "admitted_last_day": len(waits.get(queue.name, [])),
                 "quota": self._quota_use(tenant, self.repository.held(tenant=tenant.name, queue=queue.name)),
             }
             for queue in sorted(self.catalog.queues, key=lambda q: -q.priority)
+        ]
+
+    def tenants(self) -> list[dict[str, Any]]:
+        """Every tenant with its members, quota and use per flavor (for admins)."""
+        held = self.repository.held()
+        return [
+            {
+                "tenant": tenant.name, "display": tenant.display.model_dump(), "users": tenant.users,
+                "groups": tenant.groups, "admins": tenant.admins, "cohort": tenant.cohort, "weight": tenant.weight,
+                "cost_centre": tenant.cost_centre, "queues": tenant.queues, "templates": tenant.templates,
+                "quota": self._quota_use(tenant, held),
+            }
+            for tenant in self.catalog.tenants
         ]
 
     def tenant_usage(self, tenant: Tenant) -> list[dict[str, Any]]:
@@ -63,6 +81,14 @@ class CatalogService:
                 "used": asdict(held.get((tenant.name, flavor), Held())),
             })
         return rows
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile; None when there is nothing to measure."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
 def _template_json(template: Template) -> dict[str, Any]:

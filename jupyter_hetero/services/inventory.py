@@ -87,6 +87,23 @@ class Inventory:
         self._nodes[name] = NodeView(view.capability, view.flavor, "lost", view.first_seen, view.last_seen)
         return self._nodes[name]
 
+    @staticmethod
+    def allocation(placements) -> dict[str, dict[str, Any]]:
+        """Per node, what admitted work holds there: CPU, memory, device milli and which devices."""
+        result: dict[str, dict[str, Any]] = {}
+        for _kind, request, placement in placements:
+            per_replica = request["request"]
+            for slot in placement["slots"]:
+                node = result.setdefault(slot["node"], {"cpu_milli": 0, "memory_mib": 0, "device_milli": 0,
+                                                        "devices": [], "workloads": 0})
+                node["cpu_milli"] += per_replica["cpu_milli"]
+                node["memory_mib"] += per_replica["memory_mib"]
+                node["workloads"] += 1
+                for device in slot["devices"]:
+                    node["device_milli"] += device["milli"]
+                    node["devices"].append({"index": device["index"], "milli": device["milli"]})
+        return result
+
     def nodes(self) -> list[NodeView]:
         return list(self._nodes.values())
 

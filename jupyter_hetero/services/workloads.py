@@ -78,6 +78,24 @@ class WorkloadService:
         self.wake()
         return workload_json(row)
 
+    def resubmit(self, identity: Identity, workload_id: int) -> dict[str, Any]:
+        """A new job with the same template, queue, parameters and payload, submitted by the caller."""
+        row = self.get(identity, workload_id, "workload.resubmit")
+        if row.kind != "job":
+            raise InvalidRequest(f"workload {workload_id} is a {row.kind}; only jobs can be re-submitted", field="id")
+        spec = row.spec
+        body = {"kind": "job", "template": row.template, "queue": row.queue, "name": row.name,
+                "parameters": row.request.get("parameters") or {}, "env": spec.get("env") or {}}
+        if "command" in spec:
+            body["command"] = spec["command"]
+        elif "script" in spec:
+            body["script"] = spec["script"]
+        elif "code" in spec:
+            body["code"] = spec["code"]
+        else:
+            body["notebook"] = {"path": spec["notebook"]["path"], "parameters": spec["notebook"]["parameters"]}
+        return self.submit(identity, SubmitWorkload.model_validate({k: v for k, v in body.items() if v is not None}))
+
     def check_access(self, identity: Identity, template: str, queue: str) -> None:
         """404 for an unknown queue; 403 (audited) for a template or queue the tenant may not use."""
         if self.catalog.queue(queue) is None:

@@ -214,6 +214,23 @@ class Repository:
                 if flavor is not None
             }
 
+    def waits(self, since: float) -> dict[str, list[float]]:
+        """Per queue, seconds from submission to admission of workloads admitted since ``since``."""
+        query = select(WorkloadRow.queue, WorkloadRow.created_at, WorkloadRow.admitted_at).where(
+            WorkloadRow.admitted_at >= since)
+        waits: dict[str, list[float]] = {}
+        with self.session() as session:
+            for queue, created, admitted in session.execute(query):
+                waits.setdefault(queue, []).append(max(0.0, admitted - created))
+        return waits
+
+    def active_placements(self) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+        """(kind, request, placement) of every workload holding capacity."""
+        query = select(WorkloadRow.kind, WorkloadRow.request, WorkloadRow.placement).where(
+            WorkloadRow.state.in_(ACTIVE_STATES), WorkloadRow.placement.is_not(None))
+        with self.session() as session:
+            return [tuple(row) for row in session.execute(query)]
+
     # -- events and audit ----------------------------------------------------------------------
 
     def append_event(self, *, type: str, reason: str | None = None, workload_id: int | None = None,

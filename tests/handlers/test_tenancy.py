@@ -116,3 +116,38 @@ async def test_a_template_with_no_flavor_the_tenant_has_quota_for_is_refused(api
                                     as_user="bob")
     assert status == 403
     assert error["reason"].startswith("tenant nlp has no quota for any flavor of template vision")
+
+
+async def test_tenants_are_listed_for_admins_only(api, api_error):
+    status, error = await api_error("tenants", as_user="alice")
+    assert status == 403 and "tenant-admin" in error["reason"]
+    assert [t["tenant"] for t in await api("tenants", as_user="carol")] == ["vision"]
+    everyone = await api("tenants", as_user="root")
+    assert [t["tenant"] for t in everyone] == ["vision", "nlp"]
+    assert {q["flavor"] for q in everyone[0]["quota"]} == {"a100-80g", "cpu-standard", "t4"}
+
+
+async def test_resubmit_runs_the_same_job_again(api, gate, wait_for):  # noqa: F811
+    gate.open("open")
+    first = await api("workloads", "POST", gate.job("open", template="training", parameters={"devices": 1}),
+                      as_user="alice")
+    await wait_for(first["id"], lambda w: w["state"] == "succeeded", as_user="alice")
+    again = await api(f"workloads/{first['id']}/resubmit", "POST", as_user="carol")
+    assert again["id"] != first["id"] and again["user"] == "carol"
+    assert (again["template"], again["queue"], again["spec"]["script"]) == (
+        first["template"], first["queue"], first["spec"]["script"])
+    done = await wait_for(again["id"], lambda w: w["state"] == "succeeded", as_user="carol")
+    queues = {q["name"]: q for q in await api("queues", as_user="alice")}
+    assert queues["training"]["admitted_last_day"] == 2 and queues["training"]["wait_p95_s"] >= 0
+    nodes = {n["name"]: n for n in await api("nodes", as_user="alice")}
+    assert nodes["gpu-a100-0"]["allocated"]["device_milli"] == 0
+    assert done["attempts"][0]["outcome"] == "succeeded"
+
+
+async def test_nodes_show_what_is_allocated_on_them(api, gate, wait_for):  # noqa: F811
+    job = await api("workloads", "POST", gate.job("never", template="training", parameters={"devices": 1}),
+                    as_user="alice")
+    await wait_for(job["id"], running, as_user="alice")
+    allocated = {n["name"]: n["allocated"] for n in await api("nodes", as_user="alice")}["gpu-a100-0"]
+    assert allocated["device_milli"] == 1000 and allocated["workloads"] == 1 and allocated["cpu_milli"] == 16000
+    await api(f"workloads/{job['id']}", "DELETE", as_user="alice")
