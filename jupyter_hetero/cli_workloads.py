@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 from .client import ApiError, HeteroClient, ServerNotFound
+from .display import eta_text, explanation_lines
 
 __all__ = ["add_workload_commands"]
 
@@ -74,20 +74,13 @@ def _status(args: argparse.Namespace) -> int:
             devices = ",".join(str(d["index"]) for d in slot["devices"]) or "no devices"
             print(f"  on {slot['node']} ({workload['placement']['flavor']}): devices {devices}")
     if "position" in workload:
-        print(f"  position {workload['position']} in {workload['queue']}" + _eta(workload.get("eta")))
+        print(f"  position {workload['position']} in {workload['queue']}, {eta_text(workload.get('eta'))}")
         for blocker in workload.get("blockers", []):
             print(f"  - {blocker['message']}")
     for attempt in workload.get("attempts", []):
         print(f"  attempt {attempt['number']} on {attempt['node']}: {attempt['outcome'] or 'running'}"
               + (f", exit code {attempt['exit_code']}" if attempt["exit_code"] not in (None,) else ""))
     return 0
-
-
-def _eta(eta: float | None) -> str:
-    if eta is None:
-        return ""
-    minutes = max(0, round((eta - time.time()) / 60))
-    return f", ETA ~{minutes} min" if minutes else ", ETA now"
 
 
 def _logs(args: argparse.Namespace) -> int:
@@ -109,16 +102,8 @@ def _explain(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(explanation, indent=2, ensure_ascii=False))
         return 0
-    print(f"workload {explanation['id']}: {explanation['summary']}")
-    for line in explanation["lines"]:
-        print(f"  {line}")
-    if explanation.get("eta"):
-        print(f"  {_eta(explanation['eta']).lstrip(', ')}"
-              + (f", when workload {explanation['eta_because']} ends" if explanation.get("eta_because") else ""))
-    if args.preempt:
-        preview = client.preview_preemption(args.id)
-        victims = ", ".join(f"{v['id']} ({v['reason']})" for v in preview["victims"]) or "none"
-        print(f"  a preemption now would evict: {victims}")
+    preview = client.preview_preemption(args.id) if args.preempt else None
+    print("\n".join(explanation_lines(explanation, preview)))
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "Table",
     "eta_text",
+    "explanation_lines",
     "nodes_table",
     "queues_table",
     "quota_table",
@@ -124,6 +125,19 @@ def status_line(workload: dict) -> str:
         devices = ",".join(str(d["index"]) for d in slot["devices"])
         return f"{state} on {slot['node']} ({workload['placement']['flavor']}{': devices ' + devices if devices else ''})"
     return f"{state}" + (f": {workload['reason']}" if workload.get("reason") else "")
+
+
+def explanation_lines(explanation: dict, preview: dict | None = None) -> list[str]:
+    """``GET /workloads/{id}/explain`` (and a preemption preview) as lines for a terminal or a cell."""
+    lines = [f"workload {explanation['id']}: {explanation['summary']}"]
+    lines += [f"  {text}" for text in explanation["lines"]]
+    if explanation.get("eta"):
+        because = explanation.get("eta_because")
+        lines.append(f"  {eta_text(explanation['eta'])}" + (f", when workload {because} ends" if because else ""))
+    if preview is not None:
+        victims = ", ".join(f"{v['id']} ({v['reason']})" for v in preview["victims"]) or "none"
+        lines.append(f"  a preemption now would evict: {victims}")
+    return lines
 
 
 def workloads_table(workloads: list[dict]) -> Table:

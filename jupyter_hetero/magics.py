@@ -265,16 +265,8 @@ class HeteroMagics(Magics):
         parser.add_argument("--lang", default="en")
         args = parser.parse_args(shlex.split(line))
         explanation = self._call(self.client.explain, args.id, lang=args.lang)
-        print(f"workload {explanation['id']}: {explanation['summary']}")
-        for text in explanation["lines"]:
-            print(f"  {text}")
-        if explanation.get("eta"):
-            print(f"  {tables.eta_text(explanation['eta'])}"
-                  + (f", when workload {explanation['eta_because']} ends" if explanation.get("eta_because") else ""))
-        if args.preempt:
-            preview = self._call(self.client.preview_preemption, args.id)
-            victims = ", ".join(f"{v['id']} ({v['reason']})" for v in preview["victims"]) or "none"
-            print(f"  a preemption now would evict: {victims}")
+        preview = self._call(self.client.preview_preemption, args.id) if args.preempt else None
+        print("\n".join(tables.explanation_lines(explanation, preview)))
 
 
 def _id(text: str) -> int:

@@ -214,18 +214,11 @@ def _largest_remainder(exact: dict[str, float], total: int) -> dict[str, int]:
 
 
 def default_queues(**overrides: dict) -> dict[str, QueuePolicy]:
-    """The default catalog's five queues as engine policies; ``overrides`` patch fields per queue."""
-    base = {
-        "urgent": QueuePolicy("urgent", 1000, 300, "notify", may_preempt=frozenset({"experiment", "batch", "training"}),
-                              grace_s=60),
-        "inference": QueuePolicy("inference", 800, 600, "allow-preemption", may_preempt=frozenset({"experiment", "batch"}),
-                                 grace_s=30, reserved={"t4": 1}),
-        "training": QueuePolicy("training", 300, 7200, "allow-borrowing", may_preempt=frozenset({"batch"}),
-                                preemptible=True, grace_s=120, can_borrow=False),
-        "experiment": QueuePolicy("experiment", 200, 1800, "raise-priority", priority_boost=150, preemptible=True,
-                                  idle_kernels_only=True, grace_s=60),
-        "batch": QueuePolicy("batch", 100, 86400, "raise-priority", priority_boost=100, preemptible=True, grace_s=30),
-    }
+    """The shipped catalog's queues as engine policies; ``overrides`` patch fields per queue."""
+    from ..catalog import DEFAULT_CATALOG_PATH, load_catalog  # noqa: PLC0415
+    from ..services.snapshot import queue_policies  # noqa: PLC0415
+
+    base = queue_policies(load_catalog(DEFAULT_CATALOG_PATH))
     for name, fields in overrides.items():
         base[name] = replace(base[name], **fields)
     return base
