@@ -21,12 +21,13 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .capacity import Cluster, NodeScorer, Policy
+from .blockers import capacity_blocker, quota_blocker, static_blockers
 from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
 from .explain import estimate_eta, rank
 from .fairshare import dominant_share
 from .model import ZERO, NodeState, Placement, QueuePolicy, Res, TenantQuota, Workload
 from .preemption import eviction_reason, select_victims
-from .quota import QuotaBook, QuotaCheck, QuotaVerdict
+from .quota import QuotaBook, QuotaVerdict
 from .reservation import Reservations
 
 __all__ = ["Engine", "Snapshot", "free_capacity"]
@@ -241,7 +242,7 @@ class Engine:
         for flavor in workload.flavors:
             eligibility = state.cluster.eligibility(flavor, request, workload.constraints)
             if not eligibility.nodes:
-                blockers.extend(_static_blockers(flavor, eligibility.mismatches))
+                blockers.extend(static_blockers(flavor, eligibility.mismatches))
                 continue
             hold = holds.get(flavor)
             if hold is not None and hold[1] != workload.id and hold[0] >= head.priority:
@@ -249,7 +250,7 @@ class Engine:
                 continue
             check = state.quotas.check(workload.tenant, flavor, total, may_borrow=head.may_borrow and not nominal_only)
             if not check.ok:
-                blockers.append(_quota_blocker(state, workload, flavor, check, total))
+                blockers.append(quota_blocker(state, workload, flavor, check, total))
                 if check.verdict >= QuotaVerdict.OVER_LIMIT:
                     preemptable.append(flavor)
                 continue
@@ -268,7 +269,7 @@ class Engine:
                 for held in [f for f, (_priority, holder) in holds.items() if holder == workload.id]:
                     del holds[held]  # admitted: it holds nothing any more
                 return True, ()
-            blockers.append(_capacity_blocker(state, flavor, workload, outstanding))
+            blockers.append(capacity_blocker(state, flavor, workload, outstanding))
             preemptable.append(flavor)
         if nominal_only:
             _hold(holds, head, preemptable)  # a starving head keeps its flavor from pass 1 on
@@ -426,58 +427,3 @@ def _could_free_enough(state: _State, workload: Workload, flavor: str, candidate
         return True
     held = sum(victim.request.total.dev for victim, _reason in candidates)
     return state.cluster.free_devices_milli(flavor) + held >= need
-
-
-def _static_blockers(flavor: str, mismatches) -> list[Blocker]:
-    if not mismatches:
-        return [Blocker("no-nodes", flavor, {}, 0.0)]
-    return [
-        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.0)
-        for kind, (example, count) in mismatches.items()
-    ]
-
-
-def _quota_blocker(state: _State, workload: Workload, flavor: str, check: QuotaCheck, total: Res) -> Blocker:
-    if check.verdict == QuotaVerdict.NO_QUOTA:
-        return Blocker("no-quota", flavor, {"tenant": workload.tenant}, 0.0)
-    scale, unit = _unit(check.resource)
-    params = {
-        "tenant": workload.tenant, "queue": workload.queue, "resource": unit,
-        "used": _fmt(check.used / scale), "nominal": _fmt(check.limit / scale),
-        "borrowing_limit": "unlimited" if check.borrow_limit is None else _fmt(check.borrow_limit / scale),
-    }
-    need = getattr(total, {"cpu": "cpu", "memory": "mem", "devices": "dev"}[check.resource or "devices"]) or 1
-    if check.verdict == QuotaVerdict.COHORT_FULL:
-        cohort = state.quotas.quotas[workload.tenant].cohort
-        return Blocker("cohort", flavor, {**params, "cohort": cohort, "limit": params["nominal"]}, 0.6)
-    room = max(0, (check.limit + (check.borrow_limit or 0)) - check.used)
-    return Blocker("quota", flavor, params, max(0.05, min(0.95, room / need)))
-
-
-def _capacity_blocker(state: _State, flavor: str, workload: Workload, outstanding: int) -> Blocker:
-    total = workload.request.total
-    if total.dev:
-        free = state.cluster.free_devices_milli(flavor)
-        if outstanding and free >= total.dev:
-            return Blocker("reservation", flavor, {"reserved": _devices(outstanding), "owner": _owner(state, flavor, workload.queue)}, 0.7)
-        return Blocker("capacity", flavor, {"free": _devices(free), "need": _devices(total.dev)}, max(0.05, min(0.95, free / total.dev)))
-    free_cpu = sum(n.free_cpu for n in state.cluster.flavors.get(flavor, ()) if n.schedulable)
-    return Blocker("capacity", flavor, {"free": f"{_fmt(free_cpu / 1000)} CPU", "need": f"{_fmt(total.cpu / 1000)} CPU"},
-                   max(0.05, min(0.95, free_cpu / max(total.cpu, 1))))
-
-
-def _owner(state: _State, flavor: str, queue: str) -> str:
-    return ",".join(q for q in state.reservations.reserved.get(flavor, {}) if q != queue)
-
-
-def _unit(resource: str) -> tuple[float, str]:
-    return {"cpu": (1000, "CPU"), "memory": (1024, "GiB memory"), "devices": (1000, "devices")}.get(resource, (1, resource))
-
-
-def _devices(milli: int) -> str:
-    return f"{_fmt(milli / 1000)} devices"
-
-
-def _fmt(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-

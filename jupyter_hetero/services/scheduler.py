@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +23,11 @@ from ..engine import Decisions, Engine, Pending, Snapshot, free_capacity
 from ..store import ACTIVE_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .environment import device_environment
+from .jobfiles import JobPaths, archive_attempt
 from .inventory import Inventory
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
 
-__all__ = ["JobPaths", "Scheduler"]
+__all__ = ["Scheduler"]
 
 log = logging.getLogger(__name__)
 
@@ -35,34 +35,6 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 30
 # Seconds between SIGTERM and SIGKILL when a time limit is reached.
 TIME_LIMIT_GRACE_S = 10
-
-
-@dataclass(frozen=True)
-class JobPaths:
-    """Where one workload keeps its files under the work directory."""
-
-    root: Path
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
-
-    @property
-    def outputs(self) -> Path:
-        return self.root / "outputs"
-
-    def attempt(self, number: int) -> Path:
-        return self.root / "attempts" / str(number)
-
-    def archive(self, number: int) -> Path:
-        return self.root / "archive" / f"attempt-{number}"
-
-    def newest_checkpoint(self) -> tuple[Path, float] | None:
-        try:
-            entries = [(p, p.stat().st_mtime) for p in self.checkpoints.iterdir()]
-        except OSError:
-            return None
-        return max(entries, key=lambda pair: pair[1]) if entries else None
 
 
 @dataclass
@@ -390,7 +362,7 @@ class Scheduler:
         running = self._running.pop(workload_id, None)
         paths = self.paths(workload_id)
         archive = paths.archive(row.attempts)
-        _archive(paths, row.attempts, archive)
+        archive_attempt(paths, row.attempts, archive)
         if running is not None:
             self.repository.update_attempt(
                 running.attempt_id, ended_at=now, outcome=outcome, reason=reason, archive_path=str(archive),
@@ -436,14 +408,3 @@ class Scheduler:
             started_at=None if not final else row.started_at, admitted_at=None if not final else row.admitted_at,
             escalated=False if not final else row.escalated, priority_boost=0 if not final else row.priority_boost,
         )
-
-
-def _archive(paths: JobPaths, number: int, archive: Path) -> None:
-    """Keep this attempt's outputs (and executed notebook) apart from later attempts'."""
-    archive.mkdir(parents=True, exist_ok=True)
-    if paths.outputs.is_dir():
-        shutil.copytree(paths.outputs, archive / "outputs", dirs_exist_ok=True)
-    attempt_dir = paths.attempt(number)
-    for notebook in attempt_dir.glob("*.ipynb") if attempt_dir.is_dir() else ():
-        shutil.copy2(notebook, archive / notebook.name)
-

@@ -1,0 +1,68 @@
+"""Blockers: the structured reasons a workload waits, built from the cycle's accounting.
+
+Each carries the facts its sentence needs (see :func:`.explain.render`) and how close the workload
+is to fitting there, so the closest come first.
+"""
+
+from __future__ import annotations
+
+from .decisions import Blocker
+from .model import Res, Workload
+from .quota import QuotaCheck, QuotaVerdict
+
+__all__ = ["capacity_blocker", "quota_blocker", "static_blockers"]
+
+
+def static_blockers(flavor: str, mismatches) -> list[Blocker]:
+    if not mismatches:
+        return [Blocker("no-nodes", flavor, {}, 0.0)]
+    return [
+        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.0)
+        for kind, (example, count) in mismatches.items()
+    ]
+
+
+def quota_blocker(state, workload: Workload, flavor: str, check: QuotaCheck, total: Res) -> Blocker:
+    if check.verdict == QuotaVerdict.NO_QUOTA:
+        return Blocker("no-quota", flavor, {"tenant": workload.tenant}, 0.0)
+    scale, unit = _unit(check.resource)
+    params = {
+        "tenant": workload.tenant, "queue": workload.queue, "resource": unit,
+        "used": _fmt(check.used / scale), "nominal": _fmt(check.limit / scale),
+        "borrowing_limit": "unlimited" if check.borrow_limit is None else _fmt(check.borrow_limit / scale),
+    }
+    need = getattr(total, {"cpu": "cpu", "memory": "mem", "devices": "dev"}[check.resource or "devices"]) or 1
+    if check.verdict == QuotaVerdict.COHORT_FULL:
+        cohort = state.quotas.quotas[workload.tenant].cohort
+        return Blocker("cohort", flavor, {**params, "cohort": cohort, "limit": params["nominal"]}, 0.6)
+    room = max(0, (check.limit + (check.borrow_limit or 0)) - check.used)
+    return Blocker("quota", flavor, params, max(0.05, min(0.95, room / need)))
+
+
+def capacity_blocker(state, flavor: str, workload: Workload, outstanding: int) -> Blocker:
+    total = workload.request.total
+    if total.dev:
+        free = state.cluster.free_devices_milli(flavor)
+        if outstanding and free >= total.dev:
+            return Blocker("reservation", flavor, {"reserved": _devices(outstanding), "owner": _owner(state, flavor, workload.queue)}, 0.7)
+        return Blocker("capacity", flavor, {"free": _devices(free), "need": _devices(total.dev)}, max(0.05, min(0.95, free / total.dev)))
+    free_cpu = sum(n.free_cpu for n in state.cluster.flavors.get(flavor, ()) if n.schedulable)
+    return Blocker("capacity", flavor, {"free": f"{_fmt(free_cpu / 1000)} CPU", "need": f"{_fmt(total.cpu / 1000)} CPU"},
+                   max(0.05, min(0.95, free_cpu / max(total.cpu, 1))))
+
+
+def _owner(state, flavor: str, queue: str) -> str:
+    return ",".join(q for q in state.reservations.reserved.get(flavor, {}) if q != queue)
+
+
+def _unit(resource: str) -> tuple[float, str]:
+    return {"cpu": (1000, "CPU"), "memory": (1024, "GiB memory"), "devices": (1000, "devices")}.get(resource, (1, resource))
+
+
+def _devices(milli: int) -> str:
+    return f"{_fmt(milli / 1000)} devices"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
