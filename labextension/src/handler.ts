@@ -50,14 +50,69 @@ export async function requestAPI<T>(
 
   const body = await decodeBody(response);
   if (!response.ok) {
-    throw new HeteroAPIError(
-      errorField(body, 'message') ??
-        (response.statusText || `HTTP ${response.status}`),
-      response.status,
-      errorField(body, 'reason')
-    );
+    throw errorFrom(response, body);
   }
   return body as T;
+}
+
+/**
+ * Call a plain-text endpoint and hand each decoded chunk to `onChunk` as it arrives.
+ *
+ * ```ts
+ * await streamAPI('workloads/7/logs?follow=true', text => view.append(text), abort.signal);
+ * ```
+ *
+ * Resolves when the server ends the response; rejects with `HeteroAPIError`
+ * on an HTTP error, or with the abort reason when `signal` fires.
+ */
+export async function streamAPI(
+  endPoint: string,
+  onChunk: (text: string) => void,
+  signal?: AbortSignal,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<void> {
+  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
+  let response: Response;
+  try {
+    // `no-cache` rather than JupyterLab's `no-store`, whose cache buster the API rejects.
+    response = await ServerConnection.makeRequest(url, { method: 'GET', cache: 'no-cache', signal }, settings);
+  } catch (error) {
+    if (signal?.aborted) {
+      throw error;
+    }
+    throw new HeteroAPIError(error instanceof Error ? error.message : String(error), 0);
+  }
+  if (!response.ok) {
+    throw errorFrom(response, await decodeBody(response));
+  }
+  if (response.body === null) {
+    onChunk(await response.text());
+    return;
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) {
+      break;
+    }
+    const text = decoder.decode(value, { stream: true });
+    if (text.length > 0) {
+      onChunk(text);
+    }
+  }
+  const rest = decoder.decode();
+  if (rest.length > 0) {
+    onChunk(rest);
+  }
+}
+
+function errorFrom(response: Response, body: unknown): HeteroAPIError {
+  return new HeteroAPIError(
+    errorField(body, 'message') ?? (response.statusText || `HTTP ${response.status}`),
+    response.status,
+    errorField(body, 'reason')
+  );
 }
 
 async function decodeBody(response: Response): Promise<unknown> {

@@ -3,77 +3,144 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import { ILauncher } from '@jupyterlab/launcher';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { ITranslator, nullTranslator } from '@jupyterlab/translation';
-import { IPoll, Poll } from '@lumino/polling';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
-import { heteroIcon } from './icons';
-import { HeteroModel } from './model';
-import { HeteroPanel, PANEL_ID } from './panel';
+import { addCommands, addLauncherItems, CommandIDs, openNotebookOnKernel } from './commands';
+import { apiLang } from './format';
+import { HeteroModel, KernelUsageModel } from './models';
+import { FailureNotifier } from './notify';
+import { HeteroPanel } from './panel';
+import { RefreshPoll } from './poll';
 import { HeteroService } from './service';
+import { PlacementStatusItem } from './statusItem';
+
+export { CommandIDs } from './commands';
 
 /** The plugin id, also the key of its settings schema. */
 const PLUGIN_ID = 'jupyter-hetero:plugin';
 
 /** Gettext domain of every user-facing string of this extension. */
-const TRANSLATION_DOMAIN = 'jupyter_hetero';
+export const TRANSLATION_DOMAIN = 'jupyter_hetero';
 
-/** Command ids, namespaced `hetero:`. */
-export namespace CommandIDs {
-  export const openPanel = 'hetero:open-panel';
-}
-
-/** Seconds between refreshes when the user has not set `refreshInterval`. */
+/** Seconds between refreshes until the settings say otherwise. */
 const DEFAULT_REFRESH_INTERVAL_S = 10;
-
-/** The upper bound of a poll's backoff; the poll never backs off, but Poll needs one. */
-const MAX_POLL_INTERVAL_MS = 300 * 1000;
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
-  description: 'A left-sidebar panel for heterogeneous AI compute.',
+  description: 'A left-sidebar panel, status bar item, commands and launcher items for heterogeneous AI compute.',
   autoStart: true,
-  optional: [ITranslator, ISettingRegistry, ICommandPalette, ILayoutRestorer],
+  optional: [
+    ITranslator,
+    ISettingRegistry,
+    ICommandPalette,
+    ILayoutRestorer,
+    ILauncher,
+    IStatusBar,
+    INotebookTracker,
+    IDefaultFileBrowser
+  ],
   activate: (
     app: JupyterFrontEnd,
     translator: ITranslator | null,
     settingRegistry: ISettingRegistry | null,
     palette: ICommandPalette | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    launcher: ILauncher | null,
+    statusBar: IStatusBar | null,
+    notebooks: INotebookTracker | null,
+    fileBrowser: IDefaultFileBrowser | null
   ): void => {
     const trans = (translator ?? nullTranslator).load(TRANSLATION_DOMAIN);
+    const lang = apiLang(translator?.languageCode);
+    const service = new HeteroService();
+    const model = new HeteroModel({ service, lang });
+    const notifier = new FailureNotifier(trans, message =>
+      Notification.error(message, { autoClose: 10000 })
+    );
+    model.failed.connect((_, failure) => notifier.notify(failure));
+    let defaultTemplate = 'interactive';
 
-    const model = new HeteroModel({ service: new HeteroService() });
-    const panel = new HeteroPanel({ model, trans });
+    const panel = new HeteroPanel({
+      model,
+      trans,
+      actions: {
+        openLogs: id => void app.commands.execute(CommandIDs.openLogs, { id }),
+        selectedPath: () => selectedFile(fileBrowser, trans)
+      }
+    });
     app.shell.add(panel, 'left', { rank: 600 });
-    if (restorer) {
-      restorer.add(panel, 'jupyter-hetero');
-    }
+    restorer?.add(panel, 'jupyter-hetero');
 
-    // The poll ticks once at start, then every `refreshInterval` seconds while
-    // the browser tab is visible; `model.refresh` never rejects, so it never backs off.
-    const poll = new Poll({
-      name: 'jupyter-hetero:refresh',
-      factory: () => model.refresh(),
-      frequency: refreshFrequency(DEFAULT_REFRESH_INTERVAL_S),
-      standby: 'when-hidden'
+    model.launch.kernelStarted.connect((_, kernel) => {
+      Notification.success(trans.__('Kernel placed; opening a notebook on it.'), { autoClose: 4000 });
+      openNotebookOnKernel(app, fileBrowser?.model.path ?? '', kernel.kernel_id).catch(error =>
+        notifier.notify({ action: 'start-kernel', message: String(error?.message ?? error) })
+      );
+      void model.work.refresh();
+    });
+    model.launch.submitted.connect((_, workload) => {
+      Notification.success(
+        trans.__('Submitted workload %1 to queue %2.', workload.id, workload.queue),
+        { autoClose: 5000 }
+      );
+      void model.work.refresh();
+    });
+
+    const overviewPoll = new RefreshPoll({
+      name: 'jupyter-hetero:overview',
+      refresh: () => model.refresh(),
+      intervalS: DEFAULT_REFRESH_INTERVAL_S
     });
     panel.disposed.connect(() => {
-      poll.dispose();
+      overviewPoll.dispose();
       model.dispose();
     });
 
-    app.commands.addCommand(CommandIDs.openPanel, {
-      label: trans.__('Open Hetero Panel'),
-      caption: trans.__('Show the Hetero compute panel in the left sidebar'),
-      icon: heteroIcon,
-      execute: () => app.shell.activateById(PANEL_ID)
+    addCommands({
+      app,
+      model,
+      panel,
+      service,
+      trans,
+      notebooks,
+      fileBrowser,
+      defaultTemplate: () => defaultTemplate,
+      notify: failure => notifier.notify(failure)
     });
     if (palette) {
-      palette.addItem({
-        command: CommandIDs.openPanel,
-        category: trans.__('Hetero')
+      const category = trans.__('Hetero');
+      for (const command of [CommandIDs.openPanel, CommandIDs.refresh, CommandIDs.submitCurrentNotebook]) {
+        palette.addItem({ command, category });
+      }
+    }
+    if (launcher) {
+      const added = new Set<string>();
+      model.changed.connect(() => addLauncherItems(launcher, model, trans, added));
+    }
+
+    let usagePoll: RefreshPoll | null = null;
+    if (statusBar && notebooks) {
+      const usage = new KernelUsageModel({ service });
+      usage.failed.connect((_, failure) => notifier.notify(failure));
+      trackNotebookKernel(notebooks, usage);
+      const item = new PlacementStatusItem({ model: usage, trans, flavorLabel: f => model.flavorLabel(f) });
+      statusBar.registerStatusItem('jupyter-hetero:placement', {
+        item,
+        align: 'left',
+        rank: 5,
+        isActive: () => usage.usage !== null,
+        activeStateChanged: usage.changed
+      });
+      usagePoll = new RefreshPoll({
+        name: 'jupyter-hetero:kernel-usage',
+        refresh: () => usage.refresh(),
+        intervalS: DEFAULT_REFRESH_INTERVAL_S
       });
     }
 
@@ -83,12 +150,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .then(settings => {
           const apply = (): void => {
             const seconds = settings.get('refreshInterval').composite as number;
-            const frequency = refreshFrequency(seconds);
-            if (frequency.interval !== poll.frequency.interval) {
-              poll.frequency = frequency;
-              // The pending tick was timed with the old interval; start over.
-              void poll.refresh();
+            overviewPoll.intervalS = seconds;
+            if (usagePoll) {
+              usagePoll.intervalS = seconds;
             }
+            defaultTemplate = settings.get('defaultTemplate').composite as string;
+            model.launch.defaultTemplate = defaultTemplate;
           };
           apply();
           settings.changed.connect(apply);
@@ -100,12 +167,30 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-function refreshFrequency(seconds: number): IPoll.Frequency {
-  const interval =
-    Number.isFinite(seconds) && seconds > 0
-      ? Math.min(seconds * 1000, MAX_POLL_INTERVAL_MS)
-      : Poll.NEVER;
-  return { interval, backoff: false, max: MAX_POLL_INTERVAL_MS };
+/** Point `usage` at the current notebook's kernel, following notebook and kernel changes. */
+function trackNotebookKernel(notebooks: INotebookTracker, usage: KernelUsageModel): void {
+  let watched: NotebookPanel | null = null;
+  const follow = (): void => {
+    usage.kernelId = watched?.sessionContext.session?.kernel?.id ?? null;
+  };
+  notebooks.currentChanged.connect((_, panel) => {
+    watched?.sessionContext.kernelChanged.disconnect(follow);
+    watched = panel;
+    watched?.sessionContext.kernelChanged.connect(follow);
+    follow();
+  });
+}
+
+/** The path of the one file selected in the file browser; warns and gives null otherwise. */
+function selectedFile(fileBrowser: IDefaultFileBrowser | null, trans: TranslationBundle): string | null {
+  const first = fileBrowser?.selectedItems().next();
+  if (!first || first.done || first.value.type === 'directory') {
+    Notification.warning(trans.__('Select a .py script or .ipynb notebook in the file browser first.'), {
+      autoClose: 5000
+    });
+    return null;
+  }
+  return first.value.path;
 }
 
 export default plugin;

@@ -2,19 +2,37 @@ import { ReactWidget, UseSignal } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { HeteroPanelView } from './components';
+import {
+  AdminSection,
+  HeteroPanelView,
+  ISectionTab,
+  LaunchSection,
+  MyWorkSection,
+  NodesSection,
+  QueuesSection,
+  SectionId
+} from './components';
 import { heteroIcon } from './icons';
-import { HeteroModel } from './model';
+import { HeteroModel } from './models';
 
 /** DOM id of the Hetero sidebar panel; also what `shell.activateById` takes. */
 export const PANEL_ID = 'jp-hetero-panel';
 
-/** The Hetero left-sidebar panel: renders the model and re-renders on `changed`. */
+/** What the panel asks of the application, outside the model. */
+export interface IPanelActions {
+  /** Open a workload's log in the main area. */
+  openLogs: (workloadId: number) => void;
+  /** The path of the file selected in the file browser, or null. */
+  selectedPath: () => string | null;
+}
+
+/** The Hetero left-sidebar panel: maps the model to presentational components. */
 export class HeteroPanel extends ReactWidget {
   constructor(options: HeteroPanel.IOptions) {
     super();
     this._model = options.model;
     this._trans = options.trans;
+    this._actions = options.actions;
     this.id = PANEL_ID;
     this.addClass('jp-hetero-panel');
     this.title.icon = heteroIcon;
@@ -22,25 +40,125 @@ export class HeteroPanel extends ReactWidget {
     this.title.caption = this._trans.__('Hetero');
   }
 
+  /** The section shown. */
+  get section(): SectionId {
+    return this._section;
+  }
+
+  set section(id: SectionId) {
+    this._section = id;
+    this.update();
+  }
+
   protected render(): JSX.Element {
     const model = this._model;
     return (
       <UseSignal signal={model.changed}>
-        {() => (
-          <HeteroPanelView
-            version={model.version}
-            error={model.error}
-            loading={model.loading}
-            trans={this._trans}
-            onRefresh={() => void model.refresh()}
-          />
-        )}
+        {() => {
+          const tabs = this._tabs();
+          const current = tabs.some(tab => tab.id === this._section) ? this._section : 'launch';
+          return (
+            <HeteroPanelView
+              version={model.version}
+              error={model.error}
+              loading={model.loading}
+              trans={this._trans}
+              onRefresh={() => void model.refresh()}
+              tabs={tabs}
+              current={current}
+              onSelect={id => (this.section = id)}
+            >
+              {this._renderSection(current)}
+            </HeteroPanelView>
+          );
+        }}
       </UseSignal>
     );
   }
 
+  private _tabs(): ISectionTab[] {
+    const trans = this._trans;
+    const tabs: ISectionTab[] = [
+      { id: 'launch', label: trans.__('Launch') },
+      { id: 'queues', label: trans.__('Queues') },
+      { id: 'work', label: trans.__('My work') },
+      { id: 'nodes', label: trans.__('Nodes') }
+    ];
+    if (this._model.isAdmin) {
+      tabs.push({ id: 'admin', label: trans.__('Admin') });
+    }
+    return tabs;
+  }
+
+  private _renderSection(id: SectionId): JSX.Element {
+    const model = this._model;
+    const trans = this._trans;
+    const lang = model.lang;
+    switch (id) {
+      case 'queues':
+        return <QueuesSection queues={model.queues} tenant={model.me?.tenant ?? null} lang={lang} trans={trans} />;
+      case 'work': {
+        const work = model.work;
+        return (
+          <MyWorkSection
+            workloads={work.workloads}
+            explanations={work.explanations}
+            busy={work.busy}
+            trans={trans}
+            onLogs={this._actions.openLogs}
+            onCancel={wid => void work.cancel(wid)}
+            onExplain={wid => void work.explain(wid)}
+            onResubmit={wid => void work.resubmit(wid)}
+            onDismissExplanation={wid => work.dismissExplanation(wid)}
+          />
+        );
+      }
+      case 'nodes':
+        return <NodesSection nodes={model.nodes} trans={trans} />;
+      case 'admin':
+        return (
+          <AdminSection tenants={model.tenants} role={model.me?.role ?? 'member'} lang={lang} trans={trans} />
+        );
+      default: {
+        const launch = model.launch;
+        const { problems } = launch.parameters;
+        return (
+          <LaunchSection
+            templates={launch.templates}
+            template={launch.template}
+            values={launch.raw}
+            problems={problems}
+            preview={launch.preview}
+            previewError={launch.previewError}
+            path={launch.path}
+            pathProblem={launch.pathProblem}
+            canStartKernel={launch.canStartKernel}
+            canSubmitJob={launch.canSubmitJob}
+            starting={launch.starting}
+            submitting={launch.submitting}
+            lang={lang}
+            trans={trans}
+            onSelect={name => launch.select(name)}
+            onValue={(name, value) => launch.setValue(name, value)}
+            onPath={path => launch.setPath(path)}
+            onUseSelection={() => {
+              const path = this._actions.selectedPath();
+              if (path !== null) {
+                launch.setPath(path);
+              }
+            }}
+            onStartKernel={() => void launch.startKernel()}
+            onSubmitJob={() => void launch.submitJob()}
+          />
+        );
+      }
+    }
+  }
+
   private readonly _model: HeteroModel;
   private readonly _trans: TranslationBundle;
+  private readonly _actions: IPanelActions;
+  private _section: SectionId = 'launch';
 }
 
 /** Types belonging to `HeteroPanel`. */
@@ -48,5 +166,6 @@ export namespace HeteroPanel {
   export interface IOptions {
     model: HeteroModel;
     trans: TranslationBundle;
+    actions: IPanelActions;
   }
 }

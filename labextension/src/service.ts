@@ -1,15 +1,61 @@
 import { ServerConnection } from '@jupyterlab/services';
 
-import { requestAPI } from './handler';
+import { requestAPI, streamAPI } from './handler';
+import type {
+  IExplanation,
+  IKernelUsage,
+  IMyTenant,
+  INode,
+  IPreview,
+  IQueueStatus,
+  IStartedKernel,
+  ITemplate,
+  ITenant,
+  IVersionInfo,
+  IWorkload,
+  JobPayload,
+  Lang,
+  ParameterValues
+} from './types';
 
-/** What `GET /hetero/api/v1/version` answers. */
-export interface IVersionInfo {
-  version: string;
+export type { IVersionInfo } from './types';
+
+/**
+ * Revalidate every GET with the server. JupyterLab's default (`no-store`) appends
+ * a bare timestamp to the query string as a cache buster, which the API's strict
+ * query parsing rejects as an unknown parameter.
+ */
+export const NO_CACHE: RequestCache = 'no-cache';
+
+/** What `previewWorkload` asks about. */
+export interface IPreviewRequest {
+  template: string;
+  parameters: ParameterValues;
+  kind: 'job' | 'kernel';
+  lang: Lang;
 }
 
-/** The typed operations of the jupyter-hetero REST API that the UI uses. */
+/** A job submission from the panel: a template, its parameters and the file to run. */
+export type SubmitJob = { template: string; parameters: ParameterValues } & JobPayload;
+
+/** The typed operations of the jupyter-hetero REST API that the UI uses, one per endpoint. */
 export interface IHeteroService {
   getVersion(): Promise<IVersionInfo>;
+  listTemplates(): Promise<ITemplate[]>;
+  listQueues(): Promise<IQueueStatus[]>;
+  getMyTenant(): Promise<IMyTenant>;
+  listTenants(): Promise<ITenant[]>;
+  listNodes(): Promise<INode[]>;
+  listMyWorkloads(): Promise<IWorkload[]>;
+  getWorkload(id: number, lang: Lang): Promise<IWorkload>;
+  submitJob(job: SubmitJob): Promise<IWorkload>;
+  cancelWorkload(id: number): Promise<IWorkload>;
+  resubmitWorkload(id: number): Promise<IWorkload>;
+  explainWorkload(id: number, lang: Lang): Promise<IExplanation>;
+  followLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void>;
+  previewWorkload(request: IPreviewRequest): Promise<IPreview>;
+  startKernel(template: string, parameters: ParameterValues): Promise<IStartedKernel>;
+  getKernelUsage(kernelId: string): Promise<IKernelUsage>;
 }
 
 /** The jupyter-hetero REST API, reached through the Jupyter server connection. */
@@ -19,6 +65,79 @@ export class HeteroService implements IHeteroService {
   ) {}
 
   getVersion(): Promise<IVersionInfo> {
-    return requestAPI<IVersionInfo>('version', { method: 'GET' }, this._settings);
+    return this._get('version');
+  }
+
+  listTemplates(): Promise<ITemplate[]> {
+    return this._get('templates');
+  }
+
+  listQueues(): Promise<IQueueStatus[]> {
+    return this._get('queues');
+  }
+
+  getMyTenant(): Promise<IMyTenant> {
+    return this._get('tenants/me');
+  }
+
+  listTenants(): Promise<ITenant[]> {
+    return this._get('tenants');
+  }
+
+  listNodes(): Promise<INode[]> {
+    return this._get('nodes');
+  }
+
+  listMyWorkloads(): Promise<IWorkload[]> {
+    return this._get('workloads?mine=true');
+  }
+
+  getWorkload(id: number, lang: Lang): Promise<IWorkload> {
+    return this._get(`workloads/${id}?lang=${lang}`);
+  }
+
+  submitJob(job: SubmitJob): Promise<IWorkload> {
+    return this._send('workloads', 'POST', { kind: 'job', ...job });
+  }
+
+  cancelWorkload(id: number): Promise<IWorkload> {
+    return this._send(`workloads/${id}`, 'DELETE');
+  }
+
+  resubmitWorkload(id: number): Promise<IWorkload> {
+    return this._send(`workloads/${id}/resubmit`, 'POST');
+  }
+
+  explainWorkload(id: number, lang: Lang): Promise<IExplanation> {
+    return this._get(`workloads/${id}/explain?lang=${lang}`);
+  }
+
+  followLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
+    return streamAPI(`workloads/${id}/logs?follow=true`, onChunk, signal, this._settings);
+  }
+
+  previewWorkload(request: IPreviewRequest): Promise<IPreview> {
+    return this._send('previews', 'POST', request);
+  }
+
+  startKernel(template: string, parameters: ParameterValues): Promise<IStartedKernel> {
+    return this._send('kernels', 'POST', { template, parameters });
+  }
+
+  getKernelUsage(kernelId: string): Promise<IKernelUsage> {
+    return this._get(`kernels/${encodeURIComponent(kernelId)}/usage`);
+  }
+
+  private _get<T>(endPoint: string): Promise<T> {
+    return requestAPI<T>(endPoint, { method: 'GET', cache: NO_CACHE }, this._settings);
+  }
+
+  private _send<T>(endPoint: string, method: string, body?: unknown): Promise<T> {
+    const init: RequestInit = { method, cache: NO_CACHE };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    return requestAPI<T>(endPoint, init, this._settings);
   }
 }

@@ -1,7 +1,7 @@
 import { ServerConnection } from '@jupyterlab/services';
 import { describe, expect, it } from 'vitest';
 
-import { HeteroAPIError, requestAPI } from '../src/handler';
+import { HeteroAPIError, requestAPI, streamAPI } from '../src/handler';
 
 /** Server settings whose fetch answers every request with `respond`. */
 function settingsAnswering(
@@ -74,5 +74,57 @@ describe('requestAPI', () => {
       name: 'HeteroAPIError',
       status: 0
     });
+  });
+});
+
+describe('streamAPI', () => {
+  function chunked(parts: string[], status = 200): Response {
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const part of parts) {
+          controller.enqueue(encoder.encode(part));
+        }
+        controller.close();
+      }
+    });
+    return new Response(body, { status, headers: { 'Content-Type': 'text/plain' } });
+  }
+
+  it('hands each chunk over as it arrives, including split UTF-8', async () => {
+    const bytes = new TextEncoder().encode('容量');
+    const encoderless = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('line 1\n'));
+        controller.enqueue(bytes.slice(0, 2));
+        controller.enqueue(bytes.slice(2));
+        controller.close();
+      }
+    });
+    const seen: string[] = [];
+    const settings = settingsAnswering(url => {
+      seen.push(url);
+      return new Response(encoderless, { status: 200 });
+    });
+    const chunks: string[] = [];
+    await streamAPI('workloads/7/logs?follow=true', chunk => chunks.push(chunk), undefined, settings);
+    expect(chunks.join('')).toBe('line 1\n容量');
+    expect(chunks[0]).toBe('line 1\n');
+    expect(seen[0]).toMatch(/workloads\/7\/logs\?follow=true$/);
+  });
+
+  it('throws the server message on an HTTP error', async () => {
+    const settings = settingsAnswering(() => json(404, { message: 'no workload 9' }));
+    await expect(streamAPI('workloads/9/logs', () => undefined, undefined, settings)).rejects.toMatchObject({
+      message: 'no workload 9',
+      status: 404
+    });
+  });
+
+  it('reads plain bodies too', async () => {
+    const settings = settingsAnswering(() => chunked(['a', 'b']));
+    const chunks: string[] = [];
+    await streamAPI('workloads/7/logs', chunk => chunks.push(chunk), undefined, settings);
+    expect(chunks.join('')).toBe('ab');
   });
 });

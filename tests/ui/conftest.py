@@ -98,7 +98,10 @@ def lab_page(request, browser, lab_server, ui_output):
     page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
     page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
     try:
-        page.goto(lab_server.lab_url("lab"))
+        # A workspace of the test's own: it starts from a clean layout, and the notebooks it
+        # opens do not reopen in later tests (which would steal focus and match their locators).
+        workspace = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-")[:80]
+        page.goto(lab_server.lab_url(f"lab/workspaces/{workspace}"))
         wait_for_lab_shell(page)
         yield page
     finally:

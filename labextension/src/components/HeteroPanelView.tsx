@@ -1,8 +1,9 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { ErrorMessage } from './ErrorMessage';
-import { VersionBanner } from './VersionBanner';
+import { ErrorMessage } from './common/ErrorMessage';
+import { ISectionTab, SectionId, sectionPanelId, sectionTabId, SectionTabs } from './common/SectionTabs';
+import { VersionBanner } from './common/VersionBanner';
 
 /** Props of `HeteroPanelView`. */
 export interface IHeteroPanelViewProps {
@@ -11,11 +12,16 @@ export interface IHeteroPanelViewProps {
   loading: boolean;
   trans: TranslationBundle;
   onRefresh: () => void;
+  tabs: ISectionTab[];
+  current: SectionId;
+  onSelect: (id: SectionId) => void;
+  /** The current section's content. */
+  children?: React.ReactNode;
 }
 
-/** The body of the Hetero sidebar panel. */
+/** The body of the Hetero sidebar panel: header, section tabs, the current section, version. */
 export function HeteroPanelView(props: IHeteroPanelViewProps): JSX.Element {
-  const { version, error, loading, trans } = props;
+  const { version, error, loading, trans, current } = props;
   return (
     <div className="jp-hetero-panel-body" aria-busy={loading}>
       <header className="jp-hetero-header">
@@ -31,10 +37,25 @@ export function HeteroPanelView(props: IHeteroPanelViewProps): JSX.Element {
         </button>
       </header>
       {error !== null && <ErrorMessage message={error} trans={trans} />}
-      {version !== null && <VersionBanner version={version} trans={trans} />}
+      <SectionTabs
+        tabs={props.tabs}
+        current={current}
+        label={trans.__('Hetero sections')}
+        onSelect={props.onSelect}
+      />
+      <div
+        className="jp-hetero-section"
+        role="tabpanel"
+        id={sectionPanelId(current)}
+        aria-labelledby={sectionTabId(current)}
+        data-section={current}
+      >
+        {props.children}
+      </div>
       {version === null && error === null && (
         <div className="jp-hetero-loading">{trans.__('Loading…')}</div>
       )}
+      {version !== null && <VersionBanner version={version} trans={trans} />}
     </div>
   );
 }

@@ -1,0 +1,35 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import type { ITenant, Lang, Role } from '../../types';
+import { TenantCard } from './TenantCard';
+
+/** Props of `AdminSection`. */
+export interface IAdminSectionProps {
+  tenants: readonly ITenant[];
+  role: Role;
+  lang: Lang;
+  trans: TranslationBundle;
+}
+
+/** Tenants with quota and use, for tenant-admins (their own) and platform-admins (all). */
+export function AdminSection(props: IAdminSectionProps): JSX.Element {
+  const { trans } = props;
+  return (
+    <section className="jp-hetero-admin" aria-labelledby="jp-hetero-admin-title">
+      <h3 className="jp-hetero-section-title" id="jp-hetero-admin-title">
+        {trans.__('Admin')}
+      </h3>
+      <div className="jp-hetero-hint">
+        {props.role === 'platform-admin'
+          ? trans.__('You are a platform admin: every tenant is shown.')
+          : trans.__('You are a tenant admin: your tenant is shown.')}
+      </div>
+      <h4 className="jp-hetero-subtitle">{trans.__('Tenants')}</h4>
+      {props.tenants.length === 0 && <div className="jp-hetero-empty">{trans.__('No tenants.')}</div>}
+      {props.tenants.map(tenant => (
+        <TenantCard key={tenant.tenant} tenant={tenant} lang={props.lang} trans={trans} />
+      ))}
+    </section>
+  );
+}

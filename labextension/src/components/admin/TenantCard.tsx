@@ -1,0 +1,41 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { localized } from '../../format';
+import type { ITenant, Lang } from '../../types';
+import { QuotaList } from '../common/QuotaList';
+
+/** Props of `TenantCard`. */
+export interface ITenantCardProps {
+  tenant: ITenant;
+  lang: Lang;
+  trans: TranslationBundle;
+}
+
+/** One tenant: members, admins, cost centre, and quota with use per flavor. */
+export function TenantCard(props: ITenantCardProps): JSX.Element {
+  const { tenant, trans } = props;
+  const titleId = `jp-hetero-tenant-${tenant.tenant}`;
+  return (
+    <article className="jp-hetero-card jp-hetero-tenant" data-tenant={tenant.tenant} aria-labelledby={titleId}>
+      <header className="jp-hetero-card-header">
+        <h4 className="jp-hetero-card-title" id={titleId}>
+          {localized(tenant.display, props.lang, tenant.tenant)}
+        </h4>
+        <span className="jp-hetero-badge">{tenant.tenant}</span>
+      </header>
+      <dl className="jp-hetero-facts">
+        <dt>{trans.__('Users')}</dt>
+        <dd>{(tenant.users ?? []).length > 0 ? (tenant.users ?? []).join(', ') : trans.__('none')}</dd>
+        <dt>{trans.__('Groups')}</dt>
+        <dd>{(tenant.groups ?? []).length > 0 ? (tenant.groups ?? []).join(', ') : trans.__('none')}</dd>
+        <dt>{trans.__('Admins')}</dt>
+        <dd>{(tenant.admins ?? []).length > 0 ? (tenant.admins ?? []).join(', ') : trans.__('none')}</dd>
+        <dt>{trans.__('Cost centre')}</dt>
+        <dd>{tenant.cost_centre ?? trans.__('none')}</dd>
+      </dl>
+      <h5 className="jp-hetero-subtitle">{trans.__('Quota and use')}</h5>
+      <QuotaList quota={tenant.quota} trans={trans} />
+    </article>
+  );
+}

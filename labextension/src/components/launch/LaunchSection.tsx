@@ -1,0 +1,114 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import type { ParameterProblem, PathProblem } from '../../models/parameters';
+import type { IPreview, ITemplate, Lang } from '../../types';
+import { AdvancedParameters } from './AdvancedParameters';
+import { FlavorChoices } from './FlavorChoices';
+import { JobPathPicker } from './JobPathPicker';
+import { TemplatePicker } from './TemplatePicker';
+import { TemplateSummary } from './TemplateSummary';
+
+/** Props of `LaunchSection`. */
+export interface ILaunchSectionProps {
+  templates: readonly ITemplate[];
+  template: ITemplate | null;
+  values: Readonly<Record<string, string>>;
+  problems: Readonly<Record<string, ParameterProblem>>;
+  preview: IPreview | null;
+  previewError: string | null;
+  path: string;
+  pathProblem: PathProblem | null;
+  canStartKernel: boolean;
+  canSubmitJob: boolean;
+  starting: boolean;
+  submitting: boolean;
+  lang: Lang;
+  trans: TranslationBundle;
+  onSelect: (name: string) => void;
+  onValue: (name: string, value: string) => void;
+  onPath: (path: string) => void;
+  onUseSelection: () => void;
+  onStartKernel: () => void;
+  onSubmitJob: () => void;
+}
+
+/** Choose a template, see where it would run and when, then start a kernel or submit a job. */
+export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
+  const { template, trans, lang } = props;
+  const flavorParameter = template?.parameters.find(p => p.name === 'flavor');
+  return (
+    <section className="jp-hetero-launch" aria-labelledby="jp-hetero-launch-title">
+      <h3 className="jp-hetero-section-title" id="jp-hetero-launch-title">
+        {trans.__('Launch')}
+      </h3>
+      <TemplatePicker
+        templates={props.templates}
+        selected={template?.name ?? null}
+        lang={lang}
+        trans={trans}
+        onSelect={props.onSelect}
+      />
+      {template === null ? (
+        <div className="jp-hetero-empty">{trans.__('No templates yet.')}</div>
+      ) : (
+        <>
+          <TemplateSummary template={template} lang={lang} trans={trans} />
+          <FlavorChoices
+            preview={props.preview}
+            error={props.previewError}
+            selectable={flavorParameter !== undefined}
+            chosen={props.values.flavor ?? ''}
+            lang={lang}
+            trans={trans}
+            onChoose={flavor => props.onValue('flavor', flavor)}
+          />
+          <AdvancedParameters
+            parameters={template.parameters}
+            values={props.values}
+            problems={props.problems}
+            trans={trans}
+            onChange={props.onValue}
+          />
+          <div className="jp-hetero-actions">
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-mod-accept jp-hetero-start-kernel"
+              disabled={!props.canStartKernel}
+              onClick={props.onStartKernel}
+              title={
+                template.kinds.includes('kernel')
+                  ? trans.__('Start a kernel of this template and open a notebook on it')
+                  : trans.__('This template does not run kernels')
+              }
+            >
+              {props.starting ? trans.__('Starting kernel…') : trans.__('Start kernel')}
+            </button>
+          </div>
+          <JobPathPicker
+            path={props.path}
+            problem={props.pathProblem}
+            trans={trans}
+            onChange={props.onPath}
+            onUseSelection={props.onUseSelection}
+          />
+          <div className="jp-hetero-actions">
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-mod-accept jp-hetero-submit-job"
+              disabled={!props.canSubmitJob}
+              onClick={props.onSubmitJob}
+              title={
+                template.kinds.includes('job')
+                  ? trans.__('Submit the script or notebook as a job of this template')
+                  : trans.__('This template does not run jobs')
+              }
+            >
+              {props.submitting ? trans.__('Submitting…') : trans.__('Submit job')}
+            </button>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}

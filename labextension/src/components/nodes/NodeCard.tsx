@@ -1,0 +1,106 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { formatCpu, formatMemory, nodeStateLabel, num } from '../../format';
+import type { INode } from '../../types';
+import { Meter } from '../common/Meter';
+
+/** Props of `NodeCard`. */
+export interface INodeCardProps {
+  node: INode;
+  trans: TranslationBundle;
+}
+
+/** One node: flavor, capability, state, what admitted work holds, and whether it is emulated. */
+export function NodeCard(props: INodeCardProps): JSX.Element {
+  const { node, trans } = props;
+  const accelerator = node.accelerator;
+  const allocated = node.allocated;
+  const titleId = `jp-hetero-node-${node.name}`;
+  const frameworks = [...(accelerator?.frameworks ?? []), ...(node.frameworks ?? [])];
+  return (
+    <article
+      className={'jp-hetero-card jp-hetero-node' + (node.emulated ? ' jp-hetero-mod-emulated' : '')}
+      data-node={node.name}
+      data-state={node.state}
+      aria-labelledby={titleId}
+    >
+      <header className="jp-hetero-card-header">
+        <h4 className="jp-hetero-card-title" id={titleId}>
+          {node.name}
+        </h4>
+        {node.emulated ? (
+          <span
+            className="jp-hetero-badge jp-hetero-mod-emulated"
+            title={trans.__('Emulated node: work placed here runs on this machine')}
+          >
+            {trans.__('emulated')}
+          </span>
+        ) : (
+          <span className="jp-hetero-badge jp-hetero-mod-real">{trans.__('this machine')}</span>
+        )}
+        <span className={`jp-hetero-badge jp-hetero-node-state jp-hetero-mod-${node.state}`}>
+          {nodeStateLabel(node.state, trans)}
+        </span>
+      </header>
+      <dl className="jp-hetero-facts">
+        <dt>{trans.__('Flavor')}</dt>
+        <dd className="jp-hetero-node-flavor">{node.flavor ?? trans.__('none')}</dd>
+        {accelerator && (
+          <>
+            <dt>{trans.__('Accelerator')}</dt>
+            <dd className="jp-hetero-node-accelerator">
+              {trans.__('%1× %2, %3 each', accelerator.count, accelerator.model, formatMemory(accelerator.memory_mib))}
+            </dd>
+            <dt>{trans.__('Driver / runtime')}</dt>
+            <dd>
+              {accelerator.driver_version ?? '?'} / {accelerator.runtime ?? '?'}
+            </dd>
+            {accelerator.interconnect && (
+              <>
+                <dt>{trans.__('Interconnect')}</dt>
+                <dd>{accelerator.interconnect}</dd>
+              </>
+            )}
+          </>
+        )}
+        <dt>{trans.__('CPU / memory')}</dt>
+        <dd>
+          {trans.__('%1 cores', formatCpu(node.cpu_milli))} / {formatMemory(node.memory_mib)}
+          {node.arch ? ` · ${node.arch}` : ''}
+        </dd>
+        {frameworks.length > 0 && (
+          <>
+            <dt>{trans.__('Frameworks')}</dt>
+            <dd>{[...new Set(frameworks)].join(', ')}</dd>
+          </>
+        )}
+      </dl>
+      {allocated && (
+        <div className="jp-hetero-node-allocated">
+          {accelerator && accelerator.count > 0 && (
+            <Meter
+              label={trans.__('Devices')}
+              used={allocated.device_milli}
+              total={accelerator.count * 1000}
+              text={`${num(allocated.device_milli / 1000, 2)} / ${accelerator.count}`}
+            />
+          )}
+          <Meter
+            label={trans.__('CPU')}
+            used={allocated.cpu_milli}
+            total={node.cpu_milli}
+            text={`${formatCpu(allocated.cpu_milli)} / ${formatCpu(node.cpu_milli)}`}
+          />
+        </div>
+      )}
+      {(node.notes ?? []).length > 0 && (
+        <ul className="jp-hetero-notes">
+          {(node.notes ?? []).map(note => (
+            <li key={note}>{note}</li>
+          ))}
+        </ul>
+      )}
+    </article>
+  );
+}

@@ -1,0 +1,33 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import type { INode } from '../../types';
+import { NodeCard } from './NodeCard';
+
+/** Props of `NodesSection`. */
+export interface INodesSectionProps {
+  nodes: readonly INode[];
+  trans: TranslationBundle;
+}
+
+/** The inventory: real nodes first, then emulated ones, each by name. */
+export function NodesSection(props: INodesSectionProps): JSX.Element {
+  const { trans } = props;
+  const nodes = [...props.nodes].sort(
+    (a, b) => Number(a.emulated) - Number(b.emulated) || a.name.localeCompare(b.name)
+  );
+  const emulated = nodes.filter(node => node.emulated).length;
+  return (
+    <section className="jp-hetero-nodes" aria-labelledby="jp-hetero-nodes-title">
+      <h3 className="jp-hetero-section-title" id="jp-hetero-nodes-title">
+        {trans.__('Nodes')}
+      </h3>
+      <div className="jp-hetero-hint">
+        {trans.__('%1 nodes, %2 of them emulated', nodes.length, emulated)}
+      </div>
+      {nodes.map(node => (
+        <NodeCard key={node.name} node={node} trans={trans} />
+      ))}
+    </section>
+  );
+}

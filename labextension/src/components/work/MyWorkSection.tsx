@@ -1,0 +1,45 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import type { IExplanation, IWorkload } from '../../types';
+import { IWorkloadActions, WorkloadRow } from './WorkloadRow';
+
+/** Props of `MyWorkSection`. */
+export interface IMyWorkSectionProps extends IWorkloadActions {
+  workloads: readonly IWorkload[];
+  explanations: ReadonlyMap<number, IExplanation>;
+  busy: ReadonlySet<number>;
+  trans: TranslationBundle;
+}
+
+/** The caller's kernels and jobs, newest first. */
+export function MyWorkSection(props: IMyWorkSectionProps): JSX.Element {
+  const { trans, workloads } = props;
+  return (
+    <section className="jp-hetero-work" aria-labelledby="jp-hetero-work-title">
+      <h3 className="jp-hetero-section-title" id="jp-hetero-work-title">
+        {trans.__('My work')}
+      </h3>
+      {workloads.length === 0 ? (
+        <div className="jp-hetero-empty">{trans.__('Nothing submitted yet.')}</div>
+      ) : (
+        <ul className="jp-hetero-workloads">
+          {workloads.map(workload => (
+            <WorkloadRow
+              key={workload.id}
+              workload={workload}
+              explanation={props.explanations.get(workload.id) ?? null}
+              busy={props.busy.has(workload.id)}
+              trans={trans}
+              onLogs={props.onLogs}
+              onCancel={props.onCancel}
+              onExplain={props.onExplain}
+              onResubmit={props.onResubmit}
+              onDismissExplanation={props.onDismissExplanation}
+            />
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,130 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { formatEta, formatMemory, formatPlacement, isFinished, kindLabel, num, secondsUntil } from '../../format';
+import type { IAttempt, IExplanation, IWorkload } from '../../types';
+import { BlockerList } from './BlockerList';
+import { ExplanationView } from './ExplanationView';
+import { StateBadge } from './StateBadge';
+
+/** What the user can do with a workload. */
+export interface IWorkloadActions {
+  onLogs: (id: number) => void;
+  onCancel: (id: number) => void;
+  onExplain: (id: number) => void;
+  onResubmit: (id: number) => void;
+  onDismissExplanation: (id: number) => void;
+}
+
+/** Props of `WorkloadRow`. */
+export interface IWorkloadRowProps extends IWorkloadActions {
+  workload: IWorkload;
+  explanation: IExplanation | null;
+  busy: boolean;
+  trans: TranslationBundle;
+}
+
+/** The latest attempt, if the workload was described with its attempts. */
+function lastAttempt(workload: IWorkload): IAttempt | null {
+  const attempts = workload.attempts ?? [];
+  return attempts.length > 0 ? attempts[attempts.length - 1] : null;
+}
+
+/** Usage of the latest attempt in words: peak memory and, where measured, GPU utilisation. */
+function usage(workload: IWorkload, trans: TranslationBundle): string | null {
+  const metrics = lastAttempt(workload)?.metrics ?? {};
+  const parts: string[] = [];
+  if (typeof metrics.peak_rss_mib === 'number') {
+    parts.push(trans.__('peak memory %1', formatMemory(metrics.peak_rss_mib)));
+  }
+  if (typeof metrics.gpu_util_pct_mean === 'number') {
+    parts.push(trans.__('GPU utilisation %1%', num(metrics.gpu_util_pct_mean)));
+  }
+  return parts.length > 0 ? parts.join(' · ') : null;
+}
+
+/** One of the caller's workloads: state, place in the queue, blockers, placement, usage and actions. */
+export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
+  const { workload: w, trans, busy } = props;
+  const finished = isFinished(w.state);
+  // A finished workload no longer holds a placement; its last attempt says where it ran.
+  const where = w.placement ?? lastAttempt(w)?.placement ?? null;
+  const placement = formatPlacement(where);
+  const used = usage(w, trans);
+  return (
+    <li className="jp-hetero-workload" data-workload-id={w.id} data-state={w.state}>
+      <div className="jp-hetero-row jp-hetero-workload-head">
+        <span className="jp-hetero-workload-title" title={w.name ?? w.template}>
+          {trans.__('#%1 %2', w.id, w.name ?? w.template)}
+        </span>
+        <StateBadge state={w.state} trans={trans} />
+      </div>
+      <div className="jp-hetero-workload-meta">
+        {trans.__('%1 · template %2 · queue %3', kindLabel(w.kind, trans), w.template, w.queue)}
+      </div>
+      {w.state === 'queued' && (
+        <div className="jp-hetero-workload-wait">
+          {typeof w.position === 'number' && trans.__('Position %1 in queue', w.position)}
+          {typeof w.position === 'number' && ' · '}
+          {formatEta(w.eta === null || w.eta === undefined ? null : secondsUntil(w.eta), trans)}
+        </div>
+      )}
+      {!finished && <BlockerList blockers={w.blockers ?? []} trans={trans} />}
+      {placement && (
+        <div className="jp-hetero-workload-placement">
+          {trans.__('Placement: %1 on %2', where?.flavor ?? w.flavor ?? '', placement)}
+        </div>
+      )}
+      {used && <div className="jp-hetero-workload-usage">{used}</div>}
+      {w.reason && <div className="jp-hetero-workload-reason">{w.reason}</div>}
+      {props.explanation && (
+        <ExplanationView
+          explanation={props.explanation}
+          trans={trans}
+          onDismiss={() => props.onDismissExplanation(w.id)}
+        />
+      )}
+      <div className="jp-hetero-row jp-hetero-workload-actions">
+        <button
+          type="button"
+          className="jp-hetero-action jp-hetero-action-logs"
+          onClick={() => props.onLogs(w.id)}
+          aria-label={trans.__('Show the log of workload %1', w.id)}
+        >
+          {trans.__('Logs')}
+        </button>
+        <button
+          type="button"
+          className="jp-hetero-action jp-hetero-action-explain"
+          onClick={() => props.onExplain(w.id)}
+          disabled={busy}
+          aria-label={trans.__('Explain workload %1', w.id)}
+        >
+          {trans.__('Explain')}
+        </button>
+        {!finished && (
+          <button
+            type="button"
+            className="jp-hetero-action jp-hetero-action-cancel"
+            onClick={() => props.onCancel(w.id)}
+            disabled={busy}
+            aria-label={trans.__('Cancel workload %1', w.id)}
+          >
+            {trans.__('Cancel')}
+          </button>
+        )}
+        {w.kind === 'job' && finished && (
+          <button
+            type="button"
+            className="jp-hetero-action jp-hetero-action-resubmit"
+            onClick={() => props.onResubmit(w.id)}
+            disabled={busy}
+            aria-label={trans.__('Re-submit workload %1', w.id)}
+          >
+            {trans.__('Re-submit')}
+          </button>
+        )}
+      </div>
+    </li>
+  );
+}

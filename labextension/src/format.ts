@@ -1,0 +1,192 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import type {
+  ILocalized,
+  IPlacement,
+  IResourceRequest,
+  Lang,
+  WorkloadKind,
+  WorkloadState
+} from './types';
+
+/** The API language for a JupyterLab language code: `zh-CN` -> `zh`, anything else -> `en`. */
+export function apiLang(languageCode: string | undefined | null): Lang {
+  return (languageCode ?? '').toLowerCase().startsWith('zh') ? 'zh' : 'en';
+}
+
+/** The catalog text in the UI's language, falling back to English. */
+export function localized(text: ILocalized | undefined | null, lang: Lang, fallback = ''): string {
+  if (!text) {
+    return fallback;
+  }
+  return (lang === 'zh' ? text.zh : text.en) || text.en || fallback;
+}
+
+/** A number without trailing zeros, at most `digits` decimals: 1.50 -> "1.5". */
+export function num(value: number, digits = 1): string {
+  return String(Number(value.toFixed(digits)));
+}
+
+/** Memory in MiB as people read it: 65536 -> "64 GiB", 512 -> "512 MiB". */
+export function formatMemory(mib: number): string {
+  if (mib >= 1024 * 1024) {
+    return `${num(mib / 1024 / 1024)} TiB`;
+  }
+  return mib >= 1024 ? `${num(mib / 1024)} GiB` : `${num(mib, 0)} MiB`;
+}
+
+/** Milli-cores as cores: 8000 -> "8". */
+export function formatCpu(milli: number): string {
+  return num(milli / 1000);
+}
+
+/** A duration in seconds, short: 45 -> "45 s", 5400 -> "1.5 h". */
+export function formatDuration(seconds: number, trans: TranslationBundle): string {
+  if (seconds < 90) {
+    return trans.__('%1 s', num(seconds, 0));
+  }
+  if (seconds < 90 * 60) {
+    return trans.__('%1 min', num(seconds / 60, 0));
+  }
+  if (seconds < 48 * 3600) {
+    return trans.__('%1 h', num(seconds / 3600));
+  }
+  return trans.__('%1 d', num(seconds / 86400));
+}
+
+/** When work may start: "starts now", "ETA ~12 min" or "ETA unknown". */
+export function formatEta(etaS: number | null | undefined, trans: TranslationBundle): string {
+  if (etaS === null || etaS === undefined) {
+    return trans.__('ETA unknown');
+  }
+  if (etaS <= 0) {
+    return trans.__('starts now');
+  }
+  return trans.__('ETA ~%1', formatDuration(etaS, trans));
+}
+
+/** Seconds from now until an absolute ETA (epoch seconds), never negative. */
+export function secondsUntil(epochS: number | null | undefined, nowMs: number = Date.now()): number | null {
+  if (epochS === null || epochS === undefined) {
+    return null;
+  }
+  return Math.max(0, epochS - nowMs / 1000);
+}
+
+/** A default request in one line: "1× GPU ≥ 40 GiB · 8 CPU · 64 GiB". */
+export function formatRequest(request: IResourceRequest, trans: TranslationBundle): string {
+  const parts: string[] = [];
+  if (request.devices > 0) {
+    parts.push(
+      request.device_memory_mib
+        ? trans.__('%1× device ≥ %2', request.devices, formatMemory(request.device_memory_mib))
+        : trans.__('%1× device', request.devices)
+    );
+  } else if (request.device_milli) {
+    parts.push(trans.__('%1 of a device', num(request.device_milli / 1000, 2)));
+  }
+  parts.push(trans.__('%1 CPU', formatCpu(request.cpu_milli)));
+  parts.push(trans.__('%1 memory', formatMemory(request.memory_mib)));
+  if (request.replicas > 1) {
+    parts.push(trans.__('%1 replicas', request.replicas));
+  }
+  return parts.join(' · ');
+}
+
+/** Where work runs: "gpu-a100-0 [0, 1]" per replica. */
+export function formatPlacement(placement: IPlacement | null | undefined): string {
+  if (!placement || !placement.slots) {
+    return '';
+  }
+  return placement.slots
+    .map(slot => {
+      const devices = slot.devices.map(device => device.index);
+      return devices.length > 0 ? `${slot.node} [${devices.join(', ')}]` : slot.node;
+    })
+    .join(', ');
+}
+
+/** The translated name of a workload state. */
+export function stateLabel(state: WorkloadState | string, trans: TranslationBundle): string {
+  switch (state) {
+    case 'queued':
+      return trans.__('queued');
+    case 'admitted':
+      return trans.__('admitted');
+    case 'starting':
+      return trans.__('starting');
+    case 'running':
+      return trans.__('running');
+    case 'succeeded':
+      return trans.__('succeeded');
+    case 'failed':
+      return trans.__('failed');
+    case 'cancelled':
+      return trans.__('cancelled');
+    case 'preempted':
+      return trans.__('preempted');
+    case 'lost':
+      return trans.__('lost');
+    default:
+      return state;
+  }
+}
+
+/** Whether a workload has ended and will not change any more by itself. */
+export function isFinished(state: WorkloadState | string): boolean {
+  return ['succeeded', 'failed', 'cancelled', 'lost'].includes(state);
+}
+
+/** The translated name of a workload kind. */
+export function kindLabel(kind: WorkloadKind | string, trans: TranslationBundle): string {
+  switch (kind) {
+    case 'kernel':
+      return trans.__('kernel');
+    case 'job':
+      return trans.__('job');
+    case 'service':
+      return trans.__('service');
+    default:
+      return kind;
+  }
+}
+
+/** The translated name of a catalog task type. */
+export function taskTypeLabel(taskType: string, trans: TranslationBundle): string {
+  switch (taskType) {
+    case 'data-preprocessing':
+      return trans.__('Data preprocessing');
+    case 'training':
+      return trans.__('Training');
+    case 'fine-tuning':
+      return trans.__('Fine-tuning');
+    case 'online-inference':
+      return trans.__('Online inference');
+    case 'batch-inference':
+      return trans.__('Batch inference');
+    case 'embedding':
+      return trans.__('Embedding');
+    case 'vision':
+      return trans.__('Vision');
+    case 'hpc':
+      return trans.__('HPC');
+    case 'interactive':
+      return trans.__('Interactive');
+    default:
+      return taskType;
+  }
+}
+
+/** The translated name of a node state. */
+export function nodeStateLabel(state: string, trans: TranslationBundle): string {
+  switch (state) {
+    case 'admitted':
+      return trans.__('admitted');
+    case 'pending':
+      return trans.__('pending onboarding');
+    case 'lost':
+      return trans.__('lost');
+    default:
+      return state;
+  }
+}

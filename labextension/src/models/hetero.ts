@@ -1,0 +1,201 @@
+import { localized } from '../format';
+import type { IHeteroService } from '../service';
+import type { ILocalized, IMyTenant, INode, IQueueStatus, ITemplate, ITenant, Lang } from '../types';
+import { IFailure, messageOf, ModelBase } from './base';
+import { LaunchModel } from './launch';
+import { WorkModel } from './work';
+
+/**
+ * Everything the Hetero panel shows, refreshed from the REST API.
+ *
+ * ```ts
+ * const model = new HeteroModel({ service: new HeteroService(), lang: 'en' });
+ * model.changed.connect(() => render(model));
+ * model.failed.connect((_, failure) => Notification.error(failure.message));
+ * await model.refresh();        // version, tenant, templates, queues, nodes, my work (+ tenants for admins)
+ * ```
+ */
+export class HeteroModel extends ModelBase {
+  constructor(options: HeteroModel.IOptions) {
+    super();
+    this._service = options.service;
+    this.lang = options.lang ?? 'en';
+    this.work = new WorkModel({ service: this._service, lang: this.lang });
+    this.launch = new LaunchModel({
+      service: this._service,
+      lang: this.lang,
+      previewDelayMs: options.previewDelayMs
+    });
+    for (const part of [this.work, this.launch]) {
+      part.changed.connect(this._forwardChanged, this);
+      part.failed.connect(this._forwardFailed, this);
+    }
+    this.launch.changed.connect(this._learnFlavors, this);
+  }
+
+  /** The language blockers, explanations and catalog texts are shown in. */
+  readonly lang: Lang;
+
+  /** The caller's workloads and the actions on them. */
+  readonly work: WorkModel;
+
+  /** The chosen template, its preview, starting kernels and submitting jobs. */
+  readonly launch: LaunchModel;
+
+  /** The server's jupyter-hetero version, once known. */
+  get version(): string | null {
+    return this._version;
+  }
+
+  /** The caller's tenant, role and quota, once known. */
+  get me(): IMyTenant | null {
+    return this._me;
+  }
+
+  /** Whether the caller may see the Admin section. */
+  get isAdmin(): boolean {
+    return this._me?.role === 'tenant-admin' || this._me?.role === 'platform-admin';
+  }
+
+  get templates(): readonly ITemplate[] {
+    return this._templates;
+  }
+
+  get queues(): readonly IQueueStatus[] {
+    return this._queues;
+  }
+
+  get nodes(): readonly INode[] {
+    return this._nodes;
+  }
+
+  /** Tenants with quota and use, for admins; empty otherwise. */
+  get tenants(): readonly ITenant[] {
+    return this._tenants;
+  }
+
+  /** Why the last refresh failed (several reasons joined), or null. */
+  get error(): string | null {
+    return this._error;
+  }
+
+  /** Whether a refresh is in flight. */
+  get loading(): boolean {
+    return this._loading;
+  }
+
+  /** A flavor's display name in the UI's language once a preview named it; else its name. */
+  flavorLabel(flavor: string): string {
+    return localized(this._flavorDisplays.get(flavor), this.lang, flavor);
+  }
+
+  /** Fetch fresh state; failures land in `error` and `failed`, never reject. Resolves success. */
+  async refresh(): Promise<boolean> {
+    // Only the newest refresh may write state, so a slow earlier answer cannot overwrite a newer one.
+    const generation = ++this._generation;
+    this._loading = true;
+    this.emitChanged();
+    const s = this._service;
+    const workDone = this.work.refresh();
+    const [version, me, templates, queues, nodes] = await Promise.allSettled([
+      s.getVersion(),
+      s.getMyTenant(),
+      s.listTemplates(),
+      s.listQueues(),
+      s.listNodes()
+    ]);
+    const failures = [version, me, templates, queues, nodes]
+      .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+      .map(r => messageOf(r.reason));
+    let tenants: ITenant[] = [];
+    const admin = me.status === 'fulfilled' && me.value.role !== 'member';
+    if (admin) {
+      try {
+        tenants = await s.listTenants();
+      } catch (error) {
+        failures.push(messageOf(error));
+      }
+    }
+    const workOk = await workDone;
+    if (generation !== this._generation || this.isDisposed) {
+      return false;
+    }
+    if (version.status === 'fulfilled') {
+      this._version = version.value.version;
+    }
+    if (me.status === 'fulfilled') {
+      this._me = me.value;
+      this._tenants = tenants;
+    }
+    if (queues.status === 'fulfilled') {
+      this._queues = queues.value;
+    }
+    if (nodes.status === 'fulfilled') {
+      this._nodes = nodes.value;
+    }
+    if (templates.status === 'fulfilled') {
+      this._templates = templates.value;
+      this.launch.setTemplates(templates.value);
+    }
+    const error = failures.length > 0 ? [...new Set(failures)].join('; ') : null;
+    if (error !== null) {
+      this._error = this.failOnce('refresh', error, this._error);
+    } else {
+      this._error = null;
+    }
+    this._loading = false;
+    this.emitChanged();
+    // Free capacity moves with the cluster: keep the open preview live.
+    const previewOk = await this.launch.refreshPreview();
+    return error === null && workOk && previewOk;
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.work.dispose();
+    this.launch.dispose();
+    super.dispose();
+  }
+
+  private _forwardChanged(): void {
+    this.emitChanged();
+  }
+
+  private _forwardFailed(_: unknown, failure: IFailure): void {
+    this.fail(failure.action, failure.message);
+  }
+
+  private _learnFlavors(): void {
+    for (const flavor of this.launch.preview?.flavors ?? []) {
+      if (flavor.display) {
+        this._flavorDisplays.set(flavor.flavor, flavor.display);
+      }
+    }
+  }
+
+  private readonly _service: IHeteroService;
+  private readonly _flavorDisplays = new Map<string, ILocalized>();
+  private _version: string | null = null;
+  private _me: IMyTenant | null = null;
+  private _templates: ITemplate[] = [];
+  private _queues: IQueueStatus[] = [];
+  private _nodes: INode[] = [];
+  private _tenants: ITenant[] = [];
+  private _error: string | null = null;
+  private _loading = false;
+  private _generation = 0;
+}
+
+/** Types belonging to `HeteroModel`. */
+export namespace HeteroModel {
+  export interface IOptions {
+    /** Where the model gets its data; tests pass a fake. */
+    service: IHeteroService;
+    /** The UI language; English by default. */
+    lang?: Lang;
+    /** Passed to the launch model. */
+    previewDelayMs?: number;
+  }
+}

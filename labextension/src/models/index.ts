@@ -1,0 +1,7 @@
+export * from './base';
+export * from './hetero';
+export * from './launch';
+export * from './logs';
+export * from './parameters';
+export * from './usage';
+export * from './work';

@@ -1,0 +1,214 @@
+import * as React from 'react';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import {
+  AdminSection,
+  HeteroPanelView,
+  ISectionTab,
+  MyWorkSection,
+  NodesSection,
+  PlacementStatus,
+  QueuesSection
+} from '../../src/components';
+import type { IExplanation } from '../../src/types';
+import * as build from '../builders';
+import { click, IRendered, press, render, trans } from '../render';
+
+let rendered: IRendered | null = null;
+afterEach(() => rendered?.unmount());
+
+describe('QueuesSection', () => {
+  it('shows class, counts, waits, rules and quota bars per flavor', () => {
+    const queue = build.queue({ preemption: { may_preempt: ['batch'] }, failure: { retries: 3 }, wait_p50_s: 45 });
+    rendered = render(<QueuesSection queues={[queue]} tenant="vision" lang="zh" trans={trans} />);
+    const card = rendered.host.querySelector('.jp-hetero-queue[data-queue="experiment"]');
+    expect(card?.querySelector('h4')?.textContent).toBe('研究实验');
+    expect(card?.querySelector('.jp-hetero-badge')?.textContent).toBe('experiment');
+    expect(card?.querySelector('.jp-hetero-queue-pending')?.textContent).toBe('1');
+    expect(card?.querySelector('.jp-hetero-queue-running')?.textContent).toBe('2');
+    expect(card?.querySelector('.jp-hetero-queue-wait')?.textContent).toBe('45 s / 10 min');
+    expect(card?.textContent).toContain('batch');
+    expect(card?.textContent).toContain('Quota of tenant vision in this queue');
+    const a100 = card?.querySelector('.jp-hetero-quota-flavor[data-flavor="a100-80g"]');
+    const devices = a100?.querySelector('[role="progressbar"]');
+    expect(devices?.getAttribute('aria-valuenow')).toBe('1000');
+    expect(devices?.getAttribute('aria-valuemax')).toBe('8000');
+    expect(devices?.getAttribute('aria-label')).toBe('Devices: 1 / 8');
+  });
+
+  it('says "no data" when nothing was admitted in the last day', () => {
+    const queue = build.queue({ wait_p50_s: null, wait_p95_s: null });
+    rendered = render(<QueuesSection queues={[queue]} tenant={null} lang="en" trans={trans} />);
+    expect(rendered.host.querySelector('.jp-hetero-queue-wait')?.textContent).toBe('no data / no data');
+  });
+});
+
+describe('NodesSection', () => {
+  it('marks emulated nodes and shows capability, state and allocation', () => {
+    const real = build.node({ name: 'vm', emulated: false, accelerator: null, flavor: 'cpu-standard', notes: ['nvml: not available'] });
+    rendered = render(<NodesSection nodes={[build.node(), real]} trans={trans} />);
+    const cards = [...rendered.host.querySelectorAll('.jp-hetero-node')];
+    expect(cards.map(c => c.getAttribute('data-node'))).toEqual(['vm', 'gpu-a100-0']);
+    const gpu = cards[1];
+    expect(gpu.classList.contains('jp-hetero-mod-emulated')).toBe(true);
+    expect(gpu.querySelector('.jp-hetero-mod-emulated.jp-hetero-badge')?.textContent).toBe('emulated');
+    expect(gpu.querySelector('.jp-hetero-node-accelerator')?.textContent).toBe('2× A100-SXM4-80GB, 80 GiB each');
+    expect(gpu.textContent).toContain('550.54.15 / cuda 12.4');
+    expect(gpu.textContent).toContain('nvlink');
+    expect(gpu.querySelector('[role="progressbar"]')?.getAttribute('aria-label')).toBe('Devices: 1 / 2');
+    expect(cards[0].textContent).toContain('this machine');
+    expect(cards[0].textContent).toContain('nvml: not available');
+    expect(rendered.host.textContent).toContain('2 nodes, 1 of them emulated');
+  });
+});
+
+describe('MyWorkSection', () => {
+  function section(overrides: Partial<React.ComponentProps<typeof MyWorkSection>> = {}): React.ComponentProps<typeof MyWorkSection> {
+    return {
+      workloads: [build.workload()],
+      explanations: new Map(),
+      busy: new Set(),
+      trans,
+      onLogs: vi.fn(),
+      onCancel: vi.fn(),
+      onExplain: vi.fn(),
+      onResubmit: vi.fn(),
+      onDismissExplanation: vi.fn(),
+      ...overrides
+    };
+  }
+
+  it('shows a waiting workload with its position, ETA and ranked blockers', () => {
+    rendered = render(<MyWorkSection {...section()} />);
+    const row = rendered.host.querySelector('.jp-hetero-workload[data-workload-id="7"]');
+    expect(row?.getAttribute('data-state')).toBe('queued');
+    expect(row?.querySelector('.jp-hetero-state')?.textContent).toBe('queued');
+    expect(row?.querySelector('.jp-hetero-workload-wait')?.textContent).toBe('Position 1 in queue · ETA unknown');
+    expect(row?.querySelector('.jp-hetero-blocker')?.textContent).toBe(
+      'capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU'
+    );
+  });
+
+  it('shows placement and usage of a finished job, and offers logs, explain and re-submit', () => {
+    const done = build.workload({
+      state: 'succeeded',
+      blockers: [],
+      reason: 'exit code 0',
+      placement: null,
+      attempts: [
+        {
+          number: 1,
+          node: 'gpu-a100-0',
+          exit_code: 0,
+          outcome: 'succeeded',
+          metrics: { peak_rss_mib: 2048, gpu_util_pct_mean: 87.5 },
+          placement: { flavor: 'a100-80g', slots: [{ node: 'gpu-a100-0', devices: [{ index: 1 }] }] }
+        }
+      ]
+    });
+    const p = section({ workloads: [done] });
+    rendered = render(<MyWorkSection {...p} />);
+    const row = rendered.host.querySelector('.jp-hetero-workload');
+    expect(row?.querySelector('.jp-hetero-workload-placement')?.textContent).toBe('Placement: a100-80g on gpu-a100-0 [1]');
+    expect(row?.querySelector('.jp-hetero-workload-usage')?.textContent).toBe('peak memory 2 GiB · GPU utilisation 87.5%');
+    expect(row?.querySelector('.jp-hetero-action-cancel')).toBeNull();
+    click(row?.querySelector('.jp-hetero-action-logs') ?? null);
+    click(row?.querySelector('.jp-hetero-action-explain') ?? null);
+    click(row?.querySelector('.jp-hetero-action-resubmit') ?? null);
+    expect(p.onLogs).toHaveBeenCalledWith(7);
+    expect(p.onExplain).toHaveBeenCalledWith(7);
+    expect(p.onResubmit).toHaveBeenCalledWith(7);
+  });
+
+  it('cancels with an accessible button and disables actions while one runs', () => {
+    const p = section();
+    rendered = render(<MyWorkSection {...p} />);
+    const cancel = rendered.host.querySelector('.jp-hetero-action-cancel');
+    expect(cancel?.getAttribute('aria-label')).toBe('Cancel workload 7');
+    click(cancel);
+    expect(p.onCancel).toHaveBeenCalledWith(7);
+    rendered.rerender(<MyWorkSection {...section({ busy: new Set([7]) })} />);
+    expect(rendered.host.querySelector<HTMLButtonElement>('.jp-hetero-action-cancel')?.disabled).toBe(true);
+  });
+
+  it('shows an explanation until dismissed', () => {
+    const explanation: IExplanation = { id: 7, state: 'queued', summary: 'waiting', lines: ['1. quota: ...'], position: 1, eta: null };
+    const p = section({ explanations: new Map([[7, explanation]]) });
+    rendered = render(<MyWorkSection {...p} />);
+    expect(rendered.host.querySelector('.jp-hetero-explanation')?.textContent).toContain('1. quota: ...');
+    click(rendered.host.querySelector('.jp-hetero-dismiss'));
+    expect(p.onDismissExplanation).toHaveBeenCalledWith(7);
+  });
+
+  it('says when there is nothing yet', () => {
+    rendered = render(<MyWorkSection {...section({ workloads: [] })} />);
+    expect(rendered.host.textContent).toContain('Nothing submitted yet.');
+  });
+});
+
+describe('AdminSection', () => {
+  it('lists tenants with members and quota use', () => {
+    rendered = render(<AdminSection tenants={[build.tenant()]} role="platform-admin" lang="en" trans={trans} />);
+    const card = rendered.host.querySelector('.jp-hetero-tenant[data-tenant="vision"]');
+    expect(card?.querySelector('h4')?.textContent).toBe('Vision team');
+    expect(card?.textContent).toContain('grace');
+    expect(card?.textContent).toContain('CC-1');
+    expect(card?.querySelector('[role="progressbar"]')?.getAttribute('aria-label')).toBe('Devices: 6 / 8');
+  });
+});
+
+describe('PlacementStatus', () => {
+  it('reads flavor, devices, queue and tenant, and utilisation when measured', () => {
+    rendered = render(<PlacementStatus usage={build.kernelUsage()} flavorLabel="A100-80G" trans={trans} />);
+    expect(rendered.host.textContent).toBe('A100-80G ×1 · experiment · default');
+    rendered.rerender(
+      <PlacementStatus usage={build.kernelUsage({ device_utilisation: { gpu_util_pct: 42.4 } })} flavorLabel="A100-80G" trans={trans} />
+    );
+    expect(rendered.host.textContent).toBe('A100-80G ×1 · experiment · default · GPU 42%');
+    expect(rendered.host.querySelector('.jp-hetero-status')?.getAttribute('title')).toContain('Node: gpu-a100-0 (emulated)');
+  });
+
+  it('shows nothing for a kernel that is not a hetero kernel', () => {
+    rendered = render(<PlacementStatus usage={null} flavorLabel="" trans={trans} />);
+    expect(rendered.host.innerHTML).toBe('');
+  });
+});
+
+describe('HeteroPanelView', () => {
+  const tabs: ISectionTab[] = [
+    { id: 'launch', label: 'Launch' },
+    { id: 'queues', label: 'Queues' },
+    { id: 'work', label: 'My work' }
+  ];
+
+  it('shows the error, the version and the current section as a tab panel', () => {
+    rendered = render(
+      <HeteroPanelView version="0.1.0" error="Forbidden" loading={false} trans={trans} onRefresh={vi.fn()} tabs={tabs} current="queues" onSelect={vi.fn()}>
+        <p className="content">queues here</p>
+      </HeteroPanelView>
+    );
+    expect(rendered.host.querySelector('.jp-hetero-error')?.textContent).toContain('Forbidden');
+    expect(rendered.host.querySelector('.jp-hetero-version')?.textContent).toBe('jupyter-hetero 0.1.0');
+    const panel = rendered.host.querySelector('[role="tabpanel"]');
+    expect(panel?.getAttribute('aria-labelledby')).toBe('jp-hetero-tab-queues');
+    expect(panel?.querySelector('.content')).not.toBeNull();
+    const current = rendered.host.querySelector('[role="tab"][aria-selected="true"]');
+    expect(current?.textContent).toBe('Queues');
+    expect(current?.getAttribute('tabindex')).toBe('0');
+  });
+
+  it('switches sections with clicks and arrow keys', () => {
+    const onSelect = vi.fn();
+    rendered = render(
+      <HeteroPanelView version={null} error={null} loading={true} trans={trans} onRefresh={vi.fn()} tabs={tabs} current="launch" onSelect={onSelect} />
+    );
+    expect(rendered.host.querySelector('.jp-hetero-loading')).not.toBeNull();
+    expect(rendered.host.querySelector<HTMLButtonElement>('.jp-hetero-refresh')?.disabled).toBe(true);
+    const launch = rendered.host.querySelector('#jp-hetero-tab-launch');
+    press(launch, 'ArrowRight');
+    press(launch, 'ArrowLeft');
+    press(launch, 'End');
+    click(rendered.host.querySelector('#jp-hetero-tab-queues'));
+    expect(onSelect.mock.calls.map(c => c[0])).toEqual(['queues', 'work', 'work', 'queues']);
+  });
+});

@@ -1,0 +1,131 @@
+// A fake of the REST service for model tests: canned answers, a log of calls, injectable failures.
+import { HeteroAPIError } from '../src/handler';
+import type { IHeteroService, IPreviewRequest, SubmitJob } from '../src/service';
+import type {
+  IExplanation,
+  IKernelUsage,
+  IMyTenant,
+  INode,
+  IPreview,
+  IQueueStatus,
+  IStartedKernel,
+  ITemplate,
+  ITenant,
+  IVersionInfo,
+  IWorkload,
+  Lang
+} from '../src/types';
+import * as build from './builders';
+
+/** One call the fake answered: the method name and its arguments. */
+export type Call = [string, ...unknown[]];
+
+export class FakeService implements IHeteroService {
+  version: IVersionInfo = { version: '0.1.0' };
+  templates: ITemplate[] = [build.template(), build.template({ name: 'training', task_type: 'training', kinds: ['job'], interactive: false })];
+  queues: IQueueStatus[] = [build.queue()];
+  me: IMyTenant = build.me();
+  tenants: ITenant[] = [build.tenant()];
+  nodes: INode[] = [build.node()];
+  workloads: IWorkload[] = [build.workload()];
+  /** Answers of `getWorkload` by id; the list entry when absent. */
+  details = new Map<number, IWorkload>();
+  preview: IPreview = build.preview();
+  usage: IKernelUsage = build.kernelUsage();
+  /** Method name -> error the next calls throw. */
+  failures = new Map<string, Error>();
+  /** Log chunks `followLogs` streams, per follow. */
+  logFollows: string[][] = [['hello\n']];
+  readonly calls: Call[] = [];
+
+  /** A HeteroAPIError as the server would send it. */
+  static error(message: string, status = 400): HeteroAPIError {
+    return new HeteroAPIError(message, status);
+  }
+
+  callsOf(name: string): Call[] {
+    return this.calls.filter(call => call[0] === name);
+  }
+
+  private async _answer<T>(name: string, args: unknown[], value: () => T): Promise<T> {
+    this.calls.push([name, ...args]);
+    const failure = this.failures.get(name);
+    if (failure) {
+      throw failure;
+    }
+    return value();
+  }
+
+  getVersion(): Promise<IVersionInfo> {
+    return this._answer('getVersion', [], () => this.version);
+  }
+  listTemplates(): Promise<ITemplate[]> {
+    return this._answer('listTemplates', [], () => this.templates);
+  }
+  listQueues(): Promise<IQueueStatus[]> {
+    return this._answer('listQueues', [], () => this.queues);
+  }
+  getMyTenant(): Promise<IMyTenant> {
+    return this._answer('getMyTenant', [], () => this.me);
+  }
+  listTenants(): Promise<ITenant[]> {
+    return this._answer('listTenants', [], () => this.tenants);
+  }
+  listNodes(): Promise<INode[]> {
+    return this._answer('listNodes', [], () => this.nodes);
+  }
+  listMyWorkloads(): Promise<IWorkload[]> {
+    return this._answer('listMyWorkloads', [], () => this.workloads);
+  }
+  getWorkload(id: number, lang: Lang): Promise<IWorkload> {
+    return this._answer('getWorkload', [id, lang], () => {
+      const found = this.details.get(id) ?? this.workloads.find(w => w.id === id);
+      if (!found) {
+        throw FakeService.error(`no workload ${id}`, 404);
+      }
+      return found;
+    });
+  }
+  submitJob(job: SubmitJob): Promise<IWorkload> {
+    return this._answer('submitJob', [job], () => build.workload({ id: 8, template: job.template }));
+  }
+  cancelWorkload(id: number): Promise<IWorkload> {
+    return this._answer('cancelWorkload', [id], () => build.workload({ id, state: 'cancelled' }));
+  }
+  resubmitWorkload(id: number): Promise<IWorkload> {
+    return this._answer('resubmitWorkload', [id], () => build.workload({ id: id + 100 }));
+  }
+  explainWorkload(id: number, lang: Lang): Promise<IExplanation> {
+    return this._answer('explainWorkload', [id, lang], () => ({
+      id,
+      state: 'queued',
+      summary: 'waiting',
+      lines: ['1. capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU'],
+      position: 1,
+      eta: null
+    }));
+  }
+  followLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
+    return this._answer('followLogs', [id, signal], () => {
+      for (const chunk of this.logFollows.shift() ?? []) {
+        onChunk(chunk);
+      }
+    });
+  }
+  previewWorkload(request: IPreviewRequest): Promise<IPreview> {
+    return this._answer('previewWorkload', [request], () => this.preview);
+  }
+  startKernel(template: string, parameters: Record<string, unknown>): Promise<IStartedKernel> {
+    return this._answer('startKernel', [template, parameters], () => ({ kernel_id: 'k-1', workload_id: 3 }));
+  }
+  getKernelUsage(kernelId: string): Promise<IKernelUsage> {
+    return this._answer('getKernelUsage', [kernelId], () => ({ ...this.usage, kernel_id: kernelId }));
+  }
+}
+
+/** Collects what a signal emits. */
+export function record<T>(signal: { connect: (slot: (sender: unknown, args: T) => void) => boolean }): T[] {
+  const seen: T[] = [];
+  signal.connect((_, args) => seen.push(args));
+  return seen;
+}

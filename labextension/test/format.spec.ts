@@ -1,0 +1,70 @@
+import { nullTranslator } from '@jupyterlab/translation';
+import { describe, expect, it } from 'vitest';
+
+import {
+  apiLang,
+  formatDuration,
+  formatEta,
+  formatMemory,
+  formatPlacement,
+  formatRequest,
+  localized,
+  secondsUntil
+} from '../src/format';
+import * as build from './builders';
+
+const trans = nullTranslator.load('jupyter_hetero');
+
+describe('format', () => {
+  it('maps JupyterLab language codes to the API language', () => {
+    expect(apiLang('zh-CN')).toBe('zh');
+    expect(apiLang('en-US')).toBe('en');
+    expect(apiLang(undefined)).toBe('en');
+  });
+
+  it('picks the catalog text in the UI language, falling back to English', () => {
+    expect(localized({ en: 'Training', zh: '模型训练' }, 'zh')).toBe('模型训练');
+    expect(localized({ en: 'Training', zh: '' }, 'zh')).toBe('Training');
+    expect(localized(undefined, 'en', 'training')).toBe('training');
+  });
+
+  it.each([
+    [512, '512 MiB'],
+    [65536, '64 GiB'],
+    [1572864, '1.5 TiB']
+  ])('memory %d MiB reads %s', (mib, text) => {
+    expect(formatMemory(mib)).toBe(text);
+  });
+
+  it.each([
+    [45, '45 s'],
+    [720, '12 min'],
+    [5400, '1.5 h'],
+    [259200, '3 d']
+  ])('%d seconds read %s', (seconds, text) => {
+    expect(formatDuration(seconds, trans)).toBe(text);
+  });
+
+  it('says when work may start', () => {
+    expect(formatEta(0, trans)).toBe('starts now');
+    expect(formatEta(720, trans)).toBe('ETA ~12 min');
+    expect(formatEta(null, trans)).toBe('ETA unknown');
+    expect(secondsUntil(1060, 1000_000)).toBe(60);
+    expect(secondsUntil(900, 1000_000)).toBe(0);
+  });
+
+  it('summarises a default request', () => {
+    expect(formatRequest(build.template().request, trans)).toBe('1× device ≥ 40 GiB · 8 CPU · 64 GiB memory');
+    expect(formatRequest({ ...build.template().request, devices: 0, device_milli: 500 }, trans)).toBe(
+      '0.5 of a device · 8 CPU · 64 GiB memory'
+    );
+  });
+
+  it('shows a placement as node and device indexes', () => {
+    expect(
+      formatPlacement({ flavor: 'a100-80g', slots: [{ node: 'gpu-a100-0', devices: [{ index: 0 }, { index: 1 }] }] })
+    ).toBe('gpu-a100-0 [0, 1]');
+    expect(formatPlacement({ flavor: 'cpu-standard', slots: [{ node: 'cpu-0', devices: [] }] })).toBe('cpu-0');
+    expect(formatPlacement(null)).toBe('');
+  });
+});

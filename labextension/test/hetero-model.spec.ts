@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+
+import { HeteroModel } from '../src/models';
+import * as build from './builders';
+import { FakeService, record } from './fakes';
+
+describe('HeteroModel', () => {
+  it('starts empty', () => {
+    const model = new HeteroModel({ service: new FakeService() });
+    expect(model.version).toBeNull();
+    expect(model.error).toBeNull();
+    expect(model.loading).toBe(false);
+    expect(model.templates).toEqual([]);
+    expect(model.isAdmin).toBe(false);
+  });
+
+  it('loads version, tenant, templates, queues, nodes and my work in one refresh', async () => {
+    const service = new FakeService();
+    const model = new HeteroModel({ service, previewDelayMs: 0 });
+    const changes = record(model.changed);
+
+    await expect(model.refresh()).resolves.toBe(true);
+
+    expect(model.version).toBe('0.1.0');
+    expect(model.me?.tenant).toBe('vision');
+    expect(model.templates.map(t => t.name)).toEqual(['fine-tuning', 'training']);
+    expect(model.queues[0].name).toBe('experiment');
+    expect(model.nodes[0].name).toBe('gpu-a100-0');
+    expect(model.work.workloads[0].id).toBe(7);
+    expect(model.launch.template?.name).toBe('fine-tuning');
+    expect(model.loading).toBe(false);
+    expect(changes.length).toBeGreaterThan(1);
+  });
+
+  it('lists tenants only for admins', async () => {
+    const member = new FakeService();
+    await new HeteroModel({ service: member }).refresh();
+    expect(member.callsOf('listTenants')).toHaveLength(0);
+
+    const admin = new FakeService();
+    admin.me = build.me({ role: 'platform-admin' });
+    const model = new HeteroModel({ service: admin });
+    await model.refresh();
+    expect(model.isAdmin).toBe(true);
+    expect(model.tenants.map(t => t.tenant)).toEqual(['vision']);
+  });
+
+  it('keeps what it knew, shows the server message and reports it once while it repeats', async () => {
+    const service = new FakeService();
+    const model = new HeteroModel({ service });
+    const failures = record(model.failed);
+    await model.refresh();
+
+    service.failures.set('listQueues', FakeService.error('scheduler is restarting', 503));
+    await expect(model.refresh()).resolves.toBe(false);
+    await model.refresh();
+
+    expect(model.error).toBe('scheduler is restarting');
+    expect(model.queues).toHaveLength(1);
+    expect(model.version).toBe('0.1.0');
+    expect(failures).toEqual([{ action: 'refresh', message: 'scheduler is restarting' }]);
+
+    service.failures.clear();
+    await expect(model.refresh()).resolves.toBe(true);
+    expect(model.error).toBeNull();
+  });
+
+  it('ignores a slow answer that arrives after a newer one', async () => {
+    const service = new FakeService();
+    const model = new HeteroModel({ service });
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>(resolve => (release = resolve));
+    const original = service.getVersion.bind(service);
+    let first = true;
+    service.getVersion = async () => {
+      if (first) {
+        first = false;
+        await gate;
+        return { version: '0.1.0-old' };
+      }
+      return original();
+    };
+    const older = model.refresh();
+    await model.refresh();
+    release();
+    await older;
+    expect(model.version).toBe('0.1.0');
+  });
+
+  it('learns flavor display names from previews, falling back to the flavor name', async () => {
+    const service = new FakeService();
+    const model = new HeteroModel({ service, lang: 'zh', previewDelayMs: 0 });
+    expect(model.flavorLabel('a100-80g')).toBe('a100-80g');
+    service.preview = build.preview({ flavors: [build.flavorPreview({ flavor: 'ascend-910b', display: { en: 'Ascend 910B', zh: '昇腾 910B' } })] });
+    await model.refresh();
+    expect(model.flavorLabel('ascend-910b')).toBe('昇腾 910B');
+  });
+
+  it('stops signalling once disposed', async () => {
+    const model = new HeteroModel({ service: new FakeService() });
+    const changes = record(model.changed);
+    model.dispose();
+    await model.refresh();
+    expect(model.isDisposed).toBe(true);
+    expect(changes).toHaveLength(0);
+  });
+});
