@@ -17,6 +17,7 @@ __all__ = [
     "MemoryMiB",
     "compare_versions",
     "friendly_quantities",
+    "format_cpu",
     "format_memory",
     "parse_cpu_milli",
     "parse_duration_s",
@@ -96,6 +97,11 @@ def parse_duration_s(value: Any) -> int:
     if not parts or _DURATION_PART.sub("", text).strip():
         raise ValueError(f"duration {value!r} is not a number of seconds or text such as '2h' or '1h30m'")
     return int(sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts))
+
+
+def format_cpu(milli: int) -> str:
+    """``64000`` -> ``"64 CPU"``, ``500`` -> ``"0.5 CPU"``: cores for people to read."""
+    return f"{milli / 1000:.2f}".rstrip("0").rstrip(".") + " CPU"
 
 
 def format_memory(mib: int) -> str:

@@ -81,9 +81,9 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
         held_id = int(held.stdout.strip().splitlines()[-1])
         explained = until(lambda: "capacity" in (out := hetero(server, "explain", str(held_id)).stdout) and out,
                           "a blocker")
-        assert "1. capacity: flavor cpu-standard has" in explained
+        assert "1. capacity: 64 CPU must fit on one node; the largest node of flavor cpu-standard has 32 CPU" in explained
         chinese = hetero(server, "explain", str(held_id), "--lang", "zh").stdout
-        assert "容量：规格 cpu-standard" in chinese
+        assert "规格 cpu-standard 最大的节点只有 32 CPU" in chinese
         cancelled = hetero(server, "cancel", str(held_id))
         assert "cancelled" in cancelled.stdout
         bad = hetero(server, "submit", "--template", "nope", "--", "true")

@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from ..units import format_cpu, format_memory
 from .matching import Mismatch, mismatch
 from .model import Constraints, Device, NodeState, Request, Slot
 
@@ -84,6 +85,13 @@ class Cluster:
         self._free_dev = {
             flavor: sum(n.device_free_milli for n in nodes if n.schedulable) for flavor, nodes in self.flavors.items()
         }
+        # The biggest admitted node of each flavor, (count, CPU, memory): what no node can hold
+        # is told apart from what merely waits for capacity.
+        self._largest = {
+            flavor: (len(admitted), max(n.cpu for n in admitted), max(n.mem for n in admitted))
+            for flavor, nodes in self.flavors.items()
+            if (admitted := [n for n in nodes if n.schedulable])
+        }
 
     # -- index ---------------------------------------------------------------------------------
 
@@ -103,6 +111,9 @@ class Cluster:
 
     def eligibility(self, flavor: str, request: Request, constraints: Constraints) -> Eligibility:
         """Static eligibility, cached: it depends on nothing that changes within a cycle."""
+        oversized = self._oversized(flavor, request)
+        if oversized is not None:
+            return Eligibility({}, {oversized.kind: (oversized, self._largest[flavor][0])})
         key = (flavor, constraints, request.uses_devices, request.devices, request.device_mem,
                request.replicas > 1, request.placement)
         cached = self._eligible.get(key)
@@ -118,6 +129,20 @@ class Cluster:
                     mismatches[reason.kind] = (example, count + 1)
             cached = self._eligible[key] = Eligibility(nodes, mismatches)
         return cached
+
+    def _oversized(self, flavor: str, request: Request) -> Mismatch | None:
+        """Why no admitted node of ``flavor`` is big enough for one replica (for all, when they
+        must share a node), or None."""
+        largest = self._largest.get(flavor)
+        if largest is None:
+            return None
+        _, cpu, mem = largest
+        together = request.replicas if request.placement == "same-node" else 1
+        if request.cpu * together > cpu:
+            return Mismatch("node-cpu", format_cpu(request.cpu * together), format_cpu(cpu))
+        if request.mem * together > mem:
+            return Mismatch("node-memory", format_memory(request.mem * together), format_memory(mem))
+        return None
 
     def free_devices_milli(self, flavor: str) -> int:
         """Free device-milli over the schedulable nodes of a flavor, kept up to date as work moves."""

@@ -73,6 +73,14 @@ _MESSAGES: dict[str, tuple[str, str]] = {
         "capacity: a replica needs {need} devices on one node, nodes of flavor {flavor} have {have}",
         "容量：每个副本需要单节点 {need} 张卡，规格 {flavor} 的节点只有 {have} 张",
     ),
+    "node-cpu": (
+        "capacity: {need} must fit on one node; the largest node of flavor {flavor} has {have}",
+        "容量：单个节点需容纳 {need}，规格 {flavor} 最大的节点只有 {have}",
+    ),
+    "node-memory": (
+        "capacity: {need} memory must fit on one node; the largest node of flavor {flavor} has {have}",
+        "容量：单个节点需容纳内存 {need}，规格 {flavor} 最大的节点只有 {have}",
+    ),
     "no-accelerator": (
         "capacity: flavor {flavor} has no accelerators",
         "容量：规格 {flavor} 没有加速卡",

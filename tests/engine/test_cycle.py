@@ -61,10 +61,20 @@ def test_flavors_are_tried_in_template_order():
                      "capacity: flavor cpu-standard has no accelerators", id="cpu node for a gpu job"),
         pytest.param(node("a1").gpus(2), job(1).gpus(4),
                      "capacity: a replica needs 4 devices on one node, nodes of flavor a100-80g have 2", id="too many devices per node"),
+        pytest.param([node("c1", "cpu-standard").cpu(32), node("c2", "cpu-standard").cpu(16)], job(1).cpu(48).flavors("cpu-standard"),
+                     "capacity: 48 CPU must fit on one node; the largest node of flavor cpu-standard has 32 CPU",
+                     id="more cores than any node"),
+        pytest.param(node("c1", "cpu-standard").mem(64), job(1).cpu(1).mem(128).flavors("cpu-standard"),
+                     "capacity: 128Gi memory must fit on one node; the largest node of flavor cpu-standard has 64Gi",
+                     id="more memory than any node"),
+        pytest.param(node("c1", "cpu-standard").cpu(32), job(1).cpu(20).replicas(2, "same-node").flavors("cpu-standard"),
+                     "capacity: 40 CPU must fit on one node; the largest node of flavor cpu-standard has 32 CPU",
+                     id="replicas that share a node"),
     ],
 )
 def test_static_mismatches_are_explained(builder, workload, message):
-    decisions = Engine().cycle(snapshot(nodes=[builder], pending=[workload], tenants=[VISION]))
+    nodes = builder if isinstance(builder, list) else [builder]
+    decisions = Engine().cycle(snapshot(nodes=nodes, pending=[workload], tenants=[VISION]))
     assert not decisions.admissions
     assert first_blocker(decisions, 1).startswith(message)
 

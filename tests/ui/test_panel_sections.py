@@ -163,8 +163,10 @@ def test_a_job_that_does_not_fit_shows_its_blocker_and_can_be_cancelled(lab_page
     panel = open_panel(page)
     choose_template(panel, "data-preprocessing")
     set_parameter(panel, "cpu", "64")
-    # No node has 64 free cores: the preview already says it waits.
-    expect(panel.locator(".jp-hetero-flavor[data-flavor='cpu-standard']")).to_contain_text("needs 64 CPU", timeout=30_000)
+    # No node has 64 cores: the preview already says so.
+    cpu_standard = panel.locator(".jp-hetero-flavor[data-flavor='cpu-standard']")
+    expect(cpu_standard).to_contain_text("64 CPU must fit on one node", timeout=30_000)
+    expect(cpu_standard).to_have_class(re.compile("jp-hetero-mod-unschedulable"))
     panel.locator("#jp-hetero-job-path").fill(script)
 
     workload_id = submit_job(page, panel)
@@ -172,7 +174,9 @@ def test_a_job_that_does_not_fit_shows_its_blocker_and_can_be_cancelled(lab_page
     panel.locator(".jp-hetero-tab[data-section=work]").click()
     row = workload_row(panel, workload_id)
     expect(row).to_have_attribute("data-state", "queued")
-    expect(row.locator(".jp-hetero-blocker").first).to_contain_text("needs 64 CPU", timeout=30_000)
+    expect(row.locator(".jp-hetero-blocker").first).to_contain_text(
+        "the largest node of flavor cpu-standard has 32 CPU", timeout=30_000
+    )
     expect(row.locator(".jp-hetero-workload-wait")).to_contain_text("Position")
     row.locator(".jp-hetero-action-explain").click()
     expect(row.locator(".jp-hetero-explanation")).to_contain_text("64 CPU")

@@ -2,6 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import type { ITenant, Lang, Role } from '../../types';
+import { Section } from '../common/Section';
 import { TenantCard } from './TenantCard';
 
 /** Props of `AdminSection`. */
@@ -16,10 +17,7 @@ export interface IAdminSectionProps {
 export function AdminSection(props: IAdminSectionProps): JSX.Element {
   const { trans } = props;
   return (
-    <section className="jp-hetero-admin" aria-labelledby="jp-hetero-admin-title">
-      <h3 className="jp-hetero-section-title" id="jp-hetero-admin-title">
-        {trans.__('Admin')}
-      </h3>
+    <Section id="admin" title={trans.__('Admin')}>
       <div className="jp-hetero-hint">
         {props.role === 'platform-admin'
           ? trans.__('You are a platform admin: every tenant is shown.')
@@ -30,6 +28,6 @@ export function AdminSection(props: IAdminSectionProps): JSX.Element {
       {props.tenants.map(tenant => (
         <TenantCard key={tenant.tenant} tenant={tenant} lang={props.lang} trans={trans} />
       ))}
-    </section>
+    </Section>
   );
 }

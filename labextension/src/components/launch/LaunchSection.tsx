@@ -3,6 +3,8 @@ import * as React from 'react';
 
 import type { ParameterProblem, PathProblem } from '../../models/parameters';
 import type { IPreview, ITemplate, Lang } from '../../types';
+import { ActionButton } from '../common/ActionButton';
+import { Section } from '../common/Section';
 import { AdvancedParameters } from './AdvancedParameters';
 import { FlavorChoices } from './FlavorChoices';
 import { JobPathPicker } from './JobPathPicker';
@@ -38,10 +40,7 @@ export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
   const { template, trans, lang } = props;
   const flavorParameter = template?.parameters.find(p => p.name === 'flavor');
   return (
-    <section className="jp-hetero-launch" aria-labelledby="jp-hetero-launch-title">
-      <h3 className="jp-hetero-section-title" id="jp-hetero-launch-title">
-        {trans.__('Launch')}
-      </h3>
+    <Section id="launch" title={trans.__('Launch')}>
       <TemplatePicker
         templates={props.templates}
         selected={template?.name ?? null}
@@ -71,19 +70,18 @@ export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
             onChange={props.onValue}
           />
           <div className="jp-hetero-actions">
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-mod-accept jp-hetero-start-kernel"
-              disabled={!props.canStartKernel}
-              onClick={props.onStartKernel}
+            <ActionButton
+              primary
+              className="jp-hetero-start-kernel"
+              label={props.starting ? trans.__('Starting kernel…') : trans.__('Start kernel')}
               title={
                 template.kinds.includes('kernel')
                   ? trans.__('Start a kernel of this template and open a notebook on it')
                   : trans.__('This template does not run kernels')
               }
-            >
-              {props.starting ? trans.__('Starting kernel…') : trans.__('Start kernel')}
-            </button>
+              disabled={!props.canStartKernel}
+              onClick={props.onStartKernel}
+            />
           </div>
           <JobPathPicker
             path={props.path}
@@ -93,22 +91,21 @@ export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
             onUseSelection={props.onUseSelection}
           />
           <div className="jp-hetero-actions">
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-mod-accept jp-hetero-submit-job"
-              disabled={!props.canSubmitJob}
-              onClick={props.onSubmitJob}
+            <ActionButton
+              primary
+              className="jp-hetero-submit-job"
+              label={props.submitting ? trans.__('Submitting…') : trans.__('Submit job')}
               title={
                 template.kinds.includes('job')
                   ? trans.__('Submit the script or notebook as a job of this template')
                   : trans.__('This template does not run jobs')
               }
-            >
-              {props.submitting ? trans.__('Submitting…') : trans.__('Submit job')}
-            </button>
+              disabled={!props.canSubmitJob}
+              onClick={props.onSubmitJob}
+            />
           </div>
         </>
       )}
-    </section>
+    </Section>
   );
 }

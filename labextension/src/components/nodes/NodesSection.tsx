@@ -2,6 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import type { INode } from '../../types';
+import { Section } from '../common/Section';
 import { NodeCard } from './NodeCard';
 
 /** Props of `NodesSection`. */
@@ -18,16 +19,13 @@ export function NodesSection(props: INodesSectionProps): JSX.Element {
   );
   const emulated = nodes.filter(node => node.emulated).length;
   return (
-    <section className="jp-hetero-nodes" aria-labelledby="jp-hetero-nodes-title">
-      <h3 className="jp-hetero-section-title" id="jp-hetero-nodes-title">
-        {trans.__('Nodes')}
-      </h3>
+    <Section id="nodes" title={trans.__('Nodes')}>
       <div className="jp-hetero-hint">
         {trans.__('%1 nodes, %2 of them emulated', nodes.length, emulated)}
       </div>
       {nodes.map(node => (
         <NodeCard key={node.name} node={node} trans={trans} />
       ))}
-    </section>
+    </Section>
   );
 }

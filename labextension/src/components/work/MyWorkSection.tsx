@@ -2,6 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import type { IExplanation, IWorkload } from '../../types';
+import { Section } from '../common/Section';
 import { IWorkloadActions, WorkloadRow } from './WorkloadRow';
 
 /** Props of `MyWorkSection`. */
@@ -16,10 +17,7 @@ export interface IMyWorkSectionProps extends IWorkloadActions {
 export function MyWorkSection(props: IMyWorkSectionProps): JSX.Element {
   const { trans, workloads } = props;
   return (
-    <section className="jp-hetero-work" aria-labelledby="jp-hetero-work-title">
-      <h3 className="jp-hetero-section-title" id="jp-hetero-work-title">
-        {trans.__('My work')}
-      </h3>
+    <Section id="work" title={trans.__('My work')}>
       {workloads.length === 0 ? (
         <div className="jp-hetero-empty">{trans.__('Nothing submitted yet.')}</div>
       ) : (
@@ -40,6 +38,6 @@ export function MyWorkSection(props: IMyWorkSectionProps): JSX.Element {
           ))}
         </ul>
       )}
-    </section>
+    </Section>
   );
 }

@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import { formatEta, formatMemory, formatPlacement, isFinished, kindLabel, num, secondsUntil } from '../../format';
 import type { IAttempt, IExplanation, IWorkload } from '../../types';
+import { ActionButton } from '../common/ActionButton';
 import { BlockerList } from './BlockerList';
 import { ExplanationView } from './ExplanationView';
 import { StateBadge } from './StateBadge';
@@ -85,44 +86,36 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
         />
       )}
       <div className="jp-hetero-row jp-hetero-workload-actions">
-        <button
-          type="button"
-          className="jp-hetero-action jp-hetero-action-logs"
+        <ActionButton
+          className="jp-hetero-action-logs"
+          label={trans.__('Logs')}
+          ariaLabel={trans.__('Show the log of workload %1', w.id)}
           onClick={() => props.onLogs(w.id)}
-          aria-label={trans.__('Show the log of workload %1', w.id)}
-        >
-          {trans.__('Logs')}
-        </button>
-        <button
-          type="button"
-          className="jp-hetero-action jp-hetero-action-explain"
-          onClick={() => props.onExplain(w.id)}
+        />
+        <ActionButton
+          className="jp-hetero-action-explain"
+          label={trans.__('Explain')}
+          ariaLabel={trans.__('Explain workload %1', w.id)}
           disabled={busy}
-          aria-label={trans.__('Explain workload %1', w.id)}
-        >
-          {trans.__('Explain')}
-        </button>
+          onClick={() => props.onExplain(w.id)}
+        />
         {!finished && (
-          <button
-            type="button"
-            className="jp-hetero-action jp-hetero-action-cancel"
-            onClick={() => props.onCancel(w.id)}
+          <ActionButton
+            className="jp-hetero-action-cancel"
+            label={trans.__('Cancel')}
+            ariaLabel={trans.__('Cancel workload %1', w.id)}
             disabled={busy}
-            aria-label={trans.__('Cancel workload %1', w.id)}
-          >
-            {trans.__('Cancel')}
-          </button>
+            onClick={() => props.onCancel(w.id)}
+          />
         )}
         {w.kind === 'job' && finished && (
-          <button
-            type="button"
-            className="jp-hetero-action jp-hetero-action-resubmit"
-            onClick={() => props.onResubmit(w.id)}
+          <ActionButton
+            className="jp-hetero-action-resubmit"
+            label={trans.__('Re-submit')}
+            ariaLabel={trans.__('Re-submit workload %1', w.id)}
             disabled={busy}
-            aria-label={trans.__('Re-submit workload %1', w.id)}
-          >
-            {trans.__('Re-submit')}
-          </button>
+            onClick={() => props.onResubmit(w.id)}
+          />
         )}
       </div>
     </li>
