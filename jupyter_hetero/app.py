@@ -10,6 +10,7 @@ from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, List, Type, Unicode, default
 
+from .auth import hide_server_token_from_members
 from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.processes import LocalBackend
 from .capability import NodeCapability
@@ -124,6 +125,8 @@ class HeteroApp(ExtensionApp):
             device_idle_pct=self.cull_device_idle_pct,
             device_idle_after_s=self.cull_device_idle_after,
         )
+        web_settings = self.serverapp.web_app.settings
+        web_settings["page_config_hook"] = hide_server_token_from_members(web_settings.get("page_config_hook"))
         platform = self.settings["hetero_platform"]
         platform.kernels.kernel_manager = self.serverapp.kernel_manager
         platform.kernels.register()

@@ -4,7 +4,8 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
-import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { FileDialog, IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
@@ -13,7 +14,7 @@ import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/tran
 
 import { addCommands, addLauncherItems, CommandIDs, openNotebookOnKernel } from './commands';
 import { apiLang } from './format';
-import { HeteroModel, KernelUsageModel } from './models';
+import { HeteroModel, KernelUsageModel, RUNNABLE } from './models';
 import { FailureNotifier } from './notify';
 import { HeteroPanel } from './panel';
 import { RefreshPoll } from './poll';
@@ -43,7 +44,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ILauncher,
     IStatusBar,
     INotebookTracker,
-    IDefaultFileBrowser
+    IDefaultFileBrowser,
+    IDocumentManager
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -54,7 +56,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     launcher: ILauncher | null,
     statusBar: IStatusBar | null,
     notebooks: INotebookTracker | null,
-    fileBrowser: IDefaultFileBrowser | null
+    fileBrowser: IDefaultFileBrowser | null,
+    documents: IDocumentManager | null
   ): void => {
     const trans = (translator ?? nullTranslator).load(TRANSLATION_DOMAIN);
     const lang = apiLang(translator?.languageCode);
@@ -71,7 +74,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       trans,
       actions: {
         openLogs: id => void app.commands.execute(CommandIDs.openLogs, { id }),
-        selectedPath: () => selectedFile(fileBrowser, trans)
+        selectedPath: () => selectedFile(fileBrowser, trans),
+        browsePath: documents ? () => chooseJobFile(documents, translator ?? nullTranslator, trans) : undefined
       }
     });
     app.shell.add(panel, 'left', { rank: 600 });
@@ -179,6 +183,22 @@ function trackNotebookKernel(notebooks: INotebookTracker, usage: KernelUsageMode
     watched?.sessionContext.kernelChanged.connect(follow);
     follow();
   });
+}
+
+/** A job's script or notebook chosen in JupyterLab's file dialog; null when cancelled. */
+async function chooseJobFile(
+  manager: IDocumentManager,
+  translator: ITranslator,
+  trans: TranslationBundle
+): Promise<string | null> {
+  const result = await FileDialog.getOpenFiles({
+    manager,
+    translator,
+    title: trans.__('Choose a script or notebook'),
+    filter: item => (item.type === 'directory' || RUNNABLE.test(item.name) ? {} : null)
+  });
+  const file = result.button.accept ? result.value?.find(item => item.type !== 'directory') : undefined;
+  return file?.path ?? null;
 }
 
 /** The path of the one file selected in the file browser; warns and gives null otherwise. */

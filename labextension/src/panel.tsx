@@ -24,6 +24,8 @@ export interface IPanelActions {
   openLogs: (workloadId: number) => void;
   /** The path of the file selected in the file browser, or null. */
   selectedPath: () => string | null;
+  /** Ask for a script or notebook in a file dialog; null when cancelled. Absent without a document manager. */
+  browsePath?: () => Promise<string | null>;
 }
 
 /** The Hetero left-sidebar panel: maps the model to presentational components. */
@@ -122,6 +124,7 @@ export class HeteroPanel extends ReactWidget {
       default: {
         const launch = model.launch;
         const { problems } = launch.parameters;
+        const browse = this._actions.browsePath;
         return (
           <LaunchSection
             templates={launch.templates}
@@ -147,6 +150,7 @@ export class HeteroPanel extends ReactWidget {
                 launch.setPath(path);
               }
             }}
+            onBrowse={browse && (() => void browse().then(path => path !== null && launch.setPath(path)))}
             onStartKernel={() => void launch.startKernel()}
             onSubmitJob={() => void launch.submitJob()}
           />

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from http.cookies import SimpleCookie
+from types import SimpleNamespace
 
 import pytest
+from jupyter_server.auth.identity import User
 
+from jupyter_hetero.auth import TeamUser, hide_server_token_from_members
+
+from ..conftest import _token
 from .test_lifecycle import gate, running  # noqa: F401 - the gate fixture
 
 pytestmark = pytest.mark.usefixtures("team")
@@ -151,3 +158,28 @@ async def test_nodes_show_what_is_allocated_on_them(api, gate, wait_for):  # noq
     allocated = {n["name"]: n["allocated"] for n in await api("nodes", as_user="alice")}["gpu-a100-0"]
     assert allocated["device_milli"] == 1000 and allocated["workloads"] == 1 and allocated["cpu_milli"] == 16000
     await api(f"workloads/{job['id']}", "DELETE", as_user="alice")
+
+
+async def test_a_member_stays_that_member_on_the_login_cookie(jp_fetch):
+    member = {"Authorization": f"token {_token('alice')}"}
+    signed_in = await jp_fetch("hetero", "api", "v1", "tenants", "me", headers=member)
+    cookies = SimpleCookie()
+    for header in signed_in.headers.get_list("Set-Cookie"):
+        cookies.load(header)
+    assert cookies, "a token sign-in sets the login cookie"
+
+    # The next request carries only the cookie, as JupyterLab's do in a member's browser.
+    cookie_only = {"Authorization": "", "Cookie": "; ".join(f"{k}={v.value}" for k, v in cookies.items())}
+    again = await jp_fetch("hetero", "api", "v1", "tenants", "me", headers=cookie_only)
+
+    first, second = json.loads(signed_in.body), json.loads(again.body)
+    assert (second["user"], second["tenant"], second["role"]) == (first["user"], first["tenant"], first["role"])
+    assert (second["user"], second["role"]) == ("alice", "member")
+
+
+def test_jupyterlab_pages_of_members_do_not_carry_the_server_token():
+    earlier_hook = hide_server_token_from_members(lambda handler, config: {**config, "seen": True})
+    member, owner = SimpleNamespace(current_user=TeamUser(username="mia")), SimpleNamespace(current_user=User("me"))
+
+    assert earlier_hook(member, {"token": "secret"}) == {"token": "", "seen": True}
+    assert earlier_hook(owner, {"token": "secret"}) == {"token": "secret", "seen": True}

@@ -19,9 +19,16 @@ REPO = Path(__file__).resolve().parents[2]
 UI_OUTPUT = REPO / "test-output" / "ui"
 
 
+# A personal token of a plain member of the default tenant (the server's own token is its owner,
+# a platform admin).
+MEMBER_TOKEN = "member-token-for-ui-tests"
+
+
 def hetero_server_args(layout: ServerLayout) -> list[str]:
     """Every jupyter-hetero setting the UI test server runs with, in one place."""
     return [
+        "--ServerApp.identity_provider_class=jupyter_hetero.auth.TeamIdentityProvider",
+        f"--TeamIdentityProvider.user_tokens={MEMBER_TOKEN}=mia",
         f"--HeteroApp.emulated_nodes_file={REPO / 'binder' / 'demo-nodes.yaml'}",
         f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
         f"--HeteroApp.work_dir={layout.state / 'work'}",

@@ -15,6 +15,7 @@ from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from ..harness import open_sidebar_tab, wait_for_lab_shell
+from .conftest import MEMBER_TOKEN
 
 pytestmark = pytest.mark.ui
 
@@ -167,7 +168,13 @@ def test_a_job_that_does_not_fit_shows_its_blocker_and_can_be_cancelled(lab_page
     cpu_standard = panel.locator(".jp-hetero-flavor[data-flavor='cpu-standard']")
     expect(cpu_standard).to_contain_text("64 CPU must fit on one node", timeout=30_000)
     expect(cpu_standard).to_have_class(re.compile("jp-hetero-mod-unschedulable"))
-    panel.locator("#jp-hetero-job-path").fill(script)
+    # Choose the script in JupyterLab's file dialog.
+    panel.locator(".jp-hetero-browse").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Choose a script or notebook")
+    dialog.locator(".jp-DirListing-item", has_text=script).click()
+    dialog.locator("button.jp-mod-accept").click()
+    expect(panel.locator("#jp-hetero-job-path")).to_have_value(script)
 
     workload_id = submit_job(page, panel)
 
@@ -218,6 +225,20 @@ def test_queues_nodes_and_admin_sections(lab_page, ui_output):
     expect(tenant).to_contain_text("CC-0000")
     expect(tenant.locator("[role=progressbar]").first).to_be_visible()
     page.screenshot(path=str(ui_output / "panel-admin.png"))
+
+
+def test_a_plain_member_sees_no_admin_section(browser, lab_server, ui_output):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{lab_server.base_url}lab/workspaces/member?token={MEMBER_TOKEN}")
+        wait_for_lab_shell(page)
+        panel = open_panel(page, "queues")
+        expect(panel.locator(".jp-hetero-tab")).to_have_text(["Launch", "Queues", "My work", "Nodes"])
+        # Mia's quota bars are her tenant's: she belongs to the catalog's default tenant.
+        expect(panel.locator(".jp-hetero-queue").first).to_contain_text("tenant default")
+    finally:
+        context.close()
 
 
 @pytest.fixture

@@ -70,13 +70,16 @@ export function parameterValues(
   return { values, problems };
 }
 
+/** The files a job can run: Python scripts and notebooks. */
+export const RUNNABLE = /\.(py|ipynb)$/i;
+
 /** Whether a path names something a job can run, and if not why. */
 export function checkJobPath(path: string): PathProblem | null {
   const text = path.trim();
   if (text === '') {
     return 'empty';
   }
-  return /\.(py|ipynb)$/i.test(text) ? null : 'not-runnable';
+  return RUNNABLE.test(text) ? null : 'not-runnable';
 }
 
 /** The job payload for a path: notebooks run as notebooks, anything else as a script. */

@@ -100,6 +100,16 @@ describe('LaunchSection', () => {
     expect(p.onUseSelection).toHaveBeenCalledTimes(1);
   });
 
+  it('offers a file dialog only when the application has one', () => {
+    rendered = render(<LaunchSection {...props()} />);
+    expect(rendered.host.querySelector('.jp-hetero-browse')).toBeNull();
+    rendered.unmount();
+    const onBrowse = vi.fn();
+    rendered = render(<LaunchSection {...props({ onBrowse })} />);
+    click(rendered.host.querySelector('.jp-hetero-browse'));
+    expect(onBrowse).toHaveBeenCalledTimes(1);
+  });
+
   it('disables what cannot be done and says why', () => {
     rendered = render(<LaunchSection {...props({ canStartKernel: false, path: 'x.csv', pathProblem: 'not-runnable' })} />);
     expect(rendered.host.querySelector<HTMLButtonElement>('.jp-hetero-start-kernel')?.disabled).toBe(true);

@@ -11,9 +11,14 @@ export interface IJobPathPickerProps {
   onChange: (path: string) => void;
   /** Fill the field from the file browser's selection. */
   onUseSelection: () => void;
+  /** Fill the field from a file dialog; no "Browse" button without it. */
+  onBrowse?: () => void;
 }
 
-/** The script or notebook a job runs: a path under the server root, typed or taken from the file browser. */
+/**
+ * The script or notebook a job runs: a path under the server root, typed, chosen in a file
+ * dialog, or taken from the file browser's selection.
+ */
 export function JobPathPicker(props: IJobPathPickerProps): JSX.Element {
   const { trans, problem } = props;
   const showProblem = problem === 'not-runnable';
@@ -33,6 +38,16 @@ export function JobPathPicker(props: IJobPathPickerProps): JSX.Element {
           aria-describedby="jp-hetero-job-path-hint"
           onChange={event => props.onChange(event.target.value)}
         />
+        {props.onBrowse && (
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-mod-reject jp-hetero-browse"
+            onClick={props.onBrowse}
+            title={trans.__('Choose a script or notebook')}
+          >
+            {trans.__('Browse…')}
+          </button>
+        )}
         <button
           type="button"
           className="jp-Button jp-mod-styled jp-mod-reject jp-hetero-use-selection"

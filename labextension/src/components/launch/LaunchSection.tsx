@@ -31,6 +31,8 @@ export interface ILaunchSectionProps {
   onValue: (name: string, value: string) => void;
   onPath: (path: string) => void;
   onUseSelection: () => void;
+  /** Choose the path in a file dialog; absent when the application has none. */
+  onBrowse?: () => void;
   onStartKernel: () => void;
   onSubmitJob: () => void;
 }
@@ -89,6 +91,7 @@ export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
             trans={trans}
             onChange={props.onPath}
             onUseSelection={props.onUseSelection}
+            onBrowse={props.onBrowse}
           />
           <div className="jp-hetero-actions">
             <ActionButton
