@@ -5,15 +5,16 @@ import { ILauncher } from '@jupyterlab/launcher';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
+import { IDisposable } from '@lumino/disposable';
 
 import { SectionId } from './components';
 import { localized } from './format';
 import { heteroIcon } from './icons';
-import { LogsWidget } from './logs';
+import { LogsWidget, logsWidgetId } from './logs';
 import { HeteroModel, IFailure, LogModel, runsKernels } from './models';
 import { HeteroPanel, PANEL_ID } from './panel';
 import type { IHeteroService } from './service';
-import type { ParameterValues } from './types';
+import type { ITemplate, ParameterValues } from './types';
 
 /** Command ids, namespaced `hetero:`. */
 export namespace CommandIDs {
@@ -82,7 +83,7 @@ export function addCommands(context: ICommandContext): void {
   app.commands.addCommand(CommandIDs.startKernel, {
     label: args => templateLabel(model, args) ?? trans.__('Start Hetero Kernel'),
     caption: args => {
-      const template = model.templates.find(t => t.name === args.template);
+      const template = findTemplate(model, args);
       return template
         ? localized(template.description, model.lang)
         : trans.__('Start a kernel placed by the Hetero scheduler');
@@ -91,6 +92,12 @@ export function addCommands(context: ICommandContext): void {
     execute: args => {
       const template = typeof args.template === 'string' ? args.template : context.defaultTemplate();
       const parameters = (args.parameters ?? {}) as ParameterValues;
+      if (model.launch.starting) {
+        Notification.warning(trans.__('A kernel is already starting; try again when it is placed.'), {
+          autoClose: 5000
+        });
+        return null;
+      }
       Notification.info(trans.__('Starting a kernel of template %1…', template), { autoClose: 4000 });
       return model.launch.startKernel({ template, parameters });
     }
@@ -100,7 +107,7 @@ export function addCommands(context: ICommandContext): void {
     label: args => trans.__('Log of workload %1', String(args.id ?? '')),
     execute: args => {
       const workloadId = Number(args.id);
-      const id = `jp-hetero-logs-${workloadId}`;
+      const id = logsWidgetId(workloadId);
       for (const widget of app.shell.widgets('main')) {
         if (widget.id === id) {
           app.shell.activateById(id);
@@ -116,28 +123,34 @@ export function addCommands(context: ICommandContext): void {
   });
 }
 
-/** Add a launcher item per interactive template not added yet; returns the names added. */
-export function addLauncherItems(
+/**
+ * Keep one launcher item per template that runs kernels: add the new ones, remove those the
+ * server no longer has. `items` holds what is in the launcher between calls.
+ */
+export function syncLauncherItems(
   launcher: ILauncher,
   model: HeteroModel,
   trans: TranslationBundle,
-  added: Set<string>
-): string[] {
-  const names: string[] = [];
-  model.templates.forEach((template, index) => {
-    if (!runsKernels(template) || added.has(template.name)) {
-      return;
+  items: Map<string, IDisposable>
+): void {
+  const wanted = model.templates.filter(runsKernels);
+  for (const [name, item] of items) {
+    if (!wanted.some(t => t.name === name)) {
+      item.dispose();
+      items.delete(name);
     }
-    added.add(template.name);
-    names.push(template.name);
-    launcher.add({
-      command: CommandIDs.startKernel,
-      args: { template: template.name },
-      category: trans.__('Hetero'),
-      rank: index
-    });
+  }
+  wanted.forEach((template, rank) => {
+    if (!items.has(template.name)) {
+      const item = launcher.add({
+        command: CommandIDs.startKernel,
+        args: { template: template.name },
+        category: trans.__('Hetero'),
+        rank
+      });
+      items.set(template.name, item);
+    }
   });
-  return names;
 }
 
 /** Open a new untitled notebook in `cwd` attached to a running kernel. */
@@ -157,7 +170,11 @@ export async function openNotebookOnKernel(
   });
 }
 
+function findTemplate(model: HeteroModel, args: ReadonlyPartialJSONObject): ITemplate | undefined {
+  return model.templates.find(t => t.name === args.template);
+}
+
 function templateLabel(model: HeteroModel, args: ReadonlyPartialJSONObject): string | null {
-  const template = model.templates.find(t => t.name === args.template);
+  const template = findTemplate(model, args);
   return template ? localized(template.display, model.lang, template.name) : null;
 }

@@ -36,18 +36,7 @@ export async function requestAPI<T>(
   init: RequestInit = {},
   settings: ServerConnection.ISettings = ServerConnection.makeSettings()
 ): Promise<T> {
-  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
-
-  let response: Response;
-  try {
-    response = await ServerConnection.makeRequest(url, init, settings);
-  } catch (error) {
-    throw new HeteroAPIError(
-      error instanceof Error ? error.message : String(error),
-      0
-    );
-  }
-
+  const response = await send(endPoint, init, settings);
   const body = await decodeBody(response);
   if (!response.ok) {
     throw errorFrom(response, body);
@@ -71,17 +60,8 @@ export async function streamAPI(
   signal?: AbortSignal,
   settings: ServerConnection.ISettings = ServerConnection.makeSettings()
 ): Promise<void> {
-  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
-  let response: Response;
-  try {
-    // `no-cache` rather than JupyterLab's `no-store`, whose cache buster the API rejects.
-    response = await ServerConnection.makeRequest(url, { method: 'GET', cache: 'no-cache', signal }, settings);
-  } catch (error) {
-    if (signal?.aborted) {
-      throw error;
-    }
-    throw new HeteroAPIError(error instanceof Error ? error.message : String(error), 0);
-  }
+  // `no-cache` rather than JupyterLab's `no-store`, whose cache buster the API rejects.
+  const response = await send(endPoint, { method: 'GET', cache: 'no-cache', signal }, settings);
   if (!response.ok) {
     throw errorFrom(response, await decodeBody(response));
   }
@@ -104,6 +84,19 @@ export async function streamAPI(
   const rest = decoder.decode();
   if (rest.length > 0) {
     onChunk(rest);
+  }
+}
+
+/** One request to the API; a network failure becomes a `HeteroAPIError` with status 0 (an abort stays an abort). */
+async function send(endPoint: string, init: RequestInit, settings: ServerConnection.ISettings): Promise<Response> {
+  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
+  try {
+    return await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    if (init.signal?.aborted) {
+      throw error;
+    }
+    throw new HeteroAPIError(error instanceof Error ? error.message : String(error), 0);
   }
 }
 

@@ -11,10 +11,11 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
+import { IDisposable } from '@lumino/disposable';
 
-import { addCommands, addLauncherItems, CommandIDs, openNotebookOnKernel } from './commands';
+import { addCommands, CommandIDs, openNotebookOnKernel, syncLauncherItems } from './commands';
 import { apiLang } from './format';
-import { HeteroModel, KernelUsageModel, RUNNABLE } from './models';
+import { HeteroModel, KernelUsageModel, messageOf, RUNNABLE } from './models';
 import { FailureNotifier } from './notify';
 import { HeteroPanel } from './panel';
 import { RefreshPoll } from './poll';
@@ -73,9 +74,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
       model,
       trans,
       actions: {
-        openLogs: id => void app.commands.execute(CommandIDs.openLogs, { id }),
+        openLogs: id =>
+          void app.commands
+            .execute(CommandIDs.openLogs, { id })
+            .catch(error => notifier.notify({ action: 'logs', message: messageOf(error) })),
         selectedPath: () => selectedFile(fileBrowser, trans),
-        browsePath: documents ? () => chooseJobFile(documents, translator ?? nullTranslator, trans) : undefined
+        browsePath: documents
+          ? () =>
+              chooseJobFile(documents, translator ?? nullTranslator, trans).catch(error => {
+                Notification.error(trans.__('Could not open the file dialog: %1', messageOf(error)));
+                return null;
+              })
+          : undefined
       }
     });
     app.shell.add(panel, 'left', { rank: 600 });
@@ -124,8 +134,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     }
     if (launcher) {
-      const added = new Set<string>();
-      model.changed.connect(() => addLauncherItems(launcher, model, trans, added));
+      const items = new Map<string, IDisposable>();
+      model.changed.connect(() => syncLauncherItems(launcher, model, trans, items));
     }
 
     let usagePoll: RefreshPoll | null = null;
@@ -134,17 +144,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
       usage.failed.connect((_, failure) => notifier.notify(failure));
       trackNotebookKernel(notebooks, usage);
       const item = new PlacementStatusItem({ model: usage, trans, flavorLabel: f => model.flavorLabel(f) });
-      statusBar.registerStatusItem('jupyter-hetero:placement', {
+      const registered = statusBar.registerStatusItem('jupyter-hetero:placement', {
         item,
         align: 'left',
         rank: 5,
         isActive: () => usage.usage !== null,
         activeStateChanged: usage.changed
       });
-      usagePoll = new RefreshPoll({
+      const poll = (usagePoll = new RefreshPoll({
         name: 'jupyter-hetero:kernel-usage',
         refresh: () => usage.refresh(),
         intervalS: DEFAULT_REFRESH_INTERVAL_S
+      }));
+      panel.disposed.connect(() => {
+        poll.dispose();
+        registered.dispose();
+        usage.dispose();
       });
     }
 
@@ -165,7 +180,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
           settings.changed.connect(apply);
         })
         .catch(reason => {
-          console.error('jupyter-hetero: could not load settings.', reason);
+          Notification.warning(
+            trans.__('Could not load the Hetero settings; using the defaults: %1', messageOf(reason)),
+            { autoClose: 8000 }
+          );
         });
     }
   }
@@ -177,12 +195,14 @@ function trackNotebookKernel(notebooks: INotebookTracker, usage: KernelUsageMode
   const follow = (): void => {
     usage.kernelId = watched?.sessionContext.session?.kernel?.id ?? null;
   };
-  notebooks.currentChanged.connect((_, panel) => {
+  const watch = (panel: NotebookPanel | null): void => {
     watched?.sessionContext.kernelChanged.disconnect(follow);
     watched = panel;
     watched?.sessionContext.kernelChanged.connect(follow);
     follow();
-  });
+  };
+  notebooks.currentChanged.connect((_, panel) => watch(panel));
+  watch(notebooks.currentWidget); // a notebook restored before the plugin activated
 }
 
 /** A job's script or notebook chosen in JupyterLab's file dialog; null when cancelled. */

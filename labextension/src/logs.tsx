@@ -44,16 +44,12 @@ export class LogsWidget extends MainAreaWidget<ReactWidget> {
   constructor(options: LogsWidget.IOptions) {
     super({ content: new LogContent(options.model, options.trans) });
     this._model = options.model;
-    this.id = `jp-hetero-logs-${options.model.workloadId}`;
+    this.id = logsWidgetId(options.model.workloadId);
     this.addClass('jp-hetero-logs-widget');
     this.title.label = options.trans.__('Log of workload %1', options.model.workloadId);
     this.title.icon = heteroIcon;
     this.title.closable = true;
     void this._model.follow();
-  }
-
-  get model(): LogModel {
-    return this._model;
   }
 
   dispose(): void {
@@ -62,6 +58,11 @@ export class LogsWidget extends MainAreaWidget<ReactWidget> {
   }
 
   private readonly _model: LogModel;
+}
+
+/** The DOM id of a workload's log tab: one tab per workload. */
+export function logsWidgetId(workloadId: number): string {
+  return `jp-hetero-logs-${workloadId}`;
 }
 
 /** Types belonging to `LogsWidget`. */

@@ -53,8 +53,12 @@ export class FailureNotifier {
   notify(failure: IFailure): void {
     const text = failureText(failure, this._trans);
     const now = this._now();
-    const last = this._shown.get(text);
-    if (last !== undefined && now - last < REPEAT_QUIET_MS) {
+    for (const [shown, at] of this._shown) {
+      if (now - at >= REPEAT_QUIET_MS) {
+        this._shown.delete(shown); // quiet long enough: forget it
+      }
+    }
+    if (this._shown.has(text)) {
       return;
     }
     this._shown.set(text, now);

@@ -65,11 +65,6 @@ export class RefreshPoll implements IDisposable {
     return this._poll.refresh();
   }
 
-  /** Resolve once the poll has ticked (including its first tick). */
-  get tick(): Promise<IPoll<void, unknown, 'standby'>> {
-    return this._poll.tick;
-  }
-
   dispose(): void {
     if (typeof document !== 'undefined') {
       document.removeEventListener('visibilitychange', this._onVisibility);

@@ -18,8 +18,6 @@ import type {
   ParameterValues
 } from './types';
 
-export type { IVersionInfo } from './types';
-
 /**
  * Revalidate every GET with the server. JupyterLab's default (`no-store`) appends
  * a bare timestamp to the query string as a cache buster, which the API's strict

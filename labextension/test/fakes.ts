@@ -47,14 +47,32 @@ export class FakeService implements IHeteroService {
     return this.calls.filter(call => call[0] === name);
   }
 
+  /**
+   * Hold the answer of the next call of `name` (as it is at call time) until the returned
+   * function is called: a slow server, for races.
+   */
+  hold(name: string): () => void {
+    let release: () => void = () => undefined;
+    this._holds.set(name, new Promise<void>(resolve => (release = resolve)));
+    return release;
+  }
+
   private async _answer<T>(name: string, args: unknown[], value: () => T): Promise<T> {
     this.calls.push([name, ...args]);
     const failure = this.failures.get(name);
+    const answer = failure ? null : value();
+    const hold = this._holds.get(name);
+    if (hold) {
+      this._holds.delete(name);
+      await hold;
+    }
     if (failure) {
       throw failure;
     }
-    return value();
+    return answer as T;
   }
+
+  private readonly _holds = new Map<string, Promise<void>>();
 
   getVersion(): Promise<IVersionInfo> {
     return this._answer('getVersion', [], () => this.version);

@@ -102,6 +102,20 @@ describe('LaunchModel', () => {
     expect(launch.canStartKernel).toBe(true);
   });
 
+  it('lets no preview of the previous template land after another is chosen', async () => {
+    const service = new FakeService();
+    const launch = new LaunchModel({ service, lang: 'en', previewDelayMs: 60_000 });
+    launch.setTemplates(service.templates);
+    const release = service.hold('previewWorkload');
+    const old = launch.refreshPreview();
+    launch.select('training');
+    release();
+    await old;
+    expect(launch.template?.name).toBe('training');
+    expect(launch.preview).toBeNull();
+    launch.dispose();
+  });
+
   it('starts over from the defaults when another template is chosen', () => {
     const { launch } = model();
     launch.setValue('devices', '2');

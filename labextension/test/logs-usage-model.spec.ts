@@ -93,6 +93,22 @@ describe('KernelUsageModel', () => {
     expect(service.callsOf('getKernelUsage')).toHaveLength(1);
   });
 
+  it('lets no stale answer land when the kernel changes and comes back', async () => {
+    const service = new FakeService();
+    service.usage = build.kernelUsage({ node: 'before' });
+    const usage = new KernelUsageModel({ service });
+    const release = service.hold('getKernelUsage');
+    usage.kernelId = 'k-a';
+    usage.kernelId = 'k-b';
+    await usage.refresh();
+    service.usage = build.kernelUsage({ node: 'after' });
+    usage.kernelId = 'k-a';
+    await usage.refresh();
+    release();
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(usage.usage?.node).toBe('after');
+  });
+
   it('reports other errors', async () => {
     const service = new FakeService();
     service.failures.set('getKernelUsage', FakeService.error('database is locked', 500));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { checkJobPath, checkParameter, jobPayload, parameterValues, runsJobs, runsKernels } from '../src/models';
+import { checkJobPath, checkParameter, isNumeric, jobPayload, parameterValues, runsJobs, runsKernels } from '../src/models';
 import type { ITemplateParameter } from '../src/types';
 import * as build from './builders';
 
@@ -22,6 +22,20 @@ describe('checkParameter', () => {
     ['not one of the choices', choice, 'tpu', 'not-a-choice']
   ])('%s', (_name, parameter, raw, problem) => {
     expect(checkParameter(parameter, raw)).toBe(problem);
+  });
+});
+
+describe('isNumeric', () => {
+  it('is true for plain numbers only, not quantities with units or choices', () => {
+    const float: ITemplateParameter = { ...int, name: 'device_fraction', type: 'float' };
+    const duration: ITemplateParameter = { ...memory, name: 'time_limit', type: 'duration' };
+    expect([int, float, memory, duration, choice].map(isNumeric)).toEqual([true, true, false, false, false]);
+  });
+
+  it('makes a non-number a problem for numbers only', () => {
+    const float: ITemplateParameter = { ...int, type: 'float' };
+    expect(checkParameter(float, 'two')).toBe('not-a-number');
+    expect(checkParameter(float, '1.5')).toBeNull();
   });
 });
 

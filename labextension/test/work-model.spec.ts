@@ -27,6 +27,32 @@ describe('WorkModel', () => {
     expect(service.callsOf('getWorkload')).toHaveLength(1);
   });
 
+  it('reports a workload it could not describe once, and still lists it', async () => {
+    const service = new FakeService();
+    service.workloads = [build.workload({ id: 7 })];
+    service.failures.set('getWorkload', FakeService.error('database is locked', 500));
+    const work = new WorkModel({ service, lang: 'en' });
+    const failures = record(work.failed);
+    await expect(work.refresh()).resolves.toBe(false);
+    await work.refresh();
+    expect(work.workloads.map(w => w.id)).toEqual([7]);
+    expect(failures).toEqual([{ action: 'refresh', message: 'database is locked' }]);
+    expect(work.error).toBe('database is locked');
+    service.failures.clear();
+    await expect(work.refresh()).resolves.toBe(true);
+    expect(work.error).toBeNull();
+  });
+
+  it('forgets explanations of workloads no longer listed', async () => {
+    const service = new FakeService();
+    service.workloads = [build.workload({ id: 7 })];
+    const work = new WorkModel({ service, lang: 'en' });
+    await work.explain(7);
+    service.workloads = [build.workload({ id: 8 })];
+    await work.refresh();
+    expect(work.explanations.has(7)).toBe(false);
+  });
+
   it('cancels, then refreshes', async () => {
     const service = new FakeService();
     const work = new WorkModel({ service, lang: 'en' });

@@ -122,7 +122,7 @@ def test_start_kernel_on_an_emulated_gpu_shows_its_placement_in_the_status_bar(l
     panel.locator(".jp-hetero-start-kernel").click()
 
     expect(page.locator(".jp-NotebookPanel")).to_have_count(1, timeout=60_000)
-    status = page.locator(".jp-hetero-status")
+    status = page.locator(".jp-hetero-placement")
     expect(status).to_contain_text("A100-80G ×1 · experiment", timeout=30_000)
     expect(page.locator(".jp-Dialog")).to_have_count(0)  # attached to our kernel: no kernel picker
     kernel_id = status.get_attribute("data-kernel-id")
@@ -360,7 +360,7 @@ def test_launcher_item_starts_a_kernel_of_its_template(lab_server, lab_page):
     card.click()
 
     expect(page.locator(".jp-NotebookPanel")).to_have_count(1, timeout=60_000)
-    status = page.locator(".jp-hetero-status")
+    status = page.locator(".jp-hetero-placement")
     expect(status).to_contain_text("experiment", timeout=30_000)
     kernel_id = status.get_attribute("data-kernel-id")
     assert lab_server.api(f"{API}/kernels/{kernel_id}/usage")["template"] == "interactive"

@@ -118,7 +118,7 @@ export class HeteroModel extends ModelBase {
     }
     const workOk = await workDone;
     if (generation !== this._generation || this.isDisposed) {
-      return false;
+      return true; // superseded: the newer refresh reports for both
     }
     if (version.status === 'fulfilled') {
       this._version = version.value.version;

@@ -81,21 +81,21 @@ export class LaunchModel extends ModelBase {
   }
 
   get starting(): boolean {
-    return this._starting;
+    return this._inFlight.has('start-kernel');
   }
 
   get submitting(): boolean {
-    return this._submitting;
+    return this._inFlight.has('submit');
   }
 
   get canStartKernel(): boolean {
     const template = this.template;
-    return !!template && runsKernels(template) && !this._starting && this._valid();
+    return !!template && runsKernels(template) && !this.starting && this._valid();
   }
 
   get canSubmitJob(): boolean {
     const template = this.template;
-    return !!template && runsJobs(template) && !this._submitting && this._valid() && this.pathProblem === null;
+    return !!template && runsJobs(template) && !this.submitting && this._valid() && this.pathProblem === null;
   }
 
   /** The template preselected until the user picks one (the `defaultTemplate` setting). */
@@ -178,24 +178,11 @@ export class LaunchModel extends ModelBase {
    */
   async startKernel(request?: { template: string; parameters?: ParameterValues }): Promise<IStartedKernel | null> {
     const template = request?.template ?? this.template?.name;
-    if (!template || this._starting) {
+    if (!template || this.starting) {
       return null;
     }
     const parameters = request ? (request.parameters ?? {}) : this.parameters.values;
-    this._starting = true;
-    this.emitChanged();
-    try {
-      const kernel = await this._service.startKernel(template, parameters);
-      this._kernelStarted.emit(kernel);
-      return kernel;
-    } catch (error) {
-      this.fail('start-kernel', error);
-      return null;
-    } finally {
-      this._starting = false;
-      this.emitChanged();
-      void this.refreshPreview();
-    }
+    return this._run('start-kernel', () => this._service.startKernel(template, parameters), this._kernelStarted);
   }
 
   /**
@@ -205,27 +192,11 @@ export class LaunchModel extends ModelBase {
   async submitJob(request?: { template: string; path: string }): Promise<IWorkload | null> {
     const template = request?.template ?? this.template?.name;
     const path = request?.path ?? this._path;
-    if (!template || this._submitting || checkJobPath(path) !== null) {
+    if (!template || this.submitting || checkJobPath(path) !== null) {
       return null;
     }
-    this._submitting = true;
-    this.emitChanged();
-    try {
-      const workload = await this._service.submitJob({
-        template,
-        parameters: request ? {} : this.parameters.values,
-        ...jobPayload(path)
-      });
-      this._submitted.emit(workload);
-      return workload;
-    } catch (error) {
-      this.fail('submit', error);
-      return null;
-    } finally {
-      this._submitting = false;
-      this.emitChanged();
-      void this.refreshPreview();
-    }
+    const parameters = request ? {} : this.parameters.values;
+    return this._run('submit', () => this._service.submitJob({ template, parameters, ...jobPayload(path) }), this._submitted);
   }
 
   dispose(): void {
@@ -244,11 +215,32 @@ export class LaunchModel extends ModelBase {
     this._schedulePreview();
   }
 
+  /** One start or submit: busy while it runs, its result announced, its failure reported. */
+  private async _run<T>(action: 'start-kernel' | 'submit', call: () => Promise<T>, done: Signal<this, T>): Promise<T | null> {
+    this._inFlight.add(action);
+    this.emitChanged();
+    try {
+      const result = await call();
+      done.emit(result);
+      return result;
+    } catch (error) {
+      this.fail(action, error);
+      return null;
+    } finally {
+      this._inFlight.delete(action);
+      this.emitChanged();
+      // Capacity has moved: the preview follows.
+      void this.refreshPreview();
+    }
+  }
+
   private _valid(): boolean {
     return Object.keys(this.parameters.problems).length === 0;
   }
 
   private _schedulePreview(): void {
+    // What is in flight answers for the old template or values: let nothing land from it.
+    ++this._previewGeneration;
     clearTimeout(this._previewTimer);
     this._previewTimer = setTimeout(() => void this.refreshPreview(), this._previewDelayMs);
   }
@@ -268,8 +260,7 @@ export class LaunchModel extends ModelBase {
   private _previewError: string | null = null;
   private _previewGeneration = 0;
   private _previewTimer: ReturnType<typeof setTimeout> | undefined = undefined;
-  private _starting = false;
-  private _submitting = false;
+  private readonly _inFlight = new Set<'start-kernel' | 'submit'>();
 }
 
 /** Types belonging to `LaunchModel`. */

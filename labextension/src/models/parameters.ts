@@ -8,16 +8,21 @@ export type PathProblem = 'empty' | 'not-runnable';
 
 const NUMBER = /^\s*-?\d+(\.\d+)?\s*$/;
 
+/** Whether a parameter is a plain number (`int` or `float`), as opposed to a quantity with units or a choice. */
+export function isNumeric(parameter: ITemplateParameter): boolean {
+  return parameter.type === 'int' || parameter.type === 'float';
+}
+
 /**
  * The value the API takes for what the user typed: numbers for numeric
  * parameters; memory and durations as typed ("64Gi", "2h") unless plain numbers.
  */
-export function parameterValue(parameter: ITemplateParameter, raw: string): number | string {
+function parameterValue(parameter: ITemplateParameter, raw: string): number | string {
   const text = raw.trim();
   if (parameter.type === 'choice') {
     return text;
   }
-  if (parameter.type === 'int' || parameter.type === 'float' || NUMBER.test(text)) {
+  if (isNumeric(parameter) || NUMBER.test(text)) {
     return Number(text);
   }
   return text;
@@ -33,7 +38,7 @@ export function checkParameter(parameter: ITemplateParameter, raw: string): Para
     return parameter.choices.includes(text) ? null : 'not-a-choice';
   }
   if (!NUMBER.test(text)) {
-    return parameter.type === 'int' || parameter.type === 'float' ? 'not-a-number' : null;
+    return isNumeric(parameter) ? 'not-a-number' : null;
   }
   const value = Number(text);
   if (parameter.type === 'int' && !Number.isInteger(value)) {

@@ -67,16 +67,19 @@ export class KernelUsageModel extends ModelBase {
 
   /** One request at a time per kernel: refreshes while one is out share its answer. */
   private async _ask(id: string): Promise<boolean> {
+    // A later request (the kernel changed, even back to this one) makes this answer stale.
+    const ticket = ++this._tickets;
+    const current = (): boolean => ticket === this._tickets && id === this._kernelId;
     try {
       const usage = await this._service.getKernelUsage(id);
-      if (id === this._kernelId) {
+      if (current()) {
         this._usage = usage;
         this._error = null;
         this.emitChanged();
       }
       return true;
     } catch (error) {
-      if (id !== this._kernelId) {
+      if (!current()) {
         return true;
       }
       const notHetero = error instanceof HeteroAPIError && error.status === 404;
@@ -94,6 +97,7 @@ export class KernelUsageModel extends ModelBase {
   private _usage: IKernelUsage | null = null;
   private _error: string | null = null;
   private _asking: { id: string; answer: Promise<boolean> } | null = null;
+  private _tickets = 0;
 }
 
 /** Types belonging to `KernelUsageModel`. */

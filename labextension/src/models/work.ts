@@ -47,13 +47,15 @@ export class WorkModel extends ModelBase {
     const generation = ++this._generation;
     try {
       const workloads = await this._service.listMyWorkloads();
-      const shown = await this._describe(workloads);
+      const { shown, failure } = await this._describe(workloads);
       if (generation === this._generation) {
         this._workloads = shown;
-        this._error = null;
+        this._forgetGone(workloads);
+        // The list itself came back: a failed description leaves that row as listed.
+        this._error = failure === null ? null : this.failOnce('refresh', failure, this._error);
         this.emitChanged();
       }
-      return true;
+      return failure === null;
     } catch (error) {
       if (generation === this._generation) {
         this._error = this.failOnce('refresh', error, this._error);
@@ -128,24 +130,41 @@ export class WorkModel extends ModelBase {
    * described again in `lang` (ranked blockers, attempts with usage), and finished
    * ones once.
    */
-  private async _describe(workloads: IWorkload[]): Promise<IWorkload[]> {
+  private async _describe(workloads: IWorkload[]): Promise<{ shown: IWorkload[]; failure: unknown }> {
     const wanted = workloads
       .filter(w => !isFinished(w.state) || !this._final.has(w.id))
       .slice(0, MAX_DESCRIBED);
-    const described = await Promise.all(
-      wanted.map(w => this._service.getWorkload(w.id, this._lang).catch(() => null))
-    );
-    for (const detail of described) {
-      if (detail && isFinished(detail.state)) {
-        this._final.set(detail.id, detail);
+    const answers = await Promise.allSettled(wanted.map(w => this._service.getWorkload(w.id, this._lang)));
+    const byId = new Map<number, IWorkload>();
+    let failure: unknown = null;
+    for (const answer of answers) {
+      if (answer.status === 'rejected') {
+        failure ??= answer.reason;
+        continue;
+      }
+      byId.set(answer.value.id, answer.value);
+      if (isFinished(answer.value.state)) {
+        this._final.set(answer.value.id, answer.value);
       }
     }
-    const byId = new Map(described.filter((d): d is IWorkload => d !== null).map(d => [d.id, d]));
-    return workloads.map(w => {
+    const shown = workloads.map(w => {
       const detail = byId.get(w.id) ?? this._final.get(w.id);
       // The description is at least as new as the list entry.
       return detail ? { ...w, ...detail } : w;
     });
+    return { shown, failure };
+  }
+
+  /** Drop what is kept for workloads no longer listed. */
+  private _forgetGone(workloads: readonly IWorkload[]): void {
+    const listed = new Set(workloads.map(w => w.id));
+    for (const kept of [this._final, this._explanations]) {
+      for (const id of kept.keys()) {
+        if (!listed.has(id)) {
+          kept.delete(id);
+        }
+      }
+    }
   }
 
   private readonly _service: IHeteroService;

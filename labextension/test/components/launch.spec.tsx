@@ -64,13 +64,97 @@ describe('LaunchSection', () => {
     expect(a100?.textContent).toContain('starts now');
     const h100 = rendered.host.querySelector('.jp-hetero-flavor[data-flavor="h100-80g"]');
     expect(h100?.classList.contains('jp-hetero-mod-unschedulable')).toBe(true);
-    expect(h100?.getAttribute('aria-disabled')).toBe('true');
-    expect(h100?.querySelector('input')?.disabled).toBe(true);
+    expect(h100?.querySelector<HTMLInputElement>('input[type=radio]')?.disabled).toBe(true);
     expect(h100?.querySelector('.jp-hetero-flavor-reason')?.textContent).toBe(
       'capacity: no admitted node belongs to flavor h100-80g'
     );
-    click(a100?.querySelector('input') ?? null);
+    click(a100?.querySelector('input[type=radio]') ?? null);
     expect(p.onValue).toHaveBeenCalledWith('flavor', 'a100-80g');
+  });
+
+  it('makes the flavors a radio group named by its heading when the template lets the user pick one', () => {
+    rendered = render(<LaunchSection {...props({ values: { flavor: 'a100-80g' } })} />);
+    const group = rendered.host.querySelector('.jp-hetero-flavor-list');
+    expect(group?.tagName).toBe('DIV');
+    expect(group?.getAttribute('role')).toBe('radiogroup');
+    const name = document.getElementById(group?.getAttribute('aria-labelledby') ?? '');
+    expect(name?.textContent).toBe('Eligible flavors');
+    // Options of a radio group are not list items, and no row claims a state it cannot have.
+    expect(group?.querySelectorAll('li')).toHaveLength(0);
+    const rows = [...(group?.querySelectorAll('.jp-hetero-flavor') ?? [])];
+    expect(rows.map(row => [row.tagName, row.getAttribute('data-flavor')])).toEqual([
+      ['DIV', ''],
+      ['DIV', 'a100-80g'],
+      ['DIV', 'h100-80g']
+    ]);
+    expect(rows.filter(row => row.hasAttribute('aria-disabled'))).toEqual([]);
+    const radios = [...(group?.querySelectorAll<HTMLInputElement>('input[type=radio]') ?? [])];
+    expect(radios.map(radio => [radio.value, radio.checked, radio.disabled])).toEqual([
+      ['', false, false],
+      ['a100-80g', true, false],
+      ['h100-80g', false, true]
+    ]);
+    expect(new Set(radios.map(radio => radio.name)).size).toBe(1);
+    expect(radios[0].name).not.toBe('');
+    // Each radio is named by its row's label; the reason a flavor cannot be chosen describes it.
+    expect(radios[2].closest('label')?.textContent).toContain('H100/H200 80G+');
+    const reason = document.getElementById(radios[2].getAttribute('aria-describedby') ?? '');
+    expect(reason?.textContent).toBe('capacity: no admitted node belongs to flavor h100-80g');
+    expect(reason?.classList.contains('jp-hetero-flavor-reason')).toBe(true);
+    // The locators of the browser tests still find their rows and radio buttons.
+    const first = rendered.host.querySelector('.jp-hetero-flavor[data-flavor]:not([data-flavor=""])');
+    expect(first?.getAttribute('data-flavor')).toBe('a100-80g');
+    expect(rendered.host.querySelector('.jp-hetero-flavor[data-flavor="a100-80g"] input[type=radio]')).not.toBeNull();
+    const h100 = rendered.host.querySelector('.jp-hetero-flavor[data-flavor="h100-80g"]');
+    expect(h100?.getAttribute('data-starts-now')).toBe('false');
+    expect(h100?.classList.contains('jp-hetero-mod-unschedulable')).toBe(true);
+  });
+
+  it('lists the flavors as a plain list, without radio buttons, when the template has no flavor parameter', () => {
+    const fixed = build.template({ parameters: build.template().parameters.filter(p => p.name !== 'flavor') });
+    rendered = render(<LaunchSection {...props({ templates: [fixed], template: fixed })} />);
+    const list = rendered.host.querySelector('.jp-hetero-flavor-list');
+    expect(list?.tagName).toBe('UL');
+    expect(list?.hasAttribute('role')).toBe(false);
+    expect(document.getElementById(list?.getAttribute('aria-labelledby') ?? '')?.textContent).toBe('Eligible flavors');
+    const rows = [...(list?.querySelectorAll('.jp-hetero-flavor') ?? [])];
+    expect(rows.map(row => [row.tagName, row.getAttribute('data-flavor')])).toEqual([
+      ['LI', 'a100-80g'],
+      ['LI', 'h100-80g']
+    ]);
+    expect(list?.querySelector('input')).toBeNull();
+    expect(rows[1].classList.contains('jp-hetero-mod-unschedulable')).toBe(true);
+    expect(rows[1].querySelector('.jp-hetero-flavor-reason')?.textContent).toBe(
+      'capacity: no admitted node belongs to flavor h100-80g'
+    );
+  });
+
+  it('says whether the template runs kernels and jobs from what it offers, interactive included', () => {
+    const interactiveOnly = build.template({ kinds: ['job'], interactive: true });
+    rendered = render(<LaunchSection {...props({ template: interactiveOnly })} />);
+    expect(rendered.host.querySelector('.jp-hetero-start-kernel')?.getAttribute('title')).toBe(
+      'Start a kernel of this template and open a notebook on it'
+    );
+    expect(rendered.host.querySelector('.jp-hetero-submit-job')?.getAttribute('title')).toBe(
+      'Submit the script or notebook as a job of this template'
+    );
+    rendered.unmount();
+    const kernelsOnly = build.template({ kinds: ['kernel'], interactive: false });
+    rendered = render(<LaunchSection {...props({ template: kernelsOnly })} />);
+    expect(rendered.host.querySelector('.jp-hetero-submit-job')?.getAttribute('title')).toBe('This template does not run jobs');
+    rendered.unmount();
+    const batch = build.template({ kinds: ['job'], interactive: false });
+    rendered = render(<LaunchSection {...props({ template: batch })} />);
+    expect(rendered.host.querySelector('.jp-hetero-start-kernel')?.getAttribute('title')).toBe(
+      'This template does not run kernels'
+    );
+  });
+
+  it('names "Use selected" with its visible label in its accessible name', () => {
+    rendered = render(<LaunchSection {...props()} />);
+    const use = rendered.host.querySelector('.jp-hetero-use-selection');
+    expect(use?.textContent).toBe('Use selected');
+    expect(use?.getAttribute('aria-label')).toBe('Use selected file from the file browser');
   });
 
   it('shows bounded advanced parameters and problems with what was typed', () => {

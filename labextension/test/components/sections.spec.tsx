@@ -10,7 +10,7 @@ import {
   PlacementStatus,
   QueuesSection
 } from '../../src/components';
-import type { IExplanation } from '../../src/types';
+import type { IExplanation, IWorkload } from '../../src/types';
 import * as build from '../builders';
 import { click, IRendered, press, render, trans } from '../render';
 
@@ -59,6 +59,14 @@ describe('NodesSection', () => {
     expect(cards[0].textContent).toContain('this machine');
     expect(cards[0].textContent).toContain('nvml: not available');
     expect(rendered.host.textContent).toContain('2 nodes, 1 of them emulated');
+  });
+
+  it('says "unknown" for a driver or runtime the node does not report', () => {
+    const base = build.node();
+    const accelerator = base.accelerator ? { ...base.accelerator, driver_version: null, runtime: null } : null;
+    rendered = render(<NodesSection nodes={[build.node({ accelerator })]} trans={trans} />);
+    expect(rendered.host.textContent).toContain('unknown / unknown');
+    expect(rendered.host.textContent).not.toContain('?');
   });
 });
 
@@ -131,6 +139,37 @@ describe('MyWorkSection', () => {
     expect(rendered.host.querySelector<HTMLButtonElement>('.jp-hetero-action-cancel')?.disabled).toBe(true);
   });
 
+  it('names every action with its visible label first, then the workload', () => {
+    const names = (workload: IWorkload): string[][] => {
+      rendered?.unmount();
+      rendered = render(<MyWorkSection {...section({ workloads: [workload] })} />);
+      return [...rendered.host.querySelectorAll('.jp-hetero-workload-actions button')].map(button => [
+        button.textContent ?? '',
+        button.getAttribute('aria-label') ?? ''
+      ]);
+    };
+    const queued = names(build.workload());
+    const finished = names(build.workload({ state: 'failed', blockers: [] }));
+    expect(queued).toEqual([
+      ['Logs', 'Logs of workload 7'],
+      ['Explain', 'Explain workload 7'],
+      ['Cancel', 'Cancel workload 7']
+    ]);
+    expect(finished).toEqual([
+      ['Logs', 'Logs of workload 7'],
+      ['Explain', 'Explain workload 7'],
+      ['Re-submit', 'Re-submit workload 7']
+    ]);
+    for (const [label, name] of [...queued, ...finished]) {
+      expect(name.startsWith(label)).toBe(true);
+    }
+  });
+
+  it('shows the ETA of a waiting workload from its absolute time', () => {
+    rendered = render(<MyWorkSection {...section({ workloads: [build.workload({ eta: Date.now() / 1000 + 600 })] })} />);
+    expect(rendered.host.querySelector('.jp-hetero-workload-wait')?.textContent).toMatch(/^Position 1 in queue · ETA ~(9|10) min/);
+  });
+
   it('shows an explanation until dismissed', () => {
     const explanation: IExplanation = { id: 7, state: 'queued', summary: 'waiting', lines: ['1. quota: ...'], position: 1, eta: null };
     const p = section({ explanations: new Map([[7, explanation]]) });
@@ -153,6 +192,8 @@ describe('AdminSection', () => {
     expect(card?.querySelector('h4')?.textContent).toBe('Vision team');
     expect(card?.textContent).toContain('grace');
     expect(card?.textContent).toContain('CC-1');
+    const facts = [...(card?.querySelectorAll('.jp-hetero-facts dd') ?? [])].map(dd => dd.textContent);
+    expect(facts).toEqual(['ada', 'none', 'grace', 'CC-1']);
     expect(card?.querySelector('[role="progressbar"]')?.getAttribute('aria-label')).toBe('Devices: 6 / 8');
   });
 });
@@ -160,12 +201,45 @@ describe('AdminSection', () => {
 describe('PlacementStatus', () => {
   it('reads flavor, devices, queue and tenant, and utilisation when measured', () => {
     rendered = render(<PlacementStatus usage={build.kernelUsage()} flavorLabel="A100-80G" trans={trans} />);
-    expect(rendered.host.textContent).toBe('A100-80G ×1 · experiment · default');
+    const status = (): Element | null => rendered?.host.querySelector('.jp-hetero-placement') ?? null;
+    expect(status()?.textContent).toBe('A100-80G ×1 · experiment · default');
+    expect(status()?.getAttribute('data-kernel-id')).toBe('k-1');
     rendered.rerender(
       <PlacementStatus usage={build.kernelUsage({ device_utilisation: { gpu_util_pct: 42.4 } })} flavorLabel="A100-80G" trans={trans} />
     );
-    expect(rendered.host.textContent).toBe('A100-80G ×1 · experiment · default · GPU 42%');
-    expect(rendered.host.querySelector('.jp-hetero-status')?.getAttribute('title')).toContain('Node: gpu-a100-0 (emulated)');
+    expect(status()?.textContent).toBe('A100-80G ×1 · experiment · default · GPU 42%');
+    expect(status()?.getAttribute('title')).toContain('Node: gpu-a100-0 (emulated)');
+  });
+
+  it('gives the keyboard and screen readers the details, not only a tooltip', () => {
+    rendered = render(<PlacementStatus usage={build.kernelUsage()} flavorLabel="A100-80G" trans={trans} />);
+    const status = rendered.host.querySelector<HTMLElement>('.jp-hetero-placement');
+    expect(status?.tabIndex).toBe(0);
+    expect(status?.getAttribute('role')).toBe('group');
+    // The accessible name is the visible text; the description is the tooltip's text.
+    expect(status?.getAttribute('aria-label')).toBe(status?.textContent);
+    const details = document.getElementById(status?.getAttribute('aria-describedby') ?? '');
+    expect(details?.hidden).toBe(true);
+    expect(details?.textContent).toBe(status?.getAttribute('title'));
+    expect(details?.textContent).toBe(
+      [
+        'Hetero kernel of template interactive',
+        'Node: gpu-a100-0 (emulated)',
+        'Devices: 0',
+        'Kernel CPU 1.5%, memory 80 MiB',
+        'emulated devices are not measured'
+      ].join('\n')
+    );
+  });
+
+  it('words an unknown template and a real node as whole messages', () => {
+    const usage = build.kernelUsage({ template: undefined, emulated: false, devices: [], device_note: undefined });
+    rendered = render(<PlacementStatus usage={usage} flavorLabel="CPU" trans={trans} />);
+    const status = rendered.host.querySelector('.jp-hetero-placement');
+    expect(status?.textContent).toBe('CPU · experiment · default');
+    expect(status?.getAttribute('title')).toBe(
+      ['Hetero kernel of template unknown', 'Node: gpu-a100-0', 'Devices: none', 'Kernel CPU 1.5%, memory 80 MiB'].join('\n')
+    );
   });
 
   it('shows nothing for a kernel that is not a hetero kernel', () => {
@@ -195,6 +269,10 @@ describe('HeteroPanelView', () => {
     const current = rendered.host.querySelector('[role="tab"][aria-selected="true"]');
     expect(current?.textContent).toBe('Queues');
     expect(current?.getAttribute('tabindex')).toBe('0');
+    // Only the current tab controls a panel: the others' panels are not rendered.
+    expect(current?.getAttribute('aria-controls')).toBe(panel?.id);
+    const controlling = [...rendered.host.querySelectorAll('[role="tab"][aria-controls]')].map(tab => tab.textContent);
+    expect(controlling).toEqual(['Queues']);
   });
 
   it('switches sections with clicks and arrow keys', () => {

@@ -16,6 +16,8 @@ export interface ITenantCardProps {
 export function TenantCard(props: ITenantCardProps): JSX.Element {
   const { tenant, trans } = props;
   const titleId = `jp-hetero-tenant-${tenant.tenant}`;
+  const listOrNone = (names: readonly string[] | undefined): string =>
+    names && names.length > 0 ? names.join(', ') : trans.__('none');
   return (
     <article className="jp-hetero-card jp-hetero-tenant" data-tenant={tenant.tenant} aria-labelledby={titleId}>
       <header className="jp-hetero-card-header">
@@ -26,11 +28,11 @@ export function TenantCard(props: ITenantCardProps): JSX.Element {
       </header>
       <dl className="jp-hetero-facts">
         <dt>{trans.__('Users')}</dt>
-        <dd>{(tenant.users ?? []).length > 0 ? (tenant.users ?? []).join(', ') : trans.__('none')}</dd>
+        <dd>{listOrNone(tenant.users)}</dd>
         <dt>{trans.__('Groups')}</dt>
-        <dd>{(tenant.groups ?? []).length > 0 ? (tenant.groups ?? []).join(', ') : trans.__('none')}</dd>
+        <dd>{listOrNone(tenant.groups)}</dd>
         <dt>{trans.__('Admins')}</dt>
-        <dd>{(tenant.admins ?? []).length > 0 ? (tenant.admins ?? []).join(', ') : trans.__('none')}</dd>
+        <dd>{listOrNone(tenant.admins)}</dd>
         <dt>{trans.__('Cost centre')}</dt>
         <dd>{tenant.cost_centre ?? trans.__('none')}</dd>
       </dl>

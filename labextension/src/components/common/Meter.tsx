@@ -1,3 +1,4 @@
+import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 /** Props of `Meter`. */
@@ -8,24 +9,35 @@ export interface IMeterProps {
   total: number;
   /** The amounts as people read them, e.g. "1 / 8". */
   text: string;
+  trans: TranslationBundle;
 }
 
-/** A thin horizontal bar of `used` out of `total`, red when over. */
+/**
+ * A thin horizontal bar of `used` out of `total`, red when over.
+ *
+ * With a positive total the bar is a progress bar named "label: text" and valued in
+ * `0..total` (the text says by how much it is over); with none there is nothing to measure
+ * against, so the bar is decoration and the label and text say it all.
+ */
 export function Meter(props: IMeterProps): JSX.Element {
-  const { used, total } = props;
+  const { used, total, trans } = props;
   const ratio = total > 0 ? Math.min(used / total, 1) : used > 0 ? 1 : 0;
   const over = used > total;
+  const measured = total > 0;
+  const bar = measured
+    ? {
+        role: 'progressbar',
+        'aria-label': trans.__('%1: %2', props.label, props.text),
+        'aria-valuemin': 0,
+        'aria-valuemax': total,
+        'aria-valuenow': Math.max(0, Math.min(used, total)),
+        'aria-valuetext': props.text
+      }
+    : { 'aria-hidden': true };
   return (
     <div className="jp-hetero-meter">
       <span className="jp-hetero-meter-label">{props.label}</span>
-      <div
-        className={'jp-hetero-meter-track' + (over ? ' jp-hetero-mod-over' : '')}
-        role="progressbar"
-        aria-label={`${props.label}: ${props.text}`}
-        aria-valuemin={0}
-        aria-valuemax={total}
-        aria-valuenow={used}
-      >
+      <div className={'jp-hetero-meter-track' + (over ? ' jp-hetero-mod-over' : '')} {...bar}>
         <div className="jp-hetero-meter-fill" style={{ width: `${Math.round(ratio * 100)}%` }} />
       </div>
       <span className="jp-hetero-meter-text">{props.text}</span>

@@ -13,34 +13,60 @@ export interface IPlacementStatusProps {
 }
 
 /** The placement of a hetero kernel in one line: "A100-80G ×1 · experiment · default". */
-export function placementText(usage: IKernelUsage, flavorLabel: string): string {
+function placementText(usage: IKernelUsage, flavorLabel: string): string {
   const head = usage.devices.length > 0 ? `${flavorLabel} ×${usage.devices.length}` : flavorLabel;
   return [head, usage.queue, usage.tenant].filter(Boolean).join(' · ');
 }
 
-/** The status bar item of the current notebook's kernel; nothing for kernels that are not hetero kernels. */
-export function PlacementStatus(props: IPlacementStatusProps): JSX.Element | null {
-  const { usage, trans } = props;
-  if (usage === null) {
-    return null;
-  }
-  const util = usage.device_utilisation?.gpu_util_pct;
+/** The details of a placement, one per line: template, node, devices, kernel CPU and memory. */
+function placementDetails(usage: IKernelUsage, trans: TranslationBundle): string {
   const devices = usage.devices.length > 0 ? usage.devices.join(', ') : trans.__('none');
-  const title = [
-    trans.__('Hetero kernel of template %1', usage.template ?? '?'),
-    trans.__('Node: %1', usage.node) + (usage.emulated ? ' ' + trans.__('(emulated)') : ''),
+  return [
+    trans.__('Hetero kernel of template %1', usage.template ?? trans.__('unknown')),
+    usage.emulated ? trans.__('Node: %1 (emulated)', usage.node) : trans.__('Node: %1', usage.node),
     trans.__('Devices: %1', devices),
     trans.__('Kernel CPU %1%, memory %2 MiB', num(usage.cpu_percent), num(usage.memory_mib, 0)),
     usage.device_note ?? ''
   ]
     .filter(Boolean)
     .join('\n');
+}
+
+/**
+ * The status bar item of the current notebook's kernel; nothing for kernels that are not hetero kernels.
+ *
+ * The details are in a tooltip for the mouse and, for the keyboard and screen readers, in the
+ * description of the focusable item (a hidden element it points to), so no one depends on hovering.
+ */
+export function PlacementStatus(props: IPlacementStatusProps): JSX.Element | null {
+  const { usage, trans } = props;
+  const detailsId = React.useId();
+  if (usage === null) {
+    return null;
+  }
+  const util = usage.device_utilisation?.gpu_util_pct;
+  const placement = placementText(usage, props.flavorLabel);
+  const utilText = typeof util === 'number' ? trans.__('GPU %1%', num(util, 0)) : null;
+  const label = [placement, utilText].filter(Boolean).join(' · ');
+  const details = placementDetails(usage, trans);
   return (
-    <span className="jp-hetero-status" title={title} data-flavor={usage.flavor} data-kernel-id={usage.kernel_id}>
-      <span className="jp-hetero-status-placement">{placementText(usage, props.flavorLabel)}</span>
-      {typeof util === 'number' && (
-        <span className="jp-hetero-status-util">{' · ' + trans.__('GPU %1%', num(util, 0))}</span>
-      )}
-    </span>
+    <>
+      <span
+        className="jp-hetero-placement"
+        role="group"
+        tabIndex={0}
+        aria-label={label}
+        aria-describedby={detailsId}
+        title={details}
+        data-flavor={usage.flavor}
+        data-kernel-id={usage.kernel_id}
+      >
+        <span className="jp-hetero-placement-text">{placement}</span>
+        {utilText !== null && <span className="jp-hetero-placement-util">{' · ' + utilText}</span>}
+      </span>
+      <span id={detailsId} className="jp-hetero-placement-details" hidden>
+        {details}
+      </span>
+    </>
   );
 }

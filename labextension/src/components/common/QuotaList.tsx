@@ -38,6 +38,7 @@ export function QuotaList(props: IQuotaListProps): JSX.Element {
               used={used.device_milli}
               total={nominal.device_milli}
               text={`${num(used.device_milli / 1000, 2)} / ${num(nominal.device_milli / 1000, 2)}`}
+              trans={trans}
             />
           )}
           <Meter
@@ -45,12 +46,14 @@ export function QuotaList(props: IQuotaListProps): JSX.Element {
             used={used.cpu_milli}
             total={nominal.cpu_milli}
             text={`${formatCpu(used.cpu_milli)} / ${formatCpu(nominal.cpu_milli)}`}
+            trans={trans}
           />
           <Meter
             label={trans.__('Memory')}
             used={used.memory_mib}
             total={nominal.memory_mib}
             text={`${formatMemory(used.memory_mib)} / ${formatMemory(nominal.memory_mib)}`}
+            trans={trans}
           />
         </li>
       ))}

@@ -18,7 +18,7 @@ export interface ISectionTabsProps {
   onSelect: (id: SectionId) => void;
 }
 
-/** DOM id of a section's tab panel, which its tab controls. */
+/** DOM id of a section's tab panel, which its tab controls (only the current one is rendered). */
 export function sectionPanelId(id: SectionId): string {
   return `jp-hetero-section-${id}`;
 }
@@ -60,7 +60,8 @@ export function SectionTabs(props: ISectionTabsProps): JSX.Element {
           id={sectionTabId(tab.id)}
           className={'jp-hetero-tab' + (tab.id === current ? ' jp-mod-current' : '')}
           aria-selected={tab.id === current}
-          aria-controls={sectionPanelId(tab.id)}
+          // Only the current section's panel is in the DOM; an id that points nowhere would be broken.
+          aria-controls={tab.id === current ? sectionPanelId(tab.id) : undefined}
           tabIndex={tab.id === current ? 0 : -1}
           data-section={tab.id}
           onClick={() => onSelect(tab.id)}

@@ -36,10 +36,20 @@ function schedulable(flavor: IFlavorPreview): boolean {
 /**
  * The template's eligible flavors in order, each with free capacity and ETA
  * from the preview. Unschedulable flavors are greyed out with the reason.
+ *
+ * When the template lets the user pick a flavor, the rows form a radio group
+ * named by the heading, with native radio buttons (disabled for flavors that
+ * cannot be scheduled); otherwise they are a plain list.
  */
 export function FlavorChoices(props: IFlavorChoicesProps): JSX.Element {
   const { preview, trans, lang, selectable } = props;
-  const title = <h4 className="jp-hetero-subtitle">{trans.__('Eligible flavors')}</h4>;
+  const baseId = React.useId();
+  const titleId = `${baseId}-title`;
+  const title = (
+    <h4 className="jp-hetero-subtitle" id={titleId}>
+      {trans.__('Eligible flavors')}
+    </h4>
+  );
   if (props.error !== null) {
     return (
       <div className="jp-hetero-flavors">
@@ -58,26 +68,29 @@ export function FlavorChoices(props: IFlavorChoicesProps): JSX.Element {
       </div>
     );
   }
-  const row = (flavor: IFlavorPreview): JSX.Element => {
+  // A radio group's options are not list items: rows are divs there, list items otherwise.
+  const Row = selectable ? 'div' : 'li';
+  const row = (flavor: IFlavorPreview, index: number): JSX.Element => {
     const ok = schedulable(flavor);
     const reason = flavor.starts_now ? null : flavor.blockers[0] ?? null;
+    const reasonId = `${baseId}-reason-${index}`;
     const name = localized(flavor.display, lang, flavor.flavor);
     return (
-      <li
+      <Row
         key={flavor.flavor}
         className={'jp-hetero-flavor' + (ok ? '' : ' jp-hetero-mod-unschedulable')}
         data-flavor={flavor.flavor}
         data-starts-now={flavor.starts_now}
-        aria-disabled={!ok}
       >
         <label className="jp-hetero-flavor-head">
           {selectable && (
             <input
               type="radio"
-              name="jp-hetero-flavor"
+              name={baseId}
               value={flavor.flavor}
               checked={props.chosen === flavor.flavor}
               disabled={!ok}
+              aria-describedby={reason !== null ? reasonId : undefined}
               onChange={() => props.onChoose(flavor.flavor)}
             />
           )}
@@ -87,35 +100,43 @@ export function FlavorChoices(props: IFlavorChoicesProps): JSX.Element {
             {ok ? formatEta(flavor.eta_s, trans) : trans.__('not schedulable')}
           </span>
         </label>
-        {reason !== null && <div className="jp-hetero-flavor-reason">{reason}</div>}
-      </li>
+        {reason !== null && (
+          <div className="jp-hetero-flavor-reason" id={reasonId}>
+            {reason}
+          </div>
+        )}
+      </Row>
     );
   };
+  if (!selectable) {
+    return (
+      <div className="jp-hetero-flavors">
+        {title}
+        <ul className="jp-hetero-flavor-list" aria-labelledby={titleId}>
+          {preview.flavors.map(row)}
+        </ul>
+      </div>
+    );
+  }
   return (
     <div className="jp-hetero-flavors">
       {title}
-      <ul
-        className="jp-hetero-flavor-list"
-        role={selectable ? 'radiogroup' : undefined}
-        aria-label={trans.__('Eligible flavors')}
-      >
-        {selectable && (
-          <li className="jp-hetero-flavor" data-flavor="">
-            <label className="jp-hetero-flavor-head">
-              <input
-                type="radio"
-                name="jp-hetero-flavor"
-                value=""
-                checked={props.chosen === ''}
-                onChange={() => props.onChoose('')}
-              />
-              <span className="jp-hetero-flavor-name">{trans.__('Any eligible flavor')}</span>
-              <span className="jp-hetero-flavor-eta">{formatEta(preview.eta_s, trans)}</span>
-            </label>
-          </li>
-        )}
+      <div className="jp-hetero-flavor-list" role="radiogroup" aria-labelledby={titleId}>
+        <div className="jp-hetero-flavor" data-flavor="">
+          <label className="jp-hetero-flavor-head">
+            <input
+              type="radio"
+              name={baseId}
+              value=""
+              checked={props.chosen === ''}
+              onChange={() => props.onChoose('')}
+            />
+            <span className="jp-hetero-flavor-name">{trans.__('Any eligible flavor')}</span>
+            <span className="jp-hetero-flavor-eta">{formatEta(preview.eta_s, trans)}</span>
+          </label>
+        </div>
         {preview.flavors.map(row)}
-      </ul>
+      </div>
     </div>
   );
 }

@@ -52,8 +52,8 @@ export function JobPathPicker(props: IJobPathPickerProps): JSX.Element {
           type="button"
           className="jp-Button jp-mod-styled jp-mod-reject jp-hetero-use-selection"
           onClick={props.onUseSelection}
-          title={trans.__('Use the file selected in the file browser')}
-          aria-label={trans.__('Use the file selected in the file browser')}
+          title={trans.__('Use selected file from the file browser')}
+          aria-label={trans.__('Use selected file from the file browser')}
         >
           {trans.__('Use selected')}
         </button>

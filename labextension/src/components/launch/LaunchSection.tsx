@@ -1,7 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import type { ParameterProblem, PathProblem } from '../../models/parameters';
+import { type ParameterProblem, type PathProblem, runsJobs, runsKernels } from '../../models/parameters';
 import type { IPreview, ITemplate, Lang } from '../../types';
 import { ActionButton } from '../common/ActionButton';
 import { Section } from '../common/Section';
@@ -77,7 +77,7 @@ export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
               className="jp-hetero-start-kernel"
               label={props.starting ? trans.__('Starting kernel…') : trans.__('Start kernel')}
               title={
-                template.kinds.includes('kernel')
+                runsKernels(template)
                   ? trans.__('Start a kernel of this template and open a notebook on it')
                   : trans.__('This template does not run kernels')
               }
@@ -99,7 +99,7 @@ export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
               className="jp-hetero-submit-job"
               label={props.submitting ? trans.__('Submitting…') : trans.__('Submit job')}
               title={
-                template.kinds.includes('job')
+                runsJobs(template)
                   ? trans.__('Submit the script or notebook as a job of this template')
                   : trans.__('This template does not run jobs')
               }

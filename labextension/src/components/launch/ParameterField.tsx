@@ -2,7 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatDuration, formatMemory, num } from '../../format';
-import type { ParameterProblem } from '../../models/parameters';
+import { isNumeric, type ParameterProblem } from '../../models/parameters';
 import type { ITemplateParameter } from '../../types';
 
 /** Props of `ParameterField`. */
@@ -15,7 +15,7 @@ export interface IParameterFieldProps {
 }
 
 /** The translated name of an advanced parameter. */
-export function parameterLabel(name: string, trans: TranslationBundle): string {
+function parameterLabel(name: string, trans: TranslationBundle): string {
   switch (name) {
     case 'devices':
       return trans.__('Devices');
@@ -41,7 +41,7 @@ export function parameterLabel(name: string, trans: TranslationBundle): string {
 }
 
 /** A bound or default in the parameter's unit, as people read it. */
-export function showValue(parameter: ITemplateParameter, value: number | string, trans: TranslationBundle): string {
+function showValue(parameter: ITemplateParameter, value: number | string, trans: TranslationBundle): string {
   if (typeof value === 'string') {
     return value;
   }
@@ -88,6 +88,7 @@ export function ParameterField(props: IParameterFieldProps): JSX.Element {
       : parameter.type === 'duration'
         ? trans.__('e.g. 2h, 30m or seconds')
         : '';
+  const numeric = isNumeric(parameter);
   const common = {
     id,
     'aria-describedby': hintId,
@@ -111,9 +112,9 @@ export function ParameterField(props: IParameterFieldProps): JSX.Element {
         <input
           {...common}
           className="jp-mod-styled"
-          type={parameter.type === 'int' || parameter.type === 'float' ? 'number' : 'text'}
-          min={parameter.type === 'int' || parameter.type === 'float' ? (parameter.min ?? undefined) : undefined}
-          max={parameter.type === 'int' || parameter.type === 'float' ? (parameter.max ?? undefined) : undefined}
+          type={numeric ? 'number' : 'text'}
+          min={numeric ? (parameter.min ?? undefined) : undefined}
+          max={numeric ? (parameter.max ?? undefined) : undefined}
           step={parameter.type === 'int' ? 1 : 'any'}
           placeholder={defaultText}
           value={props.value}

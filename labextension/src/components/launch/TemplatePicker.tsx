@@ -14,7 +14,7 @@ export interface ITemplatePickerProps {
 }
 
 /** Templates in catalog order, grouped by task type. */
-export function groupByTaskType(templates: readonly ITemplate[]): Array<[string, ITemplate[]]> {
+function groupByTaskType(templates: readonly ITemplate[]): Array<[string, ITemplate[]]> {
   const groups = new Map<string, ITemplate[]>();
   for (const template of templates) {
     const group = groups.get(template.task_type) ?? [];

@@ -54,7 +54,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
             </dd>
             <dt>{trans.__('Driver / runtime')}</dt>
             <dd>
-              {accelerator.driver_version ?? '?'} / {accelerator.runtime ?? '?'}
+              {accelerator.driver_version ?? trans.__('unknown')} / {accelerator.runtime ?? trans.__('unknown')}
             </dd>
             {accelerator.interconnect && (
               <>
@@ -84,6 +84,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
               used={allocated.device_milli}
               total={accelerator.count * 1000}
               text={`${num(allocated.device_milli / 1000, 2)} / ${accelerator.count}`}
+              trans={trans}
             />
           )}
           <Meter
@@ -91,6 +92,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
             used={allocated.cpu_milli}
             total={node.cpu_milli}
             text={`${formatCpu(allocated.cpu_milli)} / ${formatCpu(node.cpu_milli)}`}
+            trans={trans}
           />
         </div>
       )}

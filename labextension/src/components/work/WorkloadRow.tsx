@@ -67,7 +67,7 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
         <div className="jp-hetero-workload-wait">
           {typeof w.position === 'number' && trans.__('Position %1 in queue', w.position)}
           {typeof w.position === 'number' && ' · '}
-          {formatEta(w.eta === null || w.eta === undefined ? null : secondsUntil(w.eta), trans)}
+          {formatEta(secondsUntil(w.eta), trans)}
         </div>
       )}
       {!finished && <BlockerList blockers={w.blockers ?? []} trans={trans} />}
@@ -89,7 +89,7 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
         <ActionButton
           className="jp-hetero-action-logs"
           label={trans.__('Logs')}
-          ariaLabel={trans.__('Show the log of workload %1', w.id)}
+          ariaLabel={trans.__('Logs of workload %1', w.id)}
           onClick={() => props.onLogs(w.id)}
         />
         <ActionButton
