@@ -37,19 +37,24 @@ def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadServic
         runtime_s=found.typical_runtime_s,
     )
     capacity = scheduler.capacity(now)
-    flavors = [_flavor(catalog, scheduler, base, flavor, capacity.get(flavor), now, language) for flavor in resolved.flavors]
+    flavors = [_flavor(catalog, found, scheduler, base, flavor, capacity.get(flavor), now, language)
+               for flavor in resolved.flavors]
     overall = _outcome(scheduler.dry_run(now, [base]), now, language)
     return {"template": found.name, "queue": queue_name, "request": resolved.request.model_dump(),
             "time_limit_s": resolved.time_limit_s, **overall, "flavors": flavors}
 
 
-def _flavor(catalog, scheduler, base, flavor, capacity, now, language) -> dict[str, Any]:
+def _flavor(catalog, template, scheduler, base, flavor, capacity, now, language) -> dict[str, Any]:
     total, free = capacity if capacity else (None, None)
     outcome = _outcome(scheduler.dry_run(now, [replace(base, flavors=(flavor,))]), now, language)
+    family = catalog.flavor(flavor).family
+    variant = template.variant_for(family)
     return {
         "flavor": flavor,
         "display": catalog.flavor(flavor).display.model_dump(),
-        "family": catalog.flavor(flavor).family.value,
+        "family": family.value,
+        # The runtime variant the template runs with on this flavor's accelerators.
+        "image": variant.image if variant else None,
         "devices_total": total.dev / 1000 if total else 0,
         "devices_free": free.dev / 1000 if free else 0,
         "cpu_free": free.cpu / 1000 if free else 0,

@@ -238,6 +238,8 @@ export interface IFlavorPreview {
   devices_total: number;
   devices_free: number;
   cpu_free?: number;
+  /** The template's runtime image on this flavor's accelerators. */
+  image?: string | null;
   starts_now: boolean;
   eta_s: number | null;
   schedulable?: boolean;

@@ -47,6 +47,7 @@ export function flavorPreview(overrides: Partial<IFlavorPreview> = {}): IFlavorP
     devices_total: 2,
     devices_free: 1,
     cpu_free: 64,
+    image: 'nvcr.io/nvidia/pytorch:24.10-py3',
     starts_now: true,
     eta_s: 0,
     blockers: [],

@@ -91,6 +91,9 @@ async def test_a_preview_shows_capacity_and_whether_it_would_start_per_flavor(ap
     assert answer["starts_now"] is True and answer["flavor_now"] == "a100-80g"
     assert flavors["a100-80g"]["devices_total"] == 2 and flavors["a100-80g"]["starts_now"] is True
     assert flavors["ascend-910b"]["devices_free"] == 8 and flavors["ascend-910b"]["starts_now"] is True
+    # Each flavor names the runtime variant it would use: CANN on Ascend, CUDA on NVIDIA.
+    assert flavors["ascend-910b"]["image"].startswith("ascendhub.huawei.com/")
+    assert flavors["a100-80g"]["image"] == "nvcr.io/nvidia/pytorch:24.10-py3"
     assert flavors["h100-80g"]["starts_now"] is False
     assert flavors["h100-80g"]["blockers"] == ["capacity: no admitted node belongs to flavor h100-80g"]
     assert await api("workloads") == []  # nothing was stored

@@ -94,6 +94,7 @@ def test_launch_previews_eligible_flavors_and_bounded_parameters(lab_page, ui_ou
     expect(a100).to_contain_text(re.compile(r"\d of 2 devices free"))
     ascend = panel.locator(".jp-hetero-flavor[data-flavor='ascend-910b']")
     expect(ascend).to_contain_text("of 8 devices free")
+    expect(ascend.locator(".jp-hetero-flavor-image")).to_have_text("image pytorch-modelzoo:24.0.RC3-A2")
     # No H100 node exists: that choice is greyed out and says why.
     h100 = panel.locator(".jp-hetero-flavor[data-flavor='h100-80g']")
     expect(h100).to_have_class(re.compile("jp-hetero-mod-unschedulable"))

@@ -62,6 +62,9 @@ describe('LaunchSection', () => {
     const a100 = rendered.host.querySelector('.jp-hetero-flavor[data-flavor="a100-80g"]');
     expect(a100?.textContent).toContain('1 of 2 devices free');
     expect(a100?.textContent).toContain('starts now');
+    const image = a100?.querySelector('.jp-hetero-flavor-image');
+    expect(image?.textContent).toBe('image pytorch:24.10-py3');
+    expect(image?.getAttribute('title')).toBe('nvcr.io/nvidia/pytorch:24.10-py3');
     const h100 = rendered.host.querySelector('.jp-hetero-flavor[data-flavor="h100-80g"]');
     expect(h100?.classList.contains('jp-hetero-mod-unschedulable')).toBe(true);
     expect(h100?.querySelector<HTMLInputElement>('input[type=radio]')?.disabled).toBe(true);

@@ -4,6 +4,11 @@ import * as React from 'react';
 import { formatEta, localized, num } from '../../format';
 import type { IFlavorPreview, IPreview, Lang } from '../../types';
 
+/** An image without its registry and path: `nvcr.io/nvidia/pytorch:24.10-py3` -> `pytorch:24.10-py3`. */
+function shortImage(image: string): string {
+  return image.slice(image.lastIndexOf('/') + 1);
+}
+
 /** Props of `FlavorChoices`. */
 export interface IFlavorChoicesProps {
   preview: IPreview | null;
@@ -99,6 +104,11 @@ export function FlavorChoices(props: IFlavorChoicesProps): JSX.Element {
           <span className="jp-hetero-flavor-eta">
             {ok ? formatEta(flavor.eta_s, trans) : trans.__('not schedulable')}
           </span>
+          {ok && flavor.image && (
+            <span className="jp-hetero-flavor-image" title={flavor.image}>
+              {trans.__('image %1', shortImage(flavor.image))}
+            </span>
+          )}
         </label>
         {reason !== null && (
           <div className="jp-hetero-flavor-reason" id={reasonId}>
