@@ -20,6 +20,8 @@ LAB_SOURCES := $(shell find labextension/src labextension/style labextension/sch
 
 $(STAMP): $(PY) pyproject.toml labextension/package.json labextension/package-lock.json $(LAB_SOURCES)
 	$(PY) -m pip install --quiet -e ".[test,lab]"
+	# pip skips the extension build when one exists; rebuild it so source edits always show.
+	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" npm run build --silent
 	touch $(STAMP)
 
 install: $(STAMP)
