@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ..capability import NodeCapability
+
 __all__ = ["Backend", "Exit", "Launch", "ProcessHandle"]
 
 
@@ -69,3 +71,7 @@ class Backend(Protocol):
     def signal_stop(self, handle: ProcessHandle) -> None: ...
     def kill(self, handle: ProcessHandle) -> None: ...
     def sample(self, handle: ProcessHandle) -> dict: ...
+    def node_utilisation(self, capability: NodeCapability) -> dict | None:
+        """What a node is using now (CPU %, memory, device use where measurable); None when it
+        cannot be measured, as for emulated nodes."""
+        ...

@@ -18,9 +18,11 @@ class NodesHandler(HeteroHandler):
     @authorized
     def get(self) -> None:
         query = self.query(ListNodesQuery)
-        allocation = self.platform.inventory.allocation(self.platform.repository.active_placements())
+        platform = self.platform
+        allocation = platform.inventory.allocation(platform.repository.active_placements())
         self.reply([
-            {**node.to_json(), "allocated": allocation.get(node.name, _NOTHING)}
+            {**node.to_json(), "allocated": allocation.get(node.name, _NOTHING),
+             "utilisation": platform.backend.node_utilisation(node.capability)}
             for node in self.platform.inventory.nodes()
             if (query.flavor is None or node.flavor == query.flavor)
             and (query.family is None or node.capability.family == query.family)

@@ -154,6 +154,16 @@ export interface INode {
     devices: unknown[];
     workloads: number;
   };
+  /** What the node uses now; null where it cannot be measured (emulated nodes). */
+  utilisation?: INodeUtilisation | null;
+}
+
+/** A node's measured use: CPU and memory, and its GPUs' where NVML measures them. */
+export interface INodeUtilisation {
+  cpu_pct: number;
+  memory_used_mib: number;
+  gpu_util_pct?: number;
+  gpu_memory_mib?: number;
 }
 
 /** One reason a workload cannot start yet, already in the asked language. */

@@ -77,6 +77,10 @@ async def test_nodes_are_the_local_machine_plus_emulated_ones(api):
     assert nodes["npu-910b-0"]["flavor"] == "ascend-910b"
     assert nodes["npu-910b-0"]["family"] == "ascend"
     assert nodes["gpu-t4-0"]["flavor"] == "t4"
+    # This machine's use is measured; an emulated node's cannot be.
+    used = local["utilisation"]
+    assert 0 <= used["cpu_pct"] <= 100 and 0 < used["memory_used_mib"] <= local["memory_mib"]
+    assert nodes["gpu-a100-0"]["utilisation"] is None
 
 
 async def test_nodes_filters(api):

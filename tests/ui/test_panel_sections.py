@@ -218,6 +218,11 @@ def test_queues_nodes_and_admin_sections(lab_page, ui_output):
     expect(panel.locator(".jp-hetero-node[data-node='npu-910b-0']")).to_contain_text("8× 910B3")
     expect(panel.locator(".jp-hetero-node:not(.jp-hetero-mod-emulated)")).to_have_count(1)
     expect(panel.locator(".jp-hetero-node:not(.jp-hetero-mod-emulated)")).to_contain_text("this machine")
+    # This machine's use is measured (CPU and memory; no GPU here); an emulated node's is not.
+    in_use = panel.locator(".jp-hetero-node:not(.jp-hetero-mod-emulated) .jp-hetero-node-utilisation [role=progressbar]")
+    expect(in_use).to_have_count(2)
+    expect(in_use.first).to_have_attribute("aria-label", re.compile(r"^CPU: [\d.]+%$"))
+    expect(a100.locator(".jp-hetero-node-utilisation")).to_contain_text("Not measured: an emulated node")
     page.screenshot(path=str(ui_output / "panel-nodes.png"))
 
     panel.locator(".jp-hetero-tab[data-section=admin]").click()

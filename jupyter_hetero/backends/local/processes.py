@@ -10,10 +10,13 @@ import sys
 
 import psutil
 
+from ...capability import NodeCapability
 from ..base import Exit, Launch, ProcessHandle
 from .nvml import sample_gpus
 
 __all__ = ["LocalBackend"]
+
+_MIB = 1024 * 1024
 
 
 class LocalBackend:
@@ -23,6 +26,19 @@ class LocalBackend:
 
     def __init__(self) -> None:
         self._children: dict[int, subprocess.Popen] = {}
+        psutil.cpu_percent(interval=None)  # the first reading only starts the measurement
+
+    def node_utilisation(self, capability: NodeCapability) -> dict | None:
+        """This machine's CPU and memory use, and its GPUs' where NVML measures them. Emulated
+        nodes use nothing real: None."""
+        if capability.emulated:
+            return None
+        memory = psutil.virtual_memory()
+        return {
+            "cpu_pct": psutil.cpu_percent(interval=None),
+            "memory_used_mib": (memory.total - memory.available) // _MIB,
+            **sample_gpus(range(capability.device_count)),
+        }
 
     def launch(self, launch: Launch) -> ProcessHandle:
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +110,7 @@ class LocalBackend:
                 rss += member.memory_info().rss
         except psutil.Error:
             pass
-        sample = {"rss_mib": round(rss / 1024 / 1024, 1)}
+        sample = {"rss_mib": round(rss / _MIB, 1)}
         if handle.measurable:
             sample.update(sample_gpus(handle.devices))
         return sample

@@ -45,7 +45,14 @@ describe('QueuesSection', () => {
 
 describe('NodesSection', () => {
   it('marks emulated nodes and shows capability, state and allocation', () => {
-    const real = build.node({ name: 'vm', emulated: false, accelerator: null, flavor: 'cpu-standard', notes: ['nvml: not available'] });
+    const real = build.node({
+      name: 'vm',
+      emulated: false,
+      accelerator: null,
+      flavor: 'cpu-standard',
+      notes: ['nvml: not available'],
+      utilisation: { cpu_pct: 37.5, memory_used_mib: 262144 }
+    });
     rendered = render(<NodesSection nodes={[build.node(), real]} trans={trans} />);
     const cards = [...rendered.host.querySelectorAll('.jp-hetero-node')];
     expect(cards.map(c => c.getAttribute('data-node'))).toEqual(['vm', 'gpu-a100-0']);
@@ -58,6 +65,14 @@ describe('NodesSection', () => {
     expect(gpu.querySelector('[role="progressbar"]')?.getAttribute('aria-label')).toBe('Devices: 1 / 2');
     expect(cards[0].textContent).toContain('this machine');
     expect(cards[0].textContent).toContain('nvml: not available');
+    const inUse = cards[0].querySelector('.jp-hetero-node-utilisation');
+    expect([...(inUse?.querySelectorAll('[role="progressbar"]') ?? [])].map(bar => bar.getAttribute('aria-label'))).toEqual([
+      'CPU: 37.5%',
+      'Memory: 256 GiB / 512 GiB'
+    ]);
+    expect(gpu.querySelector('.jp-hetero-node-utilisation')?.textContent).toContain(
+      'Not measured: an emulated node uses nothing real.'
+    );
     expect(rendered.host.textContent).toContain('2 nodes, 1 of them emulated');
   });
 

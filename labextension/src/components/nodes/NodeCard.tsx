@@ -11,7 +11,43 @@ export interface INodeCardProps {
   trans: TranslationBundle;
 }
 
-/** One node: flavor, capability, state, what admitted work holds, and whether it is emulated. */
+/** What the node uses now, as measured; says so where it cannot be measured. */
+function Utilisation(props: INodeCardProps): JSX.Element {
+  const { node, trans } = props;
+  const used = node.utilisation;
+  return (
+    <div className="jp-hetero-node-utilisation">
+      <div className="jp-hetero-meter-caption">{trans.__('In use now')}</div>
+      {used ? (
+        <>
+          <Meter label={trans.__('CPU')} used={used.cpu_pct} total={100} text={`${num(used.cpu_pct)}%`} trans={trans} />
+          <Meter
+            label={trans.__('Memory')}
+            used={used.memory_used_mib}
+            total={node.memory_mib}
+            text={`${formatMemory(used.memory_used_mib)} / ${formatMemory(node.memory_mib)}`}
+            trans={trans}
+          />
+          {used.gpu_util_pct !== undefined && (
+            <Meter
+              label={trans.__('GPU')}
+              used={used.gpu_util_pct}
+              total={100}
+              text={`${num(used.gpu_util_pct)}%`}
+              trans={trans}
+            />
+          )}
+        </>
+      ) : (
+        <div className="jp-hetero-hint">
+          {node.emulated ? trans.__('Not measured: an emulated node uses nothing real.') : trans.__('Not measured.')}
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** One node: flavor, capability, state, what admitted work holds, what it uses, and whether it is emulated. */
 export function NodeCard(props: INodeCardProps): JSX.Element {
   const { node, trans } = props;
   const accelerator = node.accelerator;
@@ -78,6 +114,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
       </dl>
       {allocated && (
         <div className="jp-hetero-node-allocated">
+          <div className="jp-hetero-meter-caption">{trans.__('Allocated')}</div>
           {accelerator && accelerator.count > 0 && (
             <Meter
               label={trans.__('Devices')}
@@ -96,6 +133,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
           />
         </div>
       )}
+      <Utilisation node={node} trans={trans} />
       {(node.notes ?? []).length > 0 && (
         <ul className="jp-hetero-notes">
           {(node.notes ?? []).map(note => (
