@@ -99,14 +99,18 @@ def main(argv: list[str] | None = None) -> int:
         target = [sys.executable, args.path]
     if not target:
         parser.error("nothing to run")
-    # The child gets the group's SIGTERM itself; the runner only waits and reports.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # The child gets the group's SIGTERM itself; the runner only notes it, waits and reports.
+    # A SIGTERM that came while the child was being started may have missed it: pass it on.
+    stop_asked = []
+    signal.signal(signal.SIGTERM, lambda *_: stop_asked.append(True))
     try:
         child = subprocess.Popen(target, preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     except OSError as exc:
         print(f"jupyter-hetero: cannot start {target[0]!r}: {exc.strerror}", file=sys.stderr, flush=True)
         _write_exit(args.exit_file, 127)
         return 127
+    if stop_asked:
+        child.terminate()
     result = child.wait()
     _write_exit(args.exit_file, result)
     return 0 if result == 0 else 1
