@@ -17,6 +17,7 @@ __all__ = [
     "MemoryMiB",
     "compare_versions",
     "friendly_quantities",
+    "format_amount",
     "format_cpu",
     "format_memory",
     "parse_cpu_milli",
@@ -99,9 +100,14 @@ def parse_duration_s(value: Any) -> int:
     return int(sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts))
 
 
+def format_amount(value: float) -> str:
+    """``2.0`` -> ``"2"``, ``0.25`` -> ``"0.25"``: a quantity to two decimals, without trailing zeros."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def format_cpu(milli: int) -> str:
     """``64000`` -> ``"64 CPU"``, ``500`` -> ``"0.5 CPU"``: cores for people to read."""
-    return f"{milli / 1000:.2f}".rstrip("0").rstrip(".") + " CPU"
+    return format_amount(milli / 1000) + " CPU"
 
 
 def format_memory(mib: int) -> str:

@@ -6,6 +6,7 @@ is to fitting there, so the closest come first.
 
 from __future__ import annotations
 
+from ..units import format_amount, format_cpu
 from .decisions import Blocker
 from .model import Res, Workload
 from .quota import QuotaCheck, QuotaVerdict
@@ -28,8 +29,8 @@ def quota_blocker(state, workload: Workload, flavor: str, check: QuotaCheck, tot
     scale, unit = _unit(check.resource)
     params = {
         "tenant": workload.tenant, "queue": workload.queue, "resource": unit,
-        "used": _fmt(check.used / scale), "nominal": _fmt(check.limit / scale),
-        "borrowing_limit": "unlimited" if check.borrow_limit is None else _fmt(check.borrow_limit / scale),
+        "used": format_amount(check.used / scale), "nominal": format_amount(check.limit / scale),
+        "borrowing_limit": "unlimited" if check.borrow_limit is None else format_amount(check.borrow_limit / scale),
     }
     need = getattr(total, {"cpu": "cpu", "memory": "mem", "devices": "dev"}[check.resource or "devices"]) or 1
     if check.verdict == QuotaVerdict.COHORT_FULL:
@@ -47,7 +48,7 @@ def capacity_blocker(state, flavor: str, workload: Workload, outstanding: int) -
             return Blocker("reservation", flavor, {"reserved": _devices(outstanding), "owner": _owner(state, flavor, workload.queue)}, 0.7)
         return Blocker("capacity", flavor, {"free": _devices(free), "need": _devices(total.dev)}, max(0.05, min(0.95, free / total.dev)))
     free_cpu = sum(n.free_cpu for n in state.cluster.flavors.get(flavor, ()) if n.schedulable)
-    return Blocker("capacity", flavor, {"free": f"{_fmt(free_cpu / 1000)} CPU", "need": f"{_fmt(total.cpu / 1000)} CPU"},
+    return Blocker("capacity", flavor, {"free": format_cpu(free_cpu), "need": format_cpu(total.cpu)},
                    max(0.05, min(0.95, free_cpu / max(total.cpu, 1))))
 
 
@@ -60,9 +61,5 @@ def _unit(resource: str) -> tuple[float, str]:
 
 
 def _devices(milli: int) -> str:
-    return f"{_fmt(milli / 1000)} devices"
-
-
-def _fmt(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
+    return f"{format_amount(milli / 1000)} devices"
 

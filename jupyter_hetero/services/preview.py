@@ -47,11 +47,12 @@ def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadServic
 def _flavor(catalog, template, scheduler, base, flavor, capacity, now, language) -> dict[str, Any]:
     total, free = capacity if capacity else (None, None)
     outcome = _outcome(scheduler.dry_run(now, [replace(base, flavors=(flavor,))]), now, language)
-    family = catalog.flavor(flavor).family
+    declared = catalog.flavor(flavor)
+    family = declared.family
     variant = template.variant_for(family)
     return {
         "flavor": flavor,
-        "display": catalog.flavor(flavor).display.model_dump(),
+        "display": declared.display.model_dump(),
         "family": family.value,
         # The runtime variant the template runs with on this flavor's accelerators.
         "image": variant.image if variant else None,

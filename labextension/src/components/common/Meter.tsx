@@ -1,6 +1,8 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { formatCpu, formatMemory } from '../../format';
+
 /** Props of `Meter`. */
 export interface IMeterProps {
   /** What is measured, e.g. "GPU"; also the start of the accessible name. */
@@ -42,5 +44,34 @@ export function Meter(props: IMeterProps): JSX.Element {
       </div>
       <span className="jp-hetero-meter-text">{props.text}</span>
     </div>
+  );
+}
+
+/** Props of `CpuMeter` and `MemoryMeter`: an amount used out of a total, in the API's units. */
+export interface IAmountMeterProps {
+  used: number;
+  total: number;
+  trans: TranslationBundle;
+}
+
+/** CPU used out of a total, both in milli-cores. */
+export function CpuMeter(props: IAmountMeterProps): JSX.Element {
+  const { used, total, trans } = props;
+  return (
+    <Meter label={trans.__('CPU')} used={used} total={total} text={`${formatCpu(used)} / ${formatCpu(total)}`} trans={trans} />
+  );
+}
+
+/** Memory used out of a total, both in MiB. */
+export function MemoryMeter(props: IAmountMeterProps): JSX.Element {
+  const { used, total, trans } = props;
+  return (
+    <Meter
+      label={trans.__('Memory')}
+      used={used}
+      total={total}
+      text={`${formatMemory(used)} / ${formatMemory(total)}`}
+      trans={trans}
+    />
   );
 }

@@ -1,9 +1,9 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatCpu, formatMemory, num } from '../../format';
+import { num } from '../../format';
 import type { IQuotaUse } from '../../types';
-import { Meter } from './Meter';
+import { CpuMeter, MemoryMeter, Meter } from './Meter';
 
 /** Props of `QuotaList`. */
 export interface IQuotaListProps {
@@ -41,20 +41,8 @@ export function QuotaList(props: IQuotaListProps): JSX.Element {
               trans={trans}
             />
           )}
-          <Meter
-            label={trans.__('CPU')}
-            used={used.cpu_milli}
-            total={nominal.cpu_milli}
-            text={`${formatCpu(used.cpu_milli)} / ${formatCpu(nominal.cpu_milli)}`}
-            trans={trans}
-          />
-          <Meter
-            label={trans.__('Memory')}
-            used={used.memory_mib}
-            total={nominal.memory_mib}
-            text={`${formatMemory(used.memory_mib)} / ${formatMemory(nominal.memory_mib)}`}
-            trans={trans}
-          />
+          <CpuMeter used={used.cpu_milli} total={nominal.cpu_milli} trans={trans} />
+          <MemoryMeter used={used.memory_mib} total={nominal.memory_mib} trans={trans} />
         </li>
       ))}
     </ul>

@@ -3,7 +3,7 @@ import * as React from 'react';
 
 import { formatCpu, formatMemory, nodeStateLabel, num } from '../../format';
 import type { INode } from '../../types';
-import { Meter } from '../common/Meter';
+import { CpuMeter, MemoryMeter, Meter } from '../common/Meter';
 
 /** Props of `NodeCard`. */
 export interface INodeCardProps {
@@ -21,13 +21,7 @@ function Utilisation(props: INodeCardProps): JSX.Element {
       {used ? (
         <>
           <Meter label={trans.__('CPU')} used={used.cpu_pct} total={100} text={`${num(used.cpu_pct)}%`} trans={trans} />
-          <Meter
-            label={trans.__('Memory')}
-            used={used.memory_used_mib}
-            total={node.memory_mib}
-            text={`${formatMemory(used.memory_used_mib)} / ${formatMemory(node.memory_mib)}`}
-            trans={trans}
-          />
+          <MemoryMeter used={used.memory_used_mib} total={node.memory_mib} trans={trans} />
           {used.gpu_util_pct !== undefined && (
             <Meter
               label={trans.__('GPU')}
@@ -124,13 +118,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
               trans={trans}
             />
           )}
-          <Meter
-            label={trans.__('CPU')}
-            used={allocated.cpu_milli}
-            total={node.cpu_milli}
-            text={`${formatCpu(allocated.cpu_milli)} / ${formatCpu(node.cpu_milli)}`}
-            trans={trans}
-          />
+          <CpuMeter used={allocated.cpu_milli} total={node.cpu_milli} trans={trans} />
         </div>
       )}
       <Utilisation node={node} trans={trans} />
