@@ -14,7 +14,8 @@ from .auth import hide_server_token_from_members
 from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.processes import LocalBackend
 from .capability import NodeCapability
-from .catalog import DEFAULT_CATALOG_PATH, load_catalog
+from .catalog import DEFAULT_CATALOG_PATH, Catalog, load_catalog
+from .catalog.fit import DEFAULT_SHARE, fit_to_machine
 from .engine import Engine, Policy
 from .engine.scoring import fragmentation_scorer
 from .handlers import default_handlers
@@ -83,6 +84,11 @@ class HeteroApp(ExtensionApp):
         help="Seconds of device utilisation below cull_device_idle_pct before a kernel is culled; only where NVML "
         "measures its devices.",
     )
+    local_default_share = Float(
+        DEFAULT_SHARE, config=True,
+        help="When this machine is the whole inventory (no emulated nodes), template defaults are capped at this "
+        "share of its CPU and memory (and at its devices), so default work fits; 0 keeps the catalog's defaults.",
+    )
     backend_class = Type(
         LocalBackend, config=True, help="The backend that runs workloads (this machine by default)."
     )
@@ -103,10 +109,11 @@ class HeteroApp(ExtensionApp):
         return str(Path(jupyter_data_dir()) / "hetero" / "work")
 
     def initialize_settings(self) -> None:
-        catalog = load_catalog(self.catalog_file)
+        capabilities = self._node_capabilities()
+        catalog = self._fit_defaults(load_catalog(self.catalog_file), capabilities)
         repository = Repository(self.db_url, clock=time.time)
         inventory = Inventory(catalog, repository)
-        inventory.refresh(self._node_capabilities())
+        inventory.refresh(capabilities)
         self.settings["hetero_platform"] = Platform(
             catalog=catalog,
             repository=repository,
@@ -140,6 +147,14 @@ class HeteroApp(ExtensionApp):
         # Fragmentation is measured against what the platform's templates ask for by default.
         typical = [engine_request(t.request.model_dump()) for t in catalog.templates]
         return Engine(policy=self.placement_policy, node_scorer=fragmentation_scorer(typical))
+
+    def _fit_defaults(self, catalog: Catalog, capabilities: list[NodeCapability]) -> Catalog:
+        """On this machine alone, template defaults shrink to fit it (see catalog/fit.py)."""
+        if not capabilities or any(c.emulated for c in capabilities) or not self.local_default_share:
+            return catalog
+        largest = max(capabilities, key=lambda c: (c.cpu_milli, c.memory_mib))
+        self.log.info("jupyter-hetero: this machine is the whole inventory; template defaults fit %s", largest.name)
+        return fit_to_machine(catalog, largest, self.local_default_share)
 
     def _node_capabilities(self) -> list[NodeCapability]:
         nodes = [discover_local_node(self.local_node_name or None)] if self.discover_local else []
