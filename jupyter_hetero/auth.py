@@ -22,6 +22,7 @@ Every other handler of the server sees an unknown token and refuses it.
 
 from __future__ import annotations
 
+import hmac
 import inspect
 import json
 import re
@@ -117,15 +118,25 @@ def hide_server_token_from_members(previous: PageConfigHook | None = None) -> Pa
     return hook
 
 
-def is_server_owner(provider: IdentityProvider | None, user: User) -> bool:
-    """Whether ``user`` is the server's owner: who got in with its own token or password (or their
-    login cookie). Only providers that can tell are trusted with it; users of any other provider
-    (JupyterHub's, a site's own) are who that provider says, and never the owner."""
+def is_server_owner(provider: IdentityProvider | None, user: User, handler=None) -> bool:
+    """Whether ``user`` is the server's owner: who got in with its own token or password (or the
+    login cookie that set). jupyter_server's providers and TeamIdentityProvider can tell; under any
+    other provider (JupyterHub's, a site's own) users are who it says, and only a request carrying
+    the server's own token is the owner's."""
     if isinstance(user, (TeamUser, WorkloadUser)):
         return False
     if isinstance(provider, TeamIdentityProvider):
         return True  # a non-member got in through the server's token (or the cookie it set)
-    return type(provider) in _OWNER_ONLY_PROVIDERS
+    if type(provider) in _OWNER_ONLY_PROVIDERS:
+        return True
+    return provider is not None and handler is not None and _carries_server_token(provider, handler)
+
+
+def _carries_server_token(provider: IdentityProvider, handler) -> bool:
+    server_token = provider.token or ""
+    # The base class's reading of the request (header or ?token=), whatever the provider overrides.
+    presented = IdentityProvider.get_token(provider, handler) or ""
+    return bool(server_token) and hmac.compare_digest(presented.encode(), server_token.encode())
 
 
 def groups_of(user: User) -> frozenset[str]:

@@ -43,7 +43,7 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
 
     @property
     def identity(self) -> Identity:
-        return self.platform.identity_of(self.current_user)
+        return self.platform.identity_of(self.current_user, self)
 
     def query(self, model: type[Q]) -> Q:
         """Parse the query string into ``model``; a bad value is a 400 naming the parameter."""

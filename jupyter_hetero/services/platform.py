@@ -88,14 +88,14 @@ class Platform:
         admins = self.platform_admins | ({user} if owner and self.owner_is_platform_admin else set())
         return resolve_identity(self.catalog, user, groups, frozenset(admins), owner=owner)
 
-    def identity_of(self, user) -> Identity:
-        """Who an authenticated Jupyter user is to the scheduler.
+    def identity_of(self, user, handler=None) -> Identity:
+        """Who the authenticated user of a request (``handler``) is to the scheduler.
 
         A workload credential is its submitter with its narrow rights; the server's owner goes by one
         stable name (``owner``); anyone else by the name their identity provider gives them."""
         if isinstance(user, WorkloadUser):
             return self.credentials.identity(user=user.username, tenant=user.tenant, workload_id=user.workload_id)
-        if is_server_owner(self.identity_provider, user):
+        if is_server_owner(self.identity_provider, user, handler):
             return self.identify(self.owner, groups_of(user), owner=True)
         return self.identify(user.username, groups_of(user))
 
@@ -106,7 +106,7 @@ class Platform:
         handler = CallContext.get(CallContext.JUPYTER_HANDLER)
         current = getattr(handler, "current_user", None)
         if current is not None:
-            return self.identity_of(current)
+            return self.identity_of(current, handler)
         return self.identify(user or self.owner, frozenset(groups), owner=user is None)
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
