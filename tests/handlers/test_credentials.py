@@ -187,3 +187,32 @@ async def test_made_up_and_tampered_credentials_are_refused(api, jp_fetch, jp_se
         status, error = await as_credential(jp_fetch, credential, "tenants", "me")
         assert (status, error["reason"]) == (403, "credential-unknown"), credential
     await api(f"workloads/{job}", "DELETE", as_user="alice")
+
+
+async def test_a_cell_submitted_from_a_hetero_kernel_runs_as_its_user(kernelspecs, api, jp_fetch, jp_serverapp):  # noqa: F811
+    started = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "hetero-cpu"}),
+                             headers={"Authorization": f"token {_token('alice')}"})
+    kernel_id = json.loads(started.body)["id"]
+    await run_code(jp_serverapp, kernel_id, "%load_ext jupyter_hetero\ndata = [1, 2, 3]")
+    await run_code(jp_serverapp, kernel_id, "%%hetero_submit --template data-preprocessing --push data --pull total "
+                                            "--wait\ntotal = sum(data)")
+    assert (await run_code(jp_serverapp, kernel_id, "print('total is', total)")).strip() == "total is 6"
+    jobs = await api("workloads", kind="job", as_user="alice")
+    assert [(j["user"], j["tenant"], j["state"]) for j in jobs] == [("alice", "vision", "succeeded")]
+    await jp_fetch("api", "kernels", kernel_id, method="DELETE", headers={"Authorization": f"token {_token('alice')}"})
+
+
+def test_code_in_a_workload_never_falls_back_to_the_servers_runtime_file(monkeypatch, jp_environ, jp_runtime_dir):
+    import os
+
+    from jupyter_hetero.client import HeteroClient, ServerNotFound
+
+    # The file a running server leaves in the runtime directory, with its own token in it.
+    (jp_runtime_dir / "jpserver-1.json").write_text(json.dumps(
+        {"pid": os.getpid(), "url": "http://127.0.0.1:1/", "token": "the-servers-own-token"}))
+    for name in ("JUPYTER_HETERO_URL", "JUPYTER_HETERO_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    assert HeteroClient.discover().token == "the-servers-own-token"  # outside a workload, as before
+    monkeypatch.setenv("HETERO_WORKLOAD_ID", "7")
+    with pytest.raises(ServerNotFound, match="without JUPYTER_HETERO_URL"):
+        HeteroClient.discover()
