@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.base.call_context import CallContext
+from tornado import web
 
 from ..auth import WorkloadUser, groups_of, is_server_owner
 from ..backends.base import Backend
 from ..catalog import Catalog
 from ..engine import Engine
+from ..errors import Forbidden
 from ..store import Repository
 from .access import Access
 from .catalog import CatalogService
@@ -106,7 +108,11 @@ class Platform:
         handler = CallContext.get(CallContext.JUPYTER_HANDLER)
         current = getattr(handler, "current_user", None)
         if current is not None:
-            return self.identity_of(current, handler)
+            try:
+                return self.identity_of(current, handler)
+            except Forbidden as exc:
+                # Jupyter's own kernels and sessions handlers answer HTTP errors; ours would be a 500 there.
+                raise web.HTTPError(403, exc.message) from None
         return self.identify(user or self.owner, frozenset(groups), owner=user is None)
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:

@@ -8,6 +8,8 @@ import json
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from .test_kernels import kernelspecs  # noqa: F401 - the kernelspecs fixture
+
 SUBMIT = {"kind": "job", "template": "data-preprocessing", "command": ["true"]}
 
 
@@ -73,3 +75,12 @@ async def test_the_default_tenant_is_the_owners_and_not_everyones(zoe, jp_fetch,
     owner = await api("tenants/me")  # the server's own token
     assert (owner["tenant"], owner["role"]) == ("default", "platform-admin")
     assert (await api("workloads", "POST", SUBMIT))["tenant"] == "default"
+
+
+async def test_a_user_in_no_tenant_cannot_start_a_hetero_kernel_through_jupyters_api(zoe, kernelspecs, jp_fetch):  # noqa: F811
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "hetero-cpu"}),
+                       headers={"Authorization": "token zoe-token"})
+    assert refused.value.code == 403
+    assert json.loads(refused.value.response.body)["message"].startswith("user 'zoe' belongs to no tenant")
+
