@@ -42,11 +42,6 @@ class CredentialStore:
             found = session.execute(query).first()
             return (found[0], found[1]) if found else None
 
-    def of(self, workload_id: int) -> list[CredentialRow]:
-        with self.repository.session() as session:
-            return list(session.scalars(
-                select(CredentialRow).where(CredentialRow.workload_id == workload_id).order_by(CredentialRow.id)))
-
     def revoke_unless(self, states: tuple[str, ...], workload_id: int | None = None) -> int:
         """Revoke every live credential whose workload is in none of ``states``; returns how many."""
         ended = select(WorkloadRow.id).where(WorkloadRow.state.not_in(states))
