@@ -19,6 +19,7 @@ from .catalog.fit import DEFAULT_SHARE, fit_to_machine
 from .engine import Engine, Policy
 from .engine.scoring import fragmentation_scorer
 from .handlers import default_handlers
+from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.snapshot import engine_request
@@ -60,10 +61,20 @@ class HeteroApp(ExtensionApp):
     )
     owner_is_platform_admin = Bool(
         True, config=True,
-        help="Whether whoever holds the server's own token is a platform admin (the single-user default).",
+        help="Whether the server's owner (whoever holds its own token or password) is a platform admin "
+        "(the single-user default).",
     )
     owner_name = Unicode(
-        config=True, help="User name of the server's owner (whoever holds its token). Defaults to the OS user."
+        config=True,
+        help="User name of the server's owner (whoever holds its own token or password, under jupyter_server's "
+        "identity providers or TeamIdentityProvider). Defaults to the OS user. Users of any other identity "
+        "provider go by the names it gives them and are never the owner.",
+    )
+    workload_env_passthrough = List(
+        Unicode(), default_value=list(DEFAULT_PASSTHROUGH), config=True,
+        help="Variables of the server's environment that kernels and jobs inherit (names; a trailing * matches a "
+        "prefix). Nothing else of it reaches them: a workload starts from these, its template's and its own "
+        "variables and its own credential, never the server's token.",
     )
     work_dir = Unicode(
         config=True, help="Directory for job logs, outputs, checkpoints and archives. Defaults to the Jupyter data dir."
@@ -131,6 +142,8 @@ class HeteroApp(ExtensionApp):
             server_token=self.serverapp.identity_provider.token,
             device_idle_pct=self.cull_device_idle_pct,
             device_idle_after_s=self.cull_device_idle_after,
+            identity_provider=self.serverapp.identity_provider,
+            workload_env_passthrough=tuple(self.workload_env_passthrough),
         )
         web_settings = self.serverapp.web_app.settings
         web_settings["page_config_hook"] = hide_server_token_from_members(web_settings.get("page_config_hook"))

@@ -6,24 +6,50 @@
         "<bob's token>": {"name": "bob", "groups": ["nlp"]},
     }
 
-Whoever holds the server's own token is its owner (see ``HeteroApp.owner_is_platform_admin``).
+Whoever holds the server's own token is its owner (see :func:`is_server_owner` and
+``HeteroApp.owner_is_platform_admin``).
 
 A member stays that member across requests: the login cookie names them as a team member, and
 JupyterLab pages served to them do not carry the server's own token (JupyterLab would otherwise
 send it with every request, making everyone the owner); they authenticate with the cookie instead.
+
+Kernels and jobs hold a workload credential (``services/credentials.py``), never the server's
+token. Only the hetero API's handlers know credentials: they see the server's identity provider
+and authorizer through :class:`CredentialIdentityProvider` and :class:`CredentialAuthorizer`, which
+turn a credential into a :class:`WorkloadUser` and let it reach the ``hetero`` resource alone.
+Every other handler of the server sees an unknown token and refuses it.
 """
 
 from __future__ import annotations
 
+import hmac
+import inspect
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_server.auth.identity import IdentityProvider, User
+from jupyter_server.auth.identity import IdentityProvider, PasswordIdentityProvider, User
 from traitlets import Dict
 
-__all__ = ["TeamIdentityProvider", "TeamUser", "hide_server_token_from_members"]
+from .services.credentials import CREDENTIAL_PREFIX
+
+__all__ = [
+    "CredentialAuthorizer",
+    "CredentialIdentityProvider",
+    "TeamIdentityProvider",
+    "TeamUser",
+    "WorkloadUser",
+    "groups_of",
+    "hide_server_token_from_members",
+    "is_server_owner",
+]
+
+_AUTHORIZATION = re.compile(r"(?:token|bearer)\s+(\S+)", re.IGNORECASE)
+# jupyter_server's own identity providers authenticate one person only: whoever has the server's
+# token or password (or no authentication at all). Anyone they let in is the server's owner.
+_OWNER_ONLY_PROVIDERS = (IdentityProvider, PasswordIdentityProvider)
 
 PageConfigHook = Callable[[Any, dict], dict]
 
@@ -33,6 +59,14 @@ class TeamUser(User):
     """A user who signed in with a personal token, with the groups that map them to a tenant."""
 
     groups: tuple[str, ...] = ()
+
+
+@dataclass
+class WorkloadUser(User):
+    """A kernel or job calling the hetero API with its workload credential, on behalf of its submitter."""
+
+    workload_id: int = 0
+    tenant: str = ""
 
 
 class TeamIdentityProvider(IdentityProvider):
@@ -82,3 +116,84 @@ def hide_server_token_from_members(previous: PageConfigHook | None = None) -> Pa
         return page_config
 
     return hook
+
+
+def is_server_owner(provider: IdentityProvider | None, user: User, handler=None) -> bool:
+    """Whether ``user`` is the server's owner: who got in with its own token or password (or the
+    login cookie that set). jupyter_server's providers and TeamIdentityProvider can tell; under any
+    other provider (JupyterHub's, a site's own) users are who it says, and only a request carrying
+    the server's own token is the owner's."""
+    if isinstance(user, (TeamUser, WorkloadUser)):
+        return False
+    if isinstance(provider, TeamIdentityProvider):
+        return True  # a non-member got in through the server's token (or the cookie it set)
+    if type(provider) in _OWNER_ONLY_PROVIDERS:
+        return True
+    return provider is not None and handler is not None and _carries_server_token(provider, handler)
+
+
+def _carries_server_token(provider: IdentityProvider, handler) -> bool:
+    server_token = provider.token or ""
+    # The base class's reading of the request (header or ?token=), whatever the provider overrides.
+    presented = IdentityProvider.get_token(provider, handler) or ""
+    return bool(server_token) and hmac.compare_digest(presented.encode(), server_token.encode())
+
+
+def groups_of(user: User) -> frozenset[str]:
+    """The groups a user's provider reports: a team member's, or JupyterHub's (in the hub's user model)."""
+    if isinstance(user, TeamUser):
+        return frozenset(user.groups)
+    hub_user = getattr(user, "hub_user", None)  # jupyterhub.singleuser's JupyterHubUser
+    if isinstance(hub_user, dict):
+        return frozenset(hub_user.get("groups") or ())
+    groups = getattr(user, "groups", None)
+    return frozenset(group for group in groups if isinstance(group, str)) if groups else frozenset()
+
+
+def _presented_credential(handler) -> str | None:
+    """The workload credential in the request's Authorization header, if that is what it carries.
+
+    Credentials are read from the header only, never from ``?token=``, so they stay out of URLs and logs."""
+    match = _AUTHORIZATION.fullmatch(handler.request.headers.get("Authorization", "").strip())
+    token = match.group(1) if match else ""
+    return token if token.startswith(CREDENTIAL_PREFIX) else None
+
+
+class CredentialIdentityProvider:
+    """The server's identity provider as the hetero handlers see it: a workload credential first,
+    then whatever the server's own provider decides. Everything else is the server's provider's."""
+
+    def __init__(self, server: IdentityProvider, authenticate: Callable[[str], Any]):
+        self._server = server
+        self._authenticate = authenticate  # credential -> its workload row; raises Forbidden when refused
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+    async def get_user(self, handler) -> User | None:
+        credential = _presented_credential(handler)
+        if credential is None:
+            user = self._server.get_user(handler)
+            return await user if inspect.isawaitable(user) else user
+        workload = self._authenticate(credential)
+        # A header credential is never a cookie, so it needs no XSRF check (as for jupyter_server's tokens);
+        # no login cookie is set either: the credential never becomes a browser session.
+        handler._token_authenticated = True
+        return WorkloadUser(username=workload.user, workload_id=workload.id, tenant=workload.tenant)
+
+
+class CredentialAuthorizer:
+    """The server's authorizer as the hetero handlers see it: a workload credential may use the
+    ``hetero`` resource and nothing else; every other user is the server's authorizer's to judge
+    (JupyterHub's, for one, would not know what to make of a :class:`WorkloadUser`)."""
+
+    def __init__(self, server):
+        self._server = server
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+    def is_authorized(self, handler, user: User, action: str, resource: str):
+        if isinstance(user, WorkloadUser):
+            return resource == "hetero"
+        return self._server.is_authorized(handler, user, action, resource)

@@ -7,8 +7,11 @@
         print(chunk, end="")
 
 The server is found, in order, from explicit ``url``/``token``; ``JUPYTER_HETERO_URL`` and
-``JUPYTER_HETERO_TOKEN`` (set for kernels the server starts); the newest live server in the
-Jupyter runtime directory.
+``JUPYTER_HETERO_TOKEN``; the newest live server in the Jupyter runtime directory. In a hetero
+kernel or job the server sets those two variables, and the token is the workload's own credential:
+it reaches the hetero API as the workload's user (their own work only) until the workload ends.
+Code inside a workload never falls back to the runtime directory, whose files hold the server's
+own token.
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ class HeteroClient:
         token = token if token is not None else os.environ.get("JUPYTER_HETERO_TOKEN")
         if url:
             return cls(url, token or "")
+        if os.environ.get("HETERO_WORKLOAD_ID"):
+            raise ServerNotFound(
+                "this kernel or job was started without JUPYTER_HETERO_URL: pass url and token (the workload's "
+                "credential is in JUPYTER_HETERO_TOKEN), or use %hetero_connect URL TOKEN"
+            )
         servers = _live_servers()
         if not servers:
             raise ServerNotFound(

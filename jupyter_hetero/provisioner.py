@@ -12,7 +12,6 @@ the placement. Launch-time overrides arrive as ``start_kernel(..., hetero={...})
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
@@ -48,7 +47,9 @@ class HeteroProvisioner(LocalProvisioner):
             )
         timeout = float(overrides.get("wait_timeout") or self.wait_timeout)
         env = await kernels.wait_for_placement(self.workload_id, timeout)
-        kwargs["env"] = {**(kwargs.get("env") or os.environ), **env}
+        # The kernel starts from its workload's environment, not the server's (which may hold its token).
+        session = {k: v for k, v in (kwargs.get("env") or {}).items() if k.startswith("JPY_SESSION")}
+        kwargs["env"] = {**session, **env}
         return await super().pre_launch(**kwargs)
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):

@@ -410,7 +410,9 @@ class Catalog(_Model):
     platform_admins: list[str] = Field(default_factory=list)
     platform_admin_groups: list[str] = Field(default_factory=list)
     default_tenant: str | None = Field(
-        default=None, description="Tenant of users who are in no tenant (the single-user default)."
+        default=None,
+        description="Tenant of the server's owner when no tenant names them (the single-user default); other users "
+        "whom no tenant names belong to none.",
     )
     _by_name: dict[str, dict] = PrivateAttr(default_factory=dict)
 

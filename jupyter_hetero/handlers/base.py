@@ -9,7 +9,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import BaseModel, ValidationError
 
-from ..auth import TeamUser
+from ..auth import CredentialAuthorizer, CredentialIdentityProvider
 from ..errors import HeteroError, InvalidRequest
 from ..services.identity import Identity
 from ..services.platform import Platform
@@ -31,13 +31,19 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
     def platform(self) -> Platform:
         return self.settings["hetero_platform"]
 
+    # Workload credentials are known here and nowhere else in the server: these two wrap the
+    # server's identity provider and authorizer for the hetero handlers only (see auth.py).
+    @property
+    def identity_provider(self) -> CredentialIdentityProvider:
+        return CredentialIdentityProvider(super().identity_provider, self.platform.credentials.authenticate)
+
+    @property
+    def authorizer(self) -> CredentialAuthorizer:
+        return CredentialAuthorizer(super().authorizer)
+
     @property
     def identity(self) -> Identity:
-        user = self.current_user
-        if isinstance(user, TeamUser):  # a personal token names a team member
-            return self.platform.identify(user.username, frozenset(user.groups))
-        # The server's own token (or its login cookie) is its owner, under one stable name.
-        return self.platform.identify(self.platform.owner, frozenset(getattr(user, "groups", None) or ()), owner=True)
+        return self.platform.identity_of(self.current_user, self)
 
     def query(self, model: type[Q]) -> Q:
         """Parse the query string into ``model``; a bad value is a 400 naming the parameter."""

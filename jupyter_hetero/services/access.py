@@ -2,7 +2,9 @@
 
 - members see their tenant's workloads and stop their own;
 - tenant-admins see and stop all of their tenant's;
-- platform-admins see and stop everything, and only they may preempt by hand or remove nodes.
+- platform-admins see and stop everything, and only they may preempt by hand or remove nodes;
+- a workload credential (a kernel or job calling the API) is a member who sees and stops only
+  its submitter's own workloads, whatever roles the submitter holds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class Access:
 
     @staticmethod
     def may_see(identity: Identity, row: WorkloadRow) -> bool:
+        if identity.own_work_only:
+            return row.user == identity.user and row.tenant == identity.tenant.name
         return identity.is_platform_admin or row.tenant == identity.tenant.name
 
     @staticmethod
@@ -32,9 +36,14 @@ class Access:
         return row.tenant == identity.tenant.name and (identity.is_tenant_admin or row.user == identity.user)
 
     def require_see(self, identity: Identity, row: WorkloadRow, action: str) -> None:
-        if not self.may_see(identity, row):
+        if self.may_see(identity, row):
+            return
+        if identity.own_work_only:
             self.deny(identity, action, f"workload/{row.id}",
-                      f"workload {row.id} belongs to tenant {row.tenant}, not to your tenant {identity.tenant.name}")
+                      f"workload {row.id} is not {identity.user}'s own: the credential of workload "
+                      f"{identity.workload} reaches only its submitter's own work")
+        self.deny(identity, action, f"workload/{row.id}",
+                  f"workload {row.id} belongs to tenant {row.tenant}, not to your tenant {identity.tenant.name}")
 
     def require_stop(self, identity: Identity, row: WorkloadRow, action: str) -> None:
         self.require_see(identity, row, action)
@@ -44,14 +53,21 @@ class Access:
 
     def require_platform_admin(self, identity: Identity, action: str, target: str) -> None:
         if not identity.is_platform_admin:
-            self.deny(identity, action, target, f"{action} needs the platform-admin role; you are {identity.role.value}")
+            self.deny(identity, action, target, f"{action} needs the platform-admin role; you are {identity.role.value}"
+                      + (" (a workload credential never carries an admin role)" if identity.own_work_only else ""))
         self.record(identity, action, target)
 
     def deny(self, identity: Identity, action: str, target: str, reason: str) -> None:
         self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="denied",
-                                     detail={"reason": reason, "tenant": identity.tenant.name})
+                                     detail={"reason": reason, "tenant": identity.tenant.name, **_credential(identity)})
         raise Forbidden(reason)
 
     def record(self, identity: Identity, action: str, target: str, detail: dict[str, Any] | None = None) -> None:
         self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="allowed",
-                                     detail={"tenant": identity.tenant.name, "role": identity.role.value, **(detail or {})})
+                                     detail={"tenant": identity.tenant.name, "role": identity.role.value,
+                                             **_credential(identity), **(detail or {})})
+
+
+def _credential(identity: Identity) -> dict[str, int]:
+    """The audit names the workload whose credential acted, so its kernel or job is not mistaken for its user."""
+    return {"credential_of": identity.workload} if identity.workload is not None else {}

@@ -71,6 +71,8 @@ class KernelService:
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
         scheduler.on_kernel_admitted = self._wake_waiter
+        # Set by the platform: the kernel's full environment (a minimal base and its credential), never the server's.
+        self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
 
     def register(self) -> None:
         _current["service"] = self
@@ -163,9 +165,7 @@ class KernelService:
         env, _measurable = self.scheduler.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
                                                               attempt=row.attempts or 1)
         env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
-        if self.server_url:
-            env["JUPYTER_HETERO_URL"], env["JUPYTER_HETERO_TOKEN"] = self.server_url, self.server_token
-        return env
+        return self.seal_environment(row, env)
 
     def started(self, workload_id: int, pid: int | None) -> None:
         row = self.repository.workload(workload_id)

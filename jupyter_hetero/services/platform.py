@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from jupyter_server.base.call_context import CallContext
+from tornado import web
+
+from ..auth import WorkloadUser, groups_of, is_server_owner
 from ..backends.base import Backend
 from ..catalog import Catalog
 from ..engine import Engine
+from ..errors import Forbidden
 from ..store import Repository
 from .access import Access
 from .catalog import CatalogService
+from .credentials import DEFAULT_PASSTHROUGH, CredentialService
 from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
@@ -43,22 +51,32 @@ class Platform:
     server_token: str = ""
     device_idle_pct: float = 5.0
     device_idle_after_s: float = 1800.0
+    # The server's identity provider: it decides who counts as the owner (see auth.is_server_owner).
+    identity_provider: Any = None
+    workload_env_passthrough: tuple[str, ...] = DEFAULT_PASSTHROUGH
+    inherited_environment: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
     def __post_init__(self) -> None:
         self.catalog_service = CatalogService(self.catalog, self.repository)
         self.access = Access(self.repository)
+        self.credentials = CredentialService(
+            catalog=self.catalog, repository=self.repository, server_url=self.server_url,
+            inherited=self.inherited_environment, passthrough=self.workload_env_passthrough,
+            server_secrets=(self.server_token,),
+        )
         self.scheduler = Scheduler(
             catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             engine=self.engine, clock=self.clock, work_dir=self.work_dir,
         )
         self.kernels = KernelService(
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
-            identify=lambda user, groups: self.identify(user or self.owner, frozenset(groups), owner=user is None),
-            wake=lambda: self.loop.wake(), server_url=self.server_url, server_token=self.server_token,
+            identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=self.server_url,
             device_idle_pct=self.device_idle_pct, device_idle_after_s=self.device_idle_after_s,
         )
+        # Every process of a workload starts from this environment, which carries its own credential.
+        self.scheduler.seal_environment = self.kernels.seal_environment = self._workload_environment
         self.loop = SchedulerLoop(self.scheduler, self.interval_s, on_start=self.kernels.reconcile,
-                                  after_tick=self.kernels.sweep)
+                                  after_tick=self._after_tick)
         self.workloads = WorkloadService(
             self.catalog, self.repository, self.access, self.root_dir,
             pending_info=lambda workload_id: self.scheduler.pending.get(workload_id), wake=self.loop.wake,
@@ -70,4 +88,38 @@ class Platform:
 
     def identify(self, user: str, groups: frozenset[str] = frozenset(), *, owner: bool = False) -> Identity:
         admins = self.platform_admins | ({user} if owner and self.owner_is_platform_admin else set())
-        return resolve_identity(self.catalog, user, groups, frozenset(admins))
+        return resolve_identity(self.catalog, user, groups, frozenset(admins), owner=owner)
+
+    def identity_of(self, user, handler=None) -> Identity:
+        """Who the authenticated user of a request (``handler``) is to the scheduler.
+
+        A workload credential is its submitter with its narrow rights; the server's owner goes by one
+        stable name (``owner``); anyone else by the name their identity provider gives them."""
+        if isinstance(user, WorkloadUser):
+            return self.credentials.identity(user=user.username, tenant=user.tenant, workload_id=user.workload_id)
+        if is_server_owner(self.identity_provider, user, handler):
+            return self.identify(self.owner, groups_of(user), owner=True)
+        return self.identify(user.username, groups_of(user))
+
+    def _kernel_requester(self, user: str | None, groups: tuple[str, ...]) -> Identity:
+        """Who asked for a kernel: the user of the request that starts it (``/api/kernels``,
+        ``/api/sessions`` or the hetero API), which jupyter_server keeps in its call context; a start
+        with no request behind it is the server's own, its owner's."""
+        handler = CallContext.get(CallContext.JUPYTER_HANDLER)
+        current = getattr(handler, "current_user", None)
+        if current is not None:
+            try:
+                return self.identity_of(current, handler)
+            except Forbidden as exc:
+                # Jupyter's own kernels and sessions handlers answer HTTP errors; ours would be a 500 there.
+                raise web.HTTPError(403, exc.message) from None
+        return self.identify(user or self.owner, frozenset(groups), owner=user is None)
+
+    def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
+        return self.credentials.environment(row.id, env)
+
+    def _after_tick(self, now: float) -> None:
+        try:
+            self.kernels.sweep(now)
+        finally:
+            self.credentials.revoke_ended()  # explicit revocation; every use also checks the workload's state

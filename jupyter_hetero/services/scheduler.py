@@ -11,7 +11,6 @@ the store does not know about.
 from __future__ import annotations
 
 import logging
-import os
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -64,6 +63,8 @@ class Scheduler:
         self.last_decisions: Decisions | None = None
         self._running: dict[int, _Running] = {}
         self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
+        # Set by the platform: a replica's full environment (a minimal base and its credential), never the server's.
+        self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
 
@@ -211,7 +212,7 @@ class Scheduler:
                                                            attempt=number, checkpoint=checkpoint)
                 handles.append(self.backend.launch(Launch(
                     workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv,
-                    env={**os.environ, **env}, cwd=Path(row.spec.get("cwd") or attempt_dir),
+                    env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
                     log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
                     devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
                 )))

@@ -180,7 +180,7 @@ class WorkloadService:
         if tenant is None and not identity.is_platform_admin:
             tenant = identity.tenant.name
         rows = self.repository.workloads(
-            tenant=tenant, user=identity.user if query.mine else None, queue=query.queue,
+            tenant=tenant, user=identity.user if query.mine or identity.own_work_only else None, queue=query.queue,
             states=(query.state,) if query.state else None, kind=query.kind.value if query.kind else None,
             limit=query.limit,
         )

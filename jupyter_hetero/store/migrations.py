@@ -60,8 +60,14 @@ def _v2_attempts_and_lifecycle(connection: Connection) -> None:
     Base.metadata.tables["attempts"].create(connection, checkfirst=True)
 
 
+def _v4_credentials(connection: Connection) -> None:
+    Base.metadata.tables["credentials"].create(connection, checkfirst=True)
+
+
 # (version, step). A new schema appends a step; released steps are never edited.
-MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(1, _v1_initial), (2, _v2_attempts_and_lifecycle)]
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
+    (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (4, _v4_credentials),
+]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

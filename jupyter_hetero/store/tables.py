@@ -1,4 +1,4 @@
-"""SQLAlchemy tables: nodes, workloads, events (append-only) and the audit chain."""
+"""SQLAlchemy tables: nodes, workloads, events (append-only), the audit chain and workload credentials."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AttemptRow", "AuditRow", "Base", "EventRow", "NodeRow", "SchemaVersionRow", "WorkloadRow"]
+__all__ = ["AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "WorkloadRow"]
 
 
 class Base(DeclarativeBase):
@@ -130,3 +130,15 @@ class AuditRow(Base):
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     prev_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))
+
+
+class CredentialRow(Base):
+    """A credential handed to one process of a workload; only a digest of its secret is kept."""
+
+    __tablename__ = "credentials"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id"), index=True)
+    digest: Mapped[str] = mapped_column(String(64))  # sha256 of the secret, hex
+    issued_at: Mapped[float] = mapped_column(Float)
+    revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
