@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import time
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
@@ -18,6 +17,7 @@ from .catalog import DEFAULT_CATALOG_PATH, load_catalog
 from .engine import Engine, Policy
 from .engine.scoring import fragmentation_scorer
 from .handlers import default_handlers
+from .services.clock import Clock
 from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.snapshot import engine_request
@@ -86,6 +86,11 @@ class HeteroApp(ExtensionApp):
     backend_class = Type(
         LocalBackend, config=True, help="The backend that runs workloads (this machine by default)."
     )
+    clock_class = Type(
+        Clock, klass=Clock, config=True,
+        help="The clocks the server reads: wall time for timestamps, monotonic time for every duration. "
+        "Tests inject one whose wall time steps.",
+    )
 
     @default("db_url")
     def _default_db_url(self) -> str:
@@ -104,7 +109,8 @@ class HeteroApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         catalog = load_catalog(self.catalog_file)
-        repository = Repository(self.db_url, clock=time.time)
+        clock = self.clock_class()
+        repository = Repository(self.db_url, clock=clock.wall)
         inventory = Inventory(catalog, repository)
         inventory.refresh(self._node_capabilities())
         self.settings["hetero_platform"] = Platform(
@@ -112,7 +118,7 @@ class HeteroApp(ExtensionApp):
             repository=repository,
             inventory=inventory,
             backend=self.backend_class(),
-            clock=time.time,
+            clock=clock,
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),
             engine=self._engine(catalog),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from ..engine import Engine
 from ..store import Repository
 from .access import Access
 from .catalog import CatalogService
+from .clock import Clock
 from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
@@ -30,7 +30,7 @@ class Platform:
     repository: Repository
     inventory: Inventory
     backend: Backend
-    clock: Callable[[], float]
+    clock: Clock  # wall time for timestamps, monotonic time for durations
     work_dir: Path
     root_dir: Path
     engine: Engine = field(default_factory=Engine)

@@ -50,7 +50,7 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_rows(tmp_path):
             " VALUES ('job', 'vision', 'ada', 'training', 'training', '{}', '{}', 'queued', 0, 0, 0, 0, 1, 1)"
         ))
     with engine.begin() as connection:
-        assert migrate(connection, now=2.0) == [2]
+        assert migrate(connection, now=2.0) == [2, 3]
     repository = Repository(url, clock=lambda: 3.0)
     with repository.session() as session:
         from jupyter_hetero.store.tables import WorkloadRow
