@@ -61,7 +61,7 @@ class Platform:
                                   after_tick=self.kernels.sweep)
         self.workloads = WorkloadService(
             self.catalog, self.repository, self.access, self.root_dir,
-            pending_info=lambda workload_id: self.scheduler.pending.get(workload_id), wake=self.loop.wake,
+            pending_info=self.scheduler.waiting, wake=self.loop.wake,
         )
 
     @property

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..backends.base import Backend, Launch, ProcessHandle
@@ -64,6 +65,13 @@ class Scheduler:
         self._times_limit = 1000  # remembered workloads before the ended ones are forgotten
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
+
+    def waiting(self, workload_id: int) -> Pending | None:
+        """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
+        pending = self.pending.get(workload_id)
+        if pending is None or pending.eta is None:
+            return pending
+        return replace(pending, eta=self.times.to_wall(pending.eta))
 
     def paths(self, workload_id: int) -> JobPaths:
         return JobPaths(self.work_dir / "jobs" / str(workload_id))

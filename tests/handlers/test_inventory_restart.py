@@ -3,6 +3,9 @@ while jobs ran on both: their work is lost and requeued by policy, and everythin
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -90,3 +93,6 @@ def test_work_on_a_vanished_or_shrunk_node_is_lost_and_requeued_while_the_rest_i
             assert reasons["node-lost"] == reason
             assert reasons["requeued"].startswith(f"lost ({reason}); requeued by queue")
         until(lambda: all(gone(pid) for pid in pids), "the lost jobs' processes to be stopped", timeout=10)
+        status = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "status", str(on_t4), "--url",
+                                 server.base_url, "--token", server.token], capture_output=True, text=True, timeout=60)
+        assert re.search(r"attempts \d: 0 failed, 0 preempted, 1 lost with their node", status.stdout), status.stderr
