@@ -132,7 +132,8 @@ class KernelService:
             raise
         except BaseException as exc:  # cancelled or broken: a waiting start must not stay queued
             self.start_failed(workload_id, f"the kernel start was abandoned while waiting for a placement "
-                                           f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})")
+                                           f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})",
+                              state="cancelled")
             raise
         finally:
             self._admitted.pop(workload_id, None)
@@ -189,13 +190,13 @@ class KernelService:
         )
         self.scheduler.times.steady(workload_id, "started_at", started)
 
-    def start_failed(self, workload_id: int, reason: str) -> None:
+    def start_failed(self, workload_id: int, reason: str, state: str = "failed") -> None:
         """The kernel could not be started (or its start was abandoned): end the workload and give
         back anything it holds, with the reason."""
         row = self.repository.workload(workload_id)
         if row is None or row.state not in (*ACTIVE_STATES, "queued", "preempted"):
             return
-        self._end(row, "failed", "start-failed", reason)
+        self._end(row, state, "start-failed", reason)
 
     def lose(self, workload_id: int, reason: str) -> None:
         """The kernel's node is gone: the workload ends lost with the reason, its devices are given
