@@ -190,10 +190,10 @@ class KernelService:
         )
         self.scheduler.times.steady(workload_id, "started_at", started)
 
-    def start_failed(self, workload_id: int, reason: str, state: str = "failed") -> None:
+    def start_failed(self, workload_id: int | None, reason: str, state: str = "failed") -> None:
         """The kernel could not be started (or its start was abandoned): end the workload and give
         back anything it holds, with the reason."""
-        row = self.repository.workload(workload_id)
+        row = self.repository.workload(workload_id) if workload_id is not None else None
         if row is None or row.state not in (*ACTIVE_STATES, "queued", "preempted"):
             return
         self._end(row, state, "start-failed", reason)

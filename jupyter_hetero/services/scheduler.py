@@ -154,7 +154,8 @@ class Scheduler:
             why = {"priority": f"preempted by {preemptor.queue} workload {preemptor.id}",
                    "reservation": f"capacity reserved for queue {preemptor.queue} taken back by workload {preemptor.id}",
                    "reclaim": f"tenant {preemptor.tenant} reclaimed its lent quota for workload {preemptor.id}"}
-            data = {"preemptor": preemptor.id, "reason": preemption.reason, "grace_deadline": preemption.grace_deadline}
+            deadline = self.times.to_wall(preemption.grace_deadline)
+            data = {"preemptor": preemptor.id, "reason": preemption.reason, "grace_deadline": deadline}
             if victim.stopping == "cancel":
                 # A cancel always wins: the victim still makes room for this preemptor, but ends cancelled.
                 self.repository.update_workload(
@@ -162,7 +163,6 @@ class Scheduler:
                     data=data, preempted_for=preemptor.id,
                 )
                 continue
-            deadline = self.times.to_wall(preemption.grace_deadline)
             self.repository.update_workload(
                 victim.id, event="preempting", reason=f"{why[preemption.reason]} (grace {grace} s), will be requeued",
                 data=data, stopping="preempt", preempting_until=deadline, preempted_for=preemptor.id,

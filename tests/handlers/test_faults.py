@@ -173,7 +173,8 @@ async def test_a_followed_log_never_splits_a_chinese_character(api, wait_for, jp
 
 @pytest.fixture
 def broken_kernelspec(jp_kernel_dir):
-    """The hetero GPU kernelspec with an interpreter that does not exist, so its launch fails."""
+    """The shipped hetero kernelspecs, plus ``hetero-broken``: the GPU one with an interpreter that does
+    not exist, so its launch fails after the scheduler has placed it."""
     for spec in (REPO / "kernels").iterdir():
         shutil.copytree(spec, jp_kernel_dir / spec.name)
     shutil.copytree(REPO / "kernels" / "hetero-gpu", jp_kernel_dir / "hetero-broken")
