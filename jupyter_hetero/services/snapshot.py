@@ -195,7 +195,9 @@ def engine_workload(row: WorkloadRow, template: Template | None, default_runtime
 
 
 def _preempted_at(row: WorkloadRow, times: SteadyTime | None) -> list[float]:
-    """When the workload was preempted, oldest first, in scheduler time when ``times`` is given."""
+    """When the workload was preempted, oldest first, in scheduler time when ``times`` is given.
+
+    Unused until the engine's ``Workload.preempted_at`` exists; the commented line above switches it on."""
     stored = row.preempted_at or []
     if times is None:
         return list(stored)
