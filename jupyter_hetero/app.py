@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import time
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
@@ -20,6 +19,7 @@ from .engine import Engine, Policy
 from .engine.scoring import fragmentation_scorer
 from .handlers import default_handlers
 from .services.credentials import DEFAULT_PASSTHROUGH
+from .services.clock import Clock
 from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.snapshot import engine_request
@@ -103,6 +103,11 @@ class HeteroApp(ExtensionApp):
     backend_class = Type(
         LocalBackend, config=True, help="The backend that runs workloads (this machine by default)."
     )
+    clock_class = Type(
+        Clock, klass=Clock, config=True,
+        help="The clocks the server reads: wall time for timestamps, monotonic time for every duration. "
+        "Tests inject one whose wall time steps.",
+    )
 
     @default("db_url")
     def _default_db_url(self) -> str:
@@ -121,8 +126,9 @@ class HeteroApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         capabilities = self._node_capabilities()
+        clock = self.clock_class()
         catalog = self._fit_defaults(load_catalog(self.catalog_file), capabilities)
-        repository = Repository(self.db_url, clock=time.time)
+        repository = Repository(self.db_url, clock=clock.wall)
         inventory = Inventory(catalog, repository)
         inventory.refresh(capabilities)
         self.settings["hetero_platform"] = Platform(
@@ -130,7 +136,7 @@ class HeteroApp(ExtensionApp):
             repository=repository,
             inventory=inventory,
             backend=self.backend_class(),
-            clock=time.time,
+            clock=clock,
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),
             engine=self._engine(catalog),

@@ -15,7 +15,7 @@ import json
 import sys
 
 from .client import ApiError, HeteroClient, ServerNotFound
-from .display import eta_text, explanation_lines
+from .display import attempts_line, eta_text, explanation_lines
 
 __all__ = ["add_workload_commands"]
 
@@ -77,6 +77,7 @@ def _status(args: argparse.Namespace) -> int:
         print(f"  position {workload['position']} in {workload['queue']}, {eta_text(workload.get('eta'))}")
         for blocker in workload.get("blockers", []):
             print(f"  - {blocker['message']}")
+    print(f"  {attempts_line(workload)}")
     for attempt in workload.get("attempts", []):
         print(f"  attempt {attempt['number']} on {attempt['node']}: {attempt['outcome'] or 'running'}"
               + (f", exit code {attempt['exit_code']}" if attempt["exit_code"] not in (None,) else ""))

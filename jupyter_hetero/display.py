@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "Table",
+    "attempts_line",
     "eta_text",
     "explanation_lines",
     "nodes_table",
@@ -125,6 +126,12 @@ def status_line(workload: dict) -> str:
         devices = ",".join(str(d["index"]) for d in slot["devices"])
         return f"{state} on {slot['node']} ({workload['placement']['flavor']}{': devices ' + devices if devices else ''})"
     return f"{state}" + (f": {workload['reason']}" if workload.get("reason") else "")
+
+
+def attempts_line(workload: dict) -> str:
+    """How many attempts a workload made and why they ended; only failures count against its retries."""
+    return (f"attempts {workload.get('attempt_count') or 0}: {workload.get('failures') or 0} failed, "
+            f"{workload.get('preemptions') or 0} preempted, {workload.get('node_losses') or 0} lost with their node")
 
 
 def explanation_lines(explanation: dict, preview: dict | None = None) -> list[str]:

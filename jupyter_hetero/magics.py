@@ -229,6 +229,7 @@ class HeteroMagics(Magics):
         workload = self._call(self.client.workload, _id(line))
         print(f"workload {workload['id']} ({workload['template']}, queue {workload['queue']}): "
               f"{tables.status_line(workload)}")
+        print(f"  {tables.attempts_line(workload)}")
         for attempt in workload.get("attempts", []):
             print(f"  attempt {attempt['number']} on {attempt['node']}: {attempt['outcome'] or 'running'}")
 

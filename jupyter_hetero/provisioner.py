@@ -46,15 +46,30 @@ class HeteroProvisioner(LocalProvisioner):
                 idle_timeout=self._cull_idle_timeout(), **request,
             )
         timeout = float(overrides.get("wait_timeout") or self.wait_timeout)
-        env = await kernels.wait_for_placement(self.workload_id, timeout)
+        env = await kernels.wait_for_placement(self.workload_id, timeout)  # ends the workload itself on failure
         # The kernel starts from its workload's environment, not the server's (which may hold its token).
         session = {k: v for k, v in (kwargs.get("env") or {}).items() if k.startswith("JPY_SESSION")}
         kwargs["env"] = {**session, **env}
-        return await super().pre_launch(**kwargs)
+        try:
+            return await super().pre_launch(**kwargs)
+        except BaseException as exc:
+            kernels.start_failed(self.workload_id, f"the kernel could not start: {_words(exc)}")
+            raise
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
-        info = await super().launch_kernel(cmd, **kwargs)
-        current_kernels().started(self.workload_id, self.pid)
+        kernels = current_kernels()
+        try:
+            info = await super().launch_kernel(cmd, **kwargs)
+            kernels.started(self.workload_id, self.pid)
+        except BaseException as exc:
+            # Whatever failed, the placement is given back now, with the reason on the workload.
+            if self.process is not None:
+                try:
+                    await self.kill()
+                except Exception:  # noqa: BLE001 - the release below matters more than this kill
+                    pass
+            kernels.start_failed(self.workload_id, f"the kernel could not start: {_words(exc)}")
+            raise
         return info
 
     async def cleanup(self, restart: bool = False) -> None:
@@ -75,3 +90,7 @@ class HeteroProvisioner(LocalProvisioner):
     async def load_provisioner_info(self, provisioner_info: dict) -> None:
         await super().load_provisioner_info(provisioner_info)
         self.workload_id = provisioner_info.get("workload_id")
+
+
+def _words(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,10 +1,19 @@
-"""Stand-ins for what cannot run here; the only place fakes live (builders are in builders.py)."""
+"""Stand-ins for what cannot run here, configured into a real server through traitlets (never patched in);
+the only place fakes live (builders are in builders.py).
+
+    hetero_config["clock_class"] = "tests.fakes.SteppingClock"
+    SteppingClock.step(3600)          # the wall clock jumps an hour, as an NTP step or a resume would
+"""
 
 from __future__ import annotations
 
+import time
+
 from jupyter_server.auth.identity import IdentityProvider, User
 
-__all__ = ["HeaderIdentityProvider", "HubStyleUser"]
+from jupyter_hetero.services.clock import Clock
+
+__all__ = ["HeaderIdentityProvider", "HubStyleUser", "SteppingClock"]
 
 
 class HubStyleUser(User):
@@ -34,3 +43,21 @@ class HeaderIdentityProvider(IdentityProvider):
             return super().get_user(handler)
         handler._token_authenticated = True  # a header, like a token: no cookie, so no XSRF check
         return user
+
+
+
+class SteppingClock(Clock):
+    """The system's clocks, except that a test can step the wall clock; the monotonic clock never steps."""
+
+    offset = 0.0  # on the class: the server builds its own instance from config
+
+    @classmethod
+    def step(cls, seconds: float) -> None:
+        cls.offset += seconds
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.offset = 0.0
+
+    def wall(self) -> float:
+        return time.time() + type(self).offset

@@ -95,10 +95,12 @@ def test_logs_and_cancel(server):
                    "while 'sleeping' not in job.logs() and time.time() < deadline: time.sleep(0.2)",
                    "%hetero_logs {job.id}",
                    "%hetero_cancel {job.id}",
-                   "job.wait(timeout=60)['state']")
+                   "job.wait(timeout=60)['state']",
+                   "%hetero_status {job.id}")
     assert "sleeping" in text(notebook.cells[2])
     assert "cancel" in text(notebook.cells[3])
     assert "'cancelled'" in text(notebook.cells[4])
+    assert "attempts 1: 0 failed, 0 preempted, 0 lost with their node" in text(notebook.cells[5])
 
 
 @pytest.mark.parametrize(

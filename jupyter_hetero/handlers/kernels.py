@@ -7,7 +7,7 @@ import uuid
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..errors import Conflict, NotFound
+from ..errors import Conflict, HeteroError, NotFound
 from ..models import StartKernel
 from ..services.kernels import KernelWaitTimeout
 from .base import API_PREFIX, HeteroHandler
@@ -45,6 +45,15 @@ class KernelsHandler(HeteroHandler):
             # shutdown_all then trips over it: forget it here, where its id is known.
             self.kernel_manager._pending_kernels.pop(kernel_id, None)
             raise Conflict(str(exc), reason="no-placement") from None
+        except HeteroError:  # a bad parameter found at launch: the client's mistake, answered as such
+            self.kernel_manager._pending_kernels.pop(kernel_id, None)
+            raise
+        except Exception as exc:  # noqa: BLE001 - answered as the server's failure, with its reason
+            # Any other failure too; the provisioner has already ended the workload with the reason.
+            self.kernel_manager._pending_kernels.pop(kernel_id, None)
+            self.log.warning("hetero kernel %s could not start: %s", kernel_id, exc)
+            self.reply({"message": f"the kernel could not start: {exc}", "reason": "start-failed"}, status=500)
+            return
         workload = platform.kernels.workload_of(kernel_id)
         self.reply({"kernel_id": kernel_id, "workload_id": workload.id if workload else None,
                     "placement": workload.placement if workload else None}, status=201)

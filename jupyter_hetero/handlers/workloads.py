@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -49,7 +50,7 @@ class WorkloadHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def delete(self, workload_id: str) -> None:
-        self.reply(self.platform.workloads.cancel(self.identity, _id(workload_id), self.platform.clock()))
+        self.reply(self.platform.workloads.cancel(self.identity, _id(workload_id), self.platform.clock.wall()))
 
 
 class EventsHandler(HeteroHandler):
@@ -74,8 +75,11 @@ class LogsHandler(HeteroHandler):
         if query.tail and not query.follow:
             self.finish(_tail(path, query.tail))
             return
+        # A read may end inside a multi-byte character; the decoder keeps its first bytes for the next.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         while True:
-            chunk, offset = _read_from(path, offset)
+            data, offset = _read_from(path, offset)
+            chunk = decoder.decode(data)
             if chunk:
                 try:
                     self.write(chunk)
@@ -86,8 +90,8 @@ class LogsHandler(HeteroHandler):
                 break
             await asyncio.sleep(FOLLOW_POLL_S)
             _path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
-        chunk, offset = _read_from(path, offset)
-        self.finish(chunk)
+        data, offset = _read_from(path, offset)
+        self.finish(decoder.decode(data, final=True))
 
 
 class FilesHandler(HeteroHandler):
@@ -116,7 +120,7 @@ class PreviewHandler(HeteroHandler):
         self.reply(preview(
             catalog=platform.catalog, scheduler=platform.scheduler, workloads=platform.workloads,
             identity=self.identity, template=body.template, parameters=body.parameters, queue=body.queue,
-            kind=body.kind, now=platform.clock(), language=body.lang,
+            kind=body.kind, now=platform.scheduler.clock(), language=body.lang,
         ))
 
 
@@ -152,7 +156,7 @@ class PreemptHandler(HeteroHandler):
         if query.dry_run:
             if row.state not in ("queued", "preempted"):
                 raise Conflict(f"workload {wid} is {row.state}; a dry run shows what a waiting workload would evict")
-            decisions = scheduler.dry_run(self.platform.clock())
+            decisions = scheduler.dry_run(scheduler.clock())
             victims = [p for p in decisions.preemptions if p.preemptor == wid]
             admitted = next((a for a in decisions.admissions if a.workload == wid), None)
             pending = decisions.pending.get(wid)
@@ -175,19 +179,19 @@ def _id(text: str) -> int:
         raise NotFound(f"workload {text!r} does not exist") from None
 
 
-def _read_from(path, offset: int) -> tuple[str, int]:
+def _read_from(path, offset: int) -> tuple[bytes, int]:
     try:
         with open(path, "rb") as log:
             log.seek(offset)
             data = log.read()
     except FileNotFoundError:
-        return "", offset
-    return data.decode("utf-8", errors="replace"), offset + len(data)
+        return b"", offset
+    return data, offset + len(data)
 
 
 def _tail(path, lines: int) -> str:
-    text, _ = _read_from(path, 0)
-    return "".join(text.splitlines(keepends=True)[-lines:])
+    data, _ = _read_from(path, 0)
+    return "".join(data.decode("utf-8", errors="replace").splitlines(keepends=True)[-lines:])
 
 
 default_handlers = [

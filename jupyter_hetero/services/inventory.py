@@ -45,6 +45,8 @@ class Inventory:
         self.catalog = catalog
         self.repository = repository
         self._nodes: dict[str, NodeView] = {}
+        # Bumped on every change, so the scheduler re-checks running placements only when one happened.
+        self.version = 0
 
     def refresh(self, capabilities: list[NodeCapability]) -> list[NodeView]:
         """Record these nodes as seen now; new ones get a `node-registered` event."""
@@ -77,6 +79,7 @@ class Inventory:
             for row in self.repository.nodes()
             if row.name in current
         }
+        self.version += 1
         return self.nodes()
 
     def mark_lost(self, name: str, reason: str) -> NodeView:
@@ -85,6 +88,7 @@ class Inventory:
         self.repository.set_node_state(name, "lost")
         self.repository.append_event(type="node-lost", node=name, reason=reason)
         self._nodes[name] = NodeView(view.capability, view.flavor, "lost", view.first_seen, view.last_seen)
+        self.version += 1
         return self._nodes[name]
 
     @staticmethod

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["JobPaths", "archive_attempt"]
+__all__ = ["JobPaths", "archive_attempt", "runner_argv"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +48,18 @@ def archive_attempt(paths: JobPaths, number: int, archive: Path) -> None:
     for notebook in attempt_dir.glob("*.ipynb") if attempt_dir.is_dir() else ():
         shutil.copy2(notebook, archive / notebook.name)
 
+
+
+def runner_argv(spec: dict, attempt_dir: Path) -> list[str]:
+    """The runner's arguments for a job's payload (a code cell is written into the attempt's folder)."""
+    if "command" in spec:
+        return ["command", "--", *spec["command"]]
+    if "script" in spec:
+        return ["script", spec["script"]["path"], *spec["script"]["args"]]
+    if "code" in spec:
+        source = attempt_dir / "cell.py"
+        source.write_text(spec["code"], encoding="utf-8")
+        return ["code", str(source)]
+    notebook = spec["notebook"]
+    return ["notebook", notebook["path"], "--output", str(attempt_dir / Path(notebook["path"]).name),
+            "--parameters", json.dumps(notebook["parameters"])]

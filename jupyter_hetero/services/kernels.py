@@ -20,6 +20,7 @@ from ..engine import render
 from ..errors import HeteroError, NotFound
 from ..store import ACTIVE_STATES, Repository
 from ..store.tables import WorkloadRow
+from .clock import Clock
 from .identity import Identity
 from .resolve import resolve
 from .scheduler import Scheduler
@@ -52,7 +53,7 @@ def current_kernels() -> KernelService:
 
 class KernelService:
     def __init__(self, *, catalog: Catalog, repository: Repository, scheduler: Scheduler,
-                 clock: Callable[[], float], identify: Callable[[str | None, tuple[str, ...]], Identity],
+                 clock: Clock, identify: Callable[[str | None, tuple[str, ...]], Identity],
                  wake: Callable[[], None], server_url: str = "", server_token: str = "",
                  device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0):
         self.catalog = catalog
@@ -64,7 +65,7 @@ class KernelService:
         self.server_url = server_url
         self.server_token = server_token
         self.kernel_manager = None  # set by the app: the server's MultiKernelManager
-        self.booted_at = clock()
+        self.booted_at = clock.wall()
         self.device_idle_pct = device_idle_pct
         self.device_idle_after_s = device_idle_after_s
         self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
@@ -73,6 +74,7 @@ class KernelService:
         scheduler.on_kernel_admitted = self._wake_waiter
         # Set by the platform: the kernel's full environment (a minimal base and its credential), never the server's.
         self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
+        scheduler.on_kernel_lost = self.lose
 
     def register(self) -> None:
         _current["service"] = self
@@ -85,7 +87,7 @@ class KernelService:
             self.repository.update_workload(
                 row.id, event="released", reason="the server restarted; its kernels ended with it", state="cancelled",
                 placement=None, held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None,
-                preempting_until=None, finished_at=self.clock(),
+                preempting_until=None, finished_at=self.clock.wall(),
             )
 
     # -- the provisioner's side ------------------------------------------------------------------
@@ -124,10 +126,17 @@ class KernelService:
 
     async def wait_for_placement(self, workload_id: int, timeout: float) -> dict[str, str]:
         """The kernel's environment once placed; after ``timeout`` the start fails with the blockers."""
-        deadline = self.clock() + timeout
+        deadline = self.clock.monotonic() + timeout  # a duration: a wall-clock step must not cut it short
         event = self._admitted.setdefault(workload_id, asyncio.Event())
         try:
             return await self._wait(workload_id, timeout, deadline, event)
+        except KernelWaitTimeout:
+            raise
+        except BaseException as exc:  # cancelled or broken: a waiting start must not stay queued
+            self.start_failed(workload_id, f"the kernel start was abandoned while waiting for a placement "
+                                           f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})",
+                              state="cancelled")
+            raise
         finally:
             self._admitted.pop(workload_id, None)
 
@@ -138,14 +147,15 @@ class KernelService:
                 return self._environment(row)
             if row.state not in ("queued", "preempted"):
                 raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {row.reason}")
-            if self.clock() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 message = self._why_waiting(row, timeout)
                 self.repository.update_workload(workload_id, event="cancelled", reason=message, state="cancelled",
-                                                finished_at=self.clock())
+                                                finished_at=self.clock.wall())
                 raise KernelWaitTimeout(message)
             # Woken at once on admission; the timeout only bounds how stale a missed wake-up can be.
             try:
-                await asyncio.wait_for(event.wait(), min(WAIT_POLL_S * 10, max(deadline - self.clock(), 0.01)))
+                await asyncio.wait_for(event.wait(),
+                                       min(WAIT_POLL_S * 10, max(deadline - self.clock.monotonic(), 0.01)))
             except asyncio.TimeoutError:
                 pass
             event.clear()
@@ -155,7 +165,7 @@ class KernelService:
         blockers = "; ".join(render(b) for b in pending.blockers[:3]) if pending else "not scheduled yet"
         eta = "unknown"
         if pending and pending.eta is not None:
-            eta = f"~{max(0, round((pending.eta - self.clock()) / 60))} min"
+            eta = f"~{max(0, round((pending.eta - self.scheduler.clock()) / 60))} min"
             if pending.eta_because:
                 eta += f" (when workload {pending.eta_because} ends)"
         return f"no {row.template} kernel could be placed within {timeout:g} s: {blockers}. ETA {eta}"
@@ -169,10 +179,46 @@ class KernelService:
 
     def started(self, workload_id: int, pid: int | None) -> None:
         row = self.repository.workload(workload_id)
+        if row is None or row.state not in ACTIVE_STATES:
+            # Lost or cancelled between placement and launch: the new kernel must not run unaccounted.
+            raise KernelWaitTimeout(f"kernel workload {workload_id} ended before its kernel started: "
+                                    f"{row.reason if row else 'it no longer exists'}")
+        started = self.clock.wall()
         self.repository.update_workload(
             workload_id, event="started", reason=f"kernel {row.spec.get('kernel_id')} running as pid {pid}",
-            data={"pid": pid}, state="running", started_at=self.clock(), attempts=(row.attempts or 0) + 1,
+            data={"pid": pid}, state="running", started_at=started, attempts=(row.attempts or 0) + 1,
         )
+        self.scheduler.times.steady(workload_id, "started_at", started)
+
+    def start_failed(self, workload_id: int | None, reason: str, state: str = "failed") -> None:
+        """The kernel could not be started (or its start was abandoned): end the workload and give
+        back anything it holds, with the reason."""
+        row = self.repository.workload(workload_id) if workload_id is not None else None
+        if row is None or row.state not in (*ACTIVE_STATES, "queued", "preempted"):
+            return
+        self._end(row, state, "start-failed", reason)
+
+    def lose(self, workload_id: int, reason: str) -> None:
+        """The kernel's node is gone: the workload ends lost with the reason, its devices are given
+        back at once and the kernel is shut down (its notebook sees it end; the panel, the reason)."""
+        row = self.repository.workload(workload_id)
+        if row is None or row.state not in ACTIVE_STATES:
+            return
+        self.repository.update_workload(workload_id, event="node-lost", reason=reason, stopping="node-lost")
+        message = f"kernel lost: {reason}; it was shut down and its devices released"
+        self._end(row, "lost", "lost", message, counts={"node_losses": (row.node_losses or 0) + 1})
+        kernel = self._kernel(self.kernel_id(row))
+        if kernel is not None:
+            kernel.reason = message  # shown by Jupyter's kernels API until the kernel is gone
+            asyncio.ensure_future(self._shutdown_kernel(self.kernel_id(row)))
+
+    def _end(self, row: WorkloadRow, state: str, event: str, reason: str, counts: dict | None = None) -> None:
+        self.repository.update_workload(
+            row.id, event=event, reason=reason, state=state, placement=None, node=None, flavor=None,
+            held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
+            finished_at=self.clock.wall(), **(counts or {}),
+        )
+        self._forget(row.id)
 
     def release(self, workload_id: int, reason: str | None = None) -> None:
         """The kernel is gone: end its workload and give its devices back."""
@@ -181,14 +227,13 @@ class KernelService:
             return
         stopped = {"preempt": ("cancelled", row.reason), "cancel": ("cancelled", row.reason)}.get(row.stopping or "")
         state, why = stopped or ("succeeded", reason or "kernel shut down")
-        self.repository.update_workload(
-            workload_id, event="released", reason=why or "kernel shut down", state=state, placement=None,
-            held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
-            finished_at=self.clock(),
-        )
+        self._end(row, state, "released", why or "kernel shut down")
+        self.wake()
+
+    def _forget(self, workload_id: int) -> None:
         self._warned.discard(workload_id)
         self._low_since.pop(workload_id, None)
-        self.wake()
+        self.scheduler.times.forget(workload_id)
 
     def workload_of(self, kernel_id: str) -> WorkloadRow | None:
         return next((r for r in self.repository.workloads(kind="kernel", states=ACTIVE_STATES)
@@ -206,9 +251,11 @@ class KernelService:
 
     def sweep(self, now: float) -> None:
         """Mark idle kernels, warn then cull those idle past their timeout, stop preempted ones."""
-        starting = getattr(self.kernel_manager, "_pending_kernels", {})  # launched, not yet registered
+        # Launched, not yet registered; a start that failed stays among them, done, and counts as gone.
+        starting = getattr(self.kernel_manager, "_pending_kernels", {})
         for row in self.repository.workloads(kind="kernel", states=("running",)):
-            if self.kernel_id(row) in starting:
+            task = starting.get(self.kernel_id(row))
+            if task is not None and not task.done():
                 continue
             kernel = self._kernel(self.kernel_id(row))
             if kernel is None:
@@ -218,7 +265,10 @@ class KernelService:
                 self._shutdown(row, row.reason or "stopping")
                 continue
             busy = getattr(kernel, "execution_state", "idle") == "busy"
-            idle_s = 0.0 if busy else max(0.0, now - _timestamp(getattr(kernel, "last_activity", None), now))
+            # Jupyter stamps activity in wall time; seen once, it becomes scheduler time (see services/clock.py).
+            active_at = self.scheduler.times.steady(row.id, "last_activity",
+                                                    _timestamp(getattr(kernel, "last_activity", None), None))
+            idle_s = 0.0 if busy or active_at is None else max(0.0, now - active_at)
             idle = idle_s >= IDLE_FOR_PREEMPTION_S
             if idle != row.idle:
                 self.repository.update_workload(row.id, event="idle" if idle else "busy",
@@ -261,7 +311,7 @@ class KernelService:
             return
         if row.stopping is None:
             self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
-                                            preempting_until=self.clock())
+                                            preempting_until=self.clock.wall())
         asyncio.ensure_future(self._shutdown_kernel(kernel_id))
 
     async def _shutdown_kernel(self, kernel_id: str) -> None:
@@ -304,7 +354,7 @@ class KernelService:
         }
 
 
-def _timestamp(value, default: float) -> float:
+def _timestamp(value, default: float | None) -> float | None:
     if value is None:
         return default
     return value.timestamp() if hasattr(value, "timestamp") else float(value)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from ..errors import Forbidden
 from ..store import Repository
 from .access import Access
 from .catalog import CatalogService
+from .clock import Clock
 from .credentials import DEFAULT_PASSTHROUGH, CredentialService
 from .identity import Identity, resolve_identity
 from .inventory import Inventory
@@ -38,7 +39,7 @@ class Platform:
     repository: Repository
     inventory: Inventory
     backend: Backend
-    clock: Callable[[], float]
+    clock: Clock  # wall time for timestamps, monotonic time for durations
     work_dir: Path
     root_dir: Path
     engine: Engine = field(default_factory=Engine)
@@ -79,7 +80,7 @@ class Platform:
                                   after_tick=self._after_tick)
         self.workloads = WorkloadService(
             self.catalog, self.repository, self.access, self.root_dir,
-            pending_info=lambda workload_id: self.scheduler.pending.get(workload_id), wake=self.loop.wake,
+            pending_info=self.scheduler.waiting, wake=self.loop.wake,
         )
 
     @property

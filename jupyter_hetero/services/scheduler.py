@@ -11,19 +11,21 @@ the store does not know about.
 from __future__ import annotations
 
 import logging
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 from ..backends.base import Backend, Launch, ProcessHandle
 from ..catalog import Catalog, Template
 from ..engine import Decisions, Engine, Pending, Snapshot, free_capacity
-from ..store import ACTIVE_STATES, Repository
+from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
+from .attempts import RunningAttempt
+from .clock import Clock, SteadyTime
 from .environment import device_environment
-from .jobfiles import JobPaths, archive_attempt
+from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .inventory import Inventory
+from .lifecycle import after_attempt, placement_problem
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
 
 __all__ = ["Scheduler"]
@@ -36,37 +38,41 @@ DEFAULT_GRACE_S = 30
 TIME_LIMIT_GRACE_S = 10
 
 
-@dataclass
-class _Running:
-    handles: list[ProcessHandle]
-    attempt_id: int
-    peak_rss_mib: float = 0.0
-    gpu_utils: list[float] = field(default_factory=list)
-    peak_gpu_mib: float = 0.0
-    signalled: bool = False  # SIGTERM sent for the current stop
-    killed: bool = False
-
-
 class Scheduler:
     """Drives the engine over the store and a backend; one instance per server."""
 
     def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
-                 engine: Engine, clock: Callable[[], float], work_dir: Path):
+                 engine: Engine, clock: Clock, work_dir: Path):
         self.catalog = catalog
         self.repository = repository
         self.inventory = inventory
         self.backend = backend
         self.engine = engine
-        self.clock = clock
+        # Stored timestamps are wall time; every comparison and the engine's `now` are scheduler
+        # time, which a step of the wall clock does not move (see services/clock.py).
+        self.times = SteadyTime(clock)
+        self.clock = self.times.now
+        self.wall = clock.wall
         self.work_dir = work_dir
         self.pending: dict[int, Pending] = {}
         self.last_decisions: Decisions | None = None
-        self._running: dict[int, _Running] = {}
+        self._running: dict[int, RunningAttempt] = {}
         self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
         # Set by the platform: a replica's full environment (a minimal base and its credential), never the server's.
         self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
+        # A kernel whose node is gone: its service ends the workload and shuts the kernel down.
+        self.on_kernel_lost: Callable[[int, str], None] = lambda workload_id, reason: None
+        self._inventory_checked: int | None = None  # the inventory version placements were last checked against
+        self._times_limit = 1000  # remembered workloads before the ended ones are forgotten
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
+
+    def waiting(self, workload_id: int) -> Pending | None:
+        """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
+        pending = self.pending.get(workload_id)
+        if pending is None or pending.eta is None:
+            return pending
+        return replace(pending, eta=self.times.to_wall(pending.eta))
 
     def paths(self, workload_id: int) -> JobPaths:
         return JobPaths(self.work_dir / "jobs" / str(workload_id))
@@ -82,7 +88,7 @@ class Scheduler:
                 self._release(row, "queued", "requeued", "the server restarted before the workload started")
                 continue
             handles = [ProcessHandle.from_json(p) for p in current.processes]
-            self._running[row.id] = _Running(handles, current.id)
+            self._running[row.id] = RunningAttempt(handles, current.id)
             alive = [h for h in handles if self.backend.running(h)]
             self.repository.append_event(
                 type="adopted" if alive else "reconciling", workload_id=row.id,
@@ -108,10 +114,10 @@ class Scheduler:
         rows = self.repository.workloads(states=("queued", "preempted", *ACTIVE_STATES))
         running, pending = [], []
         for row in rows:
-            workload = engine_workload(row, templates.get(row.template), 3600.0)
+            workload = engine_workload(row, templates.get(row.template), 3600.0, self.times)
             if row.state in ACTIVE_STATES:
                 running.append(workload)
-            elif row.not_before is None or row.not_before <= now:
+            elif row.not_before is None or self.times.steady(row.id, "not_before", row.not_before) <= now:
                 pending.append(workload)
         return Snapshot(
             now=now,
@@ -133,6 +139,8 @@ class Scheduler:
     # -- apply decisions ---------------------------------------------------------------------
 
     def _apply(self, decisions: Decisions, now: float) -> None:
+        # At merge, the engine's own report of running work whose node vanished takes the same path:
+        # self.lose([(lost.workload, lost.reason) for lost in decisions.lost], now)
         for escalation in decisions.escalations:
             self.repository.update_workload(
                 escalation.workload, event="escalated",
@@ -147,11 +155,20 @@ class Scheduler:
             why = {"priority": f"preempted by {preemptor.queue} workload {preemptor.id}",
                    "reservation": f"capacity reserved for queue {preemptor.queue} taken back by workload {preemptor.id}",
                    "reclaim": f"tenant {preemptor.tenant} reclaimed its lent quota for workload {preemptor.id}"}
+            deadline = self.times.to_wall(preemption.grace_deadline)
+            data = {"preemptor": preemptor.id, "reason": preemption.reason, "grace_deadline": deadline}
+            if victim.stopping == "cancel":
+                # A cancel always wins: the victim still makes room for this preemptor, but ends cancelled.
+                self.repository.update_workload(
+                    victim.id, event="preempting", reason=f"{why[preemption.reason]}; it is being cancelled already",
+                    data=data, preempted_for=preemptor.id,
+                )
+                continue
             self.repository.update_workload(
                 victim.id, event="preempting", reason=f"{why[preemption.reason]} (grace {grace} s), will be requeued",
-                data={"preemptor": preemptor.id, "reason": preemption.reason, "grace_deadline": preemption.grace_deadline},
-                stopping="preempt", preempting_until=preemption.grace_deadline, preempted_for=preemptor.id,
+                data=data, stopping="preempt", preempting_until=deadline, preempted_for=preemptor.id,
             )
+            self.times.steady(victim.id, "preempting_until", deadline)
             self._signal_stop(victim.id)
         for admission in decisions.admissions:
             placement = admission.placement
@@ -165,7 +182,7 @@ class Scheduler:
                 data=placement_to_json(placement),
                 state="admitted", flavor=placement.flavor, node=placement.slots[0].node,
                 placement=placement_to_json(placement), held_cpu_milli=total.cpu, held_memory_mib=total.mem,
-                held_device_milli=total.dev, admitted_at=now, not_before=None, preempting_until=None,
+                held_device_milli=total.dev, admitted_at=self.wall(), not_before=None, preempting_until=None,
                 preempted_for=None, stopping=None,
             )
             if row.kind == "job":
@@ -175,56 +192,101 @@ class Scheduler:
 
     def preempt_by_admin(self, workload_id: int, admin: str) -> dict:
         """Evict a running workload by hand; its queue's grace period and requeue rules apply."""
-        now = self.clock()
         row = self.repository.workload(workload_id)
-        queue = self.catalog.queue(row.queue)
-        grace = queue.preemption.grace_s if queue else DEFAULT_GRACE_S
+        grace = self._grace(row)
+        deadline = self.wall() + grace
+        if row.stopping == "cancel":
+            return {"id": workload_id, "stopping": "cancel", "grace_deadline": row.preempting_until}
         self.repository.update_workload(
             workload_id, event="preempting", reason=f"preempted by platform admin {admin} (grace {grace} s), will be requeued",
-            stopping="preempt", preempting_until=now + grace,
+            stopping="preempt", preempting_until=deadline,
         )
+        self.times.steady(workload_id, "preempting_until", deadline)
         self._signal_stop(workload_id)
-        return {"id": workload_id, "stopping": "preempt", "grace_deadline": now + grace}
+        return {"id": workload_id, "stopping": "preempt", "grace_deadline": deadline}
+
+    def _grace(self, row: WorkloadRow) -> float:
+        queue = self.catalog.queue(row.queue)
+        return queue.preemption.grace_s if queue else DEFAULT_GRACE_S
+
+    # -- node and device loss ----------------------------------------------------------------
+
+    def _housekeep(self, now: float) -> None:
+        """Before processes are watched and a snapshot is taken: running work whose node left the
+        inventory, was lost or lost devices is handled as lost; ended workloads' times are forgotten."""
+        if self._inventory_checked != self.inventory.version:
+            # Placements are made against the inventory; only a change to it can break them.
+            self._inventory_checked = self.inventory.version
+            self.lose([(row.id, problem) for row in self.repository.workloads(states=ACTIVE_STATES)
+                       if row.placement and (problem := placement_problem(row.placement, self.inventory))], now)
+        if self.times.remembered > self._times_limit:
+            live = {row.id for row in self.repository.workloads(states=(*PENDING_STATES, *ACTIVE_STATES))}
+            self.times.retain(live)
+            self._times_limit = max(1000, 2 * len(live))
+
+    def lose(self, lost: list[tuple[int, str]], now: float) -> None:
+        """Workloads that cannot keep their placement: recorded `node-lost`, their capacity released at
+        once (the node is gone), jobs' processes killed and their queue's failure policy applied,
+        kernels shut down by their service."""
+        for workload_id, reason in lost:
+            row = self.repository.workload(workload_id)
+            if row is None or row.state not in ACTIVE_STATES:
+                continue
+            log.warning("jupyter-hetero: workload %s lost: %s", workload_id, reason)
+            if row.kind != "job":
+                self.on_kernel_lost(workload_id, reason)
+                continue
+            self.repository.update_workload(workload_id, event="node-lost", reason=reason, stopping="node-lost",
+                                            preempting_until=self.wall())
+            running = self._running.get(workload_id)
+            if running is not None:
+                running.kill(self.backend)  # no grace: the devices it ran on are gone
+            self._finish(workload_id, now, "lost", reason, running.metrics([]) if running else None)
 
     # -- start -------------------------------------------------------------------------------
 
     def _start(self, row: WorkloadRow, now: float) -> None:
+        """Launch every replica; whatever goes wrong, the attempt ends failed and the devices are released."""
+        try:
+            self._launch(row, now)
+        except Exception as exc:  # noqa: BLE001 - any failure to start must release, never hold devices
+            log.warning("jupyter-hetero: workload %s could not start: %s", row.id, exc, exc_info=not isinstance(exc, OSError))
+            running = self._running.get(row.id)
+            if running is not None:
+                running.kill(self.backend)
+            self._finish(row.id, now, "failed", f"could not start: {exc}")
+
+    def _launch(self, row: WorkloadRow, now: float) -> None:
         template = self.catalog.template(row.template)
         placement = placement_from_json(row.placement)
         number = row.attempts + 1
         paths = self.paths(row.id)
         attempt_dir = paths.attempt(number)
+        self.repository.update_workload(row.id, event="starting", reason=f"attempt {number}", state="starting",
+                                        attempts=number)
         for folder in (attempt_dir, paths.checkpoints, paths.outputs):
             folder.mkdir(parents=True, exist_ok=True)
         queue = self.catalog.queue(row.queue)
         checkpoint = paths.newest_checkpoint() if queue and queue.failure.resume_from_checkpoint else None
+        started = self.wall()
         attempt = self.repository.add_attempt(AttemptRow(
             workload_id=row.id, number=number, node=placement.slots[0].node, placement=row.placement, processes=[],
-            started_at=now, log_path=str(attempt_dir / "log.txt"), metrics={},
+            started_at=started, log_path=str(attempt_dir / "log.txt"), metrics={},
         ))
-        self.repository.update_workload(row.id, event="starting", reason=f"attempt {number}", state="starting",
-                                        attempts=number)
-        handles: list[ProcessHandle] = []
-        try:
-            argv = self._argv(row, attempt_dir)
-            for replica, slot in enumerate(placement.slots):
-                env, measurable = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
-                                                           attempt=number, checkpoint=checkpoint)
-                handles.append(self.backend.launch(Launch(
-                    workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv,
-                    env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
-                    log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
-                    devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
-                )))
-        except OSError as exc:
-            for handle in handles:
-                self.backend.kill(handle)
-            self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in handles])
-            self._running[row.id] = _Running(handles, attempt.id, killed=True)
-            self._finish(row.id, now, outcome="failed", reason=f"could not start: {exc}")
-            return
-        self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in handles])
-        self._running[row.id] = _Running(handles, attempt.id)
+        running = self._running[row.id] = RunningAttempt([], attempt.id)
+        argv = runner_argv(row.spec, attempt_dir)
+        for replica, slot in enumerate(placement.slots):
+            env, measurable = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
+                                                       attempt=number, checkpoint=checkpoint)
+            running.handles.append(self.backend.launch(Launch(
+                workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv,
+                env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
+                log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
+                devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
+            )))
+            # Stored per replica, so a crash half-way through the launch still leaves every pid to stop.
+            self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in running.handles])
+        handles = running.handles
         image = template.variant_for(self.inventory.node(placement.slots[0].node).capability.family).image \
             if template and self.inventory.node(placement.slots[0].node) else None
         self.repository.update_workload(
@@ -233,22 +295,9 @@ class Scheduler:
             + (f", resuming from {checkpoint[0].name}" if checkpoint else ""),
             data={"attempt": number, "pids": [h.pid for h in handles], "image": image,
                   "resume_from": str(checkpoint[0]) if checkpoint else None},
-            state="running", started_at=now,
+            state="running", started_at=started,
         )
-
-    def _argv(self, row: WorkloadRow, attempt_dir: Path) -> list[str]:
-        spec = row.spec
-        if "command" in spec:
-            return ["command", "--", *spec["command"]]
-        if "script" in spec:
-            return ["script", spec["script"]["path"], *spec["script"]["args"]]
-        if "code" in spec:
-            source = attempt_dir / "cell.py"
-            source.write_text(spec["code"], encoding="utf-8")
-            return ["code", str(source)]
-        notebook = spec["notebook"]
-        return ["notebook", notebook["path"], "--output", str(attempt_dir / Path(notebook["path"]).name),
-                "--parameters", json.dumps(notebook["parameters"])]
+        self.times.steady(row.id, "started_at", started)
 
     def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
                             attempt: int, checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], bool]:
@@ -287,12 +336,11 @@ class Scheduler:
 
     def _signal_stop(self, workload_id: int) -> None:
         running = self._running.get(workload_id)
-        if running is not None and not running.signalled:
-            running.signalled = True
-            for handle in running.handles:
-                self.backend.signal_stop(handle)
+        if running is not None:
+            running.signal_stop(self.backend)
 
     def _monitor(self, now: float) -> None:
+        self._housekeep(now)
         lost_nodes = {view.name for view in self.inventory.nodes() if view.state == "lost"}
         for row in self.repository.workloads(states=ACTIVE_STATES):
             running = self._running.get(row.id)
@@ -304,51 +352,54 @@ class Scheduler:
                 continue
             self._judge(row, running, now)
 
-    def _watch(self, row: WorkloadRow, running: _Running, alive: list[ProcessHandle], now: float,
+    def _watch(self, row: WorkloadRow, running: RunningAttempt, alive: list[ProcessHandle], now: float,
                lost_nodes: set[str]) -> None:
         if row.stopping is None and any(h.node in lost_nodes for h in running.handles):
             row = self.repository.update_workload(row.id, event="node-lost", reason="its node was lost",
-                                                  stopping="node-lost", preempting_until=now)
-        if row.stopping is None and row.time_limit_s and row.started_at and now >= row.started_at + row.time_limit_s:
-            row = self.repository.update_workload(
-                row.id, event="time-limit", reason=f"time limit of {int(row.time_limit_s)} s reached",
-                stopping="time-limit", preempting_until=now + TIME_LIMIT_GRACE_S,
-            )
-            self._signal_stop(row.id)
+                                                  stopping="node-lost", preempting_until=self.wall())
+        started = self.times.steady(row.id, "started_at", row.started_at)
+        if row.stopping is None and row.time_limit_s and started is not None and now >= started + row.time_limit_s:
+            row = self._stop(row, "time-limit", f"time limit of {int(row.time_limit_s)} s reached", now + TIME_LIMIT_GRACE_S)
+        if row.stopping is None and len(alive) < len(running.handles):
+            failed = running.failed_replica(self.backend, alive)
+            if failed is not None:
+                row = self._stop(row, "replica-failed", f"{failed}; the other replicas were stopped",
+                                 now + self._grace(row))
         if row.stopping is not None:
             self._signal_stop(row.id)  # a stop recorded elsewhere (a cancel) or before a restart
-        if row.stopping is not None and row.preempting_until is not None and now >= row.preempting_until \
-                and not running.killed:
-            for handle in alive:
-                self.backend.kill(handle)
-            running.killed = True
-        for handle in alive:
-            sample = self.backend.sample(handle)
-            running.peak_rss_mib = max(running.peak_rss_mib, sample.get("rss_mib", 0.0))
-            if "gpu_util_pct" in sample:
-                running.gpu_utils.append(sample["gpu_util_pct"])
-                running.peak_gpu_mib = max(running.peak_gpu_mib, sample["gpu_memory_mib"])
+        deadline = self.times.steady(row.id, "preempting_until", row.preempting_until)
+        if row.stopping is not None and deadline is not None and now >= deadline and not running.killed:
+            running.kill(self.backend, alive)
+        running.sample(self.backend, alive)
         checkpoint = self.paths(row.id).newest_checkpoint()
         if checkpoint and (row.checkpoint_at is None or checkpoint[1] > row.checkpoint_at):
             self.repository.update_workload(row.id, event="checkpoint", reason=f"new checkpoint {checkpoint[0].name}",
                                             checkpoint_at=checkpoint[1])
 
-    def _judge(self, row: WorkloadRow, running: _Running, now: float) -> None:
+    def _stop(self, row: WorkloadRow, stopping: str, reason: str, deadline: float) -> WorkloadRow:
+        """Record a stop the scheduler decided (SIGTERM now, SIGKILL at ``deadline``, scheduler time)."""
+        until = self.times.to_wall(deadline)
+        row = self.repository.update_workload(row.id, event=stopping, reason=reason, stopping=stopping,
+                                              preempting_until=until)
+        self.times.steady(row.id, "preempting_until", until)
+        self._signal_stop(row.id)
+        return row
+
+    def _judge(self, row: WorkloadRow, running: RunningAttempt, now: float) -> None:
         """Every replica has exited: decide the outcome and what the queue's policy does next."""
-        exits = [self.backend.exit(handle) for handle in running.handles]
+        exits = [running.exit_of(self.backend, handle) for handle in running.handles]
         codes = [e.code for e in exits]
-        metrics = {"peak_rss_mib": max([running.peak_rss_mib] + [e.metrics.get("peak_rss_mib") or 0 for e in exits]),
-                   "exit_codes": codes}
-        if running.gpu_utils:  # only real NVIDIA devices are measured; emulated ones are not
-            metrics["gpu_util_pct_mean"] = round(sum(running.gpu_utils) / len(running.gpu_utils), 1)
-            metrics["gpu_memory_peak_mib"] = running.peak_gpu_mib
+        metrics = running.metrics(exits)
         stopping = row.stopping
         if stopping == "cancel":
             self._finish(row.id, now, "cancelled", row.reason or "cancelled", metrics)
         elif stopping == "preempt":
             self._finish(row.id, now, "preempted", "preempted; requeued", metrics)
         elif stopping == "time-limit":
-            self._finish(row.id, now, "failed", f"time limit of {int(row.time_limit_s or 0)} s reached", metrics)
+            self._finish(row.id, now, "failed", f"time limit of {int(row.time_limit_s or 0)} s reached", metrics,
+                         retryable=False)
+        elif stopping == "replica-failed":
+            self._finish(row.id, now, "failed", row.reason or "a replica failed", metrics, exit_code=running.failed_code)
         elif stopping == "node-lost" or any(code is None for code in codes):
             self._finish(row.id, now, "lost", "its node was lost" if stopping else "the process vanished", metrics)
         elif all(code == 0 for code in codes):
@@ -357,46 +408,36 @@ class Scheduler:
             bad = next(code for code in codes if code != 0)
             self._finish(row.id, now, "failed", f"exit code {bad}", metrics)
 
-    def _finish(self, workload_id: int, now: float, outcome: str, reason: str, metrics: dict | None = None) -> None:
+    def _finish(self, workload_id: int, now: float, outcome: str, reason: str, metrics: dict | None = None, *,
+                retryable: bool = True, exit_code: int | None = None) -> None:
         """Close the attempt, archive its outputs, release capacity and apply the failure policy."""
         row = self.repository.workload(workload_id)
         running = self._running.pop(workload_id, None)
         paths = self.paths(workload_id)
         archive = paths.archive(row.attempts)
-        archive_attempt(paths, row.attempts, archive)
+        try:
+            archive_attempt(paths, row.attempts, archive)
+        except OSError as exc:  # the outcome and the release matter more than the copy
+            log.warning("jupyter-hetero: could not archive attempt %s of workload %s: %s", row.attempts, workload_id, exc)
         if running is not None:
             self.repository.update_attempt(
-                running.attempt_id, ended_at=now, outcome=outcome, reason=reason, archive_path=str(archive),
-                exit_code=next((c for c in (metrics or {}).get("exit_codes", []) if c not in (None, 0)), 0)
+                running.attempt_id, ended_at=self.wall(), outcome=outcome, reason=reason, archive_path=str(archive),
+                exit_code=exit_code if exit_code is not None
+                else next((c for c in (metrics or {}).get("exit_codes", []) if c not in (None, 0)), 0)
                 if outcome in ("succeeded", "failed") else None,
                 metrics=metrics or {},
             )
-        policy = self.catalog.queue(row.queue).failure if self.catalog.queue(row.queue) else None
-        if outcome == "succeeded":
-            self._release(row, "succeeded", "succeeded", reason, final=True)
-        elif outcome == "cancelled":
-            self._release(row, "cancelled", "cancelled", reason, final=True)
-        elif outcome == "preempted":
-            self._release(row, "queued", "requeued", f"{row.reason or 'preempted'}; back in queue {row.queue}",
-                          preempted=True)
-        elif outcome == "lost":
-            if policy and policy.requeue_on_node_loss:
-                self._release(row, "queued", "requeued", f"lost ({reason}); requeued by queue {row.queue}'s policy",
-                              lost=True)
-            else:
-                self._release(row, "lost", "lost", reason, final=True)
-        elif policy and row.attempts <= policy.retries and "time limit" not in reason:
-            delay = policy.backoff_s * policy.backoff_factor ** (row.attempts - 1)
-            self._release(row, "queued", "retrying",
-                          f"attempt {row.attempts} failed ({reason}); retry {row.attempts} of {policy.retries} "
-                          f"in {delay:g} s", not_before=now + delay)
-        else:
-            tries = f" after {row.attempts} attempt(s)" if row.attempts > 1 else ""
-            self._release(row, "failed", "failed", f"{reason}{tries}", final=True)
+        queue = self.catalog.queue(row.queue)
+        step = after_attempt(row, outcome, reason, queue.failure if queue else None, retryable=retryable,
+                             now_wall=self.wall())
+        self._release(row, step.state, step.event, step.reason, final=step.final, preempted=step.preempted,
+                      lost=step.lost, counts=step.counts,
+                      not_before=None if step.retry_in_s is None else self.times.to_wall(now + step.retry_in_s))
 
     def _release(self, row: WorkloadRow, state: str, event: str, reason: str, *, final: bool = False,
-                 not_before: float | None = None, preempted: bool = False, lost: bool = False) -> None:
-        now = self.clock()
+                 not_before: float | None = None, preempted: bool = False, lost: bool = False,
+                 counts: dict | None = None) -> None:
+        wall = self.wall()
         if preempted:
             self.repository.update_workload(row.id, event="preempted", reason=row.reason or "preempted",
                                             state="preempted")
@@ -405,7 +446,10 @@ class Scheduler:
         self.repository.update_workload(
             row.id, event=event, reason=reason, state=state, placement=None, node=None, flavor=None,
             held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
-            preempted_for=None, not_before=not_before, finished_at=now if final else None,
+            preempted_for=None, not_before=not_before, finished_at=wall if final else None,
             started_at=None if not final else row.started_at, admitted_at=None if not final else row.admitted_at,
             escalated=False if not final else row.escalated, priority_boost=0 if not final else row.priority_boost,
+            **(counts or {}),
         )
+        if final:
+            self.times.forget(row.id)

@@ -21,6 +21,7 @@ from ..engine import (
     WorkloadKind,
 )
 from ..store.tables import WorkloadRow
+from .clock import SteadyTime
 from .inventory import NodeView
 
 __all__ = [
@@ -153,32 +154,51 @@ def engine_request(request: dict[str, Any]) -> Request:
     )
 
 
-def engine_workload(row: WorkloadRow, template: Template | None, default_runtime: float) -> Workload:
-    """A stored workload as the engine sees it."""
+def engine_workload(row: WorkloadRow, template: Template | None, default_runtime: float,
+                    times: SteadyTime | None = None) -> Workload:
+    """A stored workload as the engine sees it; with ``times``, its timestamps in scheduler time."""
     resolved = row.request
     families = tuple(resolved.get("variant_families") or ())
     placement = placement_from_json(row.placement) if row.placement else None
     runtime = row.runtime_s or (template.typical_runtime_s if template else default_runtime)
     if row.time_limit_s:
         runtime = min(runtime, row.time_limit_s)
+
+    def at(name: str) -> float | None:
+        value = getattr(row, name)
+        return times.steady(row.id, name, value) if times is not None else value
+
+    started_at = at("started_at")
     return Workload(
         id=row.id,
         tenant=row.tenant,
         queue=row.queue,
         request=engine_request(resolved["request"]),
         flavors=tuple(resolved["flavors"]),
-        submitted_at=row.created_at,
+        submitted_at=at("created_at"),
         kind=WorkloadKind(row.kind),
         constraints=constraints_for(template, families) if template else Constraints(),
         user=row.user,
         placement=placement if row.state in ("admitted", "starting", "running") else None,
-        started_at=row.started_at,
-        expected_end=(row.started_at + runtime) if row.started_at else None,
+        started_at=started_at,
+        expected_end=(started_at + runtime) if started_at else None,
         idle=row.idle,
-        checkpoint_at=row.checkpoint_at,
-        preempting_until=row.preempting_until,
+        checkpoint_at=at("checkpoint_at"),
+        preempting_until=at("preempting_until"),
         preempted_for=row.preempted_for,
         priority_boost=row.priority_boost,
         escalated=row.escalated,
         runtime_s=runtime,
+        # At merge, with the engine's Workload.preempted_at (times preempted, oldest first):
+        # preempted_at=tuple(_preempted_at(row, times)),
     )
+
+
+def _preempted_at(row: WorkloadRow, times: SteadyTime | None) -> list[float]:
+    """When the workload was preempted, oldest first, in scheduler time when ``times`` is given.
+
+    Unused until the engine's ``Workload.preempted_at`` exists; the commented line above switches it on."""
+    stored = row.preempted_at or []
+    if times is None:
+        return list(stored)
+    return [times.steady(row.id, f"preempted_at.{i}", value) for i, value in enumerate(stored)]

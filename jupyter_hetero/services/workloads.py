@@ -238,6 +238,8 @@ class WorkloadService:
     # -- stop --------------------------------------------------------------------------------
 
     def cancel(self, identity: Identity, workload_id: int, now: float) -> dict[str, Any]:
+        """Stop a workload for good (``now`` is wall time). A cancel always wins: over a preemption,
+        a time limit or a lost node being handled, the workload ends cancelled, never requeued."""
         row = self.get(identity, workload_id, "workload.cancel")
         self.access.require_stop(identity, row, "workload.cancel")
         if row.state in FINAL_STATES:
@@ -249,10 +251,15 @@ class WorkloadService:
                 row.id, event="cancelled", reason=f"cancelled by {identity.user} while waiting",
                 state="cancelled", finished_at=now,
             )
-        elif row.stopping is None:
+        elif row.stopping != "cancel":
+            deadline = now + self._grace(row)
+            if row.preempting_until is not None:  # a stop already under way keeps its (earlier) deadline
+                deadline = min(deadline, row.preempting_until)
             row = self.repository.update_workload(
-                row.id, event="cancelling", reason=f"cancelled by {identity.user}",
-                stopping="cancel", preempting_until=now + self._grace(row),
+                row.id, event="cancelling",
+                reason=f"cancelled by {identity.user}" + (f" while stopping ({row.stopping})" if row.stopping else ""),
+                data={"was_stopping": row.stopping} if row.stopping else None,
+                stopping="cancel", preempting_until=deadline,
             )
         self.wake()
         return workload_json(row)
@@ -270,7 +277,8 @@ def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pendi
         "template": row.template, "queue": row.queue, "state": row.state, "reason": row.reason,
         "request": row.request, "spec": row.spec,
         "placement": row.placement, "flavor": row.flavor, "node": row.node,
-        "attempt_count": row.attempts, "created_at": row.created_at, "updated_at": row.updated_at,
+        "attempt_count": row.attempts, "failures": row.failures or 0, "preemptions": row.preemptions or 0,
+        "node_losses": row.node_losses or 0, "created_at": row.created_at, "updated_at": row.updated_at,
         "admitted_at": row.admitted_at, "started_at": row.started_at, "finished_at": row.finished_at,
         "time_limit_s": row.time_limit_s, "priority_boost": row.priority_boost, "escalated": row.escalated,
         "stopping": row.stopping, "not_before": row.not_before,

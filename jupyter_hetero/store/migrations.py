@@ -1,7 +1,10 @@
-"""Schema versions, applied in order at start-up; each step runs once per database."""
+"""Schema versions, applied in order at start-up; each step runs once per database.
+
+1: initial; 2: attempts and lifecycle columns; 3: failures, preemptions and node losses counted apart."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from sqlalchemy import Connection, inspect, select, text
@@ -60,13 +63,46 @@ def _v2_attempts_and_lifecycle(connection: Connection) -> None:
     Base.metadata.tables["attempts"].create(connection, checkfirst=True)
 
 
+_V3_WORKLOAD_COLUMNS = (
+    "failures INTEGER NOT NULL DEFAULT 0",
+    "preemptions INTEGER NOT NULL DEFAULT 0",
+    "node_losses INTEGER NOT NULL DEFAULT 0",
+    "preempted_at JSON",
+)
+# How an attempt ended -> the count it adds to (succeeded and cancelled attempts add to none).
+_V3_COUNTED = {"failed": "failures", "preempted": "preemptions", "lost": "node_losses"}
+
+
+def _v3_attempt_outcome_counts(connection: Connection) -> None:
+    """Separate counts of failures, preemptions and node losses, filled in from the attempts so far."""
+    existing = {column["name"] for column in inspect(connection).get_columns("workloads")}
+    for column in _V3_WORKLOAD_COLUMNS:
+        if column.split()[0] not in existing:
+            connection.execute(text(f"ALTER TABLE workloads ADD COLUMN {column}"))
+    counts: dict[int, dict[str, int]] = {}
+    preempted: dict[int, list[float]] = {}
+    for workload_id, outcome, ended_at in connection.execute(
+            text("SELECT workload_id, outcome, ended_at FROM attempts ORDER BY workload_id, number")):
+        if outcome in _V3_COUNTED:
+            slot = counts.setdefault(workload_id, {})
+            slot[_V3_COUNTED[outcome]] = slot.get(_V3_COUNTED[outcome], 0) + 1
+        if outcome == "preempted" and ended_at is not None:
+            preempted.setdefault(workload_id, []).append(ended_at)
+    for workload_id, slot in counts.items():
+        assignments = ", ".join(f"{name} = :{name}" for name in slot)
+        connection.execute(text(f"UPDATE workloads SET {assignments} WHERE id = :id"), {**slot, "id": workload_id})
+    for workload_id, times in preempted.items():
+        connection.execute(text("UPDATE workloads SET preempted_at = :times WHERE id = :id"),
+                           {"times": json.dumps(times), "id": workload_id})
+
+
 def _v4_credentials(connection: Connection) -> None:
     Base.metadata.tables["credentials"].create(connection, checkfirst=True)
 
 
 # (version, step). A new schema appends a step; released steps are never edited.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
-    (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (4, _v4_credentials),
+    (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (3, _v3_attempt_outcome_counts), (4, _v4_credentials),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

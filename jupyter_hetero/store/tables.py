@@ -72,10 +72,15 @@ class WorkloadRow(Base):
     time_limit_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     runtime_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # expected, for ETAs
     preempting_until: Mapped[float | None] = mapped_column(Float, nullable=True)  # stop deadline, any stop
-    stopping: Mapped[str | None] = mapped_column(String(16), nullable=True)  # cancel | preempt | time-limit | node-lost
+    stopping: Mapped[str | None] = mapped_column(String(16), nullable=True)  # cancel | preempt | time-limit | node-lost | replica-failed
     preempted_for: Mapped[int | None] = mapped_column(Integer, nullable=True)
     checkpoint_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     idle: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    # Schema 3: why attempts ended, counted apart, since only the job's own failures use up its retries.
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    preemptions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    node_losses: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    preempted_at: Mapped[list[Any]] = mapped_column(JSON, default=list)  # wall times, oldest first
 
     __table_args__ = (Index("ix_workloads_state_queue", "state", "queue"),)
 

@@ -221,6 +221,12 @@ export interface IWorkload {
   flavor: string | null;
   node: string | null;
   attempt_count?: number;
+  /** Attempts that failed by the job's own doing; only these use up the queue's retries. */
+  failures?: number;
+  /** Attempts ended by a preemption. */
+  preemptions?: number;
+  /** Attempts ended because their node (or a device of it) was lost. */
+  node_losses?: number;
   attempts?: IAttempt[];
   position?: number | null;
   eta?: number | null;

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 JOB = {"kind": "job", "template": "data-preprocessing", "queue": "batch", "command": ["python", "-c", "print(42)"]}
 

@@ -60,6 +60,34 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_rows(tmp_path):
     repository.close()
 
 
+def test_version_3_counts_why_earlier_attempts_ended(tmp_path):
+    url = f"sqlite:///{tmp_path / 'v2.sqlite'}"
+    engine = create_engine(url)
+    with engine.begin() as connection:  # what release 2 left: a workload whose attempts ended three ways
+        from jupyter_hetero.store.tables import SchemaVersionRow
+
+        SchemaVersionRow.__table__.create(connection)
+        for version, step in MIGRATIONS[:2]:
+            step(connection)
+            connection.execute(text("INSERT INTO schema_version VALUES (:v, 0)"), {"v": version})
+        connection.execute(text(
+            "INSERT INTO workloads (kind, tenant, user, template, queue, request, spec, state, held_cpu_milli,"
+            " held_memory_mib, held_device_milli, attempts, created_at, updated_at)"
+            " VALUES ('job', 'vision', 'ada', 'training', 'training', '{}', '{}', 'queued', 0, 0, 0, 4, 1, 1)"
+        ))
+        for number, outcome in enumerate(["preempted", "failed", "lost", "preempted"], 1):
+            connection.execute(text(
+                "INSERT INTO attempts (workload_id, number, node, placement, processes, started_at, ended_at, outcome,"
+                " log_path, metrics) VALUES (1, :n, 'n1', '{}', '[]', :n, :ended, :outcome, 'log', '{}')"
+            ), {"n": number, "ended": number + 0.5, "outcome": outcome})
+    with engine.begin() as connection:
+        assert migrate(connection, now=2.0) == [version for version, _step in MIGRATIONS[2:]]
+    repository = Repository(url, clock=lambda: 3.0)
+    row = repository.workload(1)
+    assert (row.failures, row.preemptions, row.node_losses, row.preempted_at) == (1, 2, 1, [1.5, 4.5])
+    repository.close()
+
+
 def test_reopening_applies_nothing(repo, db_path):
     again = Repository(f"sqlite:///{db_path}", clock=lambda: 0.0)
     assert again.migrations_applied == []

@@ -143,6 +143,17 @@ describe('MyWorkSection', () => {
     expect(p.onResubmit).toHaveBeenCalledWith(7);
   });
 
+  it('counts failures apart from preemptions and lost nodes, and says only failures use up retries', () => {
+    const requeued = build.workload({ attempt_count: 3, failures: 1, preemptions: 1, node_losses: 1 });
+    rendered = render(<MyWorkSection {...section({ workloads: [requeued, build.workload({ id: 8 })] })} />);
+    const counts = rendered.host.querySelector('[data-workload-id="7"] .jp-hetero-workload-attempts');
+    expect(counts?.textContent).toBe('Attempts 3: 1 failed, 1 preempted, 1 lost with their node');
+    expect(counts?.getAttribute('title')).toBe(
+      'Only failures use up the retries of the queue; preemptions and lost nodes do not.'
+    );
+    expect(rendered.host.querySelector('[data-workload-id="8"] .jp-hetero-workload-attempts')).toBeNull();
+  });
+
   it('cancels with an accessible button and disables actions while one runs', () => {
     const p = section();
     rendered = render(<MyWorkSection {...p} />);

@@ -44,6 +44,23 @@ function usage(workload: IWorkload, trans: TranslationBundle): string | null {
   return parts.length > 0 ? parts.join(' · ') : null;
 }
 
+/** Why earlier attempts ended, when any did: failures apart from preemptions and lost nodes. */
+function endedAttempts(workload: IWorkload, trans: TranslationBundle): string | null {
+  const failures = workload.failures ?? 0;
+  const preemptions = workload.preemptions ?? 0;
+  const losses = workload.node_losses ?? 0;
+  if (failures + preemptions + losses === 0) {
+    return null;
+  }
+  return trans.__(
+    'Attempts %1: %2 failed, %3 preempted, %4 lost with their node',
+    workload.attempt_count ?? 0,
+    failures,
+    preemptions,
+    losses
+  );
+}
+
 /** One of the caller's workloads: state, place in the queue, blockers, placement, usage and actions. */
 export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
   const { workload: w, trans, busy } = props;
@@ -52,6 +69,7 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
   const where = w.placement ?? lastAttempt(w)?.placement ?? null;
   const placement = formatPlacement(where);
   const used = usage(w, trans);
+  const ended = endedAttempts(w, trans);
   return (
     <li className="jp-hetero-workload" data-workload-id={w.id} data-state={w.state}>
       <div className="jp-hetero-row jp-hetero-workload-head">
@@ -77,6 +95,14 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
         </div>
       )}
       {used && <div className="jp-hetero-workload-usage">{used}</div>}
+      {ended && (
+        <div
+          className="jp-hetero-workload-attempts"
+          title={trans.__('Only failures use up the retries of the queue; preemptions and lost nodes do not.')}
+        >
+          {ended}
+        </div>
+      )}
       {w.reason && <div className="jp-hetero-workload-reason">{w.reason}</div>}
       {props.explanation && (
         <ExplanationView

@@ -1,0 +1,77 @@
+"""A job's current attempt as the scheduler watches it: its replicas, their usage and how they ended.
+
+    attempt = RunningAttempt(handles, attempt_id)
+    attempt.sample(backend, alive)                 # peak memory, GPU use where measured
+    attempt.failed_replica(backend, alive)         # "replica 1 failed with exit code 3" | None
+    attempt.metrics(exits)                          # what the attempt row keeps
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..backends.base import Backend, Exit, ProcessHandle
+
+__all__ = ["RunningAttempt"]
+
+
+@dataclass
+class RunningAttempt:
+    """The replicas of one attempt and what has been seen of them; kept in memory, rebuilt on re-adoption."""
+
+    handles: list[ProcessHandle]
+    attempt_id: int
+    peak_rss_mib: float = 0.0
+    gpu_utils: list[float] = field(default_factory=list)
+    peak_gpu_mib: float = 0.0
+    signalled: bool = False  # SIGTERM sent for the current stop
+    killed: bool = False
+    exits: dict[int, Exit] = field(default_factory=dict)  # replicas that have exited, by replica number
+    failed_code: int | None = None  # exit code of the replica whose failure stopped the gang
+
+    def signal_stop(self, backend: Backend) -> None:
+        """SIGTERM to every replica, once per stop."""
+        if not self.signalled:
+            self.signalled = True
+            for handle in self.handles:
+                backend.signal_stop(handle)
+
+    def kill(self, backend: Backend, handles: list[ProcessHandle] | None = None) -> None:
+        for handle in self.handles if handles is None else handles:
+            backend.kill(handle)
+        self.killed = True
+
+    def sample(self, backend: Backend, alive: list[ProcessHandle]) -> None:
+        for handle in alive:
+            sample = backend.sample(handle)
+            self.peak_rss_mib = max(self.peak_rss_mib, sample.get("rss_mib", 0.0))
+            if "gpu_util_pct" in sample:
+                self.gpu_utils.append(sample["gpu_util_pct"])
+                self.peak_gpu_mib = max(self.peak_gpu_mib, sample["gpu_memory_mib"])
+
+    def exit_of(self, backend: Backend, handle: ProcessHandle) -> Exit:
+        ended = self.exits.get(handle.replica)
+        if ended is None:
+            ended = self.exits[handle.replica] = backend.exit(handle)
+        return ended
+
+    def failed_replica(self, backend: Backend, alive: list[ProcessHandle]) -> str | None:
+        """A replica that ended badly while others still run, in words; None when all is well."""
+        for handle in self.handles:
+            if handle in alive:
+                continue
+            ended = self.exit_of(backend, handle)
+            if ended.code is None:
+                return f"replica {handle.replica} vanished without an exit record"
+            if ended.code != 0:
+                self.failed_code = ended.code
+                return f"replica {handle.replica} failed with exit code {ended.code}"
+        return None
+
+    def metrics(self, exits: list[Exit]) -> dict:
+        metrics = {"peak_rss_mib": max([self.peak_rss_mib] + [e.metrics.get("peak_rss_mib") or 0 for e in exits]),
+                   "exit_codes": [e.code for e in exits]}
+        if self.gpu_utils:  # only real NVIDIA devices are measured; emulated ones are not
+            metrics["gpu_util_pct_mean"] = round(sum(self.gpu_utils) / len(self.gpu_utils), 1)
+            metrics["gpu_memory_peak_mib"] = self.peak_gpu_mib
+        return metrics

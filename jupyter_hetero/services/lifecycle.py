@@ -1,0 +1,83 @@
+"""Lifecycle rules of the scheduler, kept free of I/O so each rule is one small function.
+
+    placement_problem(row.placement, inventory)      # "node gpu-t4-0 is no longer in the inventory" | None
+    after_attempt(row, "failed", "exit code 3", queue.failure, retryable=True)   # -> Next(state="queued", ...)
+
+The failure policy counts why attempts ended apart: only the job's own failures use up its
+retries; a preemption or the loss of its node is not its fault and never does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..catalog import FailurePolicy
+from ..store.tables import WorkloadRow
+from .inventory import Inventory
+
+__all__ = ["Next", "after_attempt", "placement_problem"]
+
+
+def placement_problem(placement: dict[str, Any], inventory: Inventory) -> str | None:
+    """Why a stored placement can no longer hold (its node is gone, lost or has fewer devices), or None."""
+    for slot in placement.get("slots", ()):
+        name = slot["node"]
+        view = inventory.node(name)
+        if view is None:
+            return f"node {name} is no longer in the inventory"
+        if view.state == "lost":
+            return f"node {name} was lost"
+        accelerator = view.capability.accelerator
+        count = accelerator.count if accelerator else 0
+        missing = sorted(d["index"] for d in slot.get("devices", ()) if d["index"] >= count)
+        if missing:
+            return (f"node {name} now has {count} device(s); device {', '.join(map(str, missing))} of this "
+                    f"placement no longer exists")
+    return None
+
+
+@dataclass(frozen=True)
+class Next:
+    """What follows an attempt: the workload's next state, the event that records it, and the counts."""
+
+    state: str  # queued | succeeded | failed | cancelled | lost
+    event: str
+    reason: str
+    counts: dict[str, Any] = field(default_factory=dict)  # failures / preemptions / node_losses (+ preempted_at)
+    retry_in_s: float | None = None  # backoff before a retry may be admitted
+    preempted: bool = False  # record `preempted` before the requeue
+    lost: bool = False  # record `lost` before the requeue
+
+    @property
+    def final(self) -> bool:
+        return self.state != "queued"
+
+
+def after_attempt(row: WorkloadRow, outcome: str, reason: str, policy: FailurePolicy | None, *,
+                  retryable: bool = True, now_wall: float = 0.0) -> Next:
+    """Apply the queue's failure policy to an attempt that ended with ``outcome``."""
+    if outcome == "succeeded":
+        return Next("succeeded", "succeeded", reason)
+    if outcome == "cancelled":
+        return Next("cancelled", "cancelled", reason)
+    if outcome == "preempted":
+        counts = {"preemptions": (row.preemptions or 0) + 1, "preempted_at": [*(row.preempted_at or ()), now_wall]}
+        return Next("queued", "requeued", f"{row.reason or 'preempted'}; back in queue {row.queue}", counts,
+                    preempted=True)
+    if outcome == "lost":
+        counts = {"node_losses": (row.node_losses or 0) + 1}
+        if policy and policy.requeue_on_node_loss:
+            return Next("queued", "requeued", f"lost ({reason}); requeued by queue {row.queue}'s policy", counts,
+                        lost=True)
+        return Next("lost", "lost", reason, counts)
+    failures = (row.failures or 0) + 1
+    counts = {"failures": failures}
+    if retryable and policy and failures <= policy.retries:
+        delay = policy.backoff_s * policy.backoff_factor ** (failures - 1)
+        return Next("queued", "retrying", f"attempt {row.attempts} failed ({reason}); retry {failures} of "
+                                          f"{policy.retries} in {delay:g} s", counts, retry_in_s=delay)
+    tries = f" after {row.attempts} attempt(s)" if row.attempts > 1 else ""
+    if row.attempts > failures:
+        tries += f", {failures} of them failed"
+    return Next("failed", "failed", f"{reason}{tries}", counts)
