@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ..harness import CHROMIUM, CHROMIUM_ARGS, LabServer, ServerLayout, wait_for_lab_shell
 
@@ -24,10 +25,22 @@ UI_OUTPUT = REPO / "test-output" / "ui"
 MEMBER_TOKEN = "member-token-for-ui-tests"
 
 
+def _catalog_with_member(layout: ServerLayout) -> Path:
+    """The shipped catalog with mia named in its default tenant (the default tenant is the owner's only)."""
+    from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
+
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    next(t for t in data["tenants"] if t["name"] == data["default_tenant"])["users"] = ["mia"]
+    path = layout.state / "catalog.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return path
+
+
 def hetero_server_args(layout: ServerLayout) -> list[str]:
     """Every jupyter-hetero setting the UI test server runs with, in one place."""
     return [
         "--ServerApp.identity_provider_class=jupyter_hetero.auth.TeamIdentityProvider",
+        f"--HeteroApp.catalog_file={_catalog_with_member(layout)}",
         f"--TeamIdentityProvider.user_tokens={MEMBER_TOKEN}=mia",
         f"--HeteroApp.emulated_nodes_file={REPO / 'binder' / 'demo-nodes.yaml'}",
         f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
