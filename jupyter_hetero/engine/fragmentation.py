@@ -257,8 +257,11 @@ def score_nodes(
     delta = np.zeros(len(rows))
     if index is not None and len(rows):
         model_ids = np.asarray(model_ids)
-        before = index.amounts(free, cpu, model_ids)
-        delta = (index.amounts(after_rows, cpu_after, model_ids[rows]) - before[rows]) / index.total_weight
+        # One pass over the states before (first ``nodes`` rows) and after each option.
+        amounts = index.amounts(
+            np.vstack([free, after_rows]), np.concatenate([cpu, cpu_after]), np.concatenate([model_ids, model_ids[rows]])
+        )
+        delta = (amounts[nodes:] - amounts[:nodes][rows]) / index.total_weight
     exclusivity = np.broadcast_to(np.asarray(exclusivity, dtype=np.float64), (nodes,))
     flat = placement_keys(policy, delta, free[rows], after_rows, cpu_after, exclusivity[rows])
     # Best option per node: lexicographically highest keys, then the lowest GPU index.
@@ -331,7 +334,7 @@ def placement_keys(
         # Taking GPU milli that only constrained requests could use displaces them: count it as fragmentation.
         taken = (free_before - free_after).sum(axis=1)
         # Among equal scores, stack a shared request on the fullest GPU that fits (whole GPUs all tie at 1000).
-        landing = np.where(free_before != free_after, free_before, 0).max(axis=1)
+        landing = np.where(free_before != free_after, free_before, 0).max(axis=1, initial=0)
         return [fgd_score(-(frag_delta + taken * exclusivity)), -landing]
     # Sum of squared free milli grows most when the pod lands on the GPU with the least free: best fit inside the node.
     consolidated = (free_after.astype(np.float64) ** 2).sum(axis=1)

@@ -13,6 +13,7 @@ memo has not seen.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -108,10 +109,11 @@ class NodeRanker:
         return out
 
     def _score(self, states: list[tuple], request: Request) -> list[tuple[tuple, int] | None]:
-        width = max((len(state[4]) for state in states), default=0)
-        free = np.zeros((len(states), width), dtype=np.int64)
-        for row, state in enumerate(states):
-            free[row, : len(state[4])] = state[4]
+        rows = [state[4] for state in states]
+        width = max(map(len, rows), default=0)
+        if any(len(row) != width for row in rows):
+            rows = [row + (0,) * (width - len(row)) for row in rows]  # absent devices have nothing free
+        free = np.array(rows, dtype=np.int64).reshape(len(rows), width)
         cpu = np.array([state[2] for state in states], dtype=np.int64)
         pools = [(state[1], state[0]) for state in states]
         model_ids = np.array([self._pool_ids[pool] for pool in pools], dtype=np.int64)
@@ -133,10 +135,13 @@ class NodeRanker:
 _UNSEEN = object()
 
 
+_free_milli = attrgetter("free_milli")
+
+
 def _state(node: NodeState, device_mem: int) -> tuple:
     """What a node's score depends on; devices without the memory the request needs count as full."""
     if device_mem:
-        free = tuple(d.free_milli if d.free_mem >= device_mem else 0 for d in node.devices)
+        free = tuple([d.free_milli if d.free_mem >= device_mem else 0 for d in node.devices])
     else:
-        free = tuple(d.free_milli for d in node.devices)
+        free = tuple(map(_free_milli, node.devices))
     return (node.flavor, node.model, node.free_cpu, bool(node.devices), free)
