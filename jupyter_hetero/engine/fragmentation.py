@@ -254,6 +254,9 @@ def score_nodes(
         valid = (enough_cpu & (whole.sum(axis=1) >= count))[:, None]
         taken = whole & (np.cumsum(whole, axis=1) <= count)
         after = np.where(taken, 0, free)[:, None, :]
+    if not valid.shape[1]:  # a fraction on nodes without accelerators: no option at all
+        valid = np.zeros((nodes, 1), dtype=bool)
+        after = free[:, None, :]
     rows, options = np.nonzero(valid)
     after_rows = after[rows, options]
     cpu_after = cpu[rows] - request.cpu_milli

@@ -20,13 +20,15 @@ import numpy as np
 from .fragmentation import POLICIES, FragmentationIndex, Shape, TypicalMix, model_exclusivity, score_nodes, typical_mix
 from .model import NodeState, Request
 
-__all__ = ["FragmentationScorer", "NodeRanker", "fragmentation_scorer", "mix_of", "shape_of"]
+__all__ = ["FragmentationRanker", "FragmentationScorer", "fragmentation_scorer", "mix_of", "shape_of"]
 
 # Bound scorers kept per inventory: cycles over an unchanged fleet reuse the exclusivity and the memo.
 _BOUND_KEPT = 4
 # Memoised (request, node state) scores per inventory before the memo starts over; states repeat a lot
 # (every empty node of a model looks the same), but a long replay creates millions of one-off ones.
 _MEMO_SIZE = 1 << 18
+_UNSEEN = object()
+_free_milli = attrgetter("free_milli")
 
 
 def shape_of(request: Request, *, models: Iterable[str] | None = None, flavors: Iterable[str] | None = None) -> Shape:
@@ -53,9 +55,9 @@ class FragmentationScorer:
             raise ValueError(f"unknown placement policy {policy!r}; expected one of {', '.join(POLICIES)}")
         self.mix = mix
         self.policy = policy
-        self._bound: dict[tuple, NodeRanker] = {}
+        self._bound: dict[tuple, FragmentationRanker] = {}
 
-    def bind(self, nodes: Iterable[NodeState]) -> NodeRanker:
+    def bind(self, nodes: Iterable[NodeState]) -> FragmentationRanker:
         """The scorer for this inventory: exclusivity from the devices of each (model, flavor) pool it holds."""
         gpus: dict[tuple[str, str], int] = {}
         for node in nodes:
@@ -66,7 +68,7 @@ class FragmentationScorer:
         if ranker is None:
             if len(self._bound) >= _BOUND_KEPT:
                 self._bound.clear()
-            ranker = self._bound[key] = NodeRanker(self.mix, self.policy, gpus)
+            ranker = self._bound[key] = FragmentationRanker(self.mix, self.policy, gpus)
         return ranker
 
 
@@ -75,7 +77,7 @@ def fragmentation_scorer(requests: Iterable[Request], policy: str = "hetero") ->
     return FragmentationScorer(mix_of(requests), policy)
 
 
-class NodeRanker:
+class FragmentationRanker:
     """A scorer bound to one inventory: ranks node states for a request, lower ranks first.
 
         ranker.rank(nodes, request)   # per node: (rank tuple, GPU for a fractional request or -1), or None
@@ -132,14 +134,10 @@ class NodeRanker:
         return ranked
 
 
-_UNSEEN = object()
-
-
-_free_milli = attrgetter("free_milli")
-
-
 def _state(node: NodeState, device_mem: int) -> tuple:
-    """What a node's score depends on; devices without the memory the request needs count as full."""
+    """What a node's score depends on: (flavor, model, free CPU, has devices, free milli per device).
+
+    Devices without the memory the request needs count as full."""
     if device_mem:
         free = tuple([d.free_milli if d.free_mem >= device_mem else 0 for d in node.devices])
     else:
