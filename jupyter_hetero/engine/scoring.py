@@ -17,7 +17,15 @@ from operator import attrgetter
 
 import numpy as np
 
-from .fragmentation import POLICIES, FragmentationIndex, Shape, TypicalMix, model_exclusivity, score_nodes, typical_mix
+from .fragmentation import (
+    POLICIES,
+    FragmentationIndex,
+    Shape,
+    TypicalMix,
+    model_exclusivity,
+    score_nodes,
+    typical_mix,
+)
 from .model import NodeState, Request
 
 __all__ = ["FragmentationRanker", "FragmentationScorer", "fragmentation_scorer", "mix_of", "shape_of"]

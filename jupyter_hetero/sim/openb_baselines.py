@@ -14,7 +14,13 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..engine.fragmentation import MILLI, FragmentationIndex, TypicalMix, score_nodes, typical_mix
+from ..engine.fragmentation import (
+    MILLI,
+    FragmentationIndex,
+    TypicalMix,
+    score_nodes,
+    typical_mix,
+)
 from .openb_trace import Node, Pod
 
 __all__ = ["BASELINES", "place_baseline"]

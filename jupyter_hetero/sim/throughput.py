@@ -16,8 +16,6 @@ import resource
 import time
 from dataclasses import dataclass
 
-from ..engine.fragmentation import typical_mix
-from ..engine.scoring import FragmentationScorer, shape_of
 from ..engine import (
     Constraints,
     Device,
@@ -32,6 +30,8 @@ from ..engine import (
     Workload,
     WorkloadKind,
 )
+from ..engine.fragmentation import typical_mix
+from ..engine.scoring import FragmentationScorer, shape_of
 
 __all__ = ["build_cluster", "build_workloads", "run_throughput"]
 

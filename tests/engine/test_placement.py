@@ -7,7 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_hetero.engine import Cluster, Constraints, Device, Engine, NodeState, Request
+from jupyter_hetero.engine import (
+    Cluster,
+    Constraints,
+    Device,
+    Engine,
+    NodeState,
+    Request,
+)
 from jupyter_hetero.engine.fragmentation import Shape, TypicalMix
 from jupyter_hetero.engine.scoring import fragmentation_scorer
 

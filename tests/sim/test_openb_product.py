@@ -12,7 +12,16 @@ import numpy as np
 import pytest
 
 from jupyter_hetero.cli import main
-from jupyter_hetero.engine import Constraints, Device, Engine, LabelReq, NodeState, Placement, Request, Workload
+from jupyter_hetero.engine import (
+    Constraints,
+    Device,
+    Engine,
+    LabelReq,
+    NodeState,
+    Placement,
+    Request,
+    Workload,
+)
 from jupyter_hetero.engine.fragmentation import typical_mix
 from jupyter_hetero.engine.scoring import FragmentationScorer
 from jupyter_hetero.sim.openb import Node, Pod, load_pods, place_pods
