@@ -104,6 +104,34 @@ def test_scores_are_memoised_per_node_state_and_the_ranker_per_inventory():
     assert scorer.bind(nodes[:2]) is not scorer.bind(nodes)
 
 
+def test_the_best_ranked_node_short_of_memory_is_passed_over_and_kept_for_smaller_requests():
+    # a-small's lone GPU is a fragment for the typical two-GPU request: the best place for one GPU,
+    # but it has only 64 GiB of memory.
+    nodes = [node("a-small").mem(64).gpus(1).build(), node("b-big").mem(512).gpus(4).build()]
+    cluster = Cluster(nodes, node_scorer=fragmentation_scorer([Request(cpu=8000, mem=GIB, devices=2)]))
+    big = cluster.place("a100-80g", Request(cpu=1000, mem=128 * GIB, devices=1), Constraints())
+    small = cluster.place("a100-80g", Request(cpu=1000, mem=8 * GIB, devices=1), Constraints())
+    assert (big[0].node, small[0].node) == ("b-big", "a-small")
+
+
+def test_same_snapshot_same_decisions_with_a_warm_or_a_cold_scorer():
+    def build():
+        return snapshot(
+            nodes=[node(f"a{i}").cpu(16 + 16 * (i % 3)).gpus(2 + 2 * (i % 2)) for i in range(6)],
+            running=[job(10).queue("batch").fraction(300).on("a0", 0, milli=300)],
+            pending=[job(i).queue("batch").cpu(2 + i % 3).flavors("a100-80g").submitted(i) for i in range(1, 4)]
+            + [job(i).queue("batch").cpu(4).fraction(250 * (i % 3 + 1)).submitted(i) for i in range(4, 9)]
+            + [job(i).queue("batch").cpu(8).gpus(1 + i % 2).submitted(i) for i in range(9, 14)],
+            tenants=[TEAM], queue_policies=NO_RESERVATION,
+        )
+    typical = [EIGHT_CORES_ONE_GPU, Request(cpu=4000, mem=GIB, device_milli=500), Request(cpu=2000, mem=GIB)]
+    warm = fragmentation_scorer(typical)
+    first = Engine(node_scorer=warm).cycle(build())
+    assert len(first.admissions) == 13
+    assert Engine(node_scorer=warm).cycle(build()) == first
+    assert Engine(node_scorer=fragmentation_scorer(typical)).cycle(build()) == first
+
+
 # ---------------------------------------------------------------- the ranking against brute force
 
 MIX = TypicalMix((Shape(4000, 500, 1), Shape(8000, 1000, 1), Shape(16000, 1000, 4), Shape(2000)), (4, 3, 1, 2))
