@@ -16,7 +16,8 @@ from .capability import NodeCapability
 from .catalog import DEFAULT_CATALOG_PATH, Catalog, load_catalog
 from .catalog.fit import DEFAULT_SHARE, fit_to_machine
 from .engine import Engine, Policy
-from .engine.scoring import fragmentation_scorer
+from .engine.fragmentation import typical_mix
+from .engine.scoring import FragmentationScorer, shape_of
 from .handlers import default_handlers
 from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.clock import Clock
@@ -84,7 +85,9 @@ class HeteroApp(ExtensionApp):
     )
     placement_policy = Unicode(
         Policy.FRAGMENTATION, config=True,
-        help="How devices are chosen inside a flavor: binpack, spread or fragmentation-aware.",
+        help="How a node and its devices are chosen inside a flavor: binpack, spread or fragmentation-aware "
+        "(the default, which scores every eligible node by the fragmentation a placement leaves for the "
+        "templates' typical requests).",
     )
     cull_device_idle_pct = Float(
         5.0, config=True,
@@ -163,9 +166,12 @@ class HeteroApp(ExtensionApp):
     def _engine(self, catalog) -> Engine:
         if self.placement_policy != Policy.FRAGMENTATION:
             return Engine(policy=self.placement_policy)
-        # Fragmentation is measured against what the platform's templates ask for by default.
-        typical = [engine_request(t.request.model_dump()) for t in catalog.templates]
-        return Engine(policy=self.placement_policy, node_scorer=fragmentation_scorer(typical))
+        # Fragmentation is measured against what the platform's templates ask for by default, each
+        # on its eligible flavors; the engine learns the GPU models behind them from the inventory.
+        typical = typical_mix(
+            shape_of(engine_request(t.request.model_dump()), flavors=t.flavors) for t in catalog.templates
+        )
+        return Engine(policy=self.placement_policy, node_scorer=FragmentationScorer(typical))
 
     def _fit_defaults(self, catalog: Catalog, capabilities: list[NodeCapability]) -> Catalog:
         """On this machine alone, template defaults shrink to fit it (see catalog/fit.py)."""

@@ -2,25 +2,24 @@
 
 Nodes of a flavor sit in buckets keyed by what they have free (whole free devices for accelerator
 nodes, free cores for CPU nodes), so finding a place walks a few buckets instead of every node.
-Allocation and release are exact inverses, which lets preemption try "what if these went away"
-and then restore the state.
+With a node scorer (the fragmentation-aware default), every replica goes to the best-ranked of all
+eligible nodes: a heap per request shape holds the ranks, and only nodes that changed since that
+shape last asked are ranked again. Allocation and release are exact inverses, which lets
+preemption try "what if these went away" and then restore the state.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..units import format_cpu, format_memory
 from .matching import Mismatch, mismatch
 from .model import Constraints, Device, NodeState, Request, Slot
 
-__all__ = ["Cluster", "Eligibility", "Policy"]
-
-# How many fitting candidates a scoring policy compares before choosing; bounds a search on a
-# large flavor while still comparing enough nodes for packing to matter.
-SCORE_CANDIDATES = 16
+__all__ = ["Cluster", "Eligibility", "NodeRanker", "NodeScorer", "Policy"]
 
 
 class Policy:
@@ -33,9 +32,27 @@ class Policy:
     ALL = (BINPACK, SPREAD, FRAGMENTATION)
 
 
-# (node, request) -> (score, device index) of the best device for one fractional replica on that
-# node, lower scores better and comparable across nodes; None when it does not fit there.
-NodeScorer = Callable[[NodeState, Request], "tuple[tuple, int] | None"]
+class NodeRanker(Protocol):
+    """A node scorer bound to one cluster's nodes."""
+
+    def rank(self, nodes: Sequence[NodeState], request: Request) -> list[tuple[tuple, int] | None]:
+        """Per node: (rank, lower is better and comparable across nodes; the device a fractional replica
+        takes, or -1), or None where one replica does not fit (CPU, devices; memory is the cluster's)."""
+
+
+class NodeScorer(Protocol):
+    """What ``Engine(node_scorer=...)`` takes; see :class:`.scoring.FragmentationScorer`."""
+
+    def bind(self, nodes: Iterable[NodeState]) -> NodeRanker:
+        """The ranker for these nodes (it may depend on the whole inventory, e.g. per-model capacity)."""
+
+
+@dataclass(slots=True)
+class _Ranking:
+    """The eligible nodes of a flavor ranked for one request shape; stale entries are dropped lazily."""
+
+    heap: list[tuple[tuple, str, int, int]] = field(default_factory=list)  # (rank, node, version, device)
+    seen: int = 0  # how much of the flavor's change log the heap has taken in
 
 
 @dataclass(slots=True)
@@ -72,6 +89,13 @@ class Cluster:
         self.nodes: dict[str, NodeState] = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
         self.policy = policy
         self.node_scorer = node_scorer
+        # The scorer sees the whole inventory once (static facts only), before any work is charged.
+        self._ranker = (
+            node_scorer.bind(self.nodes.values()) if node_scorer is not None and policy == Policy.FRAGMENTATION else None
+        )
+        self._rankings: dict[tuple, _Ranking] = {}
+        self._version: dict[str, int] = dict.fromkeys(self.nodes, 0)
+        self._changes: dict[str, list[str]] = {}  # flavor -> names of nodes whose free capacity changed, in order
         self._any_fit = False
         self.flavors: dict[str, list[NodeState]] = {}
         self._buckets: dict[str, dict[int, dict[str, NodeState]]] = {}
@@ -80,6 +104,7 @@ class Cluster:
         self._eligible: dict[tuple, Eligibility] = {}
         for node in self.nodes.values():
             self.flavors.setdefault(node.flavor, []).append(node)
+            self._changes.setdefault(node.flavor, [])
             self._file(node)
         self._has_devices = {flavor: any(n.devices for n in nodes) for flavor, nodes in self.flavors.items()}
         self._free_dev = {
@@ -167,6 +192,8 @@ class Cluster:
             device.free_mem += sign * mem
             if node.schedulable:
                 self._free_dev[node.flavor] += sign * milli
+        self._version[node.name] += 1
+        self._changes[node.flavor].append(node.name)
         # Device nodes are indexed by their devices only: CPU-only work there leaves the index alone.
         if slot.devices or not node.devices:
             self._refile(node)
@@ -180,12 +207,17 @@ class Cluster:
         ``any_fit`` skips scoring: for "would it fit?" questions the first place found will do."""
         self._any_fit = any_fit
         eligible = self.eligibility(flavor, request, constraints).nodes
+        # A flavor's eligible nodes stay ranked per (eligibility, what the rank depends on); memory is
+        # checked as nodes come off the heap. A subset (``within``, a gang's group) is scanned instead.
+        ranking: tuple | None = (flavor, constraints, request.cpu, request.devices, request.device_milli,
+                                 request.device_mem, request.replicas > 1, request.placement)
         if within is not None:
             eligible = {name: node for name, node in eligible.items() if name in within}
+            ranking = None
         if not eligible:
             return None
         if request.replicas == 1:
-            slot = self._one(flavor, request, eligible)
+            slot = self._one(flavor, request, eligible, ranking)
             if slot is not None:
                 self.allocate(slot, request)
                 return (slot,)
@@ -195,17 +227,18 @@ class Cluster:
         elif request.placement == "same-interconnect":
             groups = iter(_by_domain(eligible).values())
         else:
-            groups = iter((eligible,))
+            return self._gang(flavor, request, eligible, ranking)
         for group in groups:
-            slots = self._gang(flavor, request, group)
+            slots = self._gang(flavor, request, group, None)
             if slots is not None:
                 return slots
         return None
 
-    def _gang(self, flavor: str, request: Request, eligible: dict[str, NodeState]) -> tuple[Slot, ...] | None:
+    def _gang(self, flavor: str, request: Request, eligible: dict[str, NodeState],
+              ranking: tuple | None) -> tuple[Slot, ...] | None:
         placed: list[Slot] = []
         for _ in range(request.replicas):
-            slot = self._one(flavor, request, eligible)
+            slot = self._one(flavor, request, eligible, ranking)
             if slot is None:
                 for done in placed:
                     self.release(done, request)
@@ -214,7 +247,11 @@ class Cluster:
             placed.append(slot)
         return tuple(placed)
 
-    def _one(self, flavor: str, request: Request, eligible: dict[str, NodeState]) -> Slot | None:
+    def _one(self, flavor: str, request: Request, eligible: dict[str, NodeState], ranking: tuple | None) -> Slot | None:
+        if self._ranker is not None and not self._any_fit:
+            if ranking is None:
+                return self._best_of(request, eligible.values())
+            return self._best_ranked(flavor, request, eligible, ranking)
         spread = self.policy == Policy.SPREAD
         if request.device_milli:
             buckets = self._fractions.get(flavor, {})
@@ -247,14 +284,64 @@ class Cluster:
         free = [d for d in node.devices if d.free_milli == 1000][: request.devices]
         return tuple((d.index, 1000, d.free_mem) for d in free)
 
+    def _best_ranked(self, flavor: str, request: Request, eligible: dict[str, NodeState], key: tuple) -> Slot | None:
+        """The best-ranked eligible node with room, over every eligible node of the flavor."""
+        ranking = self._rankings.get(key)
+        changes = self._changes[flavor]
+        if ranking is None:
+            ranking = self._rankings[key] = _Ranking()
+            fresh = list(eligible.values())
+        else:
+            fresh = [eligible[n] for n in dict.fromkeys(changes[ranking.seen:]) if n in eligible]
+        ranking.seen = len(changes)
+        heap, version = ranking.heap, self._version
+        if fresh:
+            entries = [(scored[0], node.name, version[node.name], scored[1])
+                       for node, scored in zip(fresh, self._ranker.rank(fresh, request)) if scored is not None]
+            if len(entries) > len(heap):
+                heap.extend(entries)
+                heapq.heapify(heap)
+            else:
+                for entry in entries:
+                    heapq.heappush(heap, entry)
+            if len(heap) > 2 * len(eligible) + 64:  # mostly stale entries of busy nodes: keep the heap small
+                heap[:] = [entry for entry in heap if entry[2] == version[entry[1]]]
+                heapq.heapify(heap)
+        short_of_memory = []
+        slot = None
+        while heap:
+            _rank, name, at, device = heap[0]
+            if at != version[name]:
+                heapq.heappop(heap)  # the node changed since: its current rank is further down
+                continue
+            node = self.nodes[name]
+            if node.free_mem < request.mem:
+                short_of_memory.append(heapq.heappop(heap))  # ranked on CPU and devices; kept for smaller requests
+                continue
+            slot = self._slot(node, request, device)
+            break
+        for entry in short_of_memory:
+            heapq.heappush(heap, entry)
+        return slot
+
+    def _best_of(self, request: Request, candidates: Iterable[NodeState]) -> Slot | None:
+        """The best-ranked of a few candidates (a gang's group), scanned without a heap."""
+        nodes = [n for n in candidates if n.free_mem >= request.mem]
+        ranked = [(scored[0], node.name, scored[1], node)
+                  for node, scored in zip(nodes, self._ranker.rank(nodes, request)) if scored is not None]
+        if not ranked:
+            return None
+        _rank, _name, device, node = min(ranked, key=lambda entry: entry[:2])
+        return self._slot(node, request, device)
+
+    def _slot(self, node: NodeState, request: Request, device: int) -> Slot:
+        if not request.device_milli:
+            return Slot(node.name, self._whole_devices(node, request))
+        if device < 0:  # a "fraction" of a whole device: the lowest-index one with room
+            device = next(d.index for d in node.devices if _fraction_fits(d, request))
+        return Slot(node.name, ((device, request.device_milli, request.device_mem),))
+
     def _best_fraction(self, request: Request, candidates: Iterator[NodeState]) -> Slot | None:
-        if self.node_scorer is not None and self.policy == Policy.FRAGMENTATION and not self._any_fit:
-            best: tuple[tuple, str, int] | None = None
-            for node in itertools.islice(candidates, SCORE_CANDIDATES):
-                scored = self.node_scorer(node, request)
-                if scored is not None and (best is None or (scored[0], node.name) < best[:2]):
-                    best = (scored[0], node.name, scored[1])
-            return None if best is None else Slot(best[1], ((best[2], request.device_milli, request.device_mem),))
         # Buckets run tightest-first (binpack) or loosest-first (spread): the first fitting node is
         # the answer; only the device inside it is chosen.
         for node in candidates:

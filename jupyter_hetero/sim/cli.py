@@ -61,11 +61,12 @@ def add_simulate_parser(commands: argparse._SubParsersAction) -> None:
     )
     placement.add_argument("--nodes", required=True, help="node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
     placement.add_argument(
-        "--pods", required=True, help="pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,...)"
+        "--pods", required=True,
+        help="pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli; gpu_spec and other columns optional)",
     )
     placement.add_argument(
         "--policy", default=DEFAULT_POLICY, choices=(*POLICIES, "all"),
-        help=f"placement policy, or 'all' to compare every one (default: {DEFAULT_POLICY}, the product's)",
+        help=f"placement policy, or 'all' to compare every one (default: {DEFAULT_POLICY}, the engine's own placement)",
     )
     placement.add_argument(
         "--seeds", type=parse_seeds, default=parse_seeds("42-51"), help="seeds, e.g. 42-51 (default) or 42,43"

@@ -6,101 +6,53 @@
 The protocol (arrival order, feasibility, metric, baselines) is the one written down in
 ``shared/data/FGD_PROTOCOL.md``; every seed draws from one random stream, in this order: pod
 shuffle, inflation draws, node priority permutation, then the Random policy's own draws.
+
+``hetero`` is the product: each pod is one request placed by the engine's own
+:meth:`~jupyter_hetero.engine.Cluster.place` with the server's scorer
+(:class:`~jupyter_hetero.engine.scoring.FragmentationScorer`), the trace's nodes as ``NodeState`` objects
+of one flavor and ``gpu_spec`` as a label requirement on the GPU model. The six baselines are
+simulator-only references (:mod:`.openb_baselines`).
 """
 
 from __future__ import annotations
 
-import csv
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from ..engine.fragmentation import (
-    MILLI,
-    FragmentationIndex,
-    Shape,
-    TypicalMix,
-    model_exclusivity,
-    placement_keys,
-    typical_mix,
-)
+from ..engine import Cluster, Constraints, Device, LabelReq, NodeState, Request
+from ..engine.fragmentation import MILLI, TypicalMix, typical_mix
+from ..engine.scoring import FragmentationScorer
+from .openb_baselines import BASELINES, place_baseline
+from .openb_trace import Node, Pod, load_nodes, load_pods
 
 __all__ = [
     "BASELINES",
+    "FLAVOR",
+    "MODEL_LABEL",
     "POLICIES",
     "Node",
     "Pod",
     "allocation_at",
     "arrival_order",
+    "engine_nodes",
+    "engine_request",
     "load_nodes",
     "load_pods",
     "place_pods",
+    "place_with_engine",
     "replay",
     "run_placement",
 ]
 
-BASELINES = ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd")
 POLICIES = (*BASELINES, "hetero")
 INFLATION = 1.3
 LEVELS = (100, 130)
-MAX_PODS_PER_NODE = 1001
-MAX_CPU, MAX_GPU = 128_000, 8 * MILLI  # the simulator's normalisers for DotProd and BestFit
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """One GPU node of the trace."""
-
-    name: str
-    cpu_milli: int
-    memory_mib: int
-    gpus: int
-    model: str
-
-
-@dataclass(frozen=True, slots=True)
-class Pod:
-    """One pod of the trace; ``models`` is its ``gpu_spec`` split on ``|`` (None: any model)."""
-
-    name: str
-    cpu_milli: int
-    memory_mib: int
-    gpu_count: int
-    gpu_milli: int
-    models: frozenset[str] | None = None
-
-    @property
-    def shape(self) -> Shape:
-        return Shape(self.cpu_milli, self.gpu_milli if self.gpu_count else 0, self.gpu_count, self.models)
-
-    @property
-    def gpu_demand(self) -> int:
-        return self.gpu_count * self.gpu_milli
-
-
-def load_nodes(path: str | Path) -> list[Node]:
-    """The trace's GPU nodes; CPU-only rows of the all-node list are left out as the protocol does."""
-    with open(path, newline="") as f:
-        rows = [
-            Node(r["sn"], int(r["cpu_milli"]), int(r["memory_mib"]), int(r["gpu"]), r["model"]) for r in csv.DictReader(f)
-        ]
-    return [n for n in rows if n.gpus > 0]
-
-
-def load_pods(path: str | Path) -> list[Pod]:
-    """The trace's pods sorted by name."""
-    with open(path, newline="") as f:
-        pods = [
-            Pod(
-                r["name"], int(r["cpu_milli"]), int(r["memory_mib"]), int(r["num_gpu"]), int(r["gpu_milli"]),
-                frozenset(m for m in r["gpu_spec"].split("|") if m) or None,
-            )
-            for r in csv.DictReader(f)
-        ]
-    return sorted(pods, key=lambda p: p.name)
+FLAVOR = "openb"  # every trace node in one flavor: the placement, not the flavor order, decides
+MODEL_LABEL = "nvidia.com/gpu.product"  # the GPU feature discovery label a gpu_spec becomes a requirement on
 
 
 def arrival_order(
@@ -140,161 +92,59 @@ def allocation_at(
     return out
 
 
-class _Cluster:
-    """Free capacity of every node as arrays, plus per-request-shape score caches refreshed only where nodes changed."""
+def engine_nodes(nodes: list[Node], priority: np.ndarray) -> list[NodeState]:
+    """The trace's nodes as the engine's, named so that name order is the seed's node priority.
 
-    def __init__(self, nodes: list[Node], priority: np.ndarray, index: FragmentationIndex | None) -> None:
-        width = max(n.gpus for n in nodes)
-        self.gpus = np.array([n.gpus for n in nodes])
-        self.free = np.array([[MILLI] * n.gpus + [0] * (width - n.gpus) for n in nodes], dtype=np.int64)
-        self.cpu = np.array([n.cpu_milli for n in nodes], dtype=np.int64)
-        self.mem = np.array([n.memory_mib for n in nodes], dtype=np.int64)
-        self.pods = np.zeros(len(nodes), dtype=np.int64)
-        self.models = [n.model for n in nodes]
-        self.priority = priority  # lower wins ties, as the simulator's permuted node names do
-        self.free_total = self.free.sum(axis=1)
-        self.max_free = self.free.max(axis=1)
-        self.whole_free = (self.free == MILLI).sum(axis=1)
-        self.tags = np.zeros((len(nodes), 9), dtype=np.int64)  # GPU pods per shape tag: 0 shared, n n-GPU
-        self.version = np.zeros(len(nodes), dtype=np.int64)
-        self.index = index
-        self.model_ids = np.array([index.model_id(m) for m in self.models]) if index else None
-        self.frag = index.amounts(self.free, self.cpu, self.model_ids) if index else None
-        self.exclusivity = np.zeros(len(nodes))
-        if index is not None:
-            gpus_by_model: dict[str, int] = {}
-            for n in nodes:
-                gpus_by_model[n.model] = gpus_by_model.get(n.model, 0) + n.gpus
-            shares = model_exclusivity(index.mix, gpus_by_model)
-            self.exclusivity = np.array([shares[m] for m in self.models])
-        self._spec_masks: dict[frozenset[str], np.ndarray] = {}
-        self._caches: dict[tuple[int, int, int], tuple[list[np.ndarray], np.ndarray, np.ndarray]] = {}
+    The engine breaks equal scores by node name; the protocol breaks them by a node priority drawn
+    once per seed. Prefixing each name with its priority makes the two the same."""
+    width = len(str(len(nodes)))
+    return [
+        NodeState(
+            name=f"{int(rank):0{width}d}-{n.name}", flavor=FLAVOR, cpu=n.cpu_milli, mem=n.memory_mib,
+            free_cpu=n.cpu_milli, free_mem=n.memory_mib, devices=[Device(g) for g in range(n.gpus)],
+            family="nvidia", model=n.model, labels={MODEL_LABEL: n.model},
+        )
+        for n, rank in zip(nodes, priority)
+    ]
 
-    def feasible(self, pod: Pod) -> np.ndarray:
-        ok = (self.cpu >= pod.cpu_milli) & (self.mem >= pod.memory_mib) & (self.pods < MAX_PODS_PER_NODE)
-        if pod.gpu_count and pod.models is not None:
-            if pod.models not in self._spec_masks:
-                self._spec_masks[pod.models] = np.array([m in pod.models for m in self.models])
-            ok &= self._spec_masks[pod.models]
-        if pod.gpu_count and pod.gpu_milli < MILLI:
-            ok &= self.max_free >= pod.gpu_milli
-        elif pod.gpu_count:
-            ok &= self.whole_free >= pod.gpu_count
-        return np.flatnonzero(ok)
 
-    def smallest_fit(self, node: int, pod: Pod) -> tuple[int, ...]:
-        """The open-gpu-share "best" choice: the least free GPU that fits, or the lowest-index free GPUs."""
-        if not pod.gpu_count:
-            return ()
-        row = self.free[node]
-        if pod.gpu_milli < MILLI:
-            return (int(np.argmin(np.where(row >= pod.gpu_milli, row, 2 * MILLI))),)
-        return tuple(int(g) for g in np.flatnonzero(row == MILLI)[: pod.gpu_count])
+def engine_request(pod: Pod) -> tuple[Request, Constraints]:
+    """One pod as the engine's request: whole devices, a fraction of one, or none; ``gpu_spec`` as a label requirement."""
+    fractional = pod.gpu_count == 1 and pod.gpu_milli < MILLI
+    request = Request(
+        cpu=pod.cpu_milli, mem=pod.memory_mib, devices=0 if fractional else pod.gpu_count,
+        device_milli=pod.gpu_milli if fractional else 0,
+    )
+    if not (pod.gpu_count and pod.models):
+        return request, Constraints()
+    return request, Constraints(labels=(LabelReq(MODEL_LABEL, "In", tuple(sorted(pod.models))),))
 
-    def place(self, node: int, gpus: tuple[int, ...], pod: Pod) -> None:
-        row = self.free[node]
-        row[list(gpus)] -= pod.gpu_milli
-        self.cpu[node] -= pod.cpu_milli
-        self.mem[node] -= pod.memory_mib
-        self.pods[node] += 1
-        self.free_total[node] = row.sum()
-        self.max_free[node] = row.max()
-        self.whole_free[node] = (row == MILLI).sum()
-        if pod.gpu_count:
-            self.tags[node, 0 if pod.gpu_milli < MILLI else pod.gpu_count] += 1
-        self.version[node] += 1
-        if self.index is not None:
-            at = slice(node, node + 1)
-            self.frag[node] = self.index.amounts(row[None, :], self.cpu[at], self.model_ids[at])[0]
 
-    def engine_scores(self, policy: str, pod: Pod, cands: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """Per-candidate score keys and GPU choice of an engine policy; only nodes changed since last asked are rescored."""
-        key = (pod.cpu_milli, pod.gpu_milli if pod.gpu_count else 0, pod.gpu_count)
-        if key not in self._caches:
-            n = len(self.cpu)
-            self._caches[key] = ([], np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64))
-        keys, chosen, seen = self._caches[key]
-        stale = cands[seen[cands] != self.version[cands]]
-        if len(stale):
-            fresh_keys, fresh_gpu = self._evaluate(policy, pod, stale)
-            if not keys:
-                keys.extend(np.zeros(len(self.cpu)) for _ in fresh_keys)
-            for store, fresh in zip(keys, fresh_keys):
-                store[stale] = fresh
-            chosen[stale] = fresh_gpu
-            seen[stale] = self.version[stale]
-        return [k[cands] for k in keys], chosen[cands]
+@lru_cache(maxsize=4)
+def _scorer(mix: TypicalMix) -> FragmentationScorer:
+    # One scorer per mix: seeds of one trace share its memo of node-state scores.
+    return FragmentationScorer(mix)
 
-    def _evaluate(self, policy: str, pod: Pod, nodes: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        free, width = self.free[nodes], self.free.shape[1]
-        if pod.gpu_count == 1 and pod.gpu_milli < MILLI:
-            # One option per GPU of each node: that GPU takes the pod.
-            valid = free >= pod.gpu_milli
-            after = np.repeat(free[:, None, :], width, axis=1) - pod.gpu_milli * np.eye(width, dtype=np.int64)[None]
+
+def place_with_engine(
+    nodes: list[Node], pods: list[Pod], *, order: Iterable[int], priority: np.ndarray, mix: TypicalMix
+) -> list[tuple[int, tuple[int, ...]] | None]:
+    """Each pod in ``order`` placed by the engine's ``Cluster.place``; (node index, GPU indexes) or None."""
+    states = engine_nodes(nodes, priority)
+    where = {state.name: i for i, state in enumerate(states)}
+    cluster = Cluster(states, node_scorer=_scorer(mix))
+    requests: dict[int, tuple[Request, Constraints]] = {}
+    placements: list[tuple[int, tuple[int, ...]] | None] = []
+    for i in order:
+        if i not in requests:
+            requests[i] = engine_request(pods[i])
+        request, constraints = requests[i]
+        slots = cluster.place(FLAVOR, request, constraints)
+        if slots is None:
+            placements.append(None)
         else:
-            valid = np.ones((len(nodes), 1), dtype=bool)
-            # Whole GPUs go to the lowest-index free ones; a CPU-only pod takes none.
-            taken = (free == MILLI) & (np.cumsum(free == MILLI, axis=1) <= pod.gpu_count)
-            after = np.where(taken, 0, free)[:, None, :]
-        rows, options = np.nonzero(valid)
-        after_rows = after[rows, options]
-        cpu_after = self.cpu[nodes][rows] - pod.cpu_milli
-        delta = np.zeros(len(rows))
-        if self.index is not None:
-            amounts = self.index.amounts(after_rows, cpu_after, self.model_ids[nodes][rows])
-            delta = (amounts - self.frag[nodes][rows]) / self.index.total_weight
-        flat = placement_keys(policy, delta, free[rows], after_rows, cpu_after, self.exclusivity[nodes][rows])
-        # Best option per node: lexicographically highest keys, then the lowest GPU index.
-        best = valid.copy()
-        for k in flat:
-            grid = np.full(valid.shape, -np.inf)
-            grid[rows, options] = k
-            grid[~best] = -np.inf
-            best &= grid == grid.max(axis=1, keepdims=True)
-        option = np.argmax(best, axis=1)
-        picked = np.zeros(valid.shape, dtype=np.int64)
-        picked[rows, options] = np.arange(len(rows))
-        at = picked[np.arange(len(nodes)), option]
-        gpu = option if valid.shape[1] > 1 else np.full(len(nodes), -1)
-        return [k[at] for k in flat], gpu
-
-
-def _baseline_scores(policy: str, cl: _Cluster, pod: Pod, cands: np.ndarray) -> np.ndarray:
-    """The simulator's integer node scores (0..100) of a baseline policy for one pod."""
-    cpu, free_total, demand = cl.cpu[cands], cl.free_total[cands], pod.gpu_demand
-    if policy == "dotprod":
-        dot = (cpu / MAX_CPU) * (pod.cpu_milli / MAX_CPU) + (free_total / MAX_GPU) * (demand / MAX_GPU)
-        return (100.0 * (1 - dot / 2)).astype(np.int64)
-    if policy == "bestfit":
-        spare = (cpu - pod.cpu_milli) / MAX_CPU * 0.5 + (free_total - demand) / MAX_GPU * 0.5
-        return ((1.0 - spare) * 100).astype(np.int64)
-    if not pod.gpu_count:
-        return np.zeros(len(cands), dtype=np.int64)  # both GPU-only scorers ignore CPU-only pods
-    if policy == "gpuclustering":
-        tags = cl.tags[cands] > 0
-        same = tags[:, 0 if pod.gpu_milli < MILLI else pod.gpu_count]
-        kinds = tags.sum(axis=1)
-        bonus = np.where(same, np.where(kinds == 1, 75, 50), np.where(kinds == 0, 25, 0))
-        return 25 * (MAX_GPU - free_total) // MAX_GPU + bonus
-    if policy == "gpupacking":
-        whole = cl.whole_free[cands]
-        if pod.gpu_milli < MILLI:
-            free = cl.free[cands]
-            tightest = np.where(free >= pod.gpu_milli, free, 2 * MILLI).min(axis=1)
-            shared = np.maximum(100 - (tightest * 100 // MILLI) // 10, 50)
-            partly = np.where(tightest == MILLI, np.maximum(50 - 1, 33), shared)
-        else:
-            partly = np.full(len(cands), max(50 - pod.gpu_count, 33))
-        return np.where(whole == cl.gpus[cands], np.maximum(33 - whole, whole), partly)
-    raise ValueError(f"unknown baseline policy {policy!r}")
-
-
-def _pick(keys: list[np.ndarray], priority: np.ndarray) -> int:
-    """Position of the lexicographically highest keys; ties go to the lowest node priority."""
-    alive = np.ones(len(priority), dtype=bool)
-    for k in keys:
-        alive &= k == k[alive].max()
-    return int(np.flatnonzero(alive)[np.argmin(priority[alive])])
+            placements.append((where[slots[0].node], tuple(index for index, _milli, _mem in slots[0].devices)))
+    return placements
 
 
 def place_pods(
@@ -304,17 +154,12 @@ def place_pods(
     """Try each pod once in ``order``; the (node index, GPU indexes) each one got, or None where it fit nowhere."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
-    engine = policy in ("fgd", "hetero")
-    index = FragmentationIndex(mix or typical_mix(p.shape for p in pods)) if engine else None
+    order = range(len(pods)) if order is None else order
     priority = np.arange(len(nodes)) if priority is None else np.asarray(priority)
-    cl = _Cluster(nodes, priority, index)
-    placements: list[tuple[int, tuple[int, ...]] | None] = []
-    for i in range(len(pods)) if order is None else order:
-        pod, cands = pods[i], cl.feasible(pods[i])
-        placements.append(_decide(policy, cl, pod, cands, rng) if len(cands) else None)
-        if placements[-1] is not None:
-            cl.place(*placements[-1], pod)
-    return placements
+    mix = mix or typical_mix(p.shape for p in pods)
+    if policy == "hetero":
+        return place_with_engine(nodes, pods, order=order, priority=priority, mix=mix)
+    return place_baseline(nodes, pods, policy, rng, order=order, priority=priority, mix=mix)
 
 
 def replay(
@@ -328,30 +173,6 @@ def replay(
     demand = np.array([pods[i].gpu_demand for i in order], dtype=np.int64)
     placed = np.array([p is not None for p in placements])
     return np.cumsum(demand), np.cumsum(demand * placed)
-
-
-def _decide(
-    policy: str, cl: _Cluster, pod: Pod, cands: np.ndarray, rng: np.random.Generator
-) -> tuple[int, tuple[int, ...]]:
-    if policy == "random":
-        node = int(cands[rng.integers(len(cands))]) if len(cands) > 1 else int(cands[0])
-        if not pod.gpu_count:
-            return node, ()
-        if pod.gpu_milli < MILLI:
-            return node, (int(rng.choice(np.flatnonzero(cl.free[node] >= pod.gpu_milli))),)
-        picked = rng.choice(np.flatnonzero(cl.free[node] == MILLI), pod.gpu_count, replace=False)
-        return node, tuple(sorted(int(g) for g in picked))
-    if len(cands) == 1 and policy != "hetero":
-        return int(cands[0]), cl.smallest_fit(int(cands[0]), pod)  # the scheduler skips scoring for one node
-    if policy in ("fgd", "hetero"):
-        keys, gpu = cl.engine_scores(policy, pod, cands)
-        at = _pick(keys, cl.priority[cands])
-        node = int(cands[at])
-        if pod.gpu_count == 1 and pod.gpu_milli < MILLI:
-            return node, (int(gpu[at]),)
-        return node, cl.smallest_fit(node, pod)
-    at = _pick([_baseline_scores(policy, cl, pod, cands)], cl.priority[cands])
-    return int(cands[at]), cl.smallest_fit(int(cands[at]), pod)
 
 
 def run_placement(nodes_csv: str | Path, pods_csv: str | Path, policy: str, seeds: Iterable[int]) -> dict:

@@ -164,3 +164,44 @@ def test_hetero_discounts_gpus_that_only_constrained_requests_can_use():
     contested = choose_gpus([1000, 1000], 32000, "T4", ANY_GPU, mix, policy="hetero", exclusivity=0.8)
     assert plain.frag_delta == contested.frag_delta == 0  # FGD alone sees nothing wrong
     assert contested.score[0] == int(fgd_score(-800)) < plain.score[0] == 50
+
+
+# ---------------------------------------------------------------- score_nodes, the one vectorised scoring
+
+
+@pytest.mark.parametrize("policy", ["hetero", "fgd", "binpack", "spread"])
+@pytest.mark.parametrize("request_shape", [HALF, WHOLE, PAIR, CPU_ONLY, Shape(2000, 150, 1)], ids=str)
+def test_score_nodes_agrees_with_choose_gpus_node_by_node(policy, request_shape):
+    from jupyter_hetero.engine.fragmentation import score_nodes
+
+    mix = mix_of((HALF, 5), (WHOLE, 3), (PAIR, 2), (CPU_ONLY, 1))
+    index = FragmentationIndex(mix)
+    rng = np.random.default_rng(3)
+    free = rng.choice([0, 150, 500, 700, 1000], size=(30, 4))
+    cpu = rng.choice([1000, 6000, 40000], size=30)
+    scores = score_nodes(free, cpu, np.full(30, index.model_id("T4")), request_shape, index, policy, 0.25)
+    for row in range(30):
+        one = choose_gpus(free[row].tolist(), int(cpu[row]), "T4", request_shape, mix, policy, 0.25)
+        assert bool(scores.fits[row]) == (one is not None)
+        if one is not None:
+            assert tuple(float(k[row]) for k in scores.keys) == one.score
+            if request_shape.is_fractional:
+                assert (int(scores.gpu[row]),) == one.gpus
+
+
+def test_score_nodes_on_nodes_without_gpus():
+    from jupyter_hetero.engine.fragmentation import score_nodes
+
+    index = FragmentationIndex(mix_of((HALF, 1), (CPU_ONLY, 1)))
+    free, cpu, ids = np.zeros((2, 0), dtype=np.int64), np.array([8000, 2000]), np.full(2, index.model_id("", "cpu"))
+    cpu_only = score_nodes(free, cpu, ids, CPU_ONLY, index)
+    assert cpu_only.fits.tolist() == [True, False]
+    assert cpu_only.frag_delta[0] == 0  # nothing to fragment on a node without accelerators
+    assert not score_nodes(free, cpu, ids, HALF, index).fits.any()
+
+
+def test_a_shape_that_names_flavors_finds_no_room_on_other_flavors():
+    index = FragmentationIndex(mix_of((Shape(4000, 500, 1, flavors=frozenset({"t4"})), 1)))
+    free, cpu = np.array([[1000, 1000], [1000, 1000]]), np.array([32000, 32000])
+    ids = np.array([index.model_id("T4", "t4"), index.model_id("T4", "nvidia-gpu")])
+    assert index.amounts(free, cpu, ids).tolist() == [0, 2000]
