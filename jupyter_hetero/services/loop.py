@@ -22,6 +22,7 @@ class SchedulerLoop:
         self.after_tick = after_tick or (lambda now: None)
         self._event: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
+        self.wakes = 0
 
     @property
     def started(self) -> bool:
@@ -39,7 +40,12 @@ class SchedulerLoop:
         except RuntimeError:
             return  # not on the server's loop (a CLI or a test calling services directly)
         self.start()
+        self.wakes += 1
         self._event.set()
+
+    def stats(self) -> dict:
+        """Ticks run, wake-ups asked for, and the recent ticks' timings per phase."""
+        return {"interval_s": self.interval_s, "wakes": self.wakes, **self.scheduler.ticks.summary()}
 
     async def _run(self) -> None:
         self.scheduler.reconcile()

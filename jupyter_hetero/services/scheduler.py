@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from .environment import device_environment
 from .jobfiles import JobPaths, archive_attempt
 from .inventory import Inventory
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
+from .ticks import TickLog, TickTiming
 
 __all__ = ["Scheduler"]
 
@@ -66,6 +68,7 @@ class Scheduler:
         self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
+        self.ticks = TickLog()
 
     def paths(self, workload_id: int) -> JobPaths:
         return JobPaths(self.work_dir / "jobs" / str(workload_id))
@@ -92,11 +95,23 @@ class Scheduler:
 
     def tick(self) -> Decisions:
         now = self.clock()
+        started = time.perf_counter()  # durations for the tick log only; decisions use ``now``
         self._monitor(now)
-        decisions = self.engine.cycle(self._snapshot(now))
+        monitored = time.perf_counter()
+        snapshot = self._snapshot(now)
+        snapshotted = time.perf_counter()
+        decisions = self.engine.cycle(snapshot)
+        decided = time.perf_counter()
         self._apply(decisions, now)
         self.pending = dict(decisions.pending)
         self.last_decisions = decisions
+        ended = time.perf_counter()
+        self.ticks.record(TickTiming(
+            at=now, monitor_s=monitored - started, snapshot_s=snapshotted - monitored, engine_s=decided - snapshotted,
+            apply_s=ended - decided, total_s=ended - started, running=len(snapshot.running),
+            pending=len(snapshot.pending), admitted=len(decisions.admissions), changed=len(snapshot.running)
+            + len(snapshot.pending),
+        ))
         return decisions
 
     def _templates(self) -> dict[str, Template]:
