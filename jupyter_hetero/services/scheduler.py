@@ -308,11 +308,12 @@ class Scheduler:
 
     def _monitor(self, now: float) -> None:
         lost_nodes = {view.name for view in self.inventory.nodes() if view.state == "lost"}
-        for row in self.repository.workloads(states=ACTIVE_STATES):
-            running = self._running.get(row.id)
-            if running is None:
-                continue
-            alive = [h for h in running.handles if self.backend.running(h)]
+        watched = [(row, running) for row in self.repository.workloads(states=ACTIVE_STATES)
+                   if (running := self._running.get(row.id)) is not None]
+        # One look at the process table for every replica (liveness and usage), not one per replica.
+        live = self.backend.scan(handle for _row, running in watched for handle in running.handles)
+        for row, running in watched:
+            alive = [h for h in running.handles if h in live]
             if alive:
                 self._watch(row, running, alive, now, lost_nodes)
                 continue

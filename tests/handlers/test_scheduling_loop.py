@@ -1,13 +1,14 @@
-"""The scheduling loop on a real server: its tick timings are visible to platform admins."""
+"""The scheduling loop on a real server: one process scan per tick, its timings visible to platform admins."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+import psutil
 import pytest
 
-from .test_lifecycle import gate  # noqa: F401 - the gate fixture
+from .test_lifecycle import gate, running  # noqa: F401 - the gate fixture
 
 
 async def _until(predicate, timeout: float = 20.0, what: str = "the condition"):
@@ -32,3 +33,38 @@ async def test_version_shows_platform_admins_the_recent_ticks_per_phase(api, gat
     assert {"monitor_s", "snapshot_s", "apply_s", "running", "pending", "admitted", "changed"} <= tick.keys()
     assert "scheduler" not in await api("version", as_user="alice")
     gate.open("g")
+
+
+@pytest.mark.usefixtures("team")
+async def test_a_tick_reads_the_process_table_once_not_once_per_running_job(api, gate, wait_for, monkeypatch):  # noqa: F811
+    jobs = [await api("workloads", "POST", gate.job(f"g{n}", template="data-preprocessing"), as_user="alice")
+            for n in range(3)]
+    for job in jobs:
+        await wait_for(job["id"], running, as_user="alice")
+    passes, walks = [], []
+    real_iter = psutil.process_iter
+
+    def counting_iter(*args, **kwargs):
+        passes.append(1)
+        return real_iter(*args, **kwargs)
+
+    def counting_children(process, *args, **kwargs):
+        walks.append(process.pid)
+        return []
+
+    monkeypatch.setattr(psutil, "process_iter", counting_iter)
+    monkeypatch.setattr(psutil.Process, "children", counting_children)
+    try:
+        await _until(_async(lambda: len(passes) >= 3 or walks), what="three ticks")
+    finally:
+        monkeypatch.undo()
+        for n in range(3):
+            gate.open(f"g{n}")
+    assert walks == [], "ticks walked each job's process tree through /proc on its own"
+
+
+def _async(predicate):
+    async def check():
+        return predicate()
+
+    return check
