@@ -70,7 +70,7 @@ class KernelService:
         self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
-        scheduler.on_kernel_admitted = self._wake_waiter
+        scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
 
     def register(self) -> None:
         _current["service"] = self

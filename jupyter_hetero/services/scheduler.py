@@ -66,6 +66,8 @@ class Scheduler:
         self.last_decisions: Decisions | None = None
         self._running: dict[int, _Running] = {}
         self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
+        # Ticks run in a worker thread; hooks that reach asyncio objects go through this (see loop.py).
+        self.call_on_loop: Callable[..., None] = lambda callback, *args: callback(*args)
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
         self.ticks = TickLog()

@@ -1,4 +1,5 @@
-"""The scheduling loop on a real server: one process scan per tick, its timings visible to platform admins."""
+"""The scheduling loop on a real server: ticks off the event loop (reads and submissions never wait
+for one; wake-ups coalesce), one process scan per tick, tick timings visible to platform admins."""
 
 from __future__ import annotations
 
@@ -8,7 +9,26 @@ import time
 import psutil
 import pytest
 
-from .test_lifecycle import gate, running  # noqa: F401 - the gate fixture
+from .test_lifecycle import final, gate, running  # noqa: F401 - the gate fixture
+
+# A job that is done as soon as it starts: these tests are about the ticks, not the work.
+QUICK = {"kind": "job", "template": "data-preprocessing", "command": ["true"], "parameters": {"cpu": 1, "memory": "1Gi"}}
+
+
+@pytest.fixture
+def gated(hetero_config):
+    """A server whose backend holds every launch, and so the tick launching it, until ``backend.gate.set()``."""
+    hetero_config["backend_class"] = "tests.fakes.GatedBackend"
+
+
+@pytest.fixture
+def timer_off(hetero_config):
+    """No timer ticks: every tick is a wake-up's."""
+    hetero_config["schedule_interval"] = 60
+
+
+def _backend(jp_serverapp):
+    return jp_serverapp.web_app.settings["hetero_platform"].backend
 
 
 async def _until(predicate, timeout: float = 20.0, what: str = "the condition"):
@@ -68,3 +88,40 @@ def _async(predicate):
         return predicate()
 
     return check
+
+
+@pytest.mark.usefixtures("gated")
+async def test_reads_and_submissions_are_answered_while_a_tick_is_launching(api, jp_serverapp, wait_for):
+    backend = _backend(jp_serverapp)
+    first = await api("workloads", "POST", QUICK)
+    await _until(_async(backend.launching.is_set), what="the tick's launch")
+    queues = await api("queues")
+    described = await api(f"workloads/{first['id']}")
+    second = await api("workloads", "POST", QUICK)
+    assert not backend.launched.is_set(), "the answers waited until the tick had finished its launch"
+    assert {q["name"] for q in queues} >= {"batch"} and described["state"] in ("admitted", "starting")
+    backend.gate.set()
+    for job in (first, second):
+        assert (await wait_for(job["id"], final))["state"] == "succeeded"
+
+
+@pytest.mark.usefixtures("gated", "timer_off")
+async def test_a_burst_of_submissions_during_a_tick_makes_one_more_tick_not_one_each(api, jp_serverapp, wait_for):
+    backend = _backend(jp_serverapp)
+    first = await api("workloads", "POST", QUICK)
+    await _until(_async(backend.launching.is_set), what="the tick's launch")
+    before = (await api("version")).get("scheduler", {})
+    burst = await asyncio.gather(*(api("workloads", "POST", QUICK) for _ in range(20)))
+    assert not backend.launched.is_set(), "the submissions waited until the tick had finished its launch"
+    backend.gate.set()
+
+    async def two_more_ticks():
+        scheduler = (await api("version"))["scheduler"]
+        return scheduler if scheduler["ticks"] >= before["ticks"] + 2 else None
+
+    after = await _until(two_more_ticks, what="the tick after the held one")
+    assert after["wakes"] - before["wakes"] == 20
+    assert after["ticks"] - before["ticks"] == 2  # the held tick, then one for the whole burst
+    assert after["recent"][-1]["admitted"] == 20
+    for job in [first, *burst]:
+        assert (await wait_for(job["id"], lambda w: w["state"] != "queued"))["state"] != "queued"

@@ -1,0 +1,76 @@
+"""Fakes for tests, configured into a real server through traitlets (never patched in).
+
+    hetero_config["backend_class"] = "tests.fakes.GatedBackend"
+    backend.launching.wait(); ...; backend.gate.set()     # a tick held inside a launch, then let go
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from jupyter_hetero.backends.base import Launch, ProcessHandle
+from jupyter_hetero.backends.local.processes import LocalBackend
+
+__all__ = ["GatedBackend", "HeldScheduler"]
+
+# Seconds a held launch or tick waits for its gate at most: a scheduler that blocks the event
+# loop also blocks the test that would open the gate, so the hold must end on its own.
+GATE_TIMEOUT_S = 3.0
+
+
+class GatedBackend(LocalBackend):
+    """The local backend, except that each launch waits at a gate the test opens: the tick that
+    launches stays in progress meanwhile. ``launching`` is set on entry, ``launched`` on return."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.launching = threading.Event()
+        self.launched = threading.Event()
+
+    def launch(self, launch: Launch) -> ProcessHandle:
+        self.launching.set()
+        self.gate.wait(GATE_TIMEOUT_S)
+        try:
+            return super().launch(launch)
+        finally:
+            self.launched.set()
+
+
+class HeldScheduler:
+    """Stands in for the scheduler under :class:`SchedulerLoop`: each tick waits at ``gate`` (unless
+    it is open), ticks are counted with their threads, and ``fail_next`` makes the next tick raise.
+    It has no tick log, so the loop's ``stats()`` is not for it."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gate.set()
+        self.ticking = threading.Event()  # set while a tick is inside
+        self.succeeded = 0
+        self.threads: set[int] = set()
+        self.overlaps = 0
+        self.fail_next = False
+        self.finished = 0
+        self.call_on_loop = lambda callback, *args: callback(*args)
+
+    def clock(self) -> float:
+        return time.time()
+
+    def reconcile(self) -> None:
+        pass
+
+    def tick(self) -> None:
+        if self.ticking.is_set():
+            self.overlaps += 1
+        self.ticking.set()
+        self.threads.add(threading.get_ident())
+        try:
+            self.gate.wait(GATE_TIMEOUT_S)
+            if self.fail_next:
+                self.fail_next = False
+                raise RuntimeError("a tick that fails")
+            self.succeeded += 1
+        finally:
+            self.ticking.clear()
+            self.finished += 1
