@@ -20,13 +20,14 @@ from pathlib import Path
 
 from ..backends.base import Backend, Launch, ProcessHandle
 from ..catalog import Catalog, Template
-from ..engine import Decisions, Engine, Pending, Snapshot, free_capacity
+from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .environment import device_environment
 from .jobfiles import JobPaths, archive_attempt
 from .inventory import Inventory
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
+from .reflector import NodeStates, WorkloadReflector
 from .ticks import TickLog, TickTiming
 
 __all__ = ["Scheduler"]
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 30
 # Seconds between SIGTERM and SIGKILL when a time limit is reached.
 TIME_LIMIT_GRACE_S = 10
+# Workloads the engine sees: waiting ones and those holding capacity.
+SCHEDULED_STATES = ("queued", "preempted", *ACTIVE_STATES)
 
 
 @dataclass
@@ -71,6 +74,9 @@ class Scheduler:
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
         self.ticks = TickLog()
+        # What the engine sees, kept current at the cost of what changed (see reflector.py).
+        self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload)
+        self._node_states = NodeStates(node_state)
 
     def paths(self, workload_id: int) -> JobPaths:
         return JobPaths(self.work_dir / "jobs" / str(workload_id))
@@ -98,9 +104,12 @@ class Scheduler:
     def tick(self) -> Decisions:
         now = self.clock()
         started = time.perf_counter()  # durations for the tick log only; decisions use ``now``
+        changed = self._workloads.sync()
+        synced = time.perf_counter()
         self._monitor(now)
         monitored = time.perf_counter()
-        snapshot = self._snapshot(now)
+        changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
+        snapshot = self._snapshot(now, sync=False)
         snapshotted = time.perf_counter()
         decisions = self.engine.cycle(snapshot)
         decided = time.perf_counter()
@@ -109,29 +118,29 @@ class Scheduler:
         self.last_decisions = decisions
         ended = time.perf_counter()
         self.ticks.record(TickTiming(
-            at=now, monitor_s=monitored - started, snapshot_s=snapshotted - monitored, engine_s=decided - snapshotted,
-            apply_s=ended - decided, total_s=ended - started, running=len(snapshot.running),
-            pending=len(snapshot.pending), admitted=len(decisions.admissions), changed=len(snapshot.running)
-            + len(snapshot.pending),
+            at=now, monitor_s=monitored - synced, snapshot_s=(synced - started) + (snapshotted - monitored),
+            engine_s=decided - snapshotted, apply_s=ended - decided, total_s=ended - started,
+            running=len(snapshot.running), pending=len(snapshot.pending), admitted=len(decisions.admissions),
+            changed=changed,
         ))
         return decisions
 
-    def _templates(self) -> dict[str, Template]:
-        return {t.name: t for t in self.catalog.templates}
+    def _engine_workload(self, row: WorkloadRow) -> Workload:
+        return engine_workload(row, self.catalog.template(row.template), 3600.0)
 
-    def _snapshot(self, now: float, extra_pending: list | None = None) -> Snapshot:
-        templates = self._templates()
-        rows = self.repository.workloads(states=("queued", "preempted", *ACTIVE_STATES))
+    def _snapshot(self, now: float, extra_pending: list | None = None, *, sync: bool = True) -> Snapshot:
+        """A complete snapshot for one cycle, from copies refreshed only where the store changed."""
+        if sync:
+            self._workloads.sync()
         running, pending = [], []
-        for row in rows:
-            workload = engine_workload(row, templates.get(row.template), 3600.0)
+        for row, workload in self._workloads.entries():
             if row.state in ACTIVE_STATES:
                 running.append(workload)
             elif row.not_before is None or row.not_before <= now:
                 pending.append(workload)
         return Snapshot(
             now=now,
-            nodes=[node_state(view) for view in self.inventory.nodes() if view.flavor is not None],
+            nodes=self._node_states.of([view for view in self.inventory.nodes() if view.flavor is not None]),
             queues=self._queues,
             tenants=self._tenants,
             running=running,
@@ -310,8 +319,8 @@ class Scheduler:
 
     def _monitor(self, now: float) -> None:
         lost_nodes = {view.name for view in self.inventory.nodes() if view.state == "lost"}
-        watched = [(row, running) for row in self.repository.workloads(states=ACTIVE_STATES)
-                   if (running := self._running.get(row.id)) is not None]
+        watched = [(row, running) for row, _workload in self._workloads.entries()
+                   if row.state in ACTIVE_STATES and (running := self._running.get(row.id)) is not None]
         # One look at the process table for every replica (liveness and usage), not one per replica.
         live = self.backend.scan(handle for _row, running in watched for handle in running.handles)
         for row, running in watched:

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from .migrations import migrate
 from .tables import AttemptRow, AuditRow, EventRow, NodeRow, WorkloadRow
 
-__all__ = ["ACTIVE_STATES", "PENDING_STATES", "Held", "Repository"]
+__all__ = ["ACTIVE_STATES", "FEED_LOOKBACK_S", "PENDING_STATES", "Held", "Repository"]
 
 Clock = Callable[[], float]
 
@@ -30,6 +30,8 @@ PENDING_STATES = ("queued", "preempted")
 # States in which a workload holds capacity on a node.
 ACTIVE_STATES = ("admitted", "starting", "running")
 _GENESIS = "0" * 64
+# Seconds within which a transaction may commit after one that took a higher event id (not SQLite).
+FEED_LOOKBACK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,29 @@ class Repository:
             query = query.limit(limit)
         with self.session() as session:
             return list(session.scalars(query))
+
+    def workload_changes(self, after: int | None, states: tuple[str, ...]) -> tuple[int, list[WorkloadRow]]:
+        """The change feed: ``(cursor, rows)``, the workloads changed since event ``after`` (every
+        workload in ``states`` when ``after`` is None), in any state; pass ``cursor`` as the next ``after``.
+
+        Every workload write records an event in the same transaction, so the events table is the
+        feed. The cursor is read before the rows: a row changed meanwhile comes back now and again
+        next time, never not at all. SQLite has one writer at a time, so event ids commit in order;
+        other databases may commit a lower id after a higher one, so rows with events from the last
+        :data:`FEED_LOOKBACK_S` seconds are read again as well."""
+        with self.session() as session:
+            cursor = session.scalar(select(func.max(EventRow.id))) or 0
+            if after is None:
+                query = select(WorkloadRow).where(WorkloadRow.state.in_(states))
+            elif cursor <= after and self.engine.dialect.name == "sqlite":
+                return cursor, []
+            else:
+                recent = EventRow.id > after
+                if self.engine.dialect.name != "sqlite":
+                    recent = recent | (EventRow.at >= self.clock() - FEED_LOOKBACK_S)
+                changed = select(EventRow.workload_id).where(recent, EventRow.workload_id.is_not(None))
+                query = select(WorkloadRow).where(WorkloadRow.id.in_(changed))
+            return max(cursor, after or 0), list(session.scalars(query.order_by(WorkloadRow.id)))
 
     def update_workload(self, workload_id: int, *, event: str, reason: str | None = None,
                         data: dict[str, Any] | None = None, **fields: Any) -> WorkloadRow:
