@@ -52,6 +52,8 @@ class HeldScheduler:
         self.overlaps = 0
         self.fail_next = False
         self.finished = 0
+        self.hold_s = 0.0  # how long each tick works
+        self.starts: list[float] = []  # monotonic start of each tick
         self.call_on_loop = lambda callback, *args: callback(*args)
 
     def clock(self) -> float:
@@ -65,8 +67,10 @@ class HeldScheduler:
             self.overlaps += 1
         self.ticking.set()
         self.threads.add(threading.get_ident())
+        self.starts.append(time.monotonic())
         try:
             self.gate.wait(GATE_TIMEOUT_S)
+            time.sleep(self.hold_s)
             if self.fail_next:
                 self.fail_next = False
                 raise RuntimeError("a tick that fails")

@@ -22,14 +22,21 @@ __all__ = ["SchedulerLoop"]
 
 log = logging.getLogger(__name__)
 
+# After a tick, the next one woken early waits at least this share of that tick's duration: a
+# storm of wake-ups (a burst of submissions) keeps the scheduler's thread busy at most half the
+# time, and requests, which share the interpreter with it, get the other half.
+REST_RATIO = 1.0
+
 
 class SchedulerLoop:
     """``wake()`` after any change; ticks are coalesced, never overlap, and one failing tick never
     stops the loop. ``on_start`` and ``after_tick`` run on the event loop (they reach kernels)."""
 
-    def __init__(self, scheduler: Scheduler, interval_s: float, *, on_start=None, after_tick=None):
+    def __init__(self, scheduler: Scheduler, interval_s: float, *, on_start=None, after_tick=None,
+                 rest_ratio: float = REST_RATIO):
         self.scheduler = scheduler
         self.interval_s = interval_s
+        self.rest_ratio = rest_ratio
         self.on_start = on_start or (lambda: None)
         self.after_tick = after_tick or (lambda now: None)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -104,15 +111,20 @@ class SchedulerLoop:
         self.on_start()
         while True:
             self._event.clear()  # wake-ups from here on ask for the next tick
+            started = self._loop.time()
             try:
                 await self._in_thread(self.scheduler.tick)
                 self.after_tick(self.scheduler.clock())
             except Exception:  # noqa: BLE001 - a bad tick is logged; the next one may well succeed
                 log.exception("jupyter-hetero: scheduler tick failed")
+            ended = self._loop.time()
             try:
                 await asyncio.wait_for(self._event.wait(), self.interval_s)
             except asyncio.TimeoutError:
                 pass
+            rest = ended + (ended - started) * self.rest_ratio - self._loop.time()
+            if rest > 0:
+                await asyncio.sleep(rest)
 
     async def stop(self) -> None:
         """Stop ticking; a tick in progress finishes first (it may be recording decisions)."""

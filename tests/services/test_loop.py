@@ -50,6 +50,21 @@ async def test_wake_ups_during_a_tick_make_exactly_one_more_tick():
     assert scheduler.finished == 2 and loop.wakes == 50
 
 
+async def test_a_storm_of_wake_ups_leaves_the_loop_at_least_as_long_as_each_tick_took():
+    scheduler = HeldScheduler()
+    scheduler.hold_s = 0.2
+    loop = SchedulerLoop(scheduler, interval_s=60)
+    loop.start()
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:  # wake-ups all the time, as a burst of submissions makes them
+        loop.wake()
+        await asyncio.sleep(0.01)
+    await _stop(loop)
+    gaps = [later - earlier for earlier, later in zip(scheduler.starts, scheduler.starts[1:])]
+    assert len(gaps) >= 3
+    assert min(gaps) >= 2 * scheduler.hold_s * 0.95  # the tick, then as long again for requests
+
+
 async def test_a_failing_tick_is_logged_and_the_next_one_runs(caplog):
     scheduler = HeldScheduler()
     scheduler.fail_next = True
