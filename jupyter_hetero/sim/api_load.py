@@ -305,6 +305,7 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         running, waited_s = _wait_running(server, EXPECTED_RUNNING, timeout=240)
         time.sleep(settle_s)  # let the launch burst's tick finish before measuring steady state
         ticks_before = (server.call("GET", "hetero/api/v1/version").get("scheduler") or {}).get("ticks")
+        load_started = time.time()
         driven = asyncio.run(_drive(server.url, range(seeded["first"], seeded["last"] + 1), duration_s, clients))
         version = server.call("GET", "hetero/api/v1/version")
     finally:
@@ -336,7 +337,7 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         "clients_per_endpoint": clients,
         "endpoints": endpoints,
         "submissions_per_s": round(endpoints["POST /workloads"]["ok"] / driven["elapsed_s"], 1),
-        "tick": _tick_summary(scheduler, ticks_before),
+        "tick": _tick_summary(scheduler, ticks_before, load_started),
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "cpus": os.cpu_count(),
         "jobs_killed": killed,
@@ -351,11 +352,12 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
     return result
 
 
-def _tick_summary(scheduler: dict | None, ticks_before: int | None) -> dict | None:
-    """p50/p99/max of the server's recent ticks and their mean per phase; None where the checkout has no timings."""
+def _tick_summary(scheduler: dict | None, ticks_before: int | None, since: float) -> dict | None:
+    """p50/p99/max of the server's ticks that started during the load (the launch burst before it is
+    left out) and their mean per phase; None where the checkout reports no timings."""
     if not scheduler:
         return None
-    recent = scheduler.get("recent") or []
+    recent = [tick for tick in scheduler.get("recent") or [] if tick["at"] >= since]
     totals = [tick["total_s"] for tick in recent]
     phases = sorted({key for tick in recent for key in tick if key.endswith("_s") and key != "total_s"})
     return {
