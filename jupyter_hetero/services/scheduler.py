@@ -103,7 +103,7 @@ class Scheduler:
 
     def tick(self) -> Decisions:
         now = self.clock()
-        started = time.perf_counter()  # durations for the tick log only; decisions use ``now``
+        at, started = time.time(), time.perf_counter()  # for the tick log only; decisions use ``now``
         changed = self._workloads.sync()
         synced = time.perf_counter()
         self._monitor(now)
@@ -118,7 +118,7 @@ class Scheduler:
         self.last_decisions = decisions
         ended = time.perf_counter()
         self.ticks.record(TickTiming(
-            at=now, monitor_s=monitored - synced, snapshot_s=(synced - started) + (snapshotted - monitored),
+            at=at, monitor_s=monitored - synced, snapshot_s=(synced - started) + (snapshotted - monitored),
             engine_s=decided - snapshotted, apply_s=ended - decided, total_s=ended - started,
             running=len(snapshot.running), pending=len(snapshot.pending), admitted=len(decisions.admissions),
             changed=changed,
