@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..backends.base import Backend, Launch, ProcessHandle
-from ..catalog import Catalog, Template
+from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow

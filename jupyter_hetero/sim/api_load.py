@@ -20,7 +20,9 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import psutil
 import yaml
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 __all__ = ["ENDPOINTS", "TARGETS", "run_api_load"]
 
@@ -137,8 +140,6 @@ def _environment(repo: Path, root: Path) -> dict[str, str]:
 
 
 def _free_port() -> int:
-    import socket  # noqa: PLC0415
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -223,8 +224,6 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 async def _drive(url: str, ids: range, duration_s: float, clients: int) -> dict:
     """Closed-loop clients per endpoint for ``duration_s``: latencies in ms and errors per endpoint."""
-    from tornado.httpclient import AsyncHTTPClient, HTTPRequest  # noqa: PLC0415
-
     http = AsyncHTTPClient(force_instance=True, max_clients=clients * len(ENDPOINTS))
     headers = {"Authorization": f"token {_TOKEN}", "Content-Type": "application/json"}
     body = json.dumps({"kind": "job", "template": "data-preprocessing", "command": ["sleep", "3600"]})
@@ -346,8 +345,6 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
     if keep:
         result["kept"] = str(root)
     else:
-        import shutil  # noqa: PLC0415
-
         shutil.rmtree(root, ignore_errors=True)
     return result
 

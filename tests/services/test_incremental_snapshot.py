@@ -93,7 +93,10 @@ def test_a_tick_reads_only_the_workload_rows_that_changed_since_the_last(schedul
     scheduler.tick()  # admits what fits
     scheduler.tick()  # reads back what the last one recorded
     loaded = []
-    listener = lambda row, _context: loaded.append(row.id)  # noqa: E731
+
+    def listener(row, _context):
+        loaded.append(row.id)
+
     event.listen(WorkloadRow, "load", listener)
     try:
         scheduler.tick()  # nothing changed since the last tick
