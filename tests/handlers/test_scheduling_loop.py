@@ -125,3 +125,15 @@ async def test_a_burst_of_submissions_during_a_tick_makes_one_more_tick_not_one_
     assert after["recent"][-1]["admitted"] == 20
     for job in [first, *burst]:
         assert (await wait_for(job["id"], lambda w: w["state"] != "queued"))["state"] != "queued"
+
+
+@pytest.mark.usefixtures("gated")
+async def test_a_cancel_that_arrives_while_the_tick_starts_the_job_keeps_its_reason(api, jp_serverapp, wait_for):
+    backend = _backend(jp_serverapp)
+    job = await api("workloads", "POST", {**QUICK, "command": ["sleep", "30"]})
+    await _until(_async(backend.launching.is_set), what="the tick's launch")
+    await api(f"workloads/{job['id']}", "DELETE")  # the tick is between "starting" and "started"
+    backend.gate.set()
+    ended = await wait_for(job["id"], final)
+    assert ended["state"] == "cancelled"
+    assert ended["reason"].startswith("cancelled by"), ended["reason"]
