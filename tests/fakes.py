@@ -3,17 +3,22 @@ the only place fakes live (builders are in builders.py).
 
     hetero_config["clock_class"] = "tests.fakes.SteppingClock"
     SteppingClock.step(3600)          # the wall clock jumps an hour, as an NTP step or a resume would
+    hetero_config["backend_class"] = "tests.fakes.GatedBackend"
+    backend.launching.wait(); ...; backend.gate.set()     # a tick held inside a launch, then let go
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 from jupyter_server.auth.identity import IdentityProvider, User
 
+from jupyter_hetero.backends.base import Launch, ProcessHandle
+from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.services.clock import Clock
 
-__all__ = ["HeaderIdentityProvider", "HubStyleUser", "SteppingClock"]
+__all__ = ["GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "SteppingClock"]
 
 
 class HubStyleUser(User):
@@ -61,3 +66,69 @@ class SteppingClock(Clock):
 
     def wall(self) -> float:
         return time.time() + type(self).offset
+
+
+# Seconds a held launch or tick waits for its gate at most: a scheduler that blocks the event
+# loop also blocks the test that would open the gate, so the hold must end on its own.
+GATE_TIMEOUT_S = 3.0
+
+
+class GatedBackend(LocalBackend):
+    """The local backend, except that each launch waits at a gate the test opens: the tick that
+    launches stays in progress meanwhile. ``launching`` is set on entry, ``launched`` on return."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.launching = threading.Event()
+        self.launched = threading.Event()
+
+    def launch(self, launch: Launch) -> ProcessHandle:
+        self.launching.set()
+        self.gate.wait(GATE_TIMEOUT_S)
+        try:
+            return super().launch(launch)
+        finally:
+            self.launched.set()
+
+
+class HeldScheduler:
+    """Stands in for the scheduler under :class:`SchedulerLoop`: each tick waits at ``gate`` (unless
+    it is open), ticks are counted with their threads, and ``fail_next`` makes the next tick raise.
+    It has no tick log, so the loop's ``stats()`` is not for it."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gate.set()
+        self.ticking = threading.Event()  # set while a tick is inside
+        self.succeeded = 0
+        self.threads: set[int] = set()
+        self.overlaps = 0
+        self.fail_next = False
+        self.finished = 0
+        self.hold_s = 0.0  # how long each tick works
+        self.starts: list[float] = []  # monotonic start of each tick
+        self.call_on_loop = lambda callback, *args: callback(*args)
+
+    def clock(self) -> float:
+        return time.time()
+
+    def reconcile(self) -> None:
+        pass
+
+    def tick(self) -> None:
+        if self.ticking.is_set():
+            self.overlaps += 1
+        self.ticking.set()
+        self.threads.add(threading.get_ident())
+        self.starts.append(time.monotonic())
+        try:
+            self.gate.wait(GATE_TIMEOUT_S)
+            time.sleep(self.hold_s)
+            if self.fail_next:
+                self.fail_next = False
+                raise RuntimeError("a tick that fails")
+            self.succeeded += 1
+        finally:
+            self.ticking.clear()
+            self.finished += 1

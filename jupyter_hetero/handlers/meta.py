@@ -29,14 +29,17 @@ class VersionHandler(HeteroHandler):
     @authorized
     def get(self) -> None:
         platform = self.platform
-        self.reply({
+        answer = {
             "version": __version__,
             "api": "v1",
             "mode": platform.mode,
             "backend": platform.backend_name,
             "schema_version": SCHEMA_VERSION,
             "database": platform.repository.engine.dialect.name,
-        })
+        }
+        if self.identity.is_platform_admin:  # operations detail, like the metrics: admins only
+            answer["scheduler"] = platform.loop.stats()
+        self.reply(answer)
 
 
 class OpenAPIHandler(HeteroHandler):

@@ -40,6 +40,7 @@ class CatalogService:
         tenant's quota use in it."""
         counts = self.repository.queue_counts()
         waits = self.repository.waits(since=now - 86400)
+        held = self.repository.held_per_queue(tenant.name)
         return [
             {
                 **_queue_json(queue),
@@ -48,7 +49,8 @@ class CatalogService:
                 "wait_p50_s": _percentile(waits.get(queue.name, []), 50),
                 "wait_p95_s": _percentile(waits.get(queue.name, []), 95),
                 "admitted_last_day": len(waits.get(queue.name, [])),
-                "quota": self._quota_use(tenant, self.repository.held(tenant=tenant.name, queue=queue.name)),
+                "quota": self._quota_use(tenant, {(tenant.name, flavor): use for (name, flavor), use in held.items()
+                                                  if name == queue.name}),
             }
             for queue in sorted(self.catalog.queues, key=lambda q: -q.priority)
         ]

@@ -71,10 +71,11 @@ class KernelService:
         self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
-        scheduler.on_kernel_admitted = self._wake_waiter
+        scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
+        # Ticks run in a worker thread; shutting a kernel down is the event loop's work.
+        scheduler.on_kernel_lost = lambda workload_id, reason: scheduler.call_on_loop(self.lose, workload_id, reason)
         # Set by the platform: the kernel's full environment (a minimal base and its credential), never the server's.
         self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
-        scheduler.on_kernel_lost = self.lose
 
     def register(self) -> None:
         _current["service"] = self

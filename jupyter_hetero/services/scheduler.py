@@ -11,13 +11,14 @@ the store does not know about.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from ..backends.base import Backend, Launch, ProcessHandle
-from ..catalog import Catalog, Template
-from ..engine import Decisions, Engine, Pending, Snapshot, free_capacity
+from ..catalog import Catalog
+from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
@@ -27,6 +28,8 @@ from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .inventory import Inventory
 from .lifecycle import after_attempt, placement_problem
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
+from .reflector import NodeStates, WorkloadReflector
+from .ticks import TickLog, TickTiming
 
 __all__ = ["Scheduler"]
 
@@ -36,6 +39,8 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 30
 # Seconds between SIGTERM and SIGKILL when a time limit is reached.
 TIME_LIMIT_GRACE_S = 10
+# Workloads the engine sees: waiting ones and those holding capacity.
+SCHEDULED_STATES = ("queued", "preempted", *ACTIVE_STATES)
 
 
 class Scheduler:
@@ -64,8 +69,14 @@ class Scheduler:
         self.on_kernel_lost: Callable[[int, str], None] = lambda workload_id, reason: None
         self._inventory_checked: int | None = None  # the inventory version placements were last checked against
         self._times_limit = 1000  # remembered workloads before the ended ones are forgotten
+        # Ticks run in a worker thread; hooks that reach asyncio objects go through this (see loop.py).
+        self.call_on_loop: Callable[..., None] = lambda callback, *args: callback(*args)
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
+        self.ticks = TickLog()
+        # What the engine sees, kept current at the cost of what changed (see reflector.py).
+        self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload)
+        self._node_states = NodeStates(node_state)
 
     def waiting(self, workload_id: int) -> Pending | None:
         """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
@@ -99,29 +110,44 @@ class Scheduler:
 
     def tick(self) -> Decisions:
         now = self.clock()
+        at, started = time.time(), time.perf_counter()  # for the tick log only; decisions use ``now``
+        changed = self._workloads.sync()
+        synced = time.perf_counter()
         self._monitor(now)
-        decisions = self.engine.cycle(self._snapshot(now))
+        monitored = time.perf_counter()
+        changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
+        snapshot = self._snapshot(now, sync=False)
+        snapshotted = time.perf_counter()
+        decisions = self.engine.cycle(snapshot)
+        decided = time.perf_counter()
         self._apply(decisions, now)
         self.pending = dict(decisions.pending)
         self.last_decisions = decisions
+        ended = time.perf_counter()
+        self.ticks.record(TickTiming(
+            at=at, monitor_s=monitored - synced, snapshot_s=(synced - started) + (snapshotted - monitored),
+            engine_s=decided - snapshotted, apply_s=ended - decided, total_s=ended - started,
+            running=len(snapshot.running), pending=len(snapshot.pending), admitted=len(decisions.admissions),
+            changed=changed,
+        ))
         return decisions
 
-    def _templates(self) -> dict[str, Template]:
-        return {t.name: t for t in self.catalog.templates}
+    def _engine_workload(self, row: WorkloadRow) -> Workload:
+        return engine_workload(row, self.catalog.template(row.template), 3600.0, self.times)
 
-    def _snapshot(self, now: float, extra_pending: list | None = None) -> Snapshot:
-        templates = self._templates()
-        rows = self.repository.workloads(states=("queued", "preempted", *ACTIVE_STATES))
+    def _snapshot(self, now: float, extra_pending: list | None = None, *, sync: bool = True) -> Snapshot:
+        """A complete snapshot for one cycle, from copies refreshed only where the store changed."""
+        if sync:
+            self._workloads.sync()
         running, pending = [], []
-        for row in rows:
-            workload = engine_workload(row, templates.get(row.template), 3600.0, self.times)
+        for row, workload in self._workloads.entries():
             if row.state in ACTIVE_STATES:
                 running.append(workload)
             elif row.not_before is None or self.times.steady(row.id, "not_before", row.not_before) <= now:
                 pending.append(workload)
         return Snapshot(
             now=now,
-            nodes=[node_state(view) for view in self.inventory.nodes() if view.flavor is not None],
+            nodes=self._node_states.of([view for view in self.inventory.nodes() if view.flavor is not None]),
             queues=self._queues,
             tenants=self._tenants,
             running=running,
@@ -342,11 +368,12 @@ class Scheduler:
     def _monitor(self, now: float) -> None:
         self._housekeep(now)
         lost_nodes = {view.name for view in self.inventory.nodes() if view.state == "lost"}
-        for row in self.repository.workloads(states=ACTIVE_STATES):
-            running = self._running.get(row.id)
-            if running is None:
-                continue
-            alive = [h for h in running.handles if self.backend.running(h)]
+        watched = [(row, running) for row, _workload in self._workloads.entries()
+                   if row.state in ACTIVE_STATES and (running := self._running.get(row.id)) is not None]
+        # One look at the process table for every replica (liveness and usage), not one per replica.
+        live = self.backend.scan(handle for _row, running in watched for handle in running.handles)
+        for row, running in watched:
+            alive = [h for h in running.handles if h in live]
             if alive:
                 self._watch(row, running, alive, now, lost_nodes)
                 continue

@@ -3,13 +3,16 @@
     jupyter hetero bench throughput --nodes 5000 --workloads 50000 --json
     jupyter hetero bench throughput --scale 500,5000,20000
     jupyter hetero bench kernel-start --runs 20
+    jupyter hetero bench api --repo /work/base --repo . --json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
+from .api_load import ENDPOINTS, TARGETS, run_api_load
 from .kernel_start import run_kernel_start
 from .throughput import run_throughput
 
@@ -45,8 +48,34 @@ def _kernel_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _api(args: argparse.Namespace) -> int:
+    repos = args.repo or [Path(__file__).resolve().parents[2]]
+    results = [run_api_load(Path(repo), nodes=args.nodes, workloads=args.workloads, duration_s=args.duration,
+                            clients=args.clients, keep=args.keep) for repo in repos]
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else {"runs": results}, indent=2))
+        return 0
+    print(f"targets: API p99 < {TARGETS['api_p99_ms']:g} ms, submissions >= {TARGETS['submissions_per_s']:g}/s, "
+          f"tick < {TARGETS['tick_s']:g} s")
+    for result in results:
+        tick = result["tick"]
+        print(f"\n{result['repo']}: {result['nodes']} nodes, {result['workloads']} workloads, {result['running']} "
+              f"running, {result['duration_s']} s x {result['clients_per_endpoint']} clients per endpoint, "
+              f"load average {result['load_average']['before'][0]} on {result['cpus']} CPUs")
+        print(f"{'ENDPOINT':<22}{'OK':>8}{'ERRORS':>8}{'P50 MS':>10}{'P99 MS':>10}{'MAX MS':>10}")
+        for name in ENDPOINTS:
+            row = result["endpoints"][name]
+            print(f"{name:<22}{row['ok']:>8}{row['errors']:>8}{row['p50_ms']!s:>10}{row['p99_ms']!s:>10}"
+                  f"{row['max_ms']!s:>10}")
+        print(f"submissions/s {result['submissions_per_s']}; ticks: "
+              + (f"p50 {tick['p50_s']} s, p99 {tick['p99_s']} s, max {tick['max_s']} s over the last {tick['recent']}, "
+                 f"{tick['ticks_during_load']} during the load; mean per phase {tick['mean_s_per_phase']}"
+                 if tick else "not reported by this checkout"))
+    return 0
+
+
 def add_bench_parser(commands: argparse._SubParsersAction) -> None:
-    """Register ``bench throughput`` on the ``jupyter hetero`` subcommands."""
+    """Register ``bench throughput``, ``kernel-start`` and ``api`` on the ``jupyter hetero`` subcommands."""
     bench = commands.add_parser("bench", help="measure the scheduling engine")
     kinds = bench.add_subparsers(dest="benchmark", required=True)
     throughput = kinds.add_parser("throughput", help="admissions per second over a stream of cycles")
@@ -64,3 +93,14 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     kernel.add_argument("--emulated-nodes-file", help="emulated nodes for the benchmark's server")
     kernel.add_argument("--json", action="store_true")
     kernel.set_defaults(run=_kernel_start)
+    api = kinds.add_parser("api", help="API latency and submissions/s on a real server while its scheduler ticks")
+    api.add_argument("--repo", action="append",
+                     help="checkout to measure (its folder goes first on PYTHONPATH); repeat to compare, "
+                     "e.g. --repo /work/base --repo . (default: this package's checkout)")
+    api.add_argument("--nodes", type=int, default=5000, help="emulated nodes")
+    api.add_argument("--workloads", type=int, default=5000, help="queued jobs seeded before the server starts")
+    api.add_argument("--duration", type=float, default=30.0, help="seconds of load per checkout")
+    api.add_argument("--clients", type=int, default=4, help="concurrent clients per endpoint")
+    api.add_argument("--keep", action="store_true", help="keep the run's folder (server log, store)")
+    api.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    api.set_defaults(run=_api)

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from .migrations import migrate
 from .tables import AttemptRow, AuditRow, EventRow, NodeRow, WorkloadRow
 
-__all__ = ["ACTIVE_STATES", "PENDING_STATES", "Held", "Repository"]
+__all__ = ["ACTIVE_STATES", "FEED_LOOKBACK_S", "PENDING_STATES", "Held", "Repository"]
 
 Clock = Callable[[], float]
 
@@ -30,6 +30,10 @@ PENDING_STATES = ("queued", "preempted")
 # States in which a workload holds capacity on a node.
 ACTIVE_STATES = ("admitted", "starting", "running")
 _GENESIS = "0" * 64
+# Execution option naming how a SQLite transaction begins ("IMMEDIATE" for writes that read first).
+_BEGIN = "hetero_sqlite_begin"
+# Seconds within which a transaction may commit after one that took a higher event id (not SQLite).
+FEED_LOOKBACK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,15 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
+    dbapi_connection.isolation_level = None  # transactions begin in _sqlite_begin, not implicitly
+
+
+def _sqlite_begin(connection) -> None:
+    # The driver's own transaction handling is off (see _sqlite_pragmas), so every transaction
+    # begins here: reads see one snapshot, and writes that read first (IMMEDIATE) hold the write
+    # lock from their first read, so a tick's thread and a request cannot interleave a row's
+    # read and write (the busy timeout makes the other wait).
+    connection.exec_driver_sql(f"BEGIN {connection.get_execution_options().get(_BEGIN, '')}".rstrip())
 
 
 def make_engine(url: str) -> Engine:
@@ -60,6 +73,7 @@ def make_engine(url: str) -> Engine:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     return create_engine(url, pool_pre_ping=True)
 
@@ -72,6 +86,8 @@ class Repository:
         self.clock = clock
         self.engine = make_engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(self.engine, expire_on_commit=False,
+                                            execution_options={_BEGIN: "IMMEDIATE"})
         with self.engine.begin() as connection:
             self.migrations_applied = migrate(connection, clock())
 
@@ -79,8 +95,9 @@ class Repository:
         self.engine.dispose()
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        with self._sessions.begin() as session:
+    def session(self, *, write: bool = False) -> Iterator[Session]:
+        """One transaction; ``write=True`` for one that reads rows and then changes them."""
+        with (self._write_sessions if write else self._sessions).begin() as session:
             yield session
 
     # -- nodes -------------------------------------------------------------------------------
@@ -89,7 +106,7 @@ class Repository:
                     capability: dict[str, Any], state: str = "admitted") -> NodeRow:
         """Record a node as seen now; its admission state is kept if it was known before."""
         now = self.clock()
-        with self.session() as session:
+        with self.session(write=True) as session:
             row = session.get(NodeRow, name)
             if row is None:
                 row = NodeRow(name=name, first_seen=now, state=state)
@@ -103,7 +120,7 @@ class Repository:
             return list(session.scalars(select(NodeRow).order_by(NodeRow.name)))
 
     def set_node_state(self, name: str, state: str) -> NodeRow | None:
-        with self.session() as session:
+        with self.session(write=True) as session:
             row = session.get(NodeRow, name)
             if row is not None:
                 row.state = state
@@ -114,7 +131,7 @@ class Repository:
     def add_workload(self, row: WorkloadRow, *, reason: str, data: dict[str, Any] | None = None) -> WorkloadRow:
         """Insert a workload and its `submitted` event in one transaction: once this returns, it is durable."""
         now = self.clock()
-        with self.session() as session:
+        with self.session(write=True) as session:
             row.created_at = row.updated_at = now
             session.add(row)
             session.flush()
@@ -140,29 +157,55 @@ class Repository:
         with self.session() as session:
             return list(session.scalars(query))
 
+    def workload_changes(self, after: int | None, states: tuple[str, ...]) -> tuple[int, list[WorkloadRow]]:
+        """The change feed: ``(cursor, rows)``, the workloads changed since event ``after`` (every
+        workload in ``states`` when ``after`` is None), in any state; pass ``cursor`` as the next ``after``.
+
+        Every workload write records an event in the same transaction, so the events table is the
+        feed. The cursor is read before the rows: a row changed meanwhile comes back now and again
+        next time, never not at all. SQLite has one writer at a time, so event ids commit in order;
+        other databases may commit a lower id after a higher one, so rows with events from the last
+        :data:`FEED_LOOKBACK_S` seconds are read again as well."""
+        with self.session() as session:
+            cursor = session.scalar(select(func.max(EventRow.id))) or 0
+            if after is None:
+                query = select(WorkloadRow).where(WorkloadRow.state.in_(states))
+            elif cursor <= after and self.engine.dialect.name == "sqlite":
+                return cursor, []
+            else:
+                recent = EventRow.id > after
+                if self.engine.dialect.name != "sqlite":
+                    recent = recent | (EventRow.at >= self.clock() - FEED_LOOKBACK_S)
+                changed = select(EventRow.workload_id).where(recent, EventRow.workload_id.is_not(None))
+                query = select(WorkloadRow).where(WorkloadRow.id.in_(changed))
+            return max(cursor, after or 0), list(session.scalars(query.order_by(WorkloadRow.id)))
+
     def update_workload(self, workload_id: int, *, event: str, reason: str | None = None,
                         data: dict[str, Any] | None = None, **fields: Any) -> WorkloadRow:
         """Change a workload and record why, in one transaction: every transition is an event."""
         now = self.clock()
-        with self.session() as session:
+        with self.session(write=True) as session:
             row = session.get(WorkloadRow, workload_id)
             if row is None:
                 raise KeyError(workload_id)
+            stopping = row.stopping
             for name, value in fields.items():
                 setattr(row, name, value)
-            if "state" in fields or "stopping" in fields:
-                row.reason = reason  # the workload's reason is why it is in its current state
+            # The workload's reason is why it is in its current state; while a stop is under way
+            # (a cancel that arrived as the tick started the job), the stop's reason stands.
+            if "stopping" in fields or ("state" in fields and stopping is None):
+                row.reason = reason
             row.updated_at = now
             session.add(EventRow(workload_id=workload_id, at=now, type=event, reason=reason, data=data or {}))
             return row
 
     def add_attempt(self, row: AttemptRow) -> AttemptRow:
-        with self.session() as session:
+        with self.session(write=True) as session:
             session.add(row)
             return row
 
     def update_attempt(self, attempt_id: int, **fields: Any) -> AttemptRow:
-        with self.session() as session:
+        with self.session(write=True) as session:
             row = session.get(AttemptRow, attempt_id)
             for name, value in fields.items():
                 setattr(row, name, value)
@@ -214,6 +257,26 @@ class Repository:
                 if flavor is not None
             }
 
+    def held_per_queue(self, tenant: str) -> dict[tuple[str, str], Held]:
+        """Capacity one tenant holds per (queue, flavor): the queues view's use in one query, not one per queue."""
+        query = (
+            select(
+                WorkloadRow.queue,
+                WorkloadRow.flavor,
+                func.sum(WorkloadRow.held_cpu_milli),
+                func.sum(WorkloadRow.held_memory_mib),
+                func.sum(WorkloadRow.held_device_milli),
+            )
+            .where(WorkloadRow.state.in_(ACTIVE_STATES), WorkloadRow.tenant == tenant)
+            .group_by(WorkloadRow.queue, WorkloadRow.flavor)
+        )
+        with self.session() as session:
+            return {
+                (queue, flavor): Held(int(cpu or 0), int(memory or 0), int(devices or 0))
+                for queue, flavor, cpu, memory, devices in session.execute(query)
+                if flavor is not None
+            }
+
     def waits(self, since: float) -> dict[str, list[float]]:
         """Per queue, seconds from submission to admission of workloads admitted since ``since``."""
         query = select(WorkloadRow.queue, WorkloadRow.created_at, WorkloadRow.admitted_at).where(
@@ -235,7 +298,7 @@ class Repository:
 
     def append_event(self, *, type: str, reason: str | None = None, workload_id: int | None = None,
                      node: str | None = None, data: dict[str, Any] | None = None) -> EventRow:
-        with self.session() as session:
+        with self.session(write=True) as session:
             row = EventRow(workload_id=workload_id, node=node, at=self.clock(), type=type, reason=reason, data=data or {})
             session.add(row)
             return row
@@ -252,7 +315,7 @@ class Repository:
     def record_audit(self, *, actor: str, action: str, target: str, outcome: str,
                      detail: dict[str, Any] | None = None) -> AuditRow:
         """Append to the audit chain; each row's hash covers the previous one."""
-        with self.session() as session:
+        with self.session(write=True) as session:
             prev = session.scalars(select(AuditRow.hash).order_by(AuditRow.id.desc()).limit(1)).first() or _GENESIS
             row = AuditRow(at=self.clock(), actor=actor, action=action, target=target, outcome=outcome,
                            detail=detail or {}, prev_hash=prev)

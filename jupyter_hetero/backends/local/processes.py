@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterable
 
 import psutil
 
@@ -26,6 +27,7 @@ class LocalBackend:
 
     def __init__(self) -> None:
         self._children: dict[int, subprocess.Popen] = {}
+        self._scanned: dict[ProcessHandle, dict] = {}  # the latest scan's samples, for sample()
         psutil.cpu_percent(interval=None)  # the first reading only starts the measurement
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
@@ -99,8 +101,50 @@ class LocalBackend:
         except (ProcessLookupError, PermissionError):
             pass
 
+    def scan(self, handles: Iterable[ProcessHandle]) -> dict[ProcessHandle, dict]:
+        """The live ones among ``handles`` with their samples, from one pass over the process table.
+
+        Asking each replica for ``children(recursive=True)`` reads all of /proc once per replica;
+        with a hundred jobs running that was most of a tick. Here the table is read once, into a
+        parent -> children map, and each replica's tree is summed from it."""
+        handles = list(handles)
+        table: dict[int, dict] = {}
+        children: dict[int, list[int]] = {}
+        if handles:
+            for process in psutil.process_iter(["ppid", "create_time", "status"]):
+                table[process.pid] = {**process.info, "process": process}
+                children.setdefault(process.info["ppid"], []).append(process.pid)
+        scanned: dict[ProcessHandle, dict] = {}
+        for handle in handles:
+            if not self._alive_in(handle, table.get(handle.pid)):
+                continue
+            rss, tree = 0, [handle.pid]
+            while tree:
+                pid = tree.pop()
+                tree.extend(children.get(pid, ()))
+                try:
+                    rss += table[pid]["process"].memory_info().rss
+                except (KeyError, psutil.Error):
+                    pass  # gone since the pass over the table: it holds no memory now
+            sample = {"rss_mib": round(rss / _MIB, 1)}
+            if handle.measurable:
+                sample.update(sample_gpus(handle.devices))
+            scanned[handle] = sample
+        self._scanned = scanned
+        return scanned
+
+    def _alive_in(self, handle: ProcessHandle, entry: dict | None) -> bool:
+        child = self._children.get(handle.pid)
+        if child is not None:
+            return child.poll() is None  # our own child: its exit status is exact (and reaps it)
+        return (entry is not None and abs((entry["create_time"] or 0) - handle.pid_started) <= 0.01
+                and entry["status"] != psutil.STATUS_ZOMBIE)
+
     def sample(self, handle: ProcessHandle) -> dict:
-        """Resident memory of the replica's process tree, in MiB, and its GPUs' use where NVML measures it."""
+        """Resident memory of the replica's process tree, in MiB, and its GPUs' use where NVML
+        measures it: from the latest :meth:`scan` when that found the replica alive, else measured now."""
+        if handle in self._scanned:
+            return self._scanned[handle]
         process = self._process(handle)
         if process is None:
             return {}

@@ -1,0 +1,95 @@
+"""The scheduler's local copies of what it schedules, kept in line with the store at the cost of
+what changed, not of the fleet: a reflector of workloads and a cache of node states.
+
+    workloads = WorkloadReflector(repository, ("queued", "preempted", *ACTIVE_STATES), convert)
+    workloads.sync()               # lists once, then reads only the rows changed since the last sync
+    for row, workload in workloads.entries(): ...
+
+Like a client-go informer: list, then follow the change feed (the store's events) from the list's
+cursor, with a periodic relist as the safety net against a write that forgot its event.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ..engine import NodeState, Workload
+from ..store import Repository
+from ..store.tables import WorkloadRow
+from .inventory import NodeView
+
+__all__ = ["NodeStates", "WorkloadReflector"]
+
+# Seconds between full relists of the workloads; the change feed carries everything in between.
+RELIST_S = 300.0
+
+
+class WorkloadReflector:
+    """Stored workloads in ``states``, each with its engine form, refreshed from the change feed.
+
+    ``convert`` turns a row into the engine's :class:`Workload`; it must depend on the row (and
+    fixed configuration) only, since a row that does not change is not converted again."""
+
+    def __init__(self, repository: Repository, states: tuple[str, ...],
+                 convert: Callable[[WorkloadRow], Workload], *, relist_s: float = RELIST_S):
+        self.repository = repository
+        self.states = frozenset(states)
+        self.convert = convert
+        self.relist_s = relist_s
+        self._entries: dict[int, tuple[WorkloadRow, Workload]] = {}
+        self._cursor: int | None = None
+        self._listed_at = 0.0
+        # The tick's thread and request handlers (dry runs) both sync; one at a time.
+        self._lock = threading.Lock()
+
+    def sync(self) -> int:
+        """Bring the copies up to date with the store; returns how many rows were read."""
+        with self._lock:
+            relist = self._cursor is None or time.monotonic() - self._listed_at >= self.relist_s
+            cursor, rows = self.repository.workload_changes(None if relist else self._cursor, tuple(self.states))
+            if relist:
+                self._entries = {}
+                self._listed_at = time.monotonic()
+            newest = max(self._entries, default=0)
+            ordered = True
+            for row in rows:
+                if row.state in self.states:
+                    ordered = ordered and (row.id in self._entries or row.id > newest)
+                    self._entries[row.id] = (row, self.convert(row))
+                else:
+                    self._entries.pop(row.id, None)
+            if not ordered:  # a workload came back (lost -> queued): keep submission order by id
+                self._entries = dict(sorted(self._entries.items()))
+            self._cursor = cursor
+            return len(rows)
+
+    def entries(self) -> list[tuple[WorkloadRow, Workload]]:
+        """Every copy as of the last sync, ordered by workload id."""
+        with self._lock:
+            return list(self._entries.values())
+
+
+class NodeStates:
+    """The engine's node states per inventory view, rebuilt only for views that changed."""
+
+    def __init__(self, convert: Callable[[NodeView], NodeState]):
+        self.convert = convert
+        self._views: list[NodeView] = []
+        self._states: list[NodeState] = []
+        self._by_name: dict[str, tuple[NodeView, NodeState]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, views: list[NodeView]) -> list[NodeState]:
+        """States for ``views``; the same list while the views are the same objects."""
+        with self._lock:
+            if len(views) == len(self._views) and all(a is b for a, b in zip(views, self._views)):
+                return list(self._states)
+            by_name = {}
+            for view in views:
+                known = self._by_name.get(view.name)
+                by_name[view.name] = known if known and known[0] is view else (view, self.convert(view))
+            self._by_name, self._views = by_name, list(views)
+            self._states = [state for _view, state in by_name.values()]
+            return list(self._states)

@@ -1,0 +1,90 @@
+"""One pass over the process table answers, for every replica at once, whether it lives and what it uses."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+
+from jupyter_hetero.backends.base import Launch
+from jupyter_hetero.backends.local.processes import LocalBackend
+
+# A replica whose work runs in a grandchild holding ~64 MiB, so only a walk of the whole tree sees it.
+HOLDER = """
+import subprocess, sys
+code = "import time; block = bytearray(64 * 1024 * 1024); print('holding', flush=True); time.sleep(60)"
+subprocess.run([sys.executable, "-c", code])
+"""
+
+
+def _launch(tmp_path: Path, replica: int, code: str) -> Launch:
+    folder = tmp_path / str(replica)
+    return Launch(workload_id=1, attempt=1, replica=replica, node="local",
+                  argv=["command", "--", sys.executable, "-c", code],
+                  env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}, cwd=folder,
+                  log_path=folder / "log.txt", exit_path=folder / "exit-0.json")
+
+
+def _poll(condition, timeout: float = 20.0, what: str = "the condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} never held"
+        time.sleep(0.05)
+
+
+def test_one_scan_tells_live_from_exited_replicas_and_sums_each_process_tree(tmp_path):
+    backend = LocalBackend()
+    holder = backend.launch(_launch(tmp_path, 0, HOLDER))
+    sleeper = backend.launch(_launch(tmp_path, 1, "import time; time.sleep(60)"))
+    quitter = backend.launch(_launch(tmp_path, 2, "pass"))
+    try:
+        _poll(lambda: "holding" in (tmp_path / "0" / "log.txt").read_text(), what="the holder's allocation")
+        _poll(lambda: quitter not in backend.scan([quitter]), what="the quick replica's exit")
+        live = backend.scan([holder, sleeper, quitter])
+        assert set(live) == {holder, sleeper}
+        assert live[holder]["rss_mib"] - live[sleeper]["rss_mib"] >= 50  # the grandchild's 64 MiB counted
+        assert backend.sample(holder) is live[holder]  # the tick's per-replica samples come from the scan
+        assert backend.exit(quitter).code == 0
+    finally:
+        for handle in (holder, sleeper):
+            backend.kill(handle)
+
+
+def test_a_scan_after_a_restart_recognises_replicas_by_pid_and_start_time(tmp_path):
+    first = LocalBackend()
+    handle = first.launch(_launch(tmp_path, 0, "import time; time.sleep(60)"))
+    second = LocalBackend()  # not their parent, as after a restart of the server
+    try:
+        reused = replace(handle, pid_started=handle.pid_started - 100)  # same pid, another process
+        assert set(second.scan([handle, reused])) == {handle}
+        second.kill(handle)
+        _poll(lambda: handle not in second.scan([handle]), what="the killed replica's end")
+    finally:
+        first.kill(handle)
+
+
+def test_a_scan_reads_the_process_table_once_however_many_replicas(tmp_path, monkeypatch):
+    backend = LocalBackend()
+    handles = [backend.launch(_launch(tmp_path, n, "import time; time.sleep(60)")) for n in range(4)]
+    passes = []
+    real_iter = psutil.process_iter
+
+    def counting_iter(*args, **kwargs):
+        passes.append(1)
+        return real_iter(*args, **kwargs)
+
+    def per_replica_walk(*_args, **_kwargs):
+        raise AssertionError("a scan walked one replica's tree through /proc on its own")
+
+    monkeypatch.setattr(psutil, "process_iter", counting_iter)
+    monkeypatch.setattr(psutil.Process, "children", per_replica_walk)
+    try:
+        assert set(backend.scan(handles)) == set(handles)
+        assert len(passes) == 1
+    finally:
+        monkeypatch.undo()
+        for handle in handles:
+            backend.kill(handle)

@@ -1,0 +1,110 @@
+"""The scheduler's snapshot follows the store's changes: complete and exact, at the cost of what changed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import event
+
+from jupyter_hetero.backends.local import load_emulated_nodes
+from jupyter_hetero.backends.local.processes import LocalBackend
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
+from jupyter_hetero.engine import Engine
+from jupyter_hetero.services.clock import Clock
+from jupyter_hetero.services.inventory import Inventory
+from jupyter_hetero.services.resolve import resolve
+from jupyter_hetero.services.scheduler import Scheduler
+from jupyter_hetero.services.snapshot import engine_workload, node_state
+from jupyter_hetero.store import ACTIVE_STATES, Repository
+from jupyter_hetero.store.tables import WorkloadRow
+
+from ..conftest import DEMO_NODES
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """A real scheduler over a SQLite file and the demo's emulated nodes; kernels need no processes."""
+    catalog = load_catalog(DEFAULT_CATALOG_PATH)
+    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=time.time)
+    inventory = Inventory(catalog, repository)
+    inventory.refresh(load_emulated_nodes(DEMO_NODES))
+    yield Scheduler(catalog=catalog, repository=repository, inventory=inventory, backend=LocalBackend(),
+                    engine=Engine(), clock=Clock(), work_dir=tmp_path / "work")
+    repository.close()
+
+
+def _kernel(scheduler: Scheduler, name: str, **parameters) -> WorkloadRow:
+    template = scheduler.catalog.template("data-preprocessing")
+    resolved = resolve(template, parameters, scheduler.catalog)
+    return scheduler.repository.add_workload(WorkloadRow(
+        kind="kernel", name=name, tenant="default", user="ada", template=template.name, queue=template.queue,
+        request=resolved.to_json(), spec={"payload": "kernel", "env": {}}, state="queued", held_cpu_milli=0,
+        held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
+    ), reason="submitted")
+
+
+def _rebuilt(scheduler: Scheduler, now: float) -> tuple[list, list, list]:
+    """The snapshot as a tick built it before it was incremental: every row read and converted again."""
+    running, pending = [], []
+    for row in scheduler.repository.workloads(states=("queued", "preempted", *ACTIVE_STATES)):
+        workload = engine_workload(row, scheduler.catalog.template(row.template), 3600.0, scheduler.times)
+        if row.state in ACTIVE_STATES:
+            running.append(workload)
+        elif row.not_before is None or scheduler.times.steady(row.id, "not_before", row.not_before) <= now:
+            pending.append(workload)
+    nodes = [node_state(view) for view in scheduler.inventory.nodes() if view.flavor is not None]
+    return nodes, running, pending
+
+
+def _assert_exact(scheduler: Scheduler) -> None:
+    now = scheduler.clock()
+    snapshot = scheduler._snapshot(now)
+    nodes, running, pending = _rebuilt(scheduler, now)
+    assert snapshot.nodes == nodes
+    assert snapshot.running == running
+    assert snapshot.pending == pending
+
+
+def test_the_snapshot_after_every_kind_of_change_equals_one_rebuilt_from_scratch(scheduler):
+    repository = scheduler.repository
+    kernels = [_kernel(scheduler, f"k{n}", cpu=8) for n in range(12)]
+    _assert_exact(scheduler)
+    scheduler.tick()  # admits what fits: the demo's one CPU node takes four 8-core kernels
+    _assert_exact(scheduler)
+    admitted = [row for row in repository.workloads(states=("admitted",))]
+    assert admitted
+    repository.update_workload(admitted[0].id, event="started", state="running", started_at=time.time())
+    repository.update_workload(admitted[1].id, event="released", state="succeeded", placement=None,
+                               held_cpu_milli=0, held_memory_mib=0, finished_at=time.time())
+    repository.update_workload(kernels[-1].id, event="retrying", state="queued", not_before=time.time() + 3600)
+    repository.update_workload(kernels[-2].id, event="cancelled", state="cancelled")
+    _assert_exact(scheduler)
+    _kernel(scheduler, "late")
+    scheduler.inventory.mark_lost("cpu-0", "gone in a test")
+    _assert_exact(scheduler)
+    repository.update_workload(admitted[1].id, event="requeued", state="queued")  # back after leaving: order kept
+    scheduler.tick()
+    _assert_exact(scheduler)
+
+
+def test_a_tick_reads_only_the_workload_rows_that_changed_since_the_last(scheduler):
+    for n in range(200):
+        _kernel(scheduler, f"k{n}", cpu=8)
+    scheduler.tick()  # admits what fits
+    scheduler.tick()  # reads back what the last one recorded
+    loaded = []
+
+    def listener(row, _context):
+        loaded.append(row.id)
+
+    event.listen(WorkloadRow, "load", listener)
+    try:
+        scheduler.tick()  # nothing changed since the last tick
+        assert loaded == []
+        late = _kernel(scheduler, "late", cpu=8)
+        scheduler.tick()
+        assert loaded == [late.id]
+    finally:
+        event.remove(WorkloadRow, "load", listener)
+    assert scheduler.ticks.recent()[-1].changed == 1
