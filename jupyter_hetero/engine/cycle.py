@@ -20,15 +20,14 @@ import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
-from .capacity import Cluster, NodeScorer, Policy
+from .accounting import Accounting
 from .blockers import capacity_blocker, quota_blocker, static_blockers
+from .capacity import NodeScorer, Policy
 from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
 from .explain import estimate_eta, rank
-from .fairshare import dominant_share
 from .model import ZERO, NodeState, Placement, QueuePolicy, Res, TenantQuota, Workload
 from .preemption import eviction_reason, select_victims
-from .quota import QuotaBook, QuotaVerdict
-from .reservation import Reservations
+from .quota import QuotaVerdict
 
 __all__ = ["Engine", "Snapshot", "free_capacity"]
 
@@ -54,84 +53,6 @@ class _Head:
     starving: bool
 
 
-class _State:
-    """Mutable per-cycle accounting: capacity, quota, reservations; implements :class:`WhatIf`."""
-
-    def __init__(self, snapshot: Snapshot, policy: str, node_scorer: NodeScorer | None):
-        self.now = snapshot.now
-        self.queues = snapshot.queues
-        self.cluster = Cluster([node.clone() for node in snapshot.nodes], policy=policy, node_scorer=node_scorer)
-        self.reservations = Reservations(snapshot.queues)
-        self.tenant_used: dict[str, Res] = {}
-        self.running: dict[str, list[Workload]] = {}  # flavor -> running workloads on it
-        self.running_by_queue: dict[str, dict[str, list[Workload]]] = {}  # flavor -> queue -> running
-        self.preempting: dict[int, float] = {}  # victim id -> grace deadline
-        self.evicting_for: dict[int, list[Workload]] = {}  # preemptor id -> its victims still running
-        self.candidates: dict[tuple, list[tuple[Workload, str]]] = {}  # eviction candidates, per cycle
-        self.admitted_now: set[int] = set()  # admitted this cycle: not started yet, so never a victim
-        self.capacity = ZERO
-        for node in self.cluster.nodes.values():
-            if node.schedulable:
-                self.capacity = self.capacity + Res(node.cpu, node.mem, len(node.devices) * 1000)
-        # Running work is summed per (tenant, flavor) first: the quota book starts from the totals.
-        usage: dict[tuple[str, str], Res] = {}
-        for workload in snapshot.running:
-            placement = workload.placement
-            if placement is not None:
-                for slot in placement.slots:
-                    self.cluster.allocate(slot, workload.request)
-                total = workload.request.total
-                key = (workload.tenant, placement.flavor)
-                usage[key] = usage.get(key, ZERO) + total
-                self.reservations.charge(workload.queue, placement.flavor, total.dev)
-                self.tenant_used[workload.tenant] = self.tenant_used.get(workload.tenant, ZERO) + total
-                self.add_running(workload)
-                if workload.preempting_until is not None:
-                    self.preempting[workload.id] = workload.preempting_until
-                    if workload.preempted_for is not None:
-                        self.evicting_for.setdefault(workload.preempted_for, []).append(workload)
-        self.quotas = QuotaBook(snapshot.tenants, usage)
-
-    def add_running(self, workload: Workload) -> None:
-        flavor = workload.placement.flavor
-        self.running.setdefault(flavor, []).append(workload)
-        self.running_by_queue.setdefault(flavor, {}).setdefault(workload.queue, []).append(workload)
-
-    def _charge(self, workload: Workload, placement: Placement, sign: int = 1, *, allocated: bool = False) -> None:
-        request = workload.request
-        if not allocated:
-            for slot in placement.slots:
-                (self.cluster.allocate if sign > 0 else self.cluster.release)(slot, request)
-        total = request.total if sign > 0 else Res(-request.total.cpu, -request.total.mem, -request.total.dev)
-        self.quotas.charge(workload.tenant, placement.flavor, total)
-        self.reservations.charge(workload.queue, placement.flavor, total.dev)
-        self.tenant_used[workload.tenant] = self.tenant_used.get(workload.tenant, ZERO) + total
-
-    # -- WhatIf --------------------------------------------------------------------------------
-
-    def remove(self, workload: Workload) -> None:
-        assert workload.placement is not None
-        self._charge(workload, workload.placement, -1)
-
-    def restore(self, workload: Workload) -> None:
-        assert workload.placement is not None
-        self._charge(workload, workload.placement, +1)
-
-    def fits(self, workload: Workload, flavor: str, may_borrow: bool = True) -> bool:
-        if not self.quotas.check(workload.tenant, flavor, workload.request.total, may_borrow=may_borrow).ok:
-            return False
-        slots = self.cluster.place(flavor, workload.request, workload.constraints, any_fit=True)
-        if slots is None:
-            return False
-        for slot in slots:
-            self.cluster.release(slot, workload.request)
-        return True
-
-    def share(self, tenant: str) -> float:
-        quota = self.quotas.quotas.get(tenant)
-        return dominant_share(self.tenant_used.get(tenant, ZERO), self.capacity, quota.weight if quota else 1.0)
-
-
 class Engine:
     """Scheduling decisions over snapshots; holds only configuration, never state between cycles."""
 
@@ -144,7 +65,7 @@ class Engine:
         self.eta = eta
 
     def cycle(self, snapshot: Snapshot) -> Decisions:
-        state = _State(snapshot, self.policy, self.node_scorer)
+        state = Accounting(snapshot, self.policy, self.node_scorer)
         decisions = Decisions(now=snapshot.now)
         heads = self._escalate(snapshot, decisions)
         blocked: dict[int, tuple[Blocker, ...]] = {}
@@ -178,6 +99,7 @@ class Engine:
                 blocked[workload.id] = blockers
                 order.append(head)
         self._explain(state, order, blocked, decisions)
+        decisions.lost = state.lost
         return decisions
 
     # -- 1. escalation -----------------------------------------------------------------------
@@ -215,7 +137,7 @@ class Engine:
         return [levels[priority] for priority in sorted(levels, reverse=True)]
 
     @staticmethod
-    def _fair(heads: list[_Head], state: _State):
+    def _fair(heads: list[_Head], state: Accounting):
         """The heads of one priority; the tenant with the smallest weighted share goes next."""
         tenants: dict[str, deque[_Head]] = {}
         for head in heads:
@@ -231,7 +153,7 @@ class Engine:
 
     # -- 3./4. nominate, admit, preempt ------------------------------------------------------
 
-    def _nominate(self, state: _State, head: _Head, holds: dict[str, tuple[int, int]],
+    def _nominate(self, state: Accounting, head: _Head, holds: dict[str, tuple[int, int]],
                   decisions: Decisions, *, nominal_only: bool = False) -> tuple[bool, tuple[Blocker, ...]]:
         """Admit ``head`` on the first flavor where it fits; else (unless ``nominal_only``) preempt or
         hold, and say why it waits."""
@@ -259,7 +181,7 @@ class Engine:
             slots = state.cluster.place(flavor, request, workload.constraints)
             if slots is not None:
                 placement = Placement(flavor, slots, on_reservation=on_reservation, borrowing=check.borrowing)
-                state._charge(workload, placement, allocated=True)  # place() allocated the slots already
+                state.charge(workload, placement, allocated=True)  # place() allocated the slots already
                 admitted = copy.copy(workload)
                 admitted.placement, admitted.started_at = placement, state.now
                 admitted.expected_end = state.now + workload.runtime_s
@@ -276,7 +198,7 @@ class Engine:
             return False, ()
         return False, self._preempt_or_hold(state, head, preemptable, blockers, holds, decisions)
 
-    def _preempt_or_hold(self, state: _State, head: _Head, flavors: list[str], blockers: list[Blocker],
+    def _preempt_or_hold(self, state: Accounting, head: _Head, flavors: list[str], blockers: list[Blocker],
                          holds: dict[str, tuple[int, int]], decisions: Decisions) -> tuple[Blocker, ...]:
         workload = head.workload
         # Victims already leaving for this workload: wait for them rather than evict more.
@@ -307,7 +229,7 @@ class Engine:
         return rank(blockers)
 
     @staticmethod
-    def _candidates(state: _State, head: _Head, flavor: str, reclaim_quota: bool) -> list[tuple[Workload, str]]:
+    def _candidates(state: Accounting, head: _Head, flavor: str, reclaim_quota: bool) -> list[tuple[Workload, str]]:
         """Running workloads on ``flavor`` this head may evict, each with the reason."""
         workload = head.workload
         # Whom a head may evict depends on its queue, tenant and flags, not on the head itself.
@@ -338,7 +260,7 @@ class Engine:
         return candidates
 
     @staticmethod
-    def _fits_without(state: _State, workload: Workload, flavor: str, evicting: list[Workload],
+    def _fits_without(state: Accounting, workload: Workload, flavor: str, evicting: list[Workload],
                       may_borrow: bool) -> bool:
         for victim in evicting:
             state.remove(victim)
@@ -350,7 +272,7 @@ class Engine:
 
     # -- 5. explain --------------------------------------------------------------------------
 
-    def _explain(self, state: _State, order: list[_Head], blocked: dict[int, tuple[Blocker, ...]],
+    def _explain(self, state: Accounting, order: list[_Head], blocked: dict[int, tuple[Blocker, ...]],
                  decisions: Decisions) -> None:
         positions: dict[str, int] = {}
         releases: dict[str, list[tuple[float, Workload]]] = {}
@@ -383,7 +305,7 @@ class Engine:
 _WAITS_FOR_CAPACITY = frozenset({"capacity", "quota", "cohort", "reservation", "held"})
 
 
-def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Workload]]]) -> list[tuple[float, Workload]]:
+def _releases(state: Accounting, flavor: str, cache: dict[str, list[tuple[float, Workload]]]) -> list[tuple[float, Workload]]:
     if flavor not in cache:
         cache[flavor] = sorted(
             ((w.expected_end if w.expected_end is not None else (w.started_at or state.now) + w.runtime_s, w)
@@ -395,7 +317,7 @@ def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Wor
 
 def free_capacity(snapshot: Snapshot) -> dict[str, tuple[Res, Res]]:
     """Per flavor, (total, free) over its schedulable nodes once running work is charged."""
-    state = _State(snapshot, Policy.BINPACK, None)
+    state = Accounting(snapshot, Policy.BINPACK, None)
     result: dict[str, tuple[Res, Res]] = {}
     for flavor, nodes in state.cluster.flavors.items():
         total = free = ZERO
@@ -420,7 +342,7 @@ def _hold(holds: dict[str, tuple[int, int]], head: _Head, flavors: list[str]) ->
         holds[flavors[0]] = (head.priority, head.workload.id)
 
 
-def _could_free_enough(state: _State, workload: Workload, flavor: str, candidates: list[tuple[Workload, str]]) -> bool:
+def _could_free_enough(state: Accounting, workload: Workload, flavor: str, candidates: list[tuple[Workload, str]]) -> bool:
     """A cheap bound before a victim search: free devices plus everything the candidates hold."""
     need = workload.request.total.dev
     if not need:

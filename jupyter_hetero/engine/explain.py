@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .decisions import Blocker
+from .decisions import Blocker, Lost
 from .model import Workload
 from .preemption import WhatIf
 
@@ -97,14 +97,23 @@ _MESSAGES: dict[str, tuple[str, str]] = {
         "capacity: no admitted node belongs to flavor {flavor}",
         "容量：没有属于规格 {flavor} 的已准入节点",
     ),
+    # Lost running work (Decisions.lost), not blockers.
+    "node-gone": (
+        "node {node} is no longer in the inventory",
+        "节点 {node} 已不在资源清单中",
+    ),
+    "device-gone": (
+        "node {node} has {devices} devices now; the placement uses device {index}",
+        "节点 {node} 现有 {devices} 张加速卡；该作业的放置使用第 {index} 号卡",
+    ),
 }
 
 
-def render(blocker: Blocker, language: str = "en") -> str:
-    """The blocker as one sentence; ``language`` ``zh*`` gives Simplified Chinese."""
+def render(blocker: Blocker | Lost, language: str = "en") -> str:
+    """The blocker (or lost workload) as one sentence; ``language`` ``zh*`` gives Simplified Chinese."""
     english, chinese = _MESSAGES.get(blocker.kind, ("{kind}: {params}", "{kind}：{params}"))
     text = chinese if language.lower().startswith("zh") else english
-    params: dict[str, Any] = {"kind": blocker.kind, "flavor": blocker.flavor, "params": blocker.params}
+    params: dict[str, Any] = {"kind": blocker.kind, "flavor": getattr(blocker, "flavor", None), "params": blocker.params}
     params.update(blocker.params)
     try:
         return text.format(**params)
