@@ -138,11 +138,11 @@ def test_training_may_borrow_after_its_max_wait():
     assert {e.action for e in decisions.escalations} == {"allow-borrowing"}
 
 
-def test_a_lender_reclaims_its_quota_by_preempting_a_borrower():
+def test_a_lender_reclaims_its_quota_by_preempting_a_borrower_of_equal_priority():
     snap = snapshot(
         nodes=[node("a1").gpus(4)],
         running=[job(10 + i).queue("training").gpus(1).on("a1", i, started=100 * i, borrowing=i >= 2) for i in range(4)],
-        pending=[job(1).tenant("nlp").queue("experiment").gpus(1)],
+        pending=[job(1).tenant("nlp").queue("training").gpus(1)],
         tenants=_two_tenants(),
     )
     decisions = Engine().cycle(snap)
@@ -360,9 +360,11 @@ def test_the_snapshot_is_not_mutated():
 
 
 def test_work_admitted_in_this_cycle_is_never_a_victim_in_the_same_cycle():
+    # Job 1 goes first (escalated to priority 200) and borrows nlp's device; nlp's job 2 could reclaim
+    # it (same queue), but not in the cycle that admitted it.
     snap = snapshot(
         nodes=[node("a1").gpus(2)],
-        pending=[job(1).queue("urgent").gpus(2).submitted(1), job(2).tenant("nlp").queue("batch").gpus(1).submitted(2)],
+        pending=[job(1).queue("batch").escalated().gpus(2).submitted(1), job(2).tenant("nlp").queue("batch").gpus(1).submitted(2)],
         tenants=[tenant("vision").quota("a100-80g", devices=1), tenant("nlp").quota("a100-80g", devices=1)],
     )
     decisions = Engine().cycle(snap)
