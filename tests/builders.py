@@ -283,7 +283,8 @@ class ServiceLoop:
         self.ended: dict[int, str] = {}  # workload -> succeeded | failed | cancelled
         self.preemptions: list[tuple[float, Preemption]] = []
         self.starts: dict[int, list[float]] = {}
-        self.last: Decisions | None = None
+        self.seen: Snapshot | None = None  # what the last cycle looked at
+        self.last: Decisions | None = None  # and what it decided
 
     def submit(self, *workloads) -> None:
         for workload in workloads:
@@ -303,7 +304,8 @@ class ServiceLoop:
                 self.end(workload.id, "succeeded")
 
     def cycle(self) -> Decisions:
-        decisions = self.last = self.engine.cycle(self.snapshot())
+        self.seen = self.snapshot()
+        decisions = self.last = self.engine.cycle(self.seen)
         for lost in decisions.lost:
             self.requeue(lost.workload)
         for escalation in decisions.escalations:
