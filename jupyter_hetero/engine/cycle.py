@@ -7,10 +7,13 @@
    submit time, then id.
 3. Nominate each head on its eligible flavors in template order: static match, quota,
    reservation, capacity. ``FIT`` admits at once and charges the snapshot.
-4. A head that fits nowhere may preempt (see :mod:`.preemption`); a head that waited past its
-   queue's bound holds its preferred flavor so smaller work cannot starve it.
+4. A head that fits nowhere may preempt (see :mod:`.preemption` for who may evict whom, and
+   damping); a head that waited past its queue's bound holds its preferred flavor so smaller work
+   cannot starve it (:mod:`.holds`).
 5. Every workload left waiting gets its position, ranked blockers and an ETA.
-The snapshot is never mutated; the same snapshot always gives the same decisions.
+Running work whose node or devices left the inventory is charged nowhere and reported in
+``Decisions.lost`` (:mod:`.accounting`). The snapshot is never mutated; the same snapshot always
+gives the same decisions.
 """
 
 from __future__ import annotations

@@ -76,6 +76,8 @@ class Lost:
 
 @dataclass(slots=True)
 class Decisions:
+    """One cycle's output; ``lost``: running work whose placement the inventory no longer has."""
+
     now: float
     admissions: list[Admission] = field(default_factory=list)
     preemptions: list[Preemption] = field(default_factory=list)
