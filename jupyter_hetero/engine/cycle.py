@@ -275,10 +275,11 @@ class Engine:
                            shielded: list, terms: tuple[bool, bool]) -> Blocker | None:
         """A ``protected`` blocker when evicting damped workloads would have made room, else None."""
         chosen = select_victims(state, workload, flavor, [*candidates, *shielded], state.queues, state.now, *terms)
-        if not chosen:
+        protected = [until for victim, _reason in chosen or () if (until := self._protected(victim, state.now))]
+        if not protected:
             return None
-        until = max(self._protected(victim, state.now) or state.now for victim, _reason in chosen)
-        return Blocker("protected", flavor, {"count": len(chosen), "limit": self.preemption_limit,
+        until = max(protected)
+        return Blocker("protected", flavor, {"count": len(protected), "limit": self.preemption_limit,
                                              "window_s": int(self.preemption_window_s),
                                              "wait_s": int(until - state.now)}, 0.8)
 

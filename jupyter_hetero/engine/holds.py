@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from .model import Workload
+
 __all__ = ["Hold", "hold", "release"]
 
 
 class _Head(Protocol):
     """What a hold needs to know of a head (``cycle._Head``)."""
 
-    workload: object
+    workload: Workload
     priority: int
     starving: bool
 

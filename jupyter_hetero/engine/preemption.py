@@ -1,15 +1,16 @@
 """Choosing victims: who may be evicted for whom, in which order, and the fewest that suffice.
 
-Who can be a victim at all: a running workload in a preemptible queue (a kernel of an idle-only
-queue just when idle), not already being evicted, not admitted in this cycle, and not protected by
-damping (chosen as a victim ``limit`` times within the last ``window_s`` seconds). Then one of:
+Who can be a victim at all: a running workload in a preemptible queue, not already being evicted,
+not admitted in this cycle, and not protected by damping (chosen as a victim ``limit`` times within
+the last ``window_s`` seconds). Then one of:
 - ``reservation``: the preemptor's queue reserved capacity on the flavor and the victim, of another
   queue whose priority is not above the preemptor's, was admitted onto it (``on_reservation``);
 - ``reclaim``: the preemptor stays within its tenant's nominal quota, its cohort's lent quota is in
   use, and the victim, of another tenant of the cohort that holds more than its nominal quota and
   of a queue whose priority is not above the preemptor's, was admitted ``borrowing``;
-- ``priority``: the victim's queue priority is *strictly* lower and the preemptor's queue may
-  preempt it (or escalated to ``allow-preemption``).
+- ``priority``: the victim's queue priority is *strictly* lower, the preemptor's queue may preempt
+  it (or escalated to ``allow-preemption``), and, in an idle-only queue, a kernel is idle. (Lent
+  quota and reservations are taken back from busy kernels too: they were admitted preemptibly.)
 Why this cannot ping-pong: every rule needs the victim's priority <= the preemptor's, so the victim
 could only strike back at equal priority, where ``priority`` never applies and ``reclaim`` needs a
 ``borrowing`` placement, which a reclaimer (admitted within its nominal quota) does not have.
@@ -40,7 +41,7 @@ class WhatIf(Protocol):
 
 
 def preemptible(workload: Workload, policy: QueuePolicy | None) -> bool:
-    """Whether the workload's queue lets it be evicted now (idle-only queues: idle kernels only)."""
+    """Whether the workload's queue lets it be evicted by priority now (idle-only queues: idle kernels only)."""
     if policy is None or not policy.preemptible:
         return False
     return not (policy.idle_kernels_only and workload.kind == WorkloadKind.KERNEL and not workload.idle)
@@ -70,12 +71,15 @@ def eviction_reason(preemptor: Workload, victim: Workload, policies: dict[str, Q
     if victim.preempting_until is not None or victim.placement is None or victim.id == preemptor.id:
         return None
     mine, theirs = policies[preemptor.queue], policies.get(victim.queue)
-    if theirs is None or not preemptible(victim, theirs) or theirs.priority > mine.priority:
+    if theirs is None or not theirs.preemptible or theirs.priority > mine.priority:
         return None
+    # What was lent is taken back from a busy kernel too: its admission said it was preemptible.
     if reclaim_reservation and victim.placement.on_reservation and victim.queue != preemptor.queue:
         return "reservation"
     if reclaim_quota and victim.placement.borrowing and victim.tenant != preemptor.tenant:
         return "reclaim"
+    if not preemptible(victim, theirs):
+        return None
     if theirs.priority < mine.priority and (victim.queue in mine.may_preempt or allow_any_lower):
         return "priority"
     return None

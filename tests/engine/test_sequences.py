@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from jupyter_hetero.engine import Engine, Workload
+from jupyter_hetero.engine import Engine, Workload, WorkloadKind
 from jupyter_hetero.engine.quota import QuotaBook
 
 from ..builders import ServiceLoop, job, kernel, node, queues, snapshot, tenant
@@ -208,6 +208,7 @@ class EngineSequence(RuleBasedStateMachine):
             assert not _protected(victim, snap.now)
             if preemption.reason == "priority":
                 assert theirs.priority < mine.priority
+                assert victim.idle or not (theirs.idle_kernels_only and victim.kind == WorkloadKind.KERNEL)
             elif preemption.reason == "reclaim":
                 assert victim.placement.borrowing and victim.tenant != preemptor.tenant
             else:
