@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Annotated, Any
 
+from packaging.version import InvalidVersion, Version
 from pydantic import BeforeValidator
 
 __all__ = [
@@ -118,16 +120,58 @@ def format_memory(mib: int) -> str:
     return f"{mib}Mi"
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """A comparable key for dotted versions: ``"12.4"`` -> ``(12, 4)``; text parts are ignored."""
-    return tuple(int(part) for part in re.findall(r"\d+", version))
+# Huawei builds ("23.0.3.B050", "23.0.rc3.b020"): a build number after the version it builds, not a beta.
+_BUILD = re.compile(r"[.\-_ ]?b(\d{3,})(?=$|[.\-_ +])", re.IGNORECASE)
+_RELEASE = re.compile(r"\d+(?:\.\d+)*")
+_PRE = re.compile(r"(alpha|beta|preview|pre|rc|a|b|c)(\d*)", re.IGNORECASE)
+_POST = re.compile(r"(?:post|build)(\d+)", re.IGNORECASE)
+_PRE_LABEL = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "pre": "rc", "preview": "rc", "rc": "rc", "c": "rc"}
+
+
+@lru_cache(maxsize=4096)
+def version_key(version: str) -> Version:
+    """A comparable key for a driver or runtime version as vendors write it.
+
+    >>> version_key("7.0.RC1") < version_key("7.0.0") < version_key("cuda 7.0.1")
+    True
+
+    PEP 440 rules (``packaging``) where they apply: release numbers compare numerically, trailing
+    zeros do not matter, pre-releases (``RC1``, ``rc2``, ``alpha``, ``beta``) come before their
+    release. Vendor strings are brought to that form first: a product word before the number is
+    dropped (``cuda 12.4``, ``cann 8.0``); a Huawei build number (``B050``) is a build after its
+    version (``23.0.3.B050`` is above ``23.0.3``, below ``23.0.4``). What ``packaging`` still cannot
+    read keeps its release numbers, its first pre-release marker, and a second marker as a
+    development build of that pre-release (``6.0.RC1.alpha003`` is below ``6.0.RC1``); any other
+    text is ignored, and text without a number counts as version 0.
+    """
+    start = re.search(r"\d", version)
+    if start is None:
+        return Version("0")
+    text = _BUILD.sub(lambda m: f".post{int(m.group(1))}", version[start.start():].strip())
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return _vendor_version(text)
+
+
+def _vendor_version(text: str) -> Version:
+    release = _RELEASE.match(text)
+    assert release is not None  # the text starts with a digit
+    pre = post = dev = ""
+    for token in re.split(r"[.\-_+ ]+", text[release.end():]):
+        if (match := _PRE.fullmatch(token)) is not None:
+            if not pre:
+                pre = f"{_PRE_LABEL[match.group(1).lower()]}{int(match.group(2) or 0)}"
+            elif not dev:
+                dev = f".dev{int(match.group(2) or 0)}"
+        elif (match := _POST.fullmatch(token)) is not None and not post:
+            post = f".post{int(match.group(1))}"
+    return Version(f"{release.group()}{pre}{post}{dev}")
 
 
 def compare_versions(left: str, right: str) -> int:
-    """-1, 0 or 1 as ``left`` is older, equal or newer than ``right`` (``"8.0.RC2"`` > ``"8"``)."""
+    """-1, 0 or 1 as ``left`` is older, equal or newer than ``right`` (``"8.0.RC2"`` < ``"8.0"`` <= ``"8.0.0"``)."""
     a, b = version_key(left), version_key(right)
-    width = max(len(a), len(b))
-    a, b = a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
     return (a > b) - (a < b)
 
 

@@ -14,9 +14,12 @@ from itertools import count
 
 from jupyter_hetero.engine import (
     Constraints,
+    Decisions,
     Device,
+    Engine,
     NodeState,
     Placement,
+    Preemption,
     QueuePolicy,
     Request,
     Res,
@@ -94,6 +97,7 @@ class WorkloadBuilder:
         self._preempted_for: int | None = None
         self._runtime = 3600.0
         self._escalated = False
+        self._preempted_at: tuple[float, ...] = ()
 
     def tenant(self, name: str) -> WorkloadBuilder:
         self._tenant = name
@@ -153,6 +157,11 @@ class WorkloadBuilder:
         self._checkpoint = at
         return self
 
+    def preempted(self, *times: float) -> WorkloadBuilder:
+        """Chosen as a victim at these snapshot times before (what damping counts)."""
+        self._preempted_at = tuple(times)
+        return self
+
     def preempting(self, until: float, for_workload: int | None = None) -> WorkloadBuilder:
         self._preempting, self._preempted_for = until, for_workload
         return self
@@ -177,7 +186,7 @@ class WorkloadBuilder:
             submitted_at=self._submitted, kind=self._kind, constraints=self._constraints, user=self._user,
             placement=self._placement, started_at=self._started, expected_end=self._expected_end, idle=self._idle,
             checkpoint_at=self._checkpoint, preempting_until=self._preempting, preempted_for=self._preempted_for, runtime_s=self._runtime,
-            escalated=self._escalated,
+            escalated=self._escalated, preempted_at=self._preempted_at,
         )
 
 
@@ -249,6 +258,85 @@ def snapshot(*, now: float = 1000.0, nodes=(), running=(), pending=(), tenants=(
         running=[w.build() if hasattr(w, "build") else w for w in running],
         pending=[w.build() if hasattr(w, "build") else w for w in pending],
     )
+
+
+# -- the workload service, played between engine cycles ------------------------------------------
+
+
+class ServiceLoop:
+    """Plays the workload service around engine cycles, on a clock the test advances.
+
+        loop = ServiceLoop(Engine(), snapshot(now=0, nodes=[node("a1").gpus(4)], tenants=[...]))
+        loop.submit(job(1).gpus(4))
+        loop.tick(60)            # 60 s pass, then one cycle runs and is applied
+
+    As the service does: work past its expected end succeeds; a victim past its grace leaves and is
+    requeued, the time it was chosen kept in ``preempted_at``; lost work is requeued; admissions
+    start at once; escalations are remembered.
+    """
+
+    def __init__(self, engine: Engine, snap: Snapshot):
+        self.engine, self.now = engine, snap.now
+        self.nodes, self.queues, self.tenants = list(snap.nodes), snap.queues, dict(snap.tenants)
+        self.running: dict[int, Workload] = {w.id: w for w in snap.running}
+        self.pending: dict[int, Workload] = {w.id: w for w in snap.pending}
+        self.ended: dict[int, str] = {}  # workload -> succeeded | failed | cancelled
+        self.preemptions: list[tuple[float, Preemption]] = []
+        self.starts: dict[int, list[float]] = {}
+        self.seen: Snapshot | None = None  # what the last cycle looked at
+        self.last: Decisions | None = None  # and what it decided
+
+    def submit(self, *workloads) -> None:
+        for workload in workloads:
+            built = workload.build() if hasattr(workload, "build") else workload
+            self.pending[built.id] = replace(built, submitted_at=self.now)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.now, list(self.nodes), self.queues, dict(self.tenants),
+                        [self.running[i] for i in sorted(self.running)], [self.pending[i] for i in sorted(self.pending)])
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for workload in [self.running[i] for i in sorted(self.running)]:
+            if workload.preempting_until is not None and workload.preempting_until <= self.now:
+                self.requeue(workload.id)
+            elif workload.expected_end is not None and workload.expected_end <= self.now:
+                self.end(workload.id, "succeeded")
+
+    def cycle(self) -> Decisions:
+        self.seen = self.snapshot()
+        decisions = self.last = self.engine.cycle(self.seen)
+        for lost in decisions.lost:
+            self.requeue(lost.workload)
+        for escalation in decisions.escalations:
+            self.pending[escalation.workload] = replace(self.pending[escalation.workload], escalated=True,
+                                                        priority_boost=escalation.priority_boost)
+        for preemption in decisions.preemptions:
+            victim = self.running[preemption.victim]
+            self.running[victim.id] = replace(victim, preempting_until=preemption.grace_deadline,
+                                              preempted_for=preemption.preemptor,
+                                              preempted_at=(*victim.preempted_at, self.now))
+            self.preemptions.append((self.now, preemption))
+        for admission in decisions.admissions:
+            workload = self.pending.pop(admission.workload)
+            self.running[workload.id] = replace(workload, placement=admission.placement, started_at=self.now,
+                                                expected_end=self.now + workload.runtime_s)
+            self.starts.setdefault(workload.id, []).append(self.now)
+        return decisions
+
+    def tick(self, seconds: float) -> Decisions:
+        self.advance(seconds)
+        return self.cycle()
+
+    def requeue(self, wid: int) -> None:
+        workload = self.running.pop(wid)
+        self.pending[wid] = replace(workload, placement=None, started_at=None, expected_end=None,
+                                    preempting_until=None, preempted_for=None, idle=False)
+
+    def end(self, wid: int, how: str) -> None:
+        self.running.pop(wid, None)
+        self.pending.pop(wid, None)
+        self.ended[wid] = how
 
 
 _ids = count(1000)

@@ -7,7 +7,7 @@
 
 from .capacity import Cluster, Policy
 from .cycle import Engine, Snapshot, free_capacity
-from .decisions import Admission, Blocker, Decisions, Escalation, Fit, Pending, Preemption
+from .decisions import Admission, Blocker, Decisions, Escalation, Fit, Lost, Pending, Preemption
 from .explain import render
 from .matching import LabelReq
 from .model import (
@@ -36,6 +36,7 @@ __all__ = [
     "Escalation",
     "Fit",
     "LabelReq",
+    "Lost",
     "NodeState",
     "Pending",
     "Placement",

@@ -23,7 +23,9 @@ def static_blockers(flavor: str, mismatches) -> list[Blocker]:
     ]
 
 
-def quota_blocker(state, workload: Workload, flavor: str, check: QuotaCheck, total: Res) -> Blocker:
+def quota_blocker(state, workload: Workload, flavor: str, check: QuotaCheck, total: Res,
+                  no_borrow: str | None = None) -> Blocker:
+    """``no_borrow``: why a workload whose queue borrows may not now (``not-preemptible``, ``protected``)."""
     if check.verdict == QuotaVerdict.NO_QUOTA:
         return Blocker("no-quota", flavor, {"tenant": workload.tenant}, 0.0)
     scale, unit = _unit(check.resource)
@@ -35,9 +37,11 @@ def quota_blocker(state, workload: Workload, flavor: str, check: QuotaCheck, tot
     need = getattr(total, {"cpu": "cpu", "memory": "mem", "devices": "dev"}[check.resource or "devices"]) or 1
     if check.verdict == QuotaVerdict.COHORT_FULL:
         cohort = state.quotas.quotas[workload.tenant].cohort
-        return Blocker("cohort", flavor, {**params, "cohort": cohort, "limit": params["nominal"]}, 0.6)
+        # Within its own nominal quota the tenant takes lent quota back; beyond it, it only borrows.
+        kind = "cohort-borrow" if check.borrowing else "cohort"
+        return Blocker(kind, flavor, {**params, "cohort": cohort, "limit": params["nominal"]}, 0.6)
     room = max(0, (check.limit + (check.borrow_limit or 0)) - check.used)
-    return Blocker("quota", flavor, params, max(0.05, min(0.95, room / need)))
+    return Blocker(f"quota-{no_borrow}" if no_borrow else "quota", flavor, params, max(0.05, min(0.95, room / need)))
 
 
 def capacity_blocker(state, flavor: str, workload: Workload, outstanding: int) -> Blocker:

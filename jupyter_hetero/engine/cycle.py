@@ -7,10 +7,13 @@
    submit time, then id.
 3. Nominate each head on its eligible flavors in template order: static match, quota,
    reservation, capacity. ``FIT`` admits at once and charges the snapshot.
-4. A head that fits nowhere may preempt (see :mod:`.preemption`); a head that waited past its
-   queue's bound holds its preferred flavor so smaller work cannot starve it.
+4. A head that fits nowhere may preempt (see :mod:`.preemption` for who may evict whom, and
+   damping); a head that waited past its queue's bound holds its preferred flavor so smaller work
+   cannot starve it (:mod:`.holds`).
 5. Every workload left waiting gets its position, ranked blockers and an ETA.
-The snapshot is never mutated; the same snapshot always gives the same decisions.
+Running work whose node or devices left the inventory is charged nowhere and reported in
+``Decisions.lost`` (:mod:`.accounting`). The snapshot is never mutated; the same snapshot always
+gives the same decisions.
 """
 
 from __future__ import annotations
@@ -20,15 +23,15 @@ import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
-from .capacity import Cluster, NodeScorer, Policy
+from .accounting import Accounting
 from .blockers import capacity_blocker, quota_blocker, static_blockers
+from .capacity import NodeScorer, Policy
 from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
 from .explain import estimate_eta, rank
-from .fairshare import dominant_share
+from .holds import Hold, hold, release
 from .model import ZERO, NodeState, Placement, QueuePolicy, Res, TenantQuota, Workload
-from .preemption import eviction_reason, select_victims
-from .quota import QuotaBook, QuotaVerdict
-from .reservation import Reservations
+from .preemption import find_candidates, protected_until, select_victims
+from .quota import QuotaVerdict
 
 __all__ = ["Engine", "Snapshot", "free_capacity"]
 
@@ -52,104 +55,42 @@ class _Head:
     may_borrow: bool
     allow_any_lower: bool
     starving: bool
-
-
-class _State:
-    """Mutable per-cycle accounting: capacity, quota, reservations; implements :class:`WhatIf`."""
-
-    def __init__(self, snapshot: Snapshot, policy: str, node_scorer: NodeScorer | None):
-        self.now = snapshot.now
-        self.queues = snapshot.queues
-        self.cluster = Cluster([node.clone() for node in snapshot.nodes], policy=policy, node_scorer=node_scorer)
-        self.reservations = Reservations(snapshot.queues)
-        self.tenant_used: dict[str, Res] = {}
-        self.running: dict[str, list[Workload]] = {}  # flavor -> running workloads on it
-        self.running_by_queue: dict[str, dict[str, list[Workload]]] = {}  # flavor -> queue -> running
-        self.preempting: dict[int, float] = {}  # victim id -> grace deadline
-        self.evicting_for: dict[int, list[Workload]] = {}  # preemptor id -> its victims still running
-        self.candidates: dict[tuple, list[tuple[Workload, str]]] = {}  # eviction candidates, per cycle
-        self.admitted_now: set[int] = set()  # admitted this cycle: not started yet, so never a victim
-        self.capacity = ZERO
-        for node in self.cluster.nodes.values():
-            if node.schedulable:
-                self.capacity = self.capacity + Res(node.cpu, node.mem, len(node.devices) * 1000)
-        # Running work is summed per (tenant, flavor) first: the quota book starts from the totals.
-        usage: dict[tuple[str, str], Res] = {}
-        for workload in snapshot.running:
-            placement = workload.placement
-            if placement is not None:
-                for slot in placement.slots:
-                    self.cluster.allocate(slot, workload.request)
-                total = workload.request.total
-                key = (workload.tenant, placement.flavor)
-                usage[key] = usage.get(key, ZERO) + total
-                self.reservations.charge(workload.queue, placement.flavor, total.dev)
-                self.tenant_used[workload.tenant] = self.tenant_used.get(workload.tenant, ZERO) + total
-                self.add_running(workload)
-                if workload.preempting_until is not None:
-                    self.preempting[workload.id] = workload.preempting_until
-                    if workload.preempted_for is not None:
-                        self.evicting_for.setdefault(workload.preempted_for, []).append(workload)
-        self.quotas = QuotaBook(snapshot.tenants, usage)
-
-    def add_running(self, workload: Workload) -> None:
-        flavor = workload.placement.flavor
-        self.running.setdefault(flavor, []).append(workload)
-        self.running_by_queue.setdefault(flavor, {}).setdefault(workload.queue, []).append(workload)
-
-    def _charge(self, workload: Workload, placement: Placement, sign: int = 1, *, allocated: bool = False) -> None:
-        request = workload.request
-        if not allocated:
-            for slot in placement.slots:
-                (self.cluster.allocate if sign > 0 else self.cluster.release)(slot, request)
-        total = request.total if sign > 0 else Res(-request.total.cpu, -request.total.mem, -request.total.dev)
-        self.quotas.charge(workload.tenant, placement.flavor, total)
-        self.reservations.charge(workload.queue, placement.flavor, total.dev)
-        self.tenant_used[workload.tenant] = self.tenant_used.get(workload.tenant, ZERO) + total
-
-    # -- WhatIf --------------------------------------------------------------------------------
-
-    def remove(self, workload: Workload) -> None:
-        assert workload.placement is not None
-        self._charge(workload, workload.placement, -1)
-
-    def restore(self, workload: Workload) -> None:
-        assert workload.placement is not None
-        self._charge(workload, workload.placement, +1)
-
-    def fits(self, workload: Workload, flavor: str, may_borrow: bool = True) -> bool:
-        if not self.quotas.check(workload.tenant, flavor, workload.request.total, may_borrow=may_borrow).ok:
-            return False
-        slots = self.cluster.place(flavor, workload.request, workload.constraints, any_fit=True)
-        if slots is None:
-            return False
-        for slot in slots:
-            self.cluster.release(slot, workload.request)
-        return True
-
-    def share(self, tenant: str) -> float:
-        quota = self.quotas.quotas.get(tenant)
-        return dominant_share(self.tenant_used.get(tenant, ZERO), self.capacity, quota.weight if quota else 1.0)
+    # Must stay on what nobody can take back (its own nominal quota, unreserved capacity): its queue
+    # is not preemptible, or damping protects it now. Lent quota and others' reservations are lent
+    # on the condition that they can be taken back.
+    guaranteed: bool = False
+    no_borrow: str | None = None  # why a queue that borrows may not now: not-preemptible | protected
 
 
 class Engine:
-    """Scheduling decisions over snapshots; holds only configuration, never state between cycles."""
+    """Scheduling decisions over snapshots; holds only configuration, never state between cycles.
+
+    ``preemption_limit``/``preemption_window_s``: a workload chosen as a victim that many times within
+    the window is not chosen again until the window passes (damping); a preemptor that fits only by
+    evicting it waits, with a ``protected`` blocker.
+    """
 
     def __init__(self, *, policy: str = Policy.FRAGMENTATION, node_scorer: NodeScorer | None = None,
-                 eta: bool = True):
+                 eta: bool = True, preemption_limit: int = 3, preemption_window_s: float = 3600.0):
         if policy not in Policy.ALL:
             raise ValueError(f"unknown placement policy {policy!r}; choose one of {', '.join(Policy.ALL)}")
+        if preemption_limit < 1:
+            raise ValueError(f"preemption_limit must be at least 1, not {preemption_limit!r}")
+        if preemption_window_s < 0:
+            raise ValueError(f"preemption_window_s must not be negative, not {preemption_window_s!r}")
         self.policy = policy
         self.node_scorer = node_scorer
         self.eta = eta
+        self.preemption_limit = preemption_limit
+        self.preemption_window_s = preemption_window_s
 
     def cycle(self, snapshot: Snapshot) -> Decisions:
-        state = _State(snapshot, self.policy, self.node_scorer)
+        state = Accounting(snapshot, self.policy, self.node_scorer)
         decisions = Decisions(now=snapshot.now)
         heads = self._escalate(snapshot, decisions)
         blocked: dict[int, tuple[Blocker, ...]] = {}
         order: list[_Head] = []
-        holds: dict[str, tuple[int, int]] = {}  # flavor -> (priority, workload) held for a starving head
+        holds: dict[str, list[Hold]] = {}  # flavor -> claims of starving heads
         failed: dict[tuple, tuple[Blocker, ...]] = {}
         failed_nominal: set[tuple] = set()
         for level in self._levels(heads):
@@ -178,6 +119,7 @@ class Engine:
                 blocked[workload.id] = blockers
                 order.append(head)
         self._explain(state, order, blocked, decisions)
+        decisions.lost = state.lost
         return decisions
 
     # -- 1. escalation -----------------------------------------------------------------------
@@ -195,14 +137,22 @@ class Engine:
                 decisions.escalations.append(Escalation(workload.id, queue.escalation, boost, waited))
             escalated = starving or workload.escalated
             boost = workload.priority_boost or (queue.priority_boost if escalated and queue.escalation == "raise-priority" else 0)
+            would_borrow = queue.can_borrow or (escalated and queue.escalation == "allow-borrowing")
+            protected = queue.preemptible and bool(workload.preempted_at) and self._protected(workload, snapshot.now) is not None
+            guaranteed = not queue.preemptible or protected
             heads.append(_Head(
                 workload=workload,
                 priority=queue.priority + boost,
-                may_borrow=queue.can_borrow or (escalated and queue.escalation == "allow-borrowing"),
+                may_borrow=would_borrow and not guaranteed,
                 allow_any_lower=escalated and queue.escalation == "allow-preemption",
                 starving=starving,
+                guaranteed=guaranteed,
+                no_borrow=("protected" if protected else "not-preemptible") if guaranteed and would_borrow else None,
             ))
         return heads
+
+    def _protected(self, workload: Workload, now: float) -> float | None:
+        return protected_until(workload, now, self.preemption_limit, self.preemption_window_s)
 
     # -- 2. order ----------------------------------------------------------------------------
 
@@ -215,7 +165,7 @@ class Engine:
         return [levels[priority] for priority in sorted(levels, reverse=True)]
 
     @staticmethod
-    def _fair(heads: list[_Head], state: _State):
+    def _fair(heads: list[_Head], state: Accounting):
         """The heads of one priority; the tenant with the smallest weighted share goes next."""
         tenants: dict[str, deque[_Head]] = {}
         for head in heads:
@@ -231,126 +181,127 @@ class Engine:
 
     # -- 3./4. nominate, admit, preempt ------------------------------------------------------
 
-    def _nominate(self, state: _State, head: _Head, holds: dict[str, tuple[int, int]],
+    def _nominate(self, state: Accounting, head: _Head, holds: dict[str, list[Hold]],
                   decisions: Decisions, *, nominal_only: bool = False) -> tuple[bool, tuple[Blocker, ...]]:
         """Admit ``head`` on the first flavor where it fits; else (unless ``nominal_only``) preempt or
         hold, and say why it waits."""
         workload = head.workload
         request, total = workload.request, workload.request.total
         blockers: list[Blocker] = []
-        preemptable: list[str] = []
+        preemptable: list[tuple[str, str | None]] = []  # (flavor, tenant a hold there would be limited to)
         for flavor in workload.flavors:
             eligibility = state.cluster.eligibility(flavor, request, workload.constraints)
             if not eligibility.nodes:
                 blockers.extend(static_blockers(flavor, eligibility.mismatches))
                 continue
-            hold = holds.get(flavor)
-            if hold is not None and hold[1] != workload.id and hold[0] >= head.priority:
-                blockers.append(Blocker("held", flavor, {"holder": hold[1]}, 0.5))
+            claim = next((c for c in holds.get(flavor, ()) if c.blocks(head)), None)
+            # A hold never keeps a queue from its own reservation: the holder could not use it anyway.
+            if claim is not None and not (total.dev and total.dev <= state.reservations.unused(workload.queue, flavor)):
+                blockers.append(Blocker("held", flavor, {"holder": claim.holder}, 0.5))
                 continue
             check = state.quotas.check(workload.tenant, flavor, total, may_borrow=head.may_borrow and not nominal_only)
             if not check.ok:
-                blockers.append(quota_blocker(state, workload, flavor, check, total))
+                blockers.append(quota_blocker(state, workload, flavor, check, total, head.no_borrow))
                 if check.verdict >= QuotaVerdict.OVER_LIMIT:
-                    preemptable.append(flavor)
+                    preemptable.append((flavor, workload.tenant if self._own_quota_blocks(state, head, flavor, check) else None))
                 continue
             outstanding = state.reservations.outstanding(flavor, excluding=workload.queue) if total.dev else 0
             on_reservation = outstanding > 0 and state.cluster.free_devices_milli(flavor) - total.dev < outstanding
-            slots = state.cluster.place(flavor, request, workload.constraints)
+            slots = None if (on_reservation and head.guaranteed) else state.cluster.place(flavor, request, workload.constraints)
             if slots is not None:
                 placement = Placement(flavor, slots, on_reservation=on_reservation, borrowing=check.borrowing)
-                state._charge(workload, placement, allocated=True)  # place() allocated the slots already
+                state.charge(workload, placement, allocated=True)  # place() allocated the slots already
                 admitted = copy.copy(workload)
                 admitted.placement, admitted.started_at = placement, state.now
                 admitted.expected_end = state.now + workload.runtime_s
                 state.add_running(admitted)
                 state.admitted_now.add(workload.id)
                 decisions.admissions.append(Admission(workload.id, placement))
-                for held in [f for f, (_priority, holder) in holds.items() if holder == workload.id]:
-                    del holds[held]  # admitted: it holds nothing any more
+                release(holds, workload.id)
                 return True, ()
             blockers.append(capacity_blocker(state, flavor, workload, outstanding))
-            preemptable.append(flavor)
+            preemptable.append((flavor, None))
         if nominal_only:
-            _hold(holds, head, preemptable)  # a starving head keeps its flavor from pass 1 on
+            hold(holds, head, preemptable)  # a starving head keeps its flavor from pass 1 on
             return False, ()
         return False, self._preempt_or_hold(state, head, preemptable, blockers, holds, decisions)
 
-    def _preempt_or_hold(self, state: _State, head: _Head, flavors: list[str], blockers: list[Blocker],
-                         holds: dict[str, tuple[int, int]], decisions: Decisions) -> tuple[Blocker, ...]:
+    @staticmethod
+    def _own_quota_blocks(state: Accounting, head: _Head, flavor: str, check) -> bool:
+        """Whether only the head's own tenant's quota stops it (not the cohort, not capacity)."""
+        if not head.starving or check.verdict != QuotaVerdict.OVER_LIMIT:
+            return False  # only a starving head holds; the answer matters for nobody else
+        if not head.may_borrow:
+            return True
+        # In pass 1 the check left borrowing out; what stops the head is what would stop it in pass 2.
         workload = head.workload
+        return state.quotas.check(workload.tenant, flavor, workload.request.total).verdict == QuotaVerdict.OVER_LIMIT
+
+    def _preempt_or_hold(self, state: Accounting, head: _Head, flavors: list[tuple[str, str | None]],
+                         blockers: list[Blocker], holds: dict[str, list[Hold]],
+                         decisions: Decisions) -> tuple[Blocker, ...]:
+        workload = head.workload
+        terms = (head.may_borrow, not head.guaranteed)  # may borrow quota, may use others' reservations
         # Victims already leaving for this workload: wait for them rather than evict more.
-        for flavor in flavors if workload.id in state.evicting_for else ():
+        for flavor, _scope in flavors if workload.id in state.evicting_for else ():
             evicting = [w for w in state.evicting_for[workload.id] if w.placement and w.placement.flavor == flavor]
-            if evicting and self._fits_without(state, workload, flavor, evicting, head.may_borrow):
+            if evicting and _fits_without(state, workload, flavor, evicting, *terms):
                 grace = max(state.preempting[w.id] for w in evicting) - state.now
                 return (Blocker("preempting", flavor, {"count": len(evicting), "grace_s": int(max(grace, 0))}, 0.9),
                         *rank(blockers))
-        for flavor in flavors:
-            reclaim_quota = state.quotas.check(workload.tenant, flavor, workload.request.total).verdict == QuotaVerdict.COHORT_FULL
-            candidates = self._candidates(state, head, flavor, reclaim_quota)
-            if not candidates:
-                continue
-            if not _could_free_enough(state, workload, flavor, candidates):
-                continue
-            chosen = select_victims(state, workload, flavor, candidates, state.queues, state.now, head.may_borrow)
-            if chosen:
-                deadline = 0.0
-                for victim, reason in chosen:
-                    grace = state.queues[victim.queue].grace_s if victim.queue in state.queues else 0
-                    state.preempting[victim.id] = state.now + grace
-                    deadline = max(deadline, state.now + grace)
-                    decisions.preemptions.append(Preemption(victim.id, workload.id, reason, state.now + grace))
-                return (Blocker("preempting", flavor, {"count": len(chosen), "grace_s": int(deadline - state.now)}, 0.9),
-                        *rank(blockers))
-        _hold(holds, head, flavors)
-        return rank(blockers)
+        protected: Blocker | None = None
+        for flavor, _scope in flavors:
+            # Reclaiming lent quota is for a tenant that stays within its own nominal quota.
+            reclaim_quota = state.quotas.check(workload.tenant, flavor, workload.request.total,
+                                               may_borrow=False).verdict == QuotaVerdict.COHORT_FULL
+            candidates, shielded = self._candidates(state, head, flavor, reclaim_quota)
+            if candidates and _could_free_enough(state, workload, flavor, candidates):
+                chosen = select_victims(state, workload, flavor, candidates, state.queues, state.now, *terms)
+                if chosen:
+                    deadline = 0.0
+                    for victim, reason in chosen:
+                        grace = state.queues[victim.queue].grace_s if victim.queue in state.queues else 0
+                        state.preempting[victim.id] = state.now + grace
+                        deadline = max(deadline, state.now + grace)
+                        decisions.preemptions.append(Preemption(victim.id, workload.id, reason, state.now + grace))
+                    return (Blocker("preempting", flavor, {"count": len(chosen), "grace_s": int(deadline - state.now)}, 0.9),
+                            *rank(blockers))
+            if shielded and protected is None:
+                protected = self._protected_blocker(state, workload, flavor, candidates, shielded, terms)
+        hold(holds, head, flavors)
+        return rank([*blockers, protected] if protected else blockers)
 
-    @staticmethod
-    def _candidates(state: _State, head: _Head, flavor: str, reclaim_quota: bool) -> list[tuple[Workload, str]]:
-        """Running workloads on ``flavor`` this head may evict, each with the reason."""
+    def _protected_blocker(self, state: Accounting, workload: Workload, flavor: str, candidates: list,
+                           shielded: list, terms: tuple[bool, bool]) -> Blocker | None:
+        """A ``protected`` blocker when evicting damped workloads would have made room, else None."""
+        chosen = select_victims(state, workload, flavor, [*candidates, *shielded], state.queues, state.now, *terms)
+        protected = [until for victim, _reason in chosen or () if (until := self._protected(victim, state.now))]
+        if not protected:
+            return None
+        until = max(protected)
+        return Blocker("protected", flavor, {"count": len(protected), "limit": self.preemption_limit,
+                                             "window_s": int(self.preemption_window_s),
+                                             "wait_s": int(until - state.now)}, 0.8)
+
+    def _candidates(self, state: Accounting, head: _Head, flavor: str,
+                    reclaim_quota: bool) -> tuple[list[tuple[Workload, str]], list[tuple[Workload, str]]]:
+        """Running workloads on ``flavor`` this head may evict, each with the reason; and those it
+        could evict but for damping."""
         workload = head.workload
         # Whom a head may evict depends on its queue, tenant and flags, not on the head itself.
-        key = (flavor, workload.queue, workload.tenant, reclaim_quota, head.allow_any_lower, workload.kind)
+        key = (flavor, workload.queue, workload.tenant, reclaim_quota, head.allow_any_lower)
         cached = state.candidates.get(key)
-        if cached is not None:
-            return [pair for pair in cached if pair[0].id not in state.preempting]
-        policy = state.queues[workload.queue]
-        reclaim_reservation = state.reservations.owns(workload.queue, flavor)
-        by_queue = state.running_by_queue.get(flavor, {})
-        if reclaim_quota or reclaim_reservation or head.allow_any_lower:
-            pools = list(by_queue.values())  # borrowed capacity may sit in any queue
-        else:
-            pools = [by_queue.get(queue, ()) for queue in sorted(policy.may_preempt)]
-        cohort = state.quotas.quotas[workload.tenant].cohort if workload.tenant in state.quotas.quotas else None
-        candidates = []
-        for pool in pools:
-            for running in pool:
-                if running.id in state.preempting or running.id in state.admitted_now:
-                    continue
-                if reclaim_quota and getattr(state.quotas.quotas.get(running.tenant), "cohort", None) != cohort:
-                    continue
-                reason = eviction_reason(workload, running, state.queues, reclaim_reservation=reclaim_reservation,
-                                         reclaim_quota=reclaim_quota, allow_any_lower=head.allow_any_lower)
-                if reason is not None:
-                    candidates.append((running, reason))
-        state.candidates[key] = candidates
-        return candidates
-
-    @staticmethod
-    def _fits_without(state: _State, workload: Workload, flavor: str, evicting: list[Workload],
-                      may_borrow: bool) -> bool:
-        for victim in evicting:
-            state.remove(victim)
-        try:
-            return state.fits(workload, flavor, may_borrow)
-        finally:
-            for victim in evicting:
-                state.restore(victim)
+        if cached is None:
+            cached = state.candidates[key] = find_candidates(
+                state, workload, flavor, reclaim_quota=reclaim_quota, allow_any_lower=head.allow_any_lower,
+                protected=lambda victim: bool(victim.preempted_at) and self._protected(victim, state.now) is not None)
+        candidates, shielded = cached
+        return ([pair for pair in candidates if pair[0].id not in state.preempting],
+                [pair for pair in shielded if pair[0].id not in state.preempting])
 
     # -- 5. explain --------------------------------------------------------------------------
 
-    def _explain(self, state: _State, order: list[_Head], blocked: dict[int, tuple[Blocker, ...]],
+    def _explain(self, state: Accounting, order: list[_Head], blocked: dict[int, tuple[Blocker, ...]],
                  decisions: Decisions) -> None:
         positions: dict[str, int] = {}
         releases: dict[str, list[tuple[float, Workload]]] = {}
@@ -364,9 +315,9 @@ class Engine:
             if blockers and blockers[0].kind == "preempting":
                 eta = (state.now + blockers[0].params["grace_s"], None)
             elif self.eta and any(b.kind in _WAITS_FOR_CAPACITY for b in blockers):
-                by_quota = any(b.kind in ("quota", "cohort") for b in blockers)
+                by_quota = any(b.kind in _QUOTA_KINDS for b in blockers)
                 key = (workload.request.shape, workload.constraints, workload.flavors,
-                       workload.tenant if by_quota else None, workload.queue)
+                       workload.tenant if by_quota else None, workload.queue, head.may_borrow, head.guaranteed)
                 if key not in etas:
                     if workload.flavors not in merged:
                         merged[workload.flavors] = sorted(
@@ -374,16 +325,17 @@ class Engine:
                             key=lambda pair: (pair[0], pair[1].id),
                         )
                     etas[key] = estimate_eta(state, workload, workload.flavors, merged[workload.flavors], state.now,
-                                             head.may_borrow)
+                                             head.may_borrow, not head.guaranteed)
                 eta = etas[key]
             decisions.pending[workload.id] = Pending(workload.id, position, blockers, eta[0], eta[1])
 
 
 # Blockers that running work ends; the others (driver, labels, ...) need an admin, not time.
-_WAITS_FOR_CAPACITY = frozenset({"capacity", "quota", "cohort", "reservation", "held"})
+_QUOTA_KINDS = frozenset({"quota", "quota-not-preemptible", "quota-protected", "cohort", "cohort-borrow"})
+_WAITS_FOR_CAPACITY = _QUOTA_KINDS | {"capacity", "reservation", "held", "protected"}
 
 
-def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Workload]]]) -> list[tuple[float, Workload]]:
+def _releases(state: Accounting, flavor: str, cache: dict[str, list[tuple[float, Workload]]]) -> list[tuple[float, Workload]]:
     if flavor not in cache:
         cache[flavor] = sorted(
             ((w.expected_end if w.expected_end is not None else (w.started_at or state.now) + w.runtime_s, w)
@@ -395,7 +347,7 @@ def _releases(state: _State, flavor: str, cache: dict[str, list[tuple[float, Wor
 
 def free_capacity(snapshot: Snapshot) -> dict[str, tuple[Res, Res]]:
     """Per flavor, (total, free) over its schedulable nodes once running work is charged."""
-    state = _State(snapshot, Policy.BINPACK, None)
+    state = Accounting(snapshot, Policy.BINPACK, None)
     result: dict[str, tuple[Res, Res]] = {}
     for flavor, nodes in state.cluster.flavors.items():
         total = free = ZERO
@@ -411,16 +363,21 @@ def _memo_key(head: _Head) -> tuple:
     """Heads with equal keys fit (or fail) in exactly the same places within one cycle."""
     workload = head.workload
     return (workload.request.shape, workload.constraints, workload.flavors, workload.tenant, workload.queue,
-            head.may_borrow, head.allow_any_lower, head.priority)
+            head.may_borrow, head.allow_any_lower, head.priority, head.guaranteed, head.starving)
 
 
-def _hold(holds: dict[str, tuple[int, int]], head: _Head, flavors: list[str]) -> None:
-    """A head past its queue's max wait holds its preferred flavor against equal or lower work."""
-    if head.starving and flavors and flavors[0] not in holds:
-        holds[flavors[0]] = (head.priority, head.workload.id)
+def _fits_without(state: Accounting, workload: Workload, flavor: str, evicting: list[Workload],
+                  may_borrow: bool, may_use_reserved: bool) -> bool:
+    for victim in evicting:
+        state.remove(victim)
+    try:
+        return state.fits(workload, flavor, may_borrow, may_use_reserved)
+    finally:
+        for victim in evicting:
+            state.restore(victim)
 
 
-def _could_free_enough(state: _State, workload: Workload, flavor: str, candidates: list[tuple[Workload, str]]) -> bool:
+def _could_free_enough(state: Accounting, workload: Workload, flavor: str, candidates: list[tuple[Workload, str]]) -> bool:
     """A cheap bound before a victim search: free devices plus everything the candidates hold."""
     need = workload.request.total.dev
     if not need:

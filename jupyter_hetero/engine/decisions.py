@@ -8,7 +8,7 @@ from typing import Any
 
 from .model import Placement
 
-__all__ = ["Admission", "Blocker", "Decisions", "Escalation", "Fit", "Pending", "Preemption"]
+__all__ = ["Admission", "Blocker", "Decisions", "Escalation", "Fit", "Lost", "Pending", "Preemption"]
 
 
 class Fit(IntEnum):
@@ -63,10 +63,24 @@ class Pending:
     eta_because: int | None = None  # the running workload whose end frees the capacity
 
 
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """A running workload whose placement the inventory no longer has (its node left, or came back
+    with fewer devices); the cycle charged it nowhere, and its queue's failure policy decides."""
+
+    workload: int
+    reason: str  # one English sentence; ``render(lost, "zh")`` gives it in Chinese
+    kind: str = "node-gone"  # node-gone | device-gone
+    params: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
 @dataclass(slots=True)
 class Decisions:
+    """One cycle's output; ``lost``: running work whose placement the inventory no longer has."""
+
     now: float
     admissions: list[Admission] = field(default_factory=list)
     preemptions: list[Preemption] = field(default_factory=list)
     escalations: list[Escalation] = field(default_factory=list)
     pending: dict[int, Pending] = field(default_factory=dict)
+    lost: list[Lost] = field(default_factory=list)

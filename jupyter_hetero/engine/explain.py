@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .decisions import Blocker
+from .decisions import Blocker, Lost
 from .model import Workload
 from .preemption import WhatIf
 
@@ -20,14 +20,30 @@ _MESSAGES: dict[str, tuple[str, str]] = {
         "(borrowing limit {borrowing_limit})",
         "配额：租户 {tenant} 在队列 {queue} 中已使用规格 {flavor} 的 {resource} {used}/{nominal}（可借用上限 {borrowing_limit}）",
     ),
+    "quota-not-preemptible": (
+        "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor}; queue {queue} is never "
+        "preempted, so it does not borrow quota that would have to be given back",
+        "配额：租户 {tenant} 已使用规格 {flavor} 的 {resource} {used}/{nominal}；队列 {queue} 不会被抢占，因此不借用需要归还的配额",
+    ),
+    "quota-protected": (
+        "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor}; this workload was preempted "
+        "too often lately and is protected from preemption, so it does not borrow quota until the protection ends",
+        "配额：租户 {tenant} 已使用规格 {flavor} 的 {resource} {used}/{nominal}；该作业近期被抢占次数过多，"
+        "正受保护不被抢占，保护期结束前不借用配额",
+    ),
     "no-quota": (
         "quota: tenant {tenant} has no quota for flavor {flavor}",
         "配额：租户 {tenant} 没有规格 {flavor} 的配额",
     ),
     "cohort": (
         "quota: other tenants of cohort {cohort} borrowed the {resource} of flavor {flavor} ({used}/{limit} in use); "
-        "it is reclaimed by preemption",
-        "配额：资源池 {cohort} 中规格 {flavor} 的 {resource} 已被其他租户借用（已用 {used}/{limit}），将通过抢占收回",
+        "it is taken back from borrowers whose queues do not outrank queue {queue}, the rest as their work ends",
+        "配额：资源池 {cohort} 中规格 {flavor} 的 {resource} 已被其他租户借用（已用 {used}/{limit}）；"
+        "优先级不高于队列 {queue} 的借用者将被抢占收回，其余待其作业结束后归还",
+    ),
+    "cohort-borrow": (
+        "quota: cohort {cohort} has no {resource} of flavor {flavor} left to lend ({used}/{limit} in use)",
+        "配额：资源池 {cohort} 中规格 {flavor} 已没有可借出的 {resource}（已用 {used}/{limit}）",
     ),
     "capacity": (
         "capacity: flavor {flavor} has {free} free, needs {need}",
@@ -48,6 +64,12 @@ _MESSAGES: dict[str, tuple[str, str]] = {
     "preempting": (
         "preemption: waiting for {count} evicted workload(s) to release flavor {flavor} (grace ends in {grace_s} s)",
         "抢占：等待 {count} 个被抢占的作业释放规格 {flavor}（宽限期剩余 {grace_s} 秒）",
+    ),
+    "protected": (
+        "preemption: the {count} workload(s) that could make room on flavor {flavor} were each preempted {limit} "
+        "times in the last {window_s} s and are protected from preemption for {wait_s} s more",
+        "抢占：规格 {flavor} 上可腾出资源的 {count} 个作业在过去 {window_s} 秒内已各被抢占 {limit} 次，"
+        "还将受保护 {wait_s} 秒不被抢占",
     ),
     "driver": (
         "driver: template needs driver {need}, nodes of flavor {flavor} have {have}",
@@ -97,14 +119,23 @@ _MESSAGES: dict[str, tuple[str, str]] = {
         "capacity: no admitted node belongs to flavor {flavor}",
         "容量：没有属于规格 {flavor} 的已准入节点",
     ),
+    # Lost running work (Decisions.lost), not blockers.
+    "node-gone": (
+        "node {node} is no longer in the inventory",
+        "节点 {node} 已不在资源清单中",
+    ),
+    "device-gone": (
+        "node {node} has {devices} devices now; the placement uses device {index}",
+        "节点 {node} 现有 {devices} 张加速卡；该作业的放置使用第 {index} 号卡",
+    ),
 }
 
 
-def render(blocker: Blocker, language: str = "en") -> str:
-    """The blocker as one sentence; ``language`` ``zh*`` gives Simplified Chinese."""
+def render(blocker: Blocker | Lost, language: str = "en") -> str:
+    """The blocker (or lost workload) as one sentence; ``language`` ``zh*`` gives Simplified Chinese."""
     english, chinese = _MESSAGES.get(blocker.kind, ("{kind}: {params}", "{kind}：{params}"))
     text = chinese if language.lower().startswith("zh") else english
-    params: dict[str, Any] = {"kind": blocker.kind, "flavor": blocker.flavor, "params": blocker.params}
+    params: dict[str, Any] = {"kind": blocker.kind, "flavor": getattr(blocker, "flavor", None), "params": blocker.params}
     params.update(blocker.params)
     try:
         return text.format(**params)
@@ -119,7 +150,7 @@ def rank(blockers: Sequence[Blocker]) -> tuple[Blocker, ...]:
 
 def estimate_eta(state: WhatIf, workload: Workload, flavors: Sequence[str],
                  releases: Sequence[tuple[float, Workload]], now: float,
-                 may_borrow: bool = True) -> tuple[float | None, int | None]:
+                 may_borrow: bool = True, may_use_reserved: bool = True) -> tuple[float | None, int | None]:
     """The earliest time the workload fits if running work ends as expected and nothing else
     takes the capacity first; and the workload whose end makes room. The state is restored.
 
@@ -140,7 +171,7 @@ def estimate_eta(state: WhatIf, workload: Workload, flavors: Sequence[str],
 
     def fits_after(count: int) -> bool:
         out_until(count)
-        return any(state.fits(workload, flavor, may_borrow) for flavor in flavors)
+        return any(state.fits(workload, flavor, may_borrow, may_use_reserved) for flavor in flavors)
 
     try:
         low, high = 0, 1  # fits after `high` releases, not after `low`

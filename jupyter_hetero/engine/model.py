@@ -236,6 +236,9 @@ class Workload:
     kind: WorkloadKind = WorkloadKind.JOB
     constraints: Constraints = Constraints()
     user: str = ""
+    # Snapshot times at which it was chosen as a victim before, oldest first; the service keeps them
+    # across requeues. Damping: see Engine(preemption_limit=..., preemption_window_s=...).
+    preempted_at: tuple[float, ...] = ()
     # Running workloads only:
     placement: Placement | None = None
     started_at: float | None = None

@@ -28,6 +28,10 @@ class Reservations:
     def refund(self, queue: str, flavor: str, device_milli: int) -> None:
         self.charge(queue, flavor, -device_milli)
 
+    def unused(self, queue: str, flavor: str) -> int:
+        """Device-milli of ``queue``'s own reservation on ``flavor`` that it does not use now."""
+        return max(0, self.reserved.get(flavor, {}).get(queue, 0) - self.used.get((flavor, queue), 0))
+
     def outstanding(self, flavor: str, *, excluding: str) -> int:
         """Device-milli still held back on ``flavor`` for queues other than ``excluding``."""
         return sum(

@@ -165,8 +165,9 @@ class Scheduler:
     # -- apply decisions ---------------------------------------------------------------------
 
     def _apply(self, decisions: Decisions, now: float) -> None:
-        # At merge, the engine's own report of running work whose node vanished takes the same path:
-        # self.lose([(lost.workload, lost.reason) for lost in decisions.lost], now)
+        # Running work the engine found on a vanished node or device takes the same path as the
+        # service's own check of placements against the inventory.
+        self.lose([(lost.workload, lost.reason) for lost in decisions.lost], now)
         for escalation in decisions.escalations:
             self.repository.update_workload(
                 escalation.workload, event="escalated",

@@ -189,15 +189,13 @@ def engine_workload(row: WorkloadRow, template: Template | None, default_runtime
         priority_boost=row.priority_boost,
         escalated=row.escalated,
         runtime_s=runtime,
-        # At merge, with the engine's Workload.preempted_at (times preempted, oldest first):
-        # preempted_at=tuple(_preempted_at(row, times)),
+        preempted_at=tuple(_preempted_at(row, times)),
     )
 
 
 def _preempted_at(row: WorkloadRow, times: SteadyTime | None) -> list[float]:
-    """When the workload was preempted, oldest first, in scheduler time when ``times`` is given.
-
-    Unused until the engine's ``Workload.preempted_at`` exists; the commented line above switches it on."""
+    """When the workload was preempted, oldest first, in scheduler time when ``times`` is given (the
+    engine's damping counts them)."""
     stored = row.preempted_at or []
     if times is None:
         return list(stored)

@@ -48,6 +48,10 @@ def test_flavors_are_tried_in_template_order():
                      "runtime: template needs runtime >= 12.1, nodes of flavor t4 have 11.8", id="old runtime"),
         pytest.param(node("t1", "t4").gpus(1, 16), job(1).gpus(1, mem_gib=40).flavors("t4"),
                      "capacity: no admitted node of flavor t4 has >= 40Gi device memory; nodes have 16Gi", id="too little device memory"),
+        pytest.param(node("n1", "ascend-910b").gpus(1, 64, family="ascend", model="910B3", runtime="8.0.RC1"),
+                     job(1).gpus(1).flavors("ascend-910b").needs(min_runtime="8.0", family="ascend"),
+                     "runtime: template needs runtime >= 8.0, nodes of flavor ascend-910b have 8.0.RC1",
+                     id="a release candidate is below its release"),
         pytest.param(node("t1", "t4").gpus(1, 16).frameworks("onnxruntime"), job(1).gpus(1).flavors("t4").needs(frameworks=("vllm",)),
                      "frameworks: template needs vllm, nodes of flavor t4 provide onnxruntime", id="missing framework"),
         pytest.param(node("t1", "t4").gpus(2, 16, interconnect="pcie"), job(1).gpus(2).flavors("t4").needs(interconnect=("nvlink",)),
@@ -134,11 +138,11 @@ def test_training_may_borrow_after_its_max_wait():
     assert {e.action for e in decisions.escalations} == {"allow-borrowing"}
 
 
-def test_a_lender_reclaims_its_quota_by_preempting_a_borrower():
+def test_a_lender_reclaims_its_quota_by_preempting_a_borrower_of_equal_priority():
     snap = snapshot(
         nodes=[node("a1").gpus(4)],
         running=[job(10 + i).queue("training").gpus(1).on("a1", i, started=100 * i, borrowing=i >= 2) for i in range(4)],
-        pending=[job(1).tenant("nlp").queue("experiment").gpus(1)],
+        pending=[job(1).tenant("nlp").queue("training").gpus(1)],
         tenants=_two_tenants(),
     )
     decisions = Engine().cycle(snap)
@@ -356,9 +360,11 @@ def test_the_snapshot_is_not_mutated():
 
 
 def test_work_admitted_in_this_cycle_is_never_a_victim_in_the_same_cycle():
+    # Job 1 goes first (escalated to priority 200) and borrows nlp's device; nlp's job 2 could reclaim
+    # it (same queue), but not in the cycle that admitted it.
     snap = snapshot(
         nodes=[node("a1").gpus(2)],
-        pending=[job(1).queue("urgent").gpus(2).submitted(1), job(2).tenant("nlp").queue("batch").gpus(1).submitted(2)],
+        pending=[job(1).queue("batch").escalated().gpus(2).submitted(1), job(2).tenant("nlp").queue("batch").gpus(1).submitted(2)],
         tenants=[tenant("vision").quota("a100-80g", devices=1), tenant("nlp").quota("a100-80g", devices=1)],
     )
     decisions = Engine().cycle(snap)

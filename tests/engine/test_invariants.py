@@ -5,7 +5,7 @@
 - reserved capacity is only ever borrowed as `on_reservation` (so its owner can take it back);
 - every admission satisfies its request's constraints;
 - the same snapshot gives the same decisions;
-- no two workloads preempt each other back and forth;
+- evictions never go up in priority, never take a non-preemptible queue's work, never ping-pong;
 - a workload that fits the cluster is admitted within a bound, even under a stream of small work.
 """
 
@@ -209,6 +209,9 @@ def test_preemption_only_goes_down_in_priority_or_takes_back_what_was_lent(snap)
     for preemption in decisions.preemptions:
         victim, preemptor = running[preemption.victim], pending[preemption.preemptor]
         assert victim.preempting_until is None
+        # Whatever the reason, the victim's queue is preemptible and does not outrank the preemptor's.
+        assert snap.queues[victim.queue].preemptible
+        assert snap.queues[victim.queue].priority <= snap.queues[preemptor.queue].priority
         if preemption.reason == "priority":
             assert snap.queues[victim.queue].priority < snap.queues[preemptor.queue].priority
         elif preemption.reason == "reservation":
