@@ -33,7 +33,7 @@ class QueuesHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.reply(self.platform.catalog_service.queues(self.identity.tenant, self.platform.clock.wall()))
+        self.reply(self.platform.catalog_service.queues(self.identity.tenant))
 
 
 default_handlers = [

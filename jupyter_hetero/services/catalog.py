@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
 from ..catalog import Catalog, Queue, Template, Tenant
 from ..errors import NotFound
-from ..store import Held, Repository
+from ..store import Held
+from .queue_status import QueueStatus
 
 __all__ = ["CatalogService"]
 
@@ -15,9 +17,9 @@ __all__ = ["CatalogService"]
 class CatalogService:
     """Answers the read API: what can be requested, how busy each queue is, what a tenant uses."""
 
-    def __init__(self, catalog: Catalog, repository: Repository):
+    def __init__(self, catalog: Catalog, status: Callable[[], QueueStatus]):
         self.catalog = catalog
-        self.repository = repository
+        self.status = status  # the scheduler's status as of its last cycle
 
     def templates(self, *, kind: str | None = None, task_type: str | None = None,
                   tenant: Tenant | None = None) -> list[dict[str, Any]]:
@@ -35,29 +37,27 @@ class CatalogService:
             raise NotFound(f"no template named {name!r}", known=[t.name for t in self.catalog.templates])
         return _template_json(template)
 
-    def queues(self, tenant: Tenant, now: float) -> list[dict[str, Any]]:
+    def queues(self, tenant: Tenant) -> list[dict[str, Any]]:
         """Every queue with its rules, pending and running counts, waits over the last day, and the
-        tenant's quota use in it."""
-        counts = self.repository.queue_counts()
-        waits = self.repository.waits(since=now - 86400)
-        held = self.repository.held_per_queue(tenant.name)
+        tenant's quota use in it, as of the last scheduling cycle."""
+        status = self.status()
         return [
             {
                 **_queue_json(queue),
                 "allowed": tenant.allows_queue(queue.name),
-                **counts.get(queue.name, {"pending": 0, "running": 0}),
-                "wait_p50_s": _percentile(waits.get(queue.name, []), 50),
-                "wait_p95_s": _percentile(waits.get(queue.name, []), 95),
-                "admitted_last_day": len(waits.get(queue.name, [])),
-                "quota": self._quota_use(tenant, {(tenant.name, flavor): use for (name, flavor), use in held.items()
-                                                  if name == queue.name}),
+                **status.counts.get(queue.name, {"pending": 0, "running": 0}),
+                "wait_p50_s": _percentile(status.waits.get(queue.name, []), 50),
+                "wait_p95_s": _percentile(status.waits.get(queue.name, []), 95),
+                "admitted_last_day": len(status.waits.get(queue.name, [])),
+                "quota": self._quota_use(tenant, status.held_in(tenant.name, queue.name)),
+                "status_at": status.at,
             }
             for queue in sorted(self.catalog.queues, key=lambda q: -q.priority)
         ]
 
     def tenants(self) -> list[dict[str, Any]]:
         """Every tenant with its members, quota and use per flavor (for admins)."""
-        held = self.repository.held()
+        held = self.status().held_by_tenant()
         return [
             {
                 "tenant": tenant.name, "display": tenant.display.model_dump(), "users": tenant.users,
@@ -70,7 +70,7 @@ class CatalogService:
 
     def tenant_usage(self, tenant: Tenant) -> list[dict[str, Any]]:
         """The tenant's quota and use per flavor, across all queues."""
-        return self._quota_use(tenant, self.repository.held(tenant=tenant.name))
+        return self._quota_use(tenant, self.status().held_by_tenant(tenant.name))
 
     def _quota_use(self, tenant: Tenant, held: dict[tuple[str, str], Held]) -> list[dict[str, Any]]:
         rows = []
@@ -85,11 +85,10 @@ class CatalogService:
         return rows
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile; None when there is nothing to measure."""
-    if not values:
+def _percentile(ordered: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of ascending values; None when there is nothing to measure."""
+    if not ordered:
         return None
-    ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 

@@ -58,7 +58,6 @@ class Platform:
     inherited_environment: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
     def __post_init__(self) -> None:
-        self.catalog_service = CatalogService(self.catalog, self.repository)
         self.access = Access(self.repository)
         self.credentials = CredentialService(
             catalog=self.catalog, repository=self.repository, server_url=self.server_url,
@@ -69,6 +68,7 @@ class Platform:
             catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             engine=self.engine, clock=self.clock, work_dir=self.work_dir,
         )
+        self.catalog_service = CatalogService(self.catalog, self.scheduler.queue_status)
         self.kernels = KernelService(
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
             identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=self.server_url,

@@ -28,6 +28,7 @@ from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .inventory import Inventory
 from .lifecycle import after_attempt, placement_problem
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
+from .queue_status import WAIT_WINDOW_S, QueueStatus
 from .reflector import NodeStates, WorkloadReflector
 from .ticks import TickLog, TickTiming
 
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 30
 # Seconds between SIGTERM and SIGKILL when a time limit is reached.
 TIME_LIMIT_GRACE_S = 10
+# Seconds between reads of the last day's queue waits when no tick admits anything (a tick that admits
+# reads them again at once).
+WAITS_REFRESH_S = 30.0
 # Workloads the engine sees: waiting ones and those holding capacity.
 SCHEDULED_STATES = ("queued", "preempted", *ACTIVE_STATES)
 
@@ -77,6 +81,9 @@ class Scheduler:
         # What the engine sees, kept current at the cost of what changed (see reflector.py).
         self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload)
         self._node_states = NodeStates(node_state)
+        self._status: QueueStatus | None = None
+        self._waits: dict[str, list[float]] = {}
+        self._waits_read_at = float("-inf")
 
     def waiting(self, workload_id: int) -> Pending | None:
         """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
@@ -123,6 +130,7 @@ class Scheduler:
         self._apply(decisions, now)
         self.pending = dict(decisions.pending)
         self.last_decisions = decisions
+        self._publish_status(refresh_waits=bool(decisions.admissions))
         ended = time.perf_counter()
         self.ticks.record(TickTiming(
             at=at, monitor_s=monitored - synced, snapshot_s=(synced - started) + (snapshotted - monitored),
@@ -131,6 +139,19 @@ class Scheduler:
             changed=changed,
         ))
         return decisions
+
+    def queue_status(self) -> QueueStatus:
+        """How busy each queue is, as of the last tick (before the first one, as of now)."""
+        return self._status or self._publish_status(refresh_waits=True, sync=True)
+
+    def _publish_status(self, *, refresh_waits: bool, sync: bool = False) -> QueueStatus:
+        wall = self.wall()
+        if sync:
+            self._workloads.sync()
+        if refresh_waits or wall - self._waits_read_at >= WAITS_REFRESH_S:
+            self._waits, self._waits_read_at = self.repository.waits(since=wall - WAIT_WINDOW_S), wall
+        self._status = QueueStatus.of((row for row, _workload in self._workloads.entries()), self._waits, at=wall)
+        return self._status
 
     def _engine_workload(self, row: WorkloadRow) -> Workload:
         return engine_workload(row, self.catalog.template(row.template), 3600.0, self.times)

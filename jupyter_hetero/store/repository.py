@@ -44,6 +44,10 @@ class Held:
     memory_mib: int = 0
     device_milli: int = 0
 
+    def __add__(self, other: Held) -> Held:
+        return Held(self.cpu_milli + other.cpu_milli, self.memory_mib + other.memory_mib,
+                    self.device_milli + other.device_milli)
+
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # WAL lets the API read while the scheduler writes; NORMAL sync keeps every committed
@@ -218,64 +222,6 @@ class Repository:
             ))
 
     # -- workload aggregates -----------------------------------------------------------------
-
-    def queue_counts(self) -> dict[str, dict[str, int]]:
-        """``{queue: {"pending": n, "running": n}}`` over workloads waiting or holding capacity."""
-        counts: dict[str, dict[str, int]] = {}
-        with self.session() as session:
-            rows = session.execute(
-                select(WorkloadRow.queue, WorkloadRow.state, func.count())
-                .where(WorkloadRow.state.in_(PENDING_STATES + ACTIVE_STATES))
-                .group_by(WorkloadRow.queue, WorkloadRow.state)
-            )
-            for queue, state, count in rows:
-                slot = counts.setdefault(queue, {"pending": 0, "running": 0})
-                slot["pending" if state in PENDING_STATES else "running"] += count
-        return counts
-
-    def held(self, tenant: str | None = None, queue: str | None = None) -> dict[tuple[str, str], Held]:
-        """Capacity held per (tenant, flavor), optionally for one tenant or queue."""
-        query = (
-            select(
-                WorkloadRow.tenant,
-                WorkloadRow.flavor,
-                func.sum(WorkloadRow.held_cpu_milli),
-                func.sum(WorkloadRow.held_memory_mib),
-                func.sum(WorkloadRow.held_device_milli),
-            )
-            .where(WorkloadRow.state.in_(ACTIVE_STATES))
-            .group_by(WorkloadRow.tenant, WorkloadRow.flavor)
-        )
-        if tenant is not None:
-            query = query.where(WorkloadRow.tenant == tenant)
-        if queue is not None:
-            query = query.where(WorkloadRow.queue == queue)
-        with self.session() as session:
-            return {
-                (row_tenant, flavor): Held(int(cpu or 0), int(memory or 0), int(devices or 0))
-                for row_tenant, flavor, cpu, memory, devices in session.execute(query)
-                if flavor is not None
-            }
-
-    def held_per_queue(self, tenant: str) -> dict[tuple[str, str], Held]:
-        """Capacity one tenant holds per (queue, flavor): the queues view's use in one query, not one per queue."""
-        query = (
-            select(
-                WorkloadRow.queue,
-                WorkloadRow.flavor,
-                func.sum(WorkloadRow.held_cpu_milli),
-                func.sum(WorkloadRow.held_memory_mib),
-                func.sum(WorkloadRow.held_device_milli),
-            )
-            .where(WorkloadRow.state.in_(ACTIVE_STATES), WorkloadRow.tenant == tenant)
-            .group_by(WorkloadRow.queue, WorkloadRow.flavor)
-        )
-        with self.session() as session:
-            return {
-                (queue, flavor): Held(int(cpu or 0), int(memory or 0), int(devices or 0))
-                for queue, flavor, cpu, memory, devices in session.execute(query)
-                if flavor is not None
-            }
 
     def waits(self, since: float) -> dict[str, list[float]]:
         """Per queue, seconds from submission to admission of workloads admitted since ``since``."""

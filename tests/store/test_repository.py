@@ -10,7 +10,6 @@ from sqlalchemy import create_engine, text
 
 from jupyter_hetero.store import SCHEMA_VERSION, Repository, SchemaTooNew
 from jupyter_hetero.store.migrations import MIGRATIONS, migrate
-from jupyter_hetero.store.tables import WorkloadRow
 
 
 @pytest.fixture
@@ -108,29 +107,6 @@ def test_upsert_keeps_first_seen_and_admission_state(repo):
     assert row.state == "pending"
     assert row.first_seen < row.last_seen
     assert [n.capability for n in repo.nodes()] == [{"a": 2}]
-
-
-def _workload(**fields) -> WorkloadRow:
-    base = dict(kind="job", tenant="vision", user="ada", template="training", queue="training",
-                request={}, spec={}, created_at=0.0, updated_at=0.0)
-    return WorkloadRow(**{**base, **fields})
-
-
-def test_queue_counts_and_held_capacity_come_from_workload_rows(repo):
-    with repo.session() as session:
-        session.add_all([
-            _workload(state="queued"),
-            _workload(state="running", flavor="a100-80g", held_cpu_milli=8000, held_memory_mib=1024, held_device_milli=2000),
-            _workload(state="admitted", flavor="a100-80g", held_cpu_milli=1000, held_memory_mib=512, held_device_milli=1000),
-            _workload(state="succeeded", flavor="a100-80g", held_device_milli=4000),
-            _workload(state="running", queue="batch", tenant="nlp", flavor="t4", held_device_milli=500),
-        ])
-    assert repo.queue_counts() == {"training": {"pending": 1, "running": 2}, "batch": {"pending": 0, "running": 1}}
-    held = repo.held(tenant="vision")
-    assert held[("vision", "a100-80g")].device_milli == 3000
-    assert held[("vision", "a100-80g")].cpu_milli == 9000
-    assert ("nlp", "t4") not in held
-    assert repo.held(queue="batch")[("nlp", "t4")].device_milli == 500
 
 
 def test_events_are_appended_in_order(repo):
