@@ -6,7 +6,7 @@
 """
 
 from .capacity import Cluster, Policy
-from .cycle import Engine, Snapshot, free_capacity
+from .cycle import Engine, free_capacity
 from .decisions import Admission, Blocker, Decisions, Escalation, Fit, Lost, Pending, Preemption
 from .explain import render
 from .matching import LabelReq
@@ -19,6 +19,7 @@ from .model import (
     Request,
     Res,
     Slot,
+    Snapshot,
     TenantQuota,
     VariantNeed,
     Workload,

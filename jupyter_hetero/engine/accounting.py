@@ -11,18 +11,14 @@ devices) is charged nowhere and reported as lost: one stale placement must not s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from .capacity import Cluster, NodeScorer
 from .decisions import Lost
 from .explain import render
 from .fairshare import FairShare
-from .model import ZERO, Placement, Res, Workload
+from .model import ZERO, Placement, Res, Snapshot, Workload
 from .quota import QuotaBook
 from .reservation import Reservations
-
-if TYPE_CHECKING:
-    from .cycle import Snapshot
 
 __all__ = ["Accounting"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import heapq
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .accounting import Accounting
 from .blockers import capacity_blocker, quota_blocker, static_blockers
@@ -29,23 +29,11 @@ from .capacity import NodeScorer, Policy
 from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
 from .explain import estimate_eta, rank
 from .holds import Hold, hold, release
-from .model import ZERO, NodeState, Placement, QueuePolicy, Res, TenantQuota, Workload
+from .model import ZERO, Placement, Res, Snapshot, Workload
 from .preemption import find_candidates, protected_until, select_victims
 from .quota import QuotaVerdict
 
-__all__ = ["Engine", "Snapshot", "free_capacity"]
-
-
-@dataclass(slots=True)
-class Snapshot:
-    """Everything one cycle looks at. Nodes carry full capacity; running work is charged by the engine."""
-
-    now: float
-    nodes: list[NodeState]
-    queues: dict[str, QueuePolicy]
-    tenants: dict[str, TenantQuota]
-    running: list[Workload] = field(default_factory=list)
-    pending: list[Workload] = field(default_factory=list)
+__all__ = ["Engine", "free_capacity"]
 
 
 @dataclass(slots=True)

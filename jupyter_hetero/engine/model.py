@@ -18,6 +18,7 @@ __all__ = [
     "Request",
     "Res",
     "Slot",
+    "Snapshot",
     "TenantQuota",
     "VariantNeed",
     "Workload",
@@ -251,3 +252,15 @@ class Workload:
     priority_boost: int = 0
     escalated: bool = False
     runtime_s: float = 3600.0  # declared or template-typical run time, for ETAs
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Everything one cycle looks at. Nodes carry full capacity; running work is charged by the engine."""
+
+    now: float
+    nodes: list[NodeState]
+    queues: dict[str, QueuePolicy]
+    tenants: dict[str, TenantQuota]
+    running: list[Workload] = field(default_factory=list)
+    pending: list[Workload] = field(default_factory=list)
