@@ -18,7 +18,7 @@ from jupyter_hetero.backends.base import Launch, ProcessHandle
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.services.clock import Clock
 
-__all__ = ["GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "SteppingClock"]
+__all__ = ["GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "SecondReplicaFails", "SteppingClock"]
 
 
 class HubStyleUser(User):
@@ -132,3 +132,19 @@ class HeldScheduler:
         finally:
             self.ticking.clear()
             self.finished += 1
+
+
+class SecondReplicaFails(LocalBackend):
+    """The local backend, except that launching a gang's second replica raises what a broken device
+    plugin or runtime might (not an ``OSError``): the first replica is already running then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[ProcessHandle] = []
+
+    def launch(self, launch: Launch) -> ProcessHandle:
+        if launch.replica == 1:
+            raise ValueError("device plugin answered garbage")
+        handle = super().launch(launch)
+        self.started.append(handle)
+        return handle
