@@ -46,14 +46,18 @@ class HeteroProvisioner(LocalProvisioner):
                 idle_timeout=self._cull_idle_timeout(), **request,
             )
         timeout = float(overrides.get("wait_timeout") or self.wait_timeout)
-        env = await kernels.wait_for_placement(self.workload_id, timeout)  # ends the workload itself on failure
+        try:
+            env = await kernels.wait_for_placement(self.workload_id, timeout)  # ends the workload itself on failure
+        except BaseException:
+            kernels.forget_failed_start(self.kernel_id)
+            raise
         # The kernel starts from its workload's environment, not the server's (which may hold its token).
         session = {k: v for k, v in (kwargs.get("env") or {}).items() if k.startswith("JPY_SESSION")}
         kwargs["env"] = {**session, **env}
         try:
             return await super().pre_launch(**kwargs)
         except BaseException as exc:
-            kernels.start_failed(self.workload_id, f"the kernel could not start: {_words(exc)}")
+            self._start_failed(kernels, exc)
             raise
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
@@ -68,9 +72,13 @@ class HeteroProvisioner(LocalProvisioner):
                     await self.kill()
                 except Exception:  # noqa: BLE001 - the release below matters more than this kill
                     pass
-            kernels.start_failed(self.workload_id, f"the kernel could not start: {_words(exc)}")
+            self._start_failed(kernels, exc)
             raise
         return info
+
+    def _start_failed(self, kernels, exc: BaseException) -> None:
+        kernels.start_failed(self.workload_id, f"the kernel could not start: {_words(exc)}")
+        kernels.forget_failed_start(self.kernel_id)
 
     async def cleanup(self, restart: bool = False) -> None:
         await super().cleanup(restart=restart)

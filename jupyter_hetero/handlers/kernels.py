@@ -40,17 +40,12 @@ class KernelsHandler(HeteroHandler):
                         "user": None if identity.user == platform.owner else identity.user,
                         "groups": sorted(identity.groups)},
             )
-        except KernelWaitTimeout as exc:
-            # jupyter_client keeps a kernel whose start failed among its pending ones, and a later
-            # shutdown_all then trips over it: forget it here, where its id is known.
-            self.kernel_manager._pending_kernels.pop(kernel_id, None)
+        except KernelWaitTimeout as exc:  # the provisioner has ended the workload and forgotten the kernel
             raise Conflict(str(exc), reason="no-placement") from None
         except HeteroError:  # a bad parameter found at launch: the client's mistake, answered as such
-            self.kernel_manager._pending_kernels.pop(kernel_id, None)
             raise
         except Exception as exc:  # noqa: BLE001 - answered as the server's failure, with its reason
             # Any other failure too; the provisioner has already ended the workload with the reason.
-            self.kernel_manager._pending_kernels.pop(kernel_id, None)
             self.log.warning("hetero kernel %s could not start: %s", kernel_id, exc)
             self.reply({"message": f"the kernel could not start: {exc}", "reason": "start-failed"}, status=500)
             return

@@ -199,6 +199,18 @@ class KernelService:
             return
         self._end(row, state, "start-failed", reason)
 
+    def forget_failed_start(self, kernel_id: str | None) -> None:
+        """jupyter_client keeps a kernel whose start failed among its pending kernels for good (a later
+        shutdown of all kernels then trips over it): drop it once its start task has ended."""
+        pending = getattr(self.kernel_manager, "_pending_kernels", None)
+        task = pending.get(kernel_id) if pending is not None and kernel_id else None
+        if task is None:
+            return
+        if task.done():
+            pending.pop(kernel_id, None)
+        else:
+            task.add_done_callback(lambda _task: pending.pop(kernel_id, None))
+
     def lose(self, workload_id: int, reason: str) -> None:
         """The kernel's node is gone: the workload ends lost with the reason, its devices are given
         back at once and the kernel is shut down (its notebook sees it end; the panel, the reason)."""

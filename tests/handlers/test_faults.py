@@ -205,7 +205,7 @@ async def test_a_failed_kernel_launch_releases_its_devices_at_once(broken_kernel
     assert started["placement"]["flavor"] == "a100-80g"
 
 
-async def test_a_failed_launch_through_jupyters_own_api_releases_too(broken_kernelspec, api, jp_fetch):
+async def test_a_failed_launch_through_jupyters_own_api_releases_too(broken_kernelspec, api, jp_fetch, jp_serverapp):
     from tornado.httpclient import HTTPClientError
 
     with pytest.raises(HTTPClientError):
@@ -213,6 +213,12 @@ async def test_a_failed_launch_through_jupyters_own_api_releases_too(broken_kern
     [workload] = await kernel_workloads(api)
     assert workload["state"] == "failed" and workload["placement"] is None
     assert workload["reason"].startswith("the kernel could not start:")
+    # No pending kernel is left behind in Jupyter's kernel manager either.
+    pending = jp_serverapp.kernel_manager._pending_kernels
+    deadline = time.monotonic() + 10
+    while workload["spec"]["kernel_id"] in pending:
+        assert time.monotonic() < deadline, "the failed kernel stayed among the pending kernels"
+        await asyncio.sleep(0.05)
 
 
 async def test_a_kernel_on_a_lost_node_is_released_shut_down_and_told(broken_kernelspec, api, jp_fetch, jp_serverapp):
