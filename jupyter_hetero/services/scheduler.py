@@ -19,14 +19,15 @@ from pathlib import Path
 from ..backends.base import Backend, Launch, ProcessHandle
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
-from ..store import ACTIVE_STATES, PENDING_STATES, Repository
+from ..store import ACTIVE_STATES, PENDING_STATES, QUEUED_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
 from .environment import device_environment
 from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .inventory import Inventory
-from .lifecycle import after_attempt, placement_problem
+from .inadmissible import InadmissibleWorkloads
+from .lifecycle import after_attempt, may_lose, may_requeue, may_stop, placement_problem
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
 from .reflector import NodeStates, WorkloadReflector
 from .ticks import TickLog, TickTiming
@@ -39,8 +40,9 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 30
 # Seconds between SIGTERM and SIGKILL when a time limit is reached.
 TIME_LIMIT_GRACE_S = 10
-# Workloads the engine sees: waiting ones and those holding capacity.
-SCHEDULED_STATES = ("queued", "preempted", *ACTIVE_STATES)
+# Workloads the engine sees every cycle: waiting ones and those holding capacity. Inadmissible ones are
+# not among them; they join a cycle only after the inventory changed (see inadmissible.py).
+SCHEDULED_STATES = (*QUEUED_STATES, *ACTIVE_STATES)
 
 
 class Scheduler:
@@ -63,6 +65,8 @@ class Scheduler:
         self.last_decisions: Decisions | None = None
         self._running: dict[int, RunningAttempt] = {}
         self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
+        # A kernel no node could ever hold: its start, waiting for a placement, fails at once with the reason.
+        self.on_kernel_inadmissible: Callable[[int], None] = lambda workload_id: None
         # Set by the platform: a replica's full environment (a minimal base and its credential), never the server's.
         self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
         # A kernel whose node is gone: its service ends the workload and shuts the kernel down.
@@ -77,10 +81,11 @@ class Scheduler:
         # What the engine sees, kept current at the cost of what changed (see reflector.py).
         self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload)
         self._node_states = NodeStates(node_state)
+        self.inadmissible = InadmissibleWorkloads(repository)
 
     def waiting(self, workload_id: int) -> Pending | None:
         """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
-        pending = self.pending.get(workload_id)
+        pending = self.pending.get(workload_id) or self.inadmissible.waiting(workload_id)
         if pending is None or pending.eta is None:
             return pending
         return replace(pending, eta=self.times.to_wall(pending.eta))
@@ -117,10 +122,14 @@ class Scheduler:
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
         snapshot = self._snapshot(now, sync=False)
+        # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
+        # however much of it waits.
+        examined = self.inadmissible.due(self.inventory.version)
+        snapshot.pending.extend(self._engine_workload(row) for row in examined)
         snapshotted = time.perf_counter()
         decisions = self.engine.cycle(snapshot)
         decided = time.perf_counter()
-        self._apply(decisions, now)
+        self._apply(decisions, now, examined)
         self.pending = dict(decisions.pending)
         self.last_decisions = decisions
         ended = time.perf_counter()
@@ -164,10 +173,14 @@ class Scheduler:
 
     # -- apply decisions ---------------------------------------------------------------------
 
-    def _apply(self, decisions: Decisions, now: float) -> None:
+    def _apply(self, decisions: Decisions, now: float, examined: list[WorkloadRow] = ()) -> None:
         # Running work the engine found on a vanished node or device takes the same path as the
         # service's own check of placements against the inventory.
         self.lose([(lost.workload, lost.reason) for lost in decisions.lost], now)
+        # Before admissions: a workload the inventory can hold again goes back to queued first.
+        for row in self.inadmissible.apply(decisions, list(examined)):
+            if row.kind == "kernel":
+                self.on_kernel_inadmissible(row.id)
         for escalation in decisions.escalations:
             self.repository.update_workload(
                 escalation.workload, event="escalated",
@@ -184,25 +197,30 @@ class Scheduler:
                    "reclaim": f"tenant {preemptor.tenant} reclaimed its lent quota for workload {preemptor.id}"}
             deadline = self.times.to_wall(preemption.grace_deadline)
             data = {"preemptor": preemptor.id, "reason": preemption.reason, "grace_deadline": deadline}
-            if victim.stopping == "cancel":
-                # A cancel always wins: the victim still makes room for this preemptor, but ends cancelled.
-                self.repository.update_workload(
-                    victim.id, event="preempting", reason=f"{why[preemption.reason]}; it is being cancelled already",
-                    data=data, preempted_for=preemptor.id,
-                )
-                continue
-            self.repository.update_workload(
-                victim.id, event="preempting", reason=f"{why[preemption.reason]} (grace {grace} s), will be requeued",
+            stopped = self.repository.update_workload_if(
+                victim.id, may_stop, event="preempting",
+                reason=f"{why[preemption.reason]} (grace {grace} s), will be requeued",
                 data=data, stopping="preempt", preempting_until=deadline, preempted_for=preemptor.id,
             )
+            if stopped is None:
+                # Stopping already, by a cancel above all (one may have come after this cycle's snapshot):
+                # that stop stands; the victim still makes room for this preemptor.
+                current = self.repository.workload(victim.id)
+                already = "cancelled" if current.stopping == "cancel" else f"stopped ({current.stopping})"
+                self.repository.update_workload_if(
+                    victim.id, lambda row: row.state in ACTIVE_STATES, event="preempting",
+                    reason=f"{why[preemption.reason]}; it is being {already} already", data=data,
+                    preempted_for=preemptor.id,
+                )
+                continue
             self.times.steady(victim.id, "preempting_until", deadline)
             self._signal_stop(victim.id)
         for admission in decisions.admissions:
             placement = admission.placement
             row = self.repository.workload(admission.workload)
             total = engine_workload(row, None, 0).request.total
-            row = self.repository.update_workload(
-                row.id, event="admitted",
+            row = self.repository.update_workload_if(
+                row.id, lambda current: current.state in QUEUED_STATES, event="admitted",
                 reason=f"placed on {', '.join(sorted(set(placement.nodes)))} ({placement.flavor})"
                 + (", borrowing quota" if placement.borrowing else "")
                 + (", on reserved capacity (preemptible)" if placement.on_reservation else ""),
@@ -212,6 +230,8 @@ class Scheduler:
                 held_device_milli=total.dev, admitted_at=self.wall(), not_before=None, preempting_until=None,
                 preempted_for=None, stopping=None,
             )
+            if row is None:
+                continue  # cancelled since the snapshot: nothing was taken, the next cycle knows
             if row.kind == "job":
                 self._start(row, now)
             else:
@@ -222,12 +242,14 @@ class Scheduler:
         row = self.repository.workload(workload_id)
         grace = self._grace(row)
         deadline = self.wall() + grace
-        if row.stopping == "cancel":
-            return {"id": workload_id, "stopping": "cancel", "grace_deadline": row.preempting_until}
-        self.repository.update_workload(
-            workload_id, event="preempting", reason=f"preempted by platform admin {admin} (grace {grace} s), will be requeued",
+        stopped = self.repository.update_workload_if(
+            workload_id, may_stop, event="preempting",
+            reason=f"preempted by platform admin {admin} (grace {grace} s), will be requeued",
             stopping="preempt", preempting_until=deadline,
         )
+        if stopped is None:  # already stopping (a cancel always wins): that stop stands
+            row = self.repository.workload(workload_id)
+            return {"id": workload_id, "stopping": row.stopping, "grace_deadline": row.preempting_until}
         self.times.steady(workload_id, "preempting_until", deadline)
         self._signal_stop(workload_id)
         return {"id": workload_id, "stopping": "preempt", "grace_deadline": deadline}
@@ -249,6 +271,7 @@ class Scheduler:
         if self.times.remembered > self._times_limit:
             live = {row.id for row in self.repository.workloads(states=(*PENDING_STATES, *ACTIVE_STATES))}
             self.times.retain(live)
+            self.inadmissible.retain(live)
             self._times_limit = max(1000, 2 * len(live))
 
     def lose(self, lost: list[tuple[int, str]], now: float) -> None:
@@ -263,12 +286,18 @@ class Scheduler:
             if row.kind != "job":
                 self.on_kernel_lost(workload_id, reason)
                 continue
-            self.repository.update_workload(workload_id, event="node-lost", reason=reason, stopping="node-lost",
-                                            preempting_until=self.wall())
+            marked = self.repository.update_workload_if(workload_id, may_lose, event="node-lost", reason=reason,
+                                                        stopping="node-lost", preempting_until=self.wall())
             running = self._running.get(workload_id)
             if running is not None:
                 running.kill(self.backend)  # no grace: the devices it ran on are gone
-            self._finish(workload_id, now, "lost", reason, running.metrics([]) if running else None)
+            metrics = running.metrics([]) if running else None
+            if marked is None:
+                current = self.repository.workload(workload_id)
+                if current.state in ACTIVE_STATES:  # a cancel came first and wins: it ends cancelled, not requeued
+                    self._finish(workload_id, now, "cancelled", current.reason or "cancelled", metrics)
+                continue
+            self._finish(workload_id, now, "lost", reason, metrics)
 
     # -- start -------------------------------------------------------------------------------
 
@@ -383,8 +412,9 @@ class Scheduler:
     def _watch(self, row: WorkloadRow, running: RunningAttempt, alive: list[ProcessHandle], now: float,
                lost_nodes: set[str]) -> None:
         if row.stopping is None and any(h.node in lost_nodes for h in running.handles):
-            row = self.repository.update_workload(row.id, event="node-lost", reason="its node was lost",
-                                                  stopping="node-lost", preempting_until=self.wall())
+            row = self.repository.update_workload_if(row.id, may_lose, event="node-lost", reason="its node was lost",
+                                                     stopping="node-lost", preempting_until=self.wall()) \
+                or self.repository.workload(row.id)
         started = self.times.steady(row.id, "started_at", row.started_at)
         if row.stopping is None and row.time_limit_s and started is not None and now >= started + row.time_limit_s:
             row = self._stop(row, "time-limit", f"time limit of {int(row.time_limit_s)} s reached", now + TIME_LIMIT_GRACE_S)
@@ -407,11 +437,13 @@ class Scheduler:
     def _stop(self, row: WorkloadRow, stopping: str, reason: str, deadline: float) -> WorkloadRow:
         """Record a stop the scheduler decided (SIGTERM now, SIGKILL at ``deadline``, scheduler time)."""
         until = self.times.to_wall(deadline)
-        row = self.repository.update_workload(row.id, event=stopping, reason=reason, stopping=stopping,
-                                              preempting_until=until)
+        stopped = self.repository.update_workload_if(row.id, may_stop, event=stopping, reason=reason,
+                                                     stopping=stopping, preempting_until=until)
+        if stopped is None:  # a cancel came since the tick read the row: it stands, with its own deadline
+            return self.repository.workload(row.id)
         self.times.steady(row.id, "preempting_until", until)
         self._signal_stop(row.id)
-        return row
+        return stopped
 
     def _judge(self, row: WorkloadRow, running: RunningAttempt, now: float) -> None:
         """Every replica has exited: decide the outcome and what the queue's policy does next."""
@@ -471,13 +503,19 @@ class Scheduler:
                                             state="preempted")
         if lost:
             self.repository.update_workload(row.id, event="lost", reason=reason, state="lost")
-        self.repository.update_workload(
-            row.id, event=event, reason=reason, state=state, placement=None, node=None, flavor=None,
+        # Back to the queue only if no cancel came while the attempt ended; an ending is written as is.
+        released = self.repository.update_workload_if(
+            row.id, None if final else may_requeue, event=event, reason=reason, state=state, placement=None, node=None,
+            flavor=None,
             held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
             preempted_for=None, not_before=not_before, finished_at=wall if final else None,
             started_at=None if not final else row.started_at, admitted_at=None if not final else row.admitted_at,
             escalated=False if not final else row.escalated, priority_boost=0 if not final else row.priority_boost,
             **(counts or {}),
         )
+        if released is None:
+            current = self.repository.workload(row.id)
+            self._release(current, "cancelled", "cancelled", current.reason or "cancelled", final=True)
+            return
         if final:
             self.times.forget(row.id)
