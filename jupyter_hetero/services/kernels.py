@@ -149,7 +149,7 @@ class KernelService:
                 return self._environment(row)
             if row.state == INADMISSIBLE:
                 # No node could ever hold it: waiting out the timeout would tell the user nothing more.
-                message = f"no {row.template} kernel can be placed on this inventory, {row.reason}"
+                message = f"no {row.template} kernel can be placed: {row.reason}"
                 self.start_failed(workload_id, message)
                 raise KernelWaitTimeout(message)
             if row.state not in QUEUED_STATES:
