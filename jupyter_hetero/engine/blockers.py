@@ -30,8 +30,9 @@ def inadmissible(blockers) -> bool:
 def static_blockers(flavor: str, mismatches) -> list[Blocker]:
     if not mismatches:
         return [Blocker("no-nodes", flavor, {}, 0.0)]
+    # A flavor with nodes that lack something says more than one with no node at all: it ranks first.
     return [
-        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.0)
+        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.01)
         for kind, (example, count) in mismatches.items()
     ]
 

@@ -68,6 +68,9 @@ def test_the_reason_names_every_flavor_in_both_languages():
         "capacity: a replica needs 4 devices on one node, nodes of flavor a100-80g have 2",
         "capacity: a replica needs 4 devices on one node, nodes of flavor t4 have 1",
     ]
+    # A flavor whose nodes fall short says more than one with no node at all, whatever the template's order.
+    first = pending([node("a1").gpus(2)], job(1).gpus(4).flavors("h100-80g", "a100-80g"))
+    assert [b.kind for b in first.blockers] == ["device-count", "no-nodes"]
     gang = pending([node("a1").gpus(2)], job(1).gpus(1).replicas(3))
     assert render(gang.blockers[0]) == ("capacity: 3 devices are needed in all; the nodes of flavor a100-80g "
                                         "that could run it have 2 together")

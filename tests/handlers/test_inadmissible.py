@@ -5,6 +5,8 @@ start at once, and is queued again and runs once a restart brings a node that ca
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -81,6 +83,13 @@ def _start(layout: ServerLayout, name: str, nodes: Path) -> LabServer:
     )
 
 
+def _cli(*args: str, server: LabServer) -> str:
+    result = subprocess.run([sys.executable, "-m", "jupyter", "hetero", *args, "--url", server.base_url,
+                             "--token", server.token], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def _until(predicate, what: str, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while True:
@@ -98,6 +107,11 @@ def test_when_a_restart_brings_a_node_that_can_hold_it_it_is_queued_again_and_ru
         client = HeteroClient(server.base_url, server.token)
         job = client.submit(**EIGHT_NVIDIA, command=["python", "-c", "print('eight devices')"])["id"]
         _until(lambda: client.workload(job)["state"] == "inadmissible", "the job to be inadmissible")
+        status = _cli("status", str(job), server=server)
+        assert "no node can ever hold it; it is queued again in training when the inventory changes:" in status
+        assert f"  - {A100_TOO_SMALL}" in status
+        listed = _cli("ls", server=server).splitlines()[1]
+        assert listed.split()[1] == "inadmissible" and A100_TOO_SMALL in listed
     with _start(layout, "after", _nodes_with_a_big_a100(tmp_path / "grown.yaml")) as server:
         client = HeteroClient(server.base_url, server.token)
         done = _until(lambda: (w := client.workload(job))["state"] in ("succeeded", "failed") and w, "the job to run")
