@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -173,7 +173,7 @@ class Scheduler:
 
     # -- apply decisions ---------------------------------------------------------------------
 
-    def _apply(self, decisions: Decisions, now: float, examined: list[WorkloadRow] = ()) -> None:
+    def _apply(self, decisions: Decisions, now: float, examined: Sequence[WorkloadRow] = ()) -> None:
         # Running work the engine found on a vanished node or device takes the same path as the
         # service's own check of placements against the inventory.
         self.lose([(lost.workload, lost.reason) for lost in decisions.lost], now)
@@ -502,7 +502,8 @@ class Scheduler:
             self.repository.update_workload(row.id, event="preempted", reason=row.reason or "preempted",
                                             state="preempted")
         if lost:
-            self.repository.update_workload(row.id, event="lost", reason=reason, state="lost")
+            # The event only: a requeue follows, and "lost" is a final state a cancel would take at its word.
+            self.repository.update_workload(row.id, event="lost", reason=reason)
         # Back to the queue only if no cancel came while the attempt ended; an ending is written as is.
         released = self.repository.update_workload_if(
             row.id, None if final else may_requeue, event=event, reason=reason, state=state, placement=None, node=None,
