@@ -12,8 +12,6 @@ to them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..engine import Decisions, Pending, render
 from ..store import INADMISSIBLE, QUEUED_STATES, Repository
 from ..store.tables import WorkloadRow
@@ -29,15 +27,15 @@ def reason_of(pending: Pending) -> str:
     return "no node in the inventory can ever hold it: " + "; ".join(render(b) for b in pending.blockers)
 
 
-@dataclass
 class InadmissibleWorkloads:
     """What the scheduler knows of its inadmissible workloads: their last examination, and the
     inventory version it was made against."""
 
-    repository: Repository
-    # Position and blockers from the cycle that last examined each one (the API shows them).
-    info: dict[int, Pending] = field(default_factory=dict)
-    _checked: int | None = None
+    def __init__(self, repository: Repository):
+        self.repository = repository
+        # Position and blockers from the cycle that last examined each one (the API shows them).
+        self.info: dict[int, Pending] = {}
+        self._checked: int | None = None  # None: not yet looked at since this server started
 
     def due(self, inventory_version: int) -> list[WorkloadRow]:
         """The inadmissible workloads to hand the next cycle: all of them once after each change of the
