@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Dict, Float, List, Type, Unicode, default
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Type, Unicode, default, validate
 
 from .auth import hide_server_token_from_members
 from .backends.local import discover_local_node, load_emulated_nodes
@@ -98,6 +98,16 @@ class HeteroApp(ExtensionApp):
         help="Seconds of device utilisation below cull_device_idle_pct before a kernel is culled; only where NVML "
         "measures its devices.",
     )
+    preemption_limit = Int(
+        3, config=True,
+        help="How many times a workload may be preempted within preemption_window seconds; then it is protected "
+        "from preemption until the oldest of those preemptions leaves the window (work that would need to evict it "
+        "waits, with a 'protected' blocker).",
+    )
+    preemption_window = Float(
+        3600.0, config=True,
+        help="Seconds over which preemptions of one workload are counted against preemption_limit.",
+    )
     local_default_share = Float(
         DEFAULT_SHARE, config=True,
         help="When this machine is the whole inventory (no emulated nodes), template defaults are capped at this "
@@ -111,6 +121,18 @@ class HeteroApp(ExtensionApp):
         help="The clocks the server reads: wall time for timestamps, monotonic time for every duration. "
         "Tests inject one whose wall time steps.",
     )
+
+    @validate("preemption_limit")
+    def _valid_preemption_limit(self, proposal) -> int:
+        if proposal["value"] < 1:
+            raise TraitError(f"preemption_limit must be at least 1, not {proposal['value']}")
+        return proposal["value"]
+
+    @validate("preemption_window")
+    def _valid_preemption_window(self, proposal) -> float:
+        if proposal["value"] < 0:
+            raise TraitError(f"preemption_window must not be negative, not {proposal['value']}")
+        return proposal["value"]
 
     @default("db_url")
     def _default_db_url(self) -> str:
@@ -164,14 +186,15 @@ class HeteroApp(ExtensionApp):
         )
 
     def _engine(self, catalog) -> Engine:
+        damping = {"preemption_limit": self.preemption_limit, "preemption_window_s": self.preemption_window}
         if self.placement_policy != Policy.FRAGMENTATION:
-            return Engine(policy=self.placement_policy)
+            return Engine(policy=self.placement_policy, **damping)
         # Fragmentation is measured against what the platform's templates ask for by default, each
         # on its eligible flavors; the engine learns the GPU models behind them from the inventory.
         typical = typical_mix(
             shape_of(engine_request(t.request.model_dump()), flavors=t.flavors) for t in catalog.templates
         )
-        return Engine(policy=self.placement_policy, node_scorer=FragmentationScorer(typical))
+        return Engine(policy=self.placement_policy, node_scorer=FragmentationScorer(typical), **damping)
 
     def _fit_defaults(self, catalog: Catalog, capabilities: list[NodeCapability]) -> Catalog:
         """On this machine alone, template defaults shrink to fit it (see catalog/fit.py)."""

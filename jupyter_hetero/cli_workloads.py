@@ -52,11 +52,11 @@ def _ls(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'ID':>6}  {'STATE':<10} {'QUEUE':<11} {'TEMPLATE':<19} {'USER':<12} {'PLACEMENT':<24} WAITING ON")
+    print(f"{'ID':>6}  {'STATE':<12} {'QUEUE':<11} {'TEMPLATE':<19} {'USER':<12} {'PLACEMENT':<24} WAITING ON")
     for row in rows:
         placement = f"{row['node']} ({row['flavor']})" if row.get("node") else "-"
         waiting = row["blockers"][0]["message"] if row.get("blockers") else ""
-        print(f"{row['id']:>6}  {row['state']:<10} {row['queue']:<11} {row['template']:<19} {row['user'][:12]:<12} "
+        print(f"{row['id']:>6}  {row['state']:<12} {row['queue']:<11} {row['template']:<19} {row['user'][:12]:<12} "
               f"{placement:<24} {waiting}")
     return 0
 
@@ -73,7 +73,11 @@ def _status(args: argparse.Namespace) -> int:
         for slot in workload["placement"]["slots"]:
             devices = ",".join(str(d["index"]) for d in slot["devices"]) or "no devices"
             print(f"  on {slot['node']} ({workload['placement']['flavor']}): devices {devices}")
-    if "position" in workload:
+    if workload["state"] == "inadmissible":
+        print(f"  no node can ever hold it; it is queued again in {workload['queue']} when the inventory changes:")
+        for blocker in workload.get("blockers", []):
+            print(f"  - {blocker['message']}")
+    elif "position" in workload:
         print(f"  position {workload['position']} in {workload['queue']}, {eta_text(workload.get('eta'))}")
         for blocker in workload.get("blockers", []):
             print(f"  - {blocker['message']}")

@@ -176,6 +176,8 @@ class HeteroClient:
 
 
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
+# Waiting, but no node of the inventory could ever hold it; queued again when the inventory changes.
+INADMISSIBLE = "inadmissible"
 
 
 class WorkloadFailed(RuntimeError):
@@ -205,7 +207,8 @@ class Workload:
         return self.client.workload(self.id, lang=lang)
 
     def wait(self, timeout: float | None = None, poll_s: float = 1.0, on_change=None) -> dict:
-        """Block until the workload ends; ``on_change(description)`` sees every new state."""
+        """Block until the workload ends, or turns out inadmissible (no node of the inventory could ever
+        hold it, so waiting would not help); ``on_change(description)`` sees every new state."""
         import time  # noqa: PLC0415
 
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -216,7 +219,7 @@ class Workload:
             if on_change is not None and marker != seen:
                 on_change(description)
                 seen = marker
-            if description["state"] in FINAL_STATES:
+            if description["state"] in (*FINAL_STATES, INADMISSIBLE):
                 return description
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"workload {self.id} is still {description['state']} after {timeout} s")

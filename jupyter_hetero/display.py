@@ -114,8 +114,13 @@ def eta_text(eta: float | None, now: float | None = None) -> str:
 
 
 def status_line(workload: dict) -> str:
-    """One line a person can read: "queued in training - position 3, ETA ~12 min; quota: ..."."""
+    """One line a person can read: "queued in training - position 3, ETA ~12 min; quota: ..."; for work
+    no node could ever hold, "inadmissible in training - no node can ever hold it (capacity: ...); ..."."""
     state = workload["state"]
+    if state == "inadmissible":
+        why = workload["blockers"][0]["message"] if workload.get("blockers") else workload.get("reason") or ""
+        return (f"inadmissible in {workload['queue']} - no node can ever hold it" + (f" ({why})" if why else "")
+                + "; it is queued again when the inventory changes")
     if state in ("queued", "preempted") and "position" in workload:
         line = f"{state} in {workload['queue']} - position {workload['position']}, {eta_text(workload.get('eta'))}"
         if workload.get("blockers"):

@@ -123,7 +123,8 @@ class ListWorkloadsQuery(_Query):
     mine: bool = False
     tenant: str | None = None
     queue: str | None = None
-    state: Literal["queued", "admitted", "starting", "running", "succeeded", "failed", "cancelled", "preempted", "lost"] | None = None
+    state: Literal["queued", "inadmissible", "admitted", "starting", "running", "succeeded", "failed", "cancelled",
+                   "preempted", "lost"] | None = None
     kind: WorkloadKind | None = None
     limit: int = Field(default=200, ge=1, le=5000)
 

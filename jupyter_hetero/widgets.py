@@ -16,6 +16,8 @@ __all__ = ["StatusWidget", "SubmitForm", "widgets_available"]
 
 STATES = ["queued", "admitted", "starting", "running", "succeeded"]
 _FINAL = ("succeeded", "failed", "cancelled", "lost")
+# No node of the inventory could ever hold it: the widget stops waiting for an admission and says why.
+_INADMISSIBLE = "inadmissible"
 
 
 def widgets_available() -> bool:
@@ -62,7 +64,7 @@ class StatusWidget:
         self.state.value = state
         self.progress.value = STATES.index(state) if state in STATES else self.progress.value
         self.progress.bar_style = {"succeeded": "success", "failed": "danger", "cancelled": "warning",
-                                   "lost": "danger"}.get(state, "info")
+                                   "lost": "danger", _INADMISSIBLE: "warning"}.get(state, "info")
         if state in _FINAL:
             self.cancel.disabled = True
         if logs is not None:
@@ -82,8 +84,8 @@ class StatusWidget:
                     self.show(description, logs=self.workload.logs(tail=20) if description.get("attempt_count") else None)
                 except (ApiError, OSError):
                     return
-                if description["state"] in _FINAL:
-                    return
+                if description["state"] in (*_FINAL, _INADMISSIBLE):
+                    return  # inadmissible: only the inventory can change that; the header says why
                 time.sleep(self.poll_s)
 
         thread = threading.Thread(target=poll, name=f"hetero-status-{self.workload.id}", daemon=True)

@@ -5,6 +5,7 @@ the only place fakes live (builders are in builders.py).
     SteppingClock.step(3600)          # the wall clock jumps an hour, as an NTP step or a resume would
     hetero_config["backend_class"] = "tests.fakes.GatedBackend"
     backend.launching.wait(); ...; backend.gate.set()     # a tick held inside a launch, then let go
+    repository.before_next_write(7, cancel)               # a cancel lands just before the tick writes row 7
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from jupyter_server.auth.identity import IdentityProvider, User
 from jupyter_hetero.backends.base import Launch, ProcessHandle
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.services.clock import Clock
+from jupyter_hetero.store import Repository
 
-__all__ = ["GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "SecondReplicaFails", "SteppingClock"]
+__all__ = ["GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "InterposingRepository",
+           "SecondReplicaFails", "SteppingClock"]
 
 
 class HubStyleUser(User):
@@ -148,3 +151,31 @@ class SecondReplicaFails(LocalBackend):
         handle = super().launch(launch)
         self.started.append(handle)
         return handle
+
+
+class InterposingRepository(Repository):
+    """The store, except that a test can run something (a cancel from the event loop) just before the
+    next write to one workload: after the tick read the row and decided, before its write begins, the
+    worst moment for a race, made deterministic."""
+
+    def __init__(self, url: str, clock) -> None:
+        super().__init__(url, clock)
+        self._before: dict[int, object] = {}
+        self.interposed: list[int] = []
+
+    def before_next_write(self, workload_id: int, callback) -> None:
+        self._before[workload_id] = callback
+
+    def _interpose(self, workload_id: int) -> None:
+        callback = self._before.pop(workload_id, None)
+        if callback is not None:
+            self.interposed.append(workload_id)
+            callback()
+
+    def update_workload(self, workload_id: int, **fields):
+        self._interpose(workload_id)
+        return super().update_workload(workload_id, **fields)
+
+    def update_workload_if(self, workload_id: int, when, **fields):
+        self._interpose(workload_id)
+        return super().update_workload_if(workload_id, when, **fields)

@@ -135,3 +135,32 @@ def test_tables_render_as_html_and_text(server):
     assert len(html) == 4
     assert "fine-tuning" in html[0] and "urgent" in html[1] and "a100-80g" in html[2] and "gpu-a100-0" in html[3]
     assert "TEMPLATE" in text(notebook.cells[1])
+
+
+def test_work_no_node_can_hold_stops_the_wait_and_says_why(server):
+    # No node of the demo (nor, in any test environment, this machine) has eight A100 80 GB devices.
+    notebook = run(server, "%%hetero_submit --template training --flavor a100-80g --gpus 8 --wait\nx = 1",
+                   "%hetero_status", errors=True)
+    stderr = "".join(o.get("text", "") for o in notebook.cells[1].outputs if o.get("name") == "stderr")
+    assert "inadmissible: no node in the inventory can ever hold it: capacity: a replica needs 8 devices on one " \
+           "node, nodes of flavor a100-80g have 2" in stderr, notebook.cells[1].outputs
+    assert ("inadmissible in training - no node can ever hold it (capacity: a replica needs 8 devices on one node, "
+            "nodes of flavor a100-80g have 2); it is queued again when the inventory changes") in text(notebook.cells[2])
+
+
+def test_the_live_status_widget_stops_waiting_for_inadmissible_work_and_says_why(server):
+    from jupyter_hetero.client import HeteroClient, Workload
+    from jupyter_hetero.widgets import StatusWidget
+
+    lab, _layout = server
+    client = HeteroClient(lab.base_url, lab.token)
+    created = client.submit(template="training", parameters={"devices": 8, "flavor": "a100-80g"},
+                            command=["python", "-c", "pass"])
+    status = StatusWidget(Workload(client, created["id"]), poll_s=0.05)
+    watcher = status.watch_in_background()
+    watcher.join(timeout=30)
+    assert not watcher.is_alive()  # it stopped polling: only the inventory can change this
+    assert status.state.value == "inadmissible" and status.progress.bar_style == "warning"
+    assert "no node can ever hold it (capacity: a replica needs 8 devices on one node" in status.header.value
+    assert not status.cancel.disabled
+    client.cancel(created["id"])

@@ -11,14 +11,28 @@ from .decisions import Blocker
 from .model import Res, Workload
 from .quota import QuotaCheck, QuotaVerdict
 
-__all__ = ["capacity_blocker", "quota_blocker", "static_blockers"]
+__all__ = ["STATIC_KINDS", "capacity_blocker", "inadmissible", "quota_blocker", "static_blockers"]
+
+# Blockers about the inventory itself: no node of the flavor, none big enough, none with the right
+# accelerator, driver, runtime, frameworks, interconnect or labels, or none onboarded yet. Only a
+# change of the inventory can lift them; quota, capacity, holds and preemption are a matter of time.
+STATIC_KINDS = frozenset({
+    "no-nodes", "not-admitted", "no-accelerator", "device-memory", "device-count", "flavor-devices",
+    "interconnect", "variant", "driver", "runtime", "frameworks", "labels", "node-cpu", "node-memory",
+})
+
+
+def inadmissible(blockers) -> bool:
+    """Whether every blocker is static: no node of the inventory could ever hold the workload."""
+    return bool(blockers) and all(blocker.kind in STATIC_KINDS for blocker in blockers)
 
 
 def static_blockers(flavor: str, mismatches) -> list[Blocker]:
     if not mismatches:
         return [Blocker("no-nodes", flavor, {}, 0.0)]
+    # A flavor with nodes that lack something says more than one with no node at all: it ranks first.
     return [
-        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.0)
+        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.01)
         for kind, (example, count) in mismatches.items()
     ]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..units import format_cpu, format_memory
+from ..units import format_amount, format_cpu, format_memory
 from .matching import Mismatch, mismatch
 from .model import Constraints, Device, NodeState, Request, Slot
 
@@ -61,6 +61,7 @@ class Eligibility:
 
     nodes: dict[str, NodeState]
     mismatches: dict[str, tuple[Mismatch, int]]  # kind -> (example, how many nodes)
+    devices: int = 0  # whole devices over the eligible nodes: a gang that needs more can never fit
 
 
 # Fractional requests look nodes up by the most any one device has free, in steps of this much.
@@ -152,7 +153,12 @@ class Cluster:
                 else:
                     example, count = mismatches.get(reason.kind, (reason, 0))
                     mismatches[reason.kind] = (example, count + 1)
-            cached = self._eligible[key] = Eligibility(nodes, mismatches)
+            devices = sum(len(node.devices) for node in nodes.values())
+            cached = self._eligible[key] = Eligibility(nodes, mismatches, devices)
+        if request.uses_devices and cached.nodes and request.total.dev > cached.devices * 1000:
+            # More devices in all than every node that could run it has together: never, not just not now.
+            short = Mismatch("flavor-devices", format_amount(request.total.dev / 1000), str(cached.devices))
+            return Eligibility({}, {short.kind: (short, len(cached.nodes))})
         return cached
 
     def _oversized(self, flavor: str, request: Request) -> Mismatch | None:

@@ -10,7 +10,9 @@
 4. A head that fits nowhere may preempt (see :mod:`.preemption` for who may evict whom, and
    damping); a head that waited past its queue's bound holds its preferred flavor so smaller work
    cannot starve it (:mod:`.holds`).
-5. Every workload left waiting gets its position, ranked blockers and an ETA.
+5. Every workload left waiting gets its position, ranked blockers and an ETA; one whose every
+   eligible flavor fails statically (no node of the inventory could ever hold it) is flagged
+   ``inadmissible``, since waiting cannot help it.
 Running work whose node or devices left the inventory is charged nowhere and reported in
 ``Decisions.lost`` (:mod:`.accounting`). The snapshot is never mutated; the same snapshot always
 gives the same decisions.
@@ -24,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from .accounting import Accounting
-from .blockers import capacity_blocker, quota_blocker, static_blockers
+from .blockers import capacity_blocker, inadmissible, quota_blocker, static_blockers
 from .capacity import NodeScorer, Policy
 from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
 from .explain import estimate_eta, rank
@@ -315,7 +317,8 @@ class Engine:
                     etas[key] = estimate_eta(state, workload, workload.flavors, merged[workload.flavors], state.now,
                                              head.may_borrow, not head.guaranteed)
                 eta = etas[key]
-            decisions.pending[workload.id] = Pending(workload.id, position, blockers, eta[0], eta[1])
+            decisions.pending[workload.id] = Pending(workload.id, position, blockers, eta[0], eta[1],
+                                                     inadmissible=inadmissible(blockers))
 
 
 # Blockers that running work ends; the others (driver, labels, ...) need an admin, not time.

@@ -54,13 +54,15 @@ class Escalation:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A workload left waiting: its place in its queue, ranked blockers and an ETA."""
+    """A workload left waiting: its place in its queue, ranked blockers and an ETA; ``inadmissible``
+    when every eligible flavor fails statically, so only a change of the inventory can help it."""
 
     workload: int
     position: int  # 1-based, among the pending workloads of its queue, in scheduling order
     blockers: tuple[Blocker, ...]
     eta: float | None = None  # earliest start time if nothing else takes the capacity first
     eta_because: int | None = None  # the running workload whose end frees the capacity
+    inadmissible: bool = False  # no node of the inventory could ever hold it; waiting, quota or time cannot help
 
 
 @dataclass(frozen=True, slots=True)

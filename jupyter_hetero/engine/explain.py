@@ -95,6 +95,10 @@ _MESSAGES: dict[str, tuple[str, str]] = {
         "capacity: a replica needs {need} devices on one node, nodes of flavor {flavor} have {have}",
         "容量：每个副本需要单节点 {need} 张卡，规格 {flavor} 的节点只有 {have} 张",
     ),
+    "flavor-devices": (
+        "capacity: {need} devices are needed in all; the nodes of flavor {flavor} that could run it have {have} together",
+        "容量：共需要 {need} 张卡；规格 {flavor} 中可运行它的节点合计只有 {have} 张",
+    ),
     "node-cpu": (
         "capacity: {need} must fit on one node; the largest node of flavor {flavor} has {have}",
         "容量：单个节点需容纳 {need}，规格 {flavor} 最大的节点只有 {have}",

@@ -21,6 +21,7 @@ from ..models import (
     SubmitWorkload,
 )
 from ..services.preview import preview
+from ..store import INADMISSIBLE, PENDING_STATES
 from .base import API_PREFIX, HeteroHandler
 
 # How often a followed log is read again while its attempt runs.
@@ -130,9 +131,11 @@ class ExplainHandler(HeteroHandler):
     def get(self, workload_id: str) -> None:
         query = self.query(ExplainQuery)
         workload = self.platform.workloads.describe(self.identity, _id(workload_id), query.lang)
-        if workload["state"] in ("queued", "preempted"):
+        if workload["state"] in PENDING_STATES:
             lines = [f"{i}. {b['message']}" for i, b in enumerate(workload.get("blockers", []), 1)]
             summary = "waiting" if lines else "waiting for the next scheduling cycle"
+            if workload["state"] == INADMISSIBLE:
+                summary = INADMISSIBLE  # the lines say why: every flavor, in the caller's language
         else:
             lines, summary = [], f"{workload['state']}" + (f": {workload['reason']}" if workload["reason"] else "")
         self.reply({

@@ -18,7 +18,7 @@ from ..backends.local.nvml import sample_gpus
 from ..catalog import Catalog
 from ..engine import render
 from ..errors import HeteroError, NotFound
-from ..store import ACTIVE_STATES, Repository
+from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
 from ..store.tables import WorkloadRow
 from .clock import Clock
 from .identity import Identity
@@ -72,6 +72,7 @@ class KernelService:
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
         scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
+        scheduler.on_kernel_inadmissible = scheduler.on_kernel_admitted  # its waiter ends the start with the reason
         # Ticks run in a worker thread; shutting a kernel down is the event loop's work.
         scheduler.on_kernel_lost = lambda workload_id, reason: scheduler.call_on_loop(self.lose, workload_id, reason)
         # Set by the platform: the kernel's full environment (a minimal base and its credential), never the server's.
@@ -82,7 +83,7 @@ class KernelService:
 
     def reconcile(self) -> None:
         """Kernels do not outlive the server that started them: end what a restart left behind."""
-        for row in self.repository.workloads(kind="kernel", states=("queued", "preempted", *ACTIVE_STATES)):
+        for row in self.repository.workloads(kind="kernel", states=(*PENDING_STATES, *ACTIVE_STATES)):
             if row.created_at >= self.booted_at:
                 continue  # asked for by this server, while the loop was starting
             self.repository.update_workload(
@@ -146,7 +147,12 @@ class KernelService:
             row = self.repository.workload(workload_id)
             if row.state in ACTIVE_STATES and row.placement:
                 return self._environment(row)
-            if row.state not in ("queued", "preempted"):
+            if row.state == INADMISSIBLE:
+                # No node could ever hold it: waiting out the timeout would tell the user nothing more.
+                message = f"no {row.template} kernel can be placed: {row.reason}"
+                self.start_failed(workload_id, message)
+                raise KernelWaitTimeout(message)
+            if row.state not in QUEUED_STATES:
                 raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {row.reason}")
             if self.clock.monotonic() >= deadline:
                 message = self._why_waiting(row, timeout)
@@ -195,7 +201,7 @@ class KernelService:
         """The kernel could not be started (or its start was abandoned): end the workload and give
         back anything it holds, with the reason."""
         row = self.repository.workload(workload_id) if workload_id is not None else None
-        if row is None or row.state not in (*ACTIVE_STATES, "queued", "preempted"):
+        if row is None or row.state not in (*ACTIVE_STATES, *PENDING_STATES):
             return
         self._end(row, state, "start-failed", reason)
 

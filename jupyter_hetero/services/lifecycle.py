@@ -13,10 +13,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import FailurePolicy
+from ..store import ACTIVE_STATES
 from ..store.tables import WorkloadRow
 from .inventory import Inventory
 
-__all__ = ["Next", "after_attempt", "placement_problem"]
+__all__ = ["Next", "after_attempt", "may_lose", "may_requeue", "may_stop", "placement_problem"]
+
+
+# A cancel always wins. The API records it on the event loop while a tick, in its worker thread, may be
+# deciding on an earlier read of the same row, so each of the tick's writes below is made only if its
+# rule still holds for the row as that write's own transaction reads it (Repository.update_workload_if).
+
+def may_stop(row: WorkloadRow) -> bool:
+    """Whether the scheduler may record a stop of its own (a preemption, a time limit, a failed replica):
+    the workload holds a placement and nothing stops it yet, a cancel least of all."""
+    return row.state in ACTIVE_STATES and row.stopping is None
+
+
+def may_lose(row: WorkloadRow) -> bool:
+    """Whether a lost node ends the workload's attempt as lost: it holds a placement and is not being
+    cancelled (a lost node outranks a preemption or a time limit, never a cancel)."""
+    return row.state in ACTIVE_STATES and row.stopping != "cancel"
+
+
+def may_requeue(row: WorkloadRow) -> bool:
+    """Whether a workload whose attempt ended may go back to its queue: no cancel came meanwhile."""
+    return row.stopping != "cancel" and row.state != "cancelled"
 
 
 def placement_problem(placement: dict[str, Any], inventory: Inventory) -> str | None:

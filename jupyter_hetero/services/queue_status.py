@@ -35,8 +35,13 @@ class QueueStatus:
     waits: dict[str, list[float]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, rows: Iterable[WorkloadRow], waits: dict[str, list[float]], *, at: float) -> QueueStatus:
+    def of(cls, rows: Iterable[WorkloadRow], waits: dict[str, list[float]], *, at: float,
+           also_pending: dict[str, int] | None = None) -> QueueStatus:
+        """Sums over ``rows`` (what the scheduler holds), plus ``also_pending`` waiting workloads per
+        queue that it does not hold (the inadmissible ones)."""
         counts: dict[str, dict[str, int]] = {}
+        for queue, count in (also_pending or {}).items():
+            counts.setdefault(queue, {"pending": 0, "running": 0})["pending"] += count
         held: dict[tuple[str, str, str], Held] = {}
         for row in rows:
             if row.state in PENDING_STATES:

@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..backends.base import Backend, Launch, ProcessHandle
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
-from ..store import ACTIVE_STATES, PENDING_STATES, Repository
+from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
 from .environment import device_environment
 from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .inventory import Inventory
-from .lifecycle import after_attempt, placement_problem
+from .inadmissible import InadmissibleWorkloads
+from .lifecycle import after_attempt, may_lose, may_requeue, may_stop, placement_problem
 from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
 from .queue_status import WAIT_WINDOW_S, QueueStatus
 from .reflector import NodeStates, WorkloadReflector
@@ -43,8 +44,9 @@ TIME_LIMIT_GRACE_S = 10
 # Seconds between reads of the last day's queue waits when no tick admits anything (a tick that admits
 # reads them again at once).
 WAITS_REFRESH_S = 30.0
-# Workloads the engine sees: waiting ones and those holding capacity.
-SCHEDULED_STATES = ("queued", "preempted", *ACTIVE_STATES)
+# Workloads the engine sees every cycle: waiting ones and those holding capacity. Inadmissible ones are
+# not among them; they join a cycle only after the inventory changed (see inadmissible.py).
+SCHEDULED_STATES = (*QUEUED_STATES, *ACTIVE_STATES)
 
 
 class Scheduler:
@@ -67,6 +69,8 @@ class Scheduler:
         self.last_decisions: Decisions | None = None
         self._running: dict[int, RunningAttempt] = {}
         self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
+        # A kernel no node could ever hold: its start, waiting for a placement, fails at once with the reason.
+        self.on_kernel_inadmissible: Callable[[int], None] = lambda workload_id: None
         # Set by the platform: a replica's full environment (a minimal base and its credential), never the server's.
         self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
         # A kernel whose node is gone: its service ends the workload and shuts the kernel down.
@@ -84,10 +88,11 @@ class Scheduler:
         self._status: QueueStatus | None = None
         self._waits: dict[str, list[float]] = {}
         self._waits_read_at = float("-inf")
+        self.inadmissible = InadmissibleWorkloads(repository)
 
     def waiting(self, workload_id: int) -> Pending | None:
         """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
-        pending = self.pending.get(workload_id)
+        pending = self.pending.get(workload_id) or self.inadmissible.waiting(workload_id)
         if pending is None or pending.eta is None:
             return pending
         return replace(pending, eta=self.times.to_wall(pending.eta))
@@ -124,10 +129,14 @@ class Scheduler:
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
         snapshot = self._snapshot(now, sync=False)
+        # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
+        # however much of it waits.
+        examined = self.inadmissible.due(self.inventory.version)
+        snapshot.pending.extend(self._engine_workload(row) for row in examined)
         snapshotted = time.perf_counter()
         decisions = self.engine.cycle(snapshot)
         decided = time.perf_counter()
-        self._apply(decisions, now)
+        self._apply(decisions, now, examined)
         self.pending = dict(decisions.pending)
         self.last_decisions = decisions
         self._publish_status(refresh_waits=bool(decisions.admissions))
@@ -142,15 +151,15 @@ class Scheduler:
 
     def queue_status(self) -> QueueStatus:
         """How busy each queue is, as of the last tick (before the first one, as of now)."""
-        return self._status or self._publish_status(refresh_waits=True, sync=True)
+        return self._status or self._publish_status(refresh_waits=True)
 
-    def _publish_status(self, *, refresh_waits: bool, sync: bool = False) -> QueueStatus:
+    def _publish_status(self, *, refresh_waits: bool) -> QueueStatus:
         wall = self.wall()
-        if sync:
-            self._workloads.sync()
+        self._workloads.sync()  # what this tick recorded: the sums describe the state it left
         if refresh_waits or wall - self._waits_read_at >= WAITS_REFRESH_S:
             self._waits, self._waits_read_at = self.repository.waits(since=wall - WAIT_WINDOW_S), wall
-        self._status = QueueStatus.of((row for row, _workload in self._workloads.entries()), self._waits, at=wall)
+        self._status = QueueStatus.of((row for row, _workload in self._workloads.entries()), self._waits, at=wall,
+                                      also_pending=self.repository.count_by_queue(INADMISSIBLE))
         return self._status
 
     def _engine_workload(self, row: WorkloadRow) -> Workload:
@@ -185,10 +194,14 @@ class Scheduler:
 
     # -- apply decisions ---------------------------------------------------------------------
 
-    def _apply(self, decisions: Decisions, now: float) -> None:
+    def _apply(self, decisions: Decisions, now: float, examined: Sequence[WorkloadRow] = ()) -> None:
         # Running work the engine found on a vanished node or device takes the same path as the
         # service's own check of placements against the inventory.
         self.lose([(lost.workload, lost.reason) for lost in decisions.lost], now)
+        # Before admissions: a workload the inventory can hold again goes back to queued first.
+        for row in self.inadmissible.apply(decisions, list(examined)):
+            if row.kind == "kernel":
+                self.on_kernel_inadmissible(row.id)
         for escalation in decisions.escalations:
             self.repository.update_workload(
                 escalation.workload, event="escalated",
@@ -205,25 +218,30 @@ class Scheduler:
                    "reclaim": f"tenant {preemptor.tenant} reclaimed its lent quota for workload {preemptor.id}"}
             deadline = self.times.to_wall(preemption.grace_deadline)
             data = {"preemptor": preemptor.id, "reason": preemption.reason, "grace_deadline": deadline}
-            if victim.stopping == "cancel":
-                # A cancel always wins: the victim still makes room for this preemptor, but ends cancelled.
-                self.repository.update_workload(
-                    victim.id, event="preempting", reason=f"{why[preemption.reason]}; it is being cancelled already",
-                    data=data, preempted_for=preemptor.id,
-                )
-                continue
-            self.repository.update_workload(
-                victim.id, event="preempting", reason=f"{why[preemption.reason]} (grace {grace} s), will be requeued",
+            stopped = self.repository.update_workload_if(
+                victim.id, may_stop, event="preempting",
+                reason=f"{why[preemption.reason]} (grace {grace} s), will be requeued",
                 data=data, stopping="preempt", preempting_until=deadline, preempted_for=preemptor.id,
             )
+            if stopped is None:
+                # Stopping already, by a cancel above all (one may have come after this cycle's snapshot):
+                # that stop stands; the victim still makes room for this preemptor.
+                current = self.repository.workload(victim.id)
+                already = "cancelled" if current.stopping == "cancel" else f"stopped ({current.stopping})"
+                self.repository.update_workload_if(
+                    victim.id, lambda row: row.state in ACTIVE_STATES, event="preempting",
+                    reason=f"{why[preemption.reason]}; it is being {already} already", data=data,
+                    preempted_for=preemptor.id,
+                )
+                continue
             self.times.steady(victim.id, "preempting_until", deadline)
             self._signal_stop(victim.id)
         for admission in decisions.admissions:
             placement = admission.placement
             row = self.repository.workload(admission.workload)
             total = engine_workload(row, None, 0).request.total
-            row = self.repository.update_workload(
-                row.id, event="admitted",
+            row = self.repository.update_workload_if(
+                row.id, lambda current: current.state in QUEUED_STATES, event="admitted",
                 reason=f"placed on {', '.join(sorted(set(placement.nodes)))} ({placement.flavor})"
                 + (", borrowing quota" if placement.borrowing else "")
                 + (", on reserved capacity (preemptible)" if placement.on_reservation else ""),
@@ -233,6 +251,8 @@ class Scheduler:
                 held_device_milli=total.dev, admitted_at=self.wall(), not_before=None, preempting_until=None,
                 preempted_for=None, stopping=None,
             )
+            if row is None:
+                continue  # cancelled since the snapshot: nothing was taken, the next cycle knows
             if row.kind == "job":
                 self._start(row, now)
             else:
@@ -243,12 +263,14 @@ class Scheduler:
         row = self.repository.workload(workload_id)
         grace = self._grace(row)
         deadline = self.wall() + grace
-        if row.stopping == "cancel":
-            return {"id": workload_id, "stopping": "cancel", "grace_deadline": row.preempting_until}
-        self.repository.update_workload(
-            workload_id, event="preempting", reason=f"preempted by platform admin {admin} (grace {grace} s), will be requeued",
+        stopped = self.repository.update_workload_if(
+            workload_id, may_stop, event="preempting",
+            reason=f"preempted by platform admin {admin} (grace {grace} s), will be requeued",
             stopping="preempt", preempting_until=deadline,
         )
+        if stopped is None:  # already stopping (a cancel always wins): that stop stands
+            row = self.repository.workload(workload_id)
+            return {"id": workload_id, "stopping": row.stopping, "grace_deadline": row.preempting_until}
         self.times.steady(workload_id, "preempting_until", deadline)
         self._signal_stop(workload_id)
         return {"id": workload_id, "stopping": "preempt", "grace_deadline": deadline}
@@ -270,6 +292,7 @@ class Scheduler:
         if self.times.remembered > self._times_limit:
             live = {row.id for row in self.repository.workloads(states=(*PENDING_STATES, *ACTIVE_STATES))}
             self.times.retain(live)
+            self.inadmissible.retain(live)
             self._times_limit = max(1000, 2 * len(live))
 
     def lose(self, lost: list[tuple[int, str]], now: float) -> None:
@@ -284,12 +307,18 @@ class Scheduler:
             if row.kind != "job":
                 self.on_kernel_lost(workload_id, reason)
                 continue
-            self.repository.update_workload(workload_id, event="node-lost", reason=reason, stopping="node-lost",
-                                            preempting_until=self.wall())
+            marked = self.repository.update_workload_if(workload_id, may_lose, event="node-lost", reason=reason,
+                                                        stopping="node-lost", preempting_until=self.wall())
             running = self._running.get(workload_id)
             if running is not None:
                 running.kill(self.backend)  # no grace: the devices it ran on are gone
-            self._finish(workload_id, now, "lost", reason, running.metrics([]) if running else None)
+            metrics = running.metrics([]) if running else None
+            if marked is None:
+                current = self.repository.workload(workload_id)
+                if current.state in ACTIVE_STATES:  # a cancel came first and wins: it ends cancelled, not requeued
+                    self._finish(workload_id, now, "cancelled", current.reason or "cancelled", metrics)
+                continue
+            self._finish(workload_id, now, "lost", reason, metrics)
 
     # -- start -------------------------------------------------------------------------------
 
@@ -404,8 +433,9 @@ class Scheduler:
     def _watch(self, row: WorkloadRow, running: RunningAttempt, alive: list[ProcessHandle], now: float,
                lost_nodes: set[str]) -> None:
         if row.stopping is None and any(h.node in lost_nodes for h in running.handles):
-            row = self.repository.update_workload(row.id, event="node-lost", reason="its node was lost",
-                                                  stopping="node-lost", preempting_until=self.wall())
+            row = self.repository.update_workload_if(row.id, may_lose, event="node-lost", reason="its node was lost",
+                                                     stopping="node-lost", preempting_until=self.wall()) \
+                or self.repository.workload(row.id)
         started = self.times.steady(row.id, "started_at", row.started_at)
         if row.stopping is None and row.time_limit_s and started is not None and now >= started + row.time_limit_s:
             row = self._stop(row, "time-limit", f"time limit of {int(row.time_limit_s)} s reached", now + TIME_LIMIT_GRACE_S)
@@ -428,11 +458,13 @@ class Scheduler:
     def _stop(self, row: WorkloadRow, stopping: str, reason: str, deadline: float) -> WorkloadRow:
         """Record a stop the scheduler decided (SIGTERM now, SIGKILL at ``deadline``, scheduler time)."""
         until = self.times.to_wall(deadline)
-        row = self.repository.update_workload(row.id, event=stopping, reason=reason, stopping=stopping,
-                                              preempting_until=until)
+        stopped = self.repository.update_workload_if(row.id, may_stop, event=stopping, reason=reason,
+                                                     stopping=stopping, preempting_until=until)
+        if stopped is None:  # a cancel came since the tick read the row: it stands, with its own deadline
+            return self.repository.workload(row.id)
         self.times.steady(row.id, "preempting_until", until)
         self._signal_stop(row.id)
-        return row
+        return stopped
 
     def _judge(self, row: WorkloadRow, running: RunningAttempt, now: float) -> None:
         """Every replica has exited: decide the outcome and what the queue's policy does next."""
@@ -491,14 +523,21 @@ class Scheduler:
             self.repository.update_workload(row.id, event="preempted", reason=row.reason or "preempted",
                                             state="preempted")
         if lost:
-            self.repository.update_workload(row.id, event="lost", reason=reason, state="lost")
-        self.repository.update_workload(
-            row.id, event=event, reason=reason, state=state, placement=None, node=None, flavor=None,
+            # The event only: a requeue follows, and "lost" is a final state a cancel would take at its word.
+            self.repository.update_workload(row.id, event="lost", reason=reason)
+        # Back to the queue only if no cancel came while the attempt ended; an ending is written as is.
+        released = self.repository.update_workload_if(
+            row.id, None if final else may_requeue, event=event, reason=reason, state=state, placement=None, node=None,
+            flavor=None,
             held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
             preempted_for=None, not_before=not_before, finished_at=wall if final else None,
             started_at=None if not final else row.started_at, admitted_at=None if not final else row.admitted_at,
             escalated=False if not final else row.escalated, priority_boost=0 if not final else row.priority_boost,
             **(counts or {}),
         )
+        if released is None:
+            current = self.repository.workload(row.id)
+            self._release(current, "cancelled", "cancelled", current.reason or "cancelled", final=True)
+            return
         if final:
             self.times.forget(row.id)

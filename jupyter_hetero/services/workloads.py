@@ -15,7 +15,7 @@ from typing import Any
 
 from ..catalog import Catalog, WorkloadKind
 from ..engine import Pending, render
-from ..errors import InvalidRequest, NotFound
+from ..errors import Conflict, InvalidRequest, NotFound
 from ..models import ListWorkloadsQuery, SubmitWorkload
 from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import WorkloadRow
@@ -28,6 +28,8 @@ from .resolve import resolve
 __all__ = ["WorkloadService", "workload_json"]
 
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
+# Reads of a workload a cancel may take while the scheduler keeps moving it on (each move is a tick).
+_CANCEL_TRIES = 5
 # Variables the scheduler owns: a job may not set them itself.
 _RESERVED_ENV = {name for names in VISIBILITY.values() for name in names}
 
@@ -246,23 +248,39 @@ class WorkloadService:
             return workload_json(row)
         if identity.user != row.user:
             self.access.record(identity, "workload.cancel", f"workload/{row.id}", {"owner": row.user})
-        if row.state in PENDING_STATES:
-            row = self.repository.update_workload(
-                row.id, event="cancelled", reason=f"cancelled by {identity.user} while waiting",
-                state="cancelled", finished_at=now,
-            )
-        elif row.stopping != "cancel":
-            deadline = now + self._grace(row)
-            if row.preempting_until is not None:  # a stop already under way keeps its (earlier) deadline
-                deadline = min(deadline, row.preempting_until)
-            row = self.repository.update_workload(
-                row.id, event="cancelling",
-                reason=f"cancelled by {identity.user}" + (f" while stopping ({row.stopping})" if row.stopping else ""),
-                data={"was_stopping": row.stopping} if row.stopping else None,
-                stopping="cancel", preempting_until=deadline,
-            )
+        # The scheduler's tick writes this row from its own thread: each write below happens only if
+        # the row is still as read (else it is read again), so an admission or a stop recorded
+        # meanwhile is never overwritten blindly, and the cancel still lands.
+        for _ in range(_CANCEL_TRIES):
+            written = self._cancel_as_read(identity, row, now)
+            if written is not None:
+                row = written
+                break
+            row = self.repository.workload(row.id)
+        else:
+            raise Conflict(f"workload {row.id} changed state {_CANCEL_TRIES} times while being cancelled; try again")
         self.wake()
         return workload_json(row)
+
+    def _cancel_as_read(self, identity: Identity, row: WorkloadRow, now: float) -> WorkloadRow | None:
+        """Record the cancel if the workload is still as ``row`` shows it; None when it changed."""
+        if row.state in FINAL_STATES or row.stopping == "cancel":
+            return row
+        if row.state in PENDING_STATES:
+            return self.repository.update_workload_if(
+                row.id, lambda current: current.state == row.state, event="cancelled",
+                reason=f"cancelled by {identity.user} while waiting", state="cancelled", finished_at=now,
+            )
+        deadline = now + self._grace(row)
+        if row.preempting_until is not None:  # a stop already under way keeps its (earlier) deadline
+            deadline = min(deadline, row.preempting_until)
+        return self.repository.update_workload_if(
+            row.id, lambda current: current.state in ACTIVE_STATES and current.stopping == row.stopping,
+            event="cancelling",
+            reason=f"cancelled by {identity.user}" + (f" while stopping ({row.stopping})" if row.stopping else ""),
+            data={"was_stopping": row.stopping} if row.stopping else None,
+            stopping="cancel", preempting_until=deadline,
+        )
 
     def _grace(self, row: WorkloadRow) -> float:
         queue = self.catalog.queue(row.queue)

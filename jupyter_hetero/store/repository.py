@@ -22,11 +22,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from .migrations import migrate
 from .tables import AttemptRow, AuditRow, EventRow, NodeRow, WorkloadRow
 
-__all__ = ["ACTIVE_STATES", "FEED_LOOKBACK_S", "PENDING_STATES", "Held", "Repository"]
+__all__ = ["ACTIVE_STATES", "FEED_LOOKBACK_S", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository"]
 
 Clock = Callable[[], float]
 
-PENDING_STATES = ("queued", "preempted")
+# Waiting states the scheduler hands the engine every cycle.
+QUEUED_STATES = ("queued", "preempted")
+# Waiting, but no node of the inventory could ever hold it: re-examined only when the inventory changes.
+INADMISSIBLE = "inadmissible"
+# Every waiting state: counted as pending, cancelled at once, shown with position and blockers.
+PENDING_STATES = (*QUEUED_STATES, INADMISSIBLE)
 # States in which a workload holds capacity on a node.
 ACTIVE_STATES = ("admitted", "starting", "running")
 _GENESIS = "0" * 64
@@ -187,11 +192,30 @@ class Repository:
     def update_workload(self, workload_id: int, *, event: str, reason: str | None = None,
                         data: dict[str, Any] | None = None, **fields: Any) -> WorkloadRow:
         """Change a workload and record why, in one transaction: every transition is an event."""
+        return self._update_workload(workload_id, None, event, reason, data, fields)
+
+    def update_workload_if(self, workload_id: int, when: Callable[[WorkloadRow], bool] | None, *, event: str,
+                           reason: str | None = None, data: dict[str, Any] | None = None,
+                           **fields: Any) -> WorkloadRow | None:
+        """:meth:`update_workload` if ``when(row)`` holds for the row as this same transaction reads it
+        (always when ``when`` is None), else None and nothing written:
+
+            repo.update_workload_if(7, lambda row: row.stopping != "cancel", event="time-limit", stopping="time-limit")
+
+        Request handlers and the scheduler's tick write the same rows from two threads; a decision made
+        on an earlier read (stop it, admit it, requeue it) must not overwrite what the other wrote
+        since, above all a cancel."""
+        return self._update_workload(workload_id, when, event, reason, data, fields)
+
+    def _update_workload(self, workload_id: int, when: Callable[[WorkloadRow], bool] | None, event: str,
+                         reason: str | None, data: dict[str, Any] | None, fields: dict[str, Any]) -> WorkloadRow | None:
         now = self.clock()
         with self.session(write=True) as session:
             row = session.get(WorkloadRow, workload_id)
             if row is None:
                 raise KeyError(workload_id)
+            if when is not None and not when(row):
+                return None
             stopping = row.stopping
             for name, value in fields.items():
                 setattr(row, name, value)
@@ -222,6 +246,12 @@ class Repository:
             ))
 
     # -- workload aggregates -----------------------------------------------------------------
+
+    def count_by_queue(self, state: str) -> dict[str, int]:
+        """How many workloads are in ``state``, per queue (one index-only query)."""
+        query = select(WorkloadRow.queue, func.count()).where(WorkloadRow.state == state).group_by(WorkloadRow.queue)
+        with self.session() as session:
+            return {queue: count for queue, count in session.execute(query)}
 
     def waits(self, since: float) -> dict[str, list[float]]:
         """Per queue, seconds from submission to admission of workloads admitted since ``since``."""

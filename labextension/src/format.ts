@@ -111,6 +111,8 @@ export function stateLabel(state: WorkloadState | string, trans: TranslationBund
   switch (state) {
     case 'queued':
       return trans.__('queued');
+    case 'inadmissible':
+      return trans.__('inadmissible');
     case 'admitted':
       return trans.__('admitted');
     case 'starting':

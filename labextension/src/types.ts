@@ -197,6 +197,8 @@ export interface IAttempt {
 /** Lifecycle states of a workload. */
 export type WorkloadState =
   | 'queued'
+  /** Waiting, but no node of the inventory could ever hold it; queued again when the inventory changes. */
+  | 'inadmissible'
   | 'admitted'
   | 'starting'
   | 'running'

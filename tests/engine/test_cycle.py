@@ -81,6 +81,7 @@ def test_static_mismatches_are_explained(builder, workload, message):
     decisions = Engine().cycle(snapshot(nodes=nodes, pending=[workload], tenants=[VISION]))
     assert not decisions.admissions
     assert first_blocker(decisions, 1).startswith(message)
+    assert decisions.pending[1].inadmissible  # each of these only a change of the inventory can lift
 
 
 def test_quota_blocks_and_says_how_much_is_used():

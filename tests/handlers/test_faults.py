@@ -124,11 +124,14 @@ async def test_losing_a_node_is_counted_apart_and_uses_no_retry(team, api, wait_
     job = await api("workloads", "POST", fault.job("never", template="vision"), as_user="alice")
     await wait_for(job["id"], running, as_user="alice")
     await api("nodes/gpu-t4-0", "DELETE", as_user="root")
-    requeued = await wait_for(job["id"], lambda w: w["state"] == "queued" and w["node_losses"] == 1, as_user="alice")
+    # Requeued by its queue's policy; with the demo's only T4 gone no node can hold it, so it waits inadmissible.
+    requeued = await wait_for(job["id"], lambda w: w["state"] == "inadmissible" and w["node_losses"] == 1,
+                              as_user="alice")
     assert (requeued["failures"], requeued["preemptions"]) == (0, 0)
     reasons = {e["type"]: e["reason"] for e in await events(api, job["id"], "alice")}
     assert reasons["node-lost"] == "node gpu-t4-0 was lost"
     assert reasons["lost"] == "lost (node gpu-t4-0 was lost); requeued by queue batch's policy"
+    assert [e["type"] for e in await events(api, job["id"], "alice")][-2:] == ["requeued", "inadmissible"]
 
 
 # -- logs ----------------------------------------------------------------------------------------

@@ -31,3 +31,9 @@ def test_counts_and_held_capacity_are_summed_per_queue_and_tenant():
     assert status.held_by_tenant("nlp") == {("nlp", "t4"): Held(0, 0, 500)}
     assert set(status.held_by_tenant()) == {("vision", "a100-80g"), ("nlp", "t4")}
     assert status.waits == {"training": [5.0, 30.0]}  # ascending, for percentiles
+
+
+def test_waiting_work_the_scheduler_does_not_hold_is_counted_as_pending():
+    status = QueueStatus.of(ROWS, {}, at=100.0, also_pending={"training": 2, "urgent": 1})
+    assert status.counts["training"] == {"pending": 4, "running": 2}
+    assert status.counts["urgent"] == {"pending": 1, "running": 0}

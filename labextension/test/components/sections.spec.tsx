@@ -112,6 +112,33 @@ describe('MyWorkSection', () => {
     );
   });
 
+  it('shows an inadmissible workload with its badge and why no node can hold it, and lets it be cancelled', () => {
+    const blocker = {
+      kind: 'device-count',
+      flavor: 'a100-80g',
+      message: 'capacity: a replica needs 8 devices on one node, nodes of flavor a100-80g have 2'
+    };
+    const reason = `no node in the inventory can ever hold it: ${blocker.message}`;
+    const waiting = build.workload({ state: 'inadmissible', reason, blockers: [blocker] });
+    // Before the scheduler examined it again (a restart), only the stored reason is known.
+    const restarted = build.workload({ id: 8, state: 'inadmissible', reason, blockers: [] });
+    const p = section({ workloads: [waiting, restarted] });
+    rendered = render(<MyWorkSection {...p} />);
+    const row = rendered.host.querySelector('.jp-hetero-workload[data-workload-id="7"]');
+    const badge = row?.querySelector('.jp-hetero-state');
+    expect(badge?.textContent).toBe('inadmissible');
+    expect(badge?.classList.contains('jp-hetero-mod-inadmissible')).toBe(true);
+    expect(row?.querySelector('.jp-hetero-workload-wait')?.textContent).toBe(
+      'No node can ever hold it; it is queued again when the inventory changes.'
+    );
+    expect(row?.querySelector('.jp-hetero-blocker[data-kind="device-count"]')?.textContent).toBe(blocker.message);
+    expect(row?.querySelector('.jp-hetero-workload-reason')).toBeNull(); // the blockers say it, in the user's language
+    const other = rendered.host.querySelector('.jp-hetero-workload[data-workload-id="8"]');
+    expect(other?.querySelector('.jp-hetero-blocker[data-kind="inadmissible"]')?.textContent).toBe(reason);
+    click(row?.querySelector('.jp-hetero-action-cancel') ?? null);
+    expect(p.onCancel).toHaveBeenCalledWith(7);
+  });
+
   it('shows placement and usage of a finished job, and offers logs, explain and re-submit', () => {
     const done = build.workload({
       state: 'succeeded',

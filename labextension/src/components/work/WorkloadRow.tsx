@@ -2,7 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatEta, formatMemory, formatPlacement, isFinished, kindLabel, num, secondsUntil } from '../../format';
-import type { IAttempt, IExplanation, IWorkload } from '../../types';
+import type { IAttempt, IBlocker, IExplanation, IWorkload } from '../../types';
 import { ActionButton } from '../common/ActionButton';
 import { BlockerList } from './BlockerList';
 import { ExplanationView } from './ExplanationView';
@@ -61,10 +61,22 @@ function endedAttempts(workload: IWorkload, trans: TranslationBundle): string | 
   );
 }
 
+/**
+ * Why an inadmissible workload waits: its blockers (in the user's language), or else its stored
+ * reason, shown like a blocker.
+ */
+function inadmissibleBlockers(workload: IWorkload): IBlocker[] {
+  if (workload.blockers && workload.blockers.length > 0) {
+    return workload.blockers;
+  }
+  return workload.reason ? [{ kind: 'inadmissible', flavor: null, message: workload.reason }] : [];
+}
+
 /** One of the caller's workloads: state, place in the queue, blockers, placement, usage and actions. */
 export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
   const { workload: w, trans, busy } = props;
   const finished = isFinished(w.state);
+  const inadmissible = w.state === 'inadmissible';
   // A finished workload no longer holds a placement; its last attempt says where it ran.
   const where = w.placement ?? lastAttempt(w)?.placement ?? null;
   const placement = formatPlacement(where);
@@ -88,7 +100,12 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
           {formatEta(secondsUntil(w.eta), trans)}
         </div>
       )}
-      {!finished && <BlockerList blockers={w.blockers ?? []} trans={trans} />}
+      {inadmissible && (
+        <div className="jp-hetero-workload-wait jp-hetero-mod-inadmissible">
+          {trans.__('No node can ever hold it; it is queued again when the inventory changes.')}
+        </div>
+      )}
+      {!finished && <BlockerList blockers={inadmissible ? inadmissibleBlockers(w) : w.blockers ?? []} trans={trans} />}
       {placement && (
         <div className="jp-hetero-workload-placement">
           {trans.__('Placement: %1 on %2', where?.flavor ?? w.flavor ?? '', placement)}
@@ -103,7 +120,7 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
           {ended}
         </div>
       )}
-      {w.reason && <div className="jp-hetero-workload-reason">{w.reason}</div>}
+      {w.reason && !inadmissible && <div className="jp-hetero-workload-reason">{w.reason}</div>}
       {props.explanation && (
         <ExplanationView
           explanation={props.explanation}

@@ -1,0 +1,120 @@
+"""The scheduler over a real store: work no node could ever hold waits as `inadmissible`, out of every
+tick's way, and goes back to `queued` once the inventory changes so that a node can hold it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import event
+
+from jupyter_hetero.backends.local import load_emulated_nodes
+from jupyter_hetero.backends.local.processes import LocalBackend
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
+from jupyter_hetero.engine import Engine
+from jupyter_hetero.services.clock import Clock
+from jupyter_hetero.services.inventory import Inventory
+from jupyter_hetero.services.resolve import resolve
+from jupyter_hetero.services.scheduler import Scheduler
+from jupyter_hetero.store import Repository
+from jupyter_hetero.store.tables import WorkloadRow
+
+from ..conftest import DEMO_NODES
+
+IMPOSSIBLE = "capacity: a replica needs 2 devices on one node, nodes of flavor t4 have 1"
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """A real scheduler over a SQLite file and the demo's emulated nodes; kernels need no processes."""
+    catalog = load_catalog(DEFAULT_CATALOG_PATH)
+    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=time.time)
+    inventory = Inventory(catalog, repository)
+    inventory.refresh(load_emulated_nodes(DEMO_NODES))
+    yield Scheduler(catalog=catalog, repository=repository, inventory=inventory, backend=LocalBackend(),
+                    engine=Engine(), clock=Clock(), work_dir=tmp_path / "work")
+    repository.close()
+
+
+def _kernel(scheduler: Scheduler, **parameters) -> WorkloadRow:
+    template = scheduler.catalog.template("interactive")
+    resolved = resolve(template, parameters, scheduler.catalog)
+    return scheduler.repository.add_workload(WorkloadRow(
+        kind="kernel", name="k", tenant="default", user="ada", template=template.name, queue=template.queue,
+        request=resolved.to_json(), spec={"payload": "kernel", "env": {}}, state="queued", held_cpu_milli=0,
+        held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
+    ), reason="submitted")
+
+
+def _two_t4s() -> list:
+    """The demo nodes with a second T4 device on the T4 node: what the impossible kernel needs."""
+    nodes = load_emulated_nodes(DEMO_NODES)
+    t4 = next(node for node in nodes if node.name == "gpu-t4-0")
+    grown = t4.model_copy(update={"accelerator": t4.accelerator.model_copy(update={"count": 2})})
+    return [grown if node is t4 else node for node in nodes]
+
+
+def test_work_no_node_can_hold_is_inadmissible_at_once_and_waits_in_its_queue(scheduler):
+    repository = scheduler.repository
+    impossible = _kernel(scheduler, devices=2, flavor="t4")
+    possible = _kernel(scheduler, devices=1, flavor="t4")
+    scheduler.tick()
+    row = repository.workload(impossible.id)
+    assert row.state == "inadmissible"
+    assert row.reason == f"no node in the inventory can ever hold it: {IMPOSSIBLE}"
+    assert [e.type for e in repository.events(workload_id=row.id)] == ["submitted", "inadmissible"]
+    assert repository.workload(possible.id).state == "admitted"
+    waiting = scheduler.waiting(row.id)
+    assert waiting.inadmissible and waiting.position == 1
+    assert scheduler.queue_status().counts["experiment"] == {"pending": 1, "running": 1}
+    scheduler.tick()
+    assert scheduler.waiting(row.id) == waiting  # still shown, though no tick looks at it any more
+
+
+def test_a_tick_does_not_read_inadmissible_work_until_the_inventory_changes(scheduler):
+    repository = scheduler.repository
+    waiting = [_kernel(scheduler, devices=2, flavor="t4") for _ in range(30)]
+    scheduler.tick()
+    assert {repository.workload(w.id).state for w in waiting} == {"inadmissible"}
+    scheduler.tick()  # reads back what the last tick recorded
+    loaded = []
+
+    def listener(row, _context):
+        loaded.append(row.id)
+
+    event.listen(WorkloadRow, "load", listener)
+    try:
+        scheduler.tick()
+    finally:
+        event.remove(WorkloadRow, "load", listener)
+    assert loaded == [] and scheduler.ticks.recent()[-1].pending == 0
+    scheduler.inventory.refresh(_two_t4s())  # the T4 node comes back with two devices
+    scheduler.tick()
+    first = repository.workload(waiting[0].id)
+    assert first.state == "admitted" and first.node == "gpu-t4-0"
+    events = [(e.type, e.reason) for e in repository.events(workload_id=first.id)]
+    assert events[-2:] == [("requeued", "the inventory now has a node that can hold it"), ("admitted", events[-1][1])]
+    # The rest wait for the first kernel's devices now, which time frees: queued, not inadmissible.
+    assert {repository.workload(w.id).state for w in waiting[1:]} == {"queued"}
+    assert scheduler.waiting(waiting[1].id).blockers[0].kind == "capacity"
+
+
+def test_a_change_that_does_not_help_leaves_it_inadmissible_without_a_new_event(scheduler):
+    repository = scheduler.repository
+    row = _kernel(scheduler, devices=2, flavor="t4")
+    scheduler.tick()
+    scheduler.inventory.refresh(load_emulated_nodes(DEMO_NODES))  # seen again, the same
+    scheduler.tick()
+    assert repository.workload(row.id).state == "inadmissible"
+    assert [e.type for e in repository.events(workload_id=row.id)] == ["submitted", "inadmissible"]
+
+
+def test_a_restarted_scheduler_shows_why_it_waits_again(scheduler, tmp_path):
+    row = _kernel(scheduler, devices=2, flavor="t4")
+    scheduler.tick()
+    again = Scheduler(catalog=scheduler.catalog, repository=scheduler.repository, inventory=scheduler.inventory,
+                      backend=LocalBackend(), engine=Engine(), clock=Clock(), work_dir=tmp_path / "work")
+    assert again.waiting(row.id) is None
+    again.tick()
+    assert again.waiting(row.id).inadmissible
+    assert [e.type for e in again.repository.events(workload_id=row.id)] == ["submitted", "inadmissible"]
