@@ -78,6 +78,8 @@ def _outcome(decisions, now: float, language: str) -> dict[str, Any]:
         "eta_s": None if eta is None else max(0.0, eta - now),
         "position": pending.position if pending else None,
         "blockers": [render(b, language) for b in pending.blockers] if pending else [],
-        "schedulable": bool(pending and any(b.closeness > 0 for b in pending.blockers)) or bool(victims),
+        # Could it ever run there? Not when no node could hold it, nor when nothing but an admin could help.
+        "schedulable": bool(victims) or bool(pending and not pending.inadmissible
+                                             and any(b.closeness > 0 for b in pending.blockers)),
         "victims": victims,
     }

@@ -95,6 +95,7 @@ async def test_a_preview_shows_capacity_and_whether_it_would_start_per_flavor(ap
     assert flavors["a100-80g"]["image"] == "nvcr.io/nvidia/pytorch:24.10-py3"
     assert flavors["h100-80g"]["starts_now"] is False
     assert flavors["h100-80g"]["blockers"] == ["capacity: no admitted node belongs to flavor h100-80g"]
+    assert flavors["h100-80g"]["schedulable"] is False  # no node could ever take it there
     assert await api("workloads") == []  # nothing was stored
 
 
@@ -107,6 +108,7 @@ async def test_a_preview_of_a_full_flavor_gives_the_blocker_and_eta(api, wait_fo
     assert answer["starts_now"] is False
     assert answer["blockers"][0].startswith("容量：规格 a100-80g 空闲 0 devices")
     assert 3000 < answer["eta_s"] <= 3600
+    assert answer["flavors"][0]["schedulable"] is True  # it only waits for capacity
     await api(f"workloads/{job['id']}", "DELETE")
 
 

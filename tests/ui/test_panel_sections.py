@@ -181,11 +181,12 @@ def test_a_job_that_does_not_fit_shows_its_blocker_and_can_be_cancelled(lab_page
 
     panel.locator(".jp-hetero-tab[data-section=work]").click()
     row = workload_row(panel, workload_id)
-    expect(row).to_have_attribute("data-state", "queued")
+    # No node could ever hold it: it waits as inadmissible, with the reason, until the inventory changes.
+    expect(row).to_have_attribute("data-state", "inadmissible", timeout=30_000)
     expect(row.locator(".jp-hetero-blocker").first).to_contain_text(
         "the largest node of flavor cpu-standard has 32 CPU", timeout=30_000
     )
-    expect(row.locator(".jp-hetero-workload-wait")).to_contain_text("Position")
+    expect(row.locator(".jp-hetero-workload-wait")).to_contain_text("No node can ever hold it")
     row.locator(".jp-hetero-action-explain").click()
     expect(row.locator(".jp-hetero-explanation")).to_contain_text("64 CPU")
     page.screenshot(path=str(ui_output / "panel-mywork.png"))
