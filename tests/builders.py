@@ -385,3 +385,26 @@ def team_catalog(path, *, vision_a100: int = 1, nlp_a100: int = 1, queues: dict 
     target = path / "team-catalog.yaml"
     target.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     return str(target)
+
+
+def demo_nodes_file(path, *, without: str | None = None, devices: dict[str, int] | None = None,
+                    copies: dict[str, tuple[str, int]] | None = None):
+    """The demo's emulated nodes file, changed: less the node ``without``, ``devices`` as new device
+    counts per node, and ``copies`` as new nodes ``{name: (node copied, device count)}``; written to ``path``."""
+    import copy  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+
+    demo = Path(__file__).resolve().parent.parent / "binder" / "demo-nodes.yaml"
+    data = yaml.safe_load(demo.read_text(encoding="utf-8"))
+    data["nodes"] = [node for node in data["nodes"] if node["name"] != without]
+    for node in data["nodes"]:
+        if node["name"] in (devices or {}):
+            node["accelerator"]["count"] = devices[node["name"]]
+    for name, (source, number) in (copies or {}).items():
+        clone = copy.deepcopy(next(node for node in data["nodes"] if node["name"] == source))
+        clone["name"], clone["accelerator"]["count"] = name, number
+        data["nodes"].append(clone)
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path

@@ -32,6 +32,8 @@ __all__ = [
     "ServerLayout",
     "free_port",
     "open_sidebar_tab",
+    "start_hetero_server",
+    "until",
     "wait_for_lab_shell",
 ]
 
@@ -286,6 +288,29 @@ class LabServer:
             f"jupyter lab did not answer /api/status within {timeout:.0f}s (last error: {last_error}); "
             f"log {self.log_path}:\n{self.log_tail()}"
         )
+
+
+def until(predicate, what: str, timeout: float = 30.0):
+    """Poll ``predicate`` until it returns something truthy (returned); fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def start_hetero_server(layout: ServerLayout, name: str, nodes: Path, *extra_args: str) -> LabServer:
+    """A `jupyter server` with jupyter-hetero over ``layout``'s store, with ``nodes`` as its emulated nodes."""
+    return LabServer.start(
+        layout, app="server", log_path=layout.root / f"{name}.log",
+        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
+                    f"--HeteroApp.work_dir={layout.state / 'work'}",
+                    f"--HeteroApp.emulated_nodes_file={nodes}",
+                    "--HeteroApp.local_node_name=local",
+                    "--HeteroApp.schedule_interval=0.2", *extra_args],
+    )
 
 
 def wait_for_lab_shell(page, timeout_ms: float = 90_000) -> None:

@@ -8,14 +8,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from jupyter_hetero.client import ApiError, HeteroClient
 
 from .conftest import DEMO_NODES
-from .harness import LabServer, ServerLayout
+from .harness import LabServer, ServerLayout, until
 
 pytestmark = pytest.mark.slow
 
@@ -44,16 +43,6 @@ def hetero(server: LabServer, *args: str) -> subprocess.CompletedProcess:
     command, *rest = args
     return subprocess.run([sys.executable, "-m", "jupyter", "hetero", command, "--url", server.base_url,
                            "--token", server.token, *rest], capture_output=True, text=True, timeout=120)
-
-
-def until(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_the_cli_submits_watches_explains_and_cancels(layout):

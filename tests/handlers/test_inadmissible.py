@@ -5,19 +5,17 @@ start at once, and is queued again and runs once a restart brings a node that ca
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 
 from jupyter_hetero.client import HeteroClient
 
+from ..builders import demo_nodes_file
 from ..conftest import DEMO_NODES
-from ..harness import LabServer, ServerLayout
+from ..harness import LabServer, ServerLayout, start_hetero_server, until
 from .test_kernels import kernelspecs  # noqa: F401 - the fixture
 
 # No NVIDIA node of the demo has eight devices (the A100 node has two, and the T4 is no training flavor).
@@ -67,27 +65,6 @@ async def test_a_kernel_no_node_can_hold_fails_its_start_at_once_with_the_reason
     assert kernel["state"] == "failed" and kernel["reason"] == error["message"]
 
 
-def _nodes_with_a_big_a100(path: Path) -> Path:
-    """The demo nodes plus an A100 node with eight devices."""
-    data = yaml.safe_load(DEMO_NODES.read_text(encoding="utf-8"))
-    big = json.loads(json.dumps(next(n for n in data["nodes"] if n["name"] == "gpu-a100-0")))
-    big["name"], big["accelerator"]["count"] = "gpu-a100-8x", 8
-    data["nodes"].append(big)
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return path
-
-
-def _start(layout: ServerLayout, name: str, nodes: Path) -> LabServer:
-    return LabServer.start(
-        layout, app="server", log_path=layout.root / f"{name}.log",
-        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
-                    f"--HeteroApp.work_dir={layout.state / 'work'}",
-                    f"--HeteroApp.emulated_nodes_file={nodes}",
-                    "--HeteroApp.local_node_name=local",
-                    "--HeteroApp.schedule_interval=0.2"],
-    )
-
-
 def _cli(*args: str, server: LabServer) -> str:
     result = subprocess.run([sys.executable, "-m", "jupyter", "hetero", *args, "--url", server.base_url,
                              "--token", server.token], check=False, capture_output=True, text=True, timeout=60)
@@ -95,31 +72,22 @@ def _cli(*args: str, server: LabServer) -> str:
     return result.stdout
 
 
-def _until(predicate, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 @pytest.mark.slow
 def test_when_a_restart_brings_a_node_that_can_hold_it_it_is_queued_again_and_runs(tmp_path):
     layout = ServerLayout.create(tmp_path)
-    with _start(layout, "before", DEMO_NODES) as server:
+    with start_hetero_server(layout, "before", DEMO_NODES) as server:
         client = HeteroClient(server.base_url, server.token)
         job = client.submit(**EIGHT_NVIDIA, command=["python", "-c", "print('eight devices')"])["id"]
-        _until(lambda: client.workload(job)["state"] == "inadmissible", "the job to be inadmissible")
+        until(lambda: client.workload(job)["state"] == "inadmissible", "the job to be inadmissible")
         status = _cli("status", str(job), server=server)
         assert "no node can ever hold it; it is queued again in training when the inventory changes:" in status
         assert f"  - {A100_TOO_SMALL}" in status
         listed = _cli("ls", server=server).splitlines()[1]
         assert listed.split()[1] == "inadmissible" and A100_TOO_SMALL in listed
-    with _start(layout, "after", _nodes_with_a_big_a100(tmp_path / "grown.yaml")) as server:
+    grown = demo_nodes_file(tmp_path / "grown.yaml", copies={"gpu-a100-8x": ("gpu-a100-0", 8)})
+    with start_hetero_server(layout, "after", grown) as server:
         client = HeteroClient(server.base_url, server.token)
-        done = _until(lambda: (w := client.workload(job))["state"] in ("succeeded", "failed") and w, "the job to run")
+        done = until(lambda: (w := client.workload(job))["state"] in ("succeeded", "failed") and w, "the job to run")
         assert done["state"] == "succeeded" and done["attempts"][0]["node"] == "gpu-a100-8x"
         events = [(e["type"], e["reason"]) for e in client.events(job)]
         types = [kind for kind, _reason in events]

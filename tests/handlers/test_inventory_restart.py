@@ -6,53 +6,19 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import psutil
 import pytest
-import yaml
 
 from jupyter_hetero.client import HeteroClient
 
-from ..conftest import DEMO_NODES
-from ..harness import LabServer, ServerLayout
+from ..builders import demo_nodes_file as nodes_file
+from ..harness import ServerLayout, until
+from ..harness import start_hetero_server as start
 
 pytestmark = pytest.mark.slow
 
 HOLD = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)\n"
-
-
-def nodes_file(path: Path, *, without: str | None = None, devices: dict[str, int] | None = None) -> Path:
-    """The demo nodes, less one node and with fewer devices on others."""
-    data = yaml.safe_load(DEMO_NODES.read_text(encoding="utf-8"))
-    data["nodes"] = [node for node in data["nodes"] if node["name"] != without]
-    for node in data["nodes"]:
-        if node["name"] in (devices or {}):
-            node["accelerator"]["count"] = devices[node["name"]]
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return path
-
-
-def start(layout: ServerLayout, name: str, nodes: Path) -> LabServer:
-    return LabServer.start(
-        layout, app="server", log_path=layout.root / f"{name}.log",
-        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
-                    f"--HeteroApp.work_dir={layout.state / 'work'}",
-                    f"--HeteroApp.emulated_nodes_file={nodes}",
-                    "--HeteroApp.local_node_name=local",
-                    "--HeteroApp.schedule_interval=0.2"],
-    )
-
-
-def until(predicate, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def gone(pid: int) -> bool:
