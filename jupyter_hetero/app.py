@@ -89,6 +89,19 @@ class HeteroApp(ExtensionApp):
         "(the default, which scores every eligible node by the fragmentation a placement leaves for the "
         "templates' typical requests).",
     )
+    engine_process = Bool(
+        True, config=True,
+        help="Whether scheduling cycles (each tick's, and the dry runs behind previews and preemption dry runs) "
+        "run in a child process of their own, fed only what changed since the last cycle. Their CPU time then "
+        "never holds the server's interpreter lock, which requests wait for; off runs them in the server's "
+        "process, in the scheduler's worker thread.",
+    )
+    engine_process_timeout = Float(
+        60.0, config=True,
+        help="Seconds the engine process may take to answer one request (a tick's cycle, or a preview's dry "
+        "runs) before it is taken for stuck: it is killed, that tick or preview fails, and the next request "
+        "starts a new engine process from a full snapshot.",
+    )
     cull_device_idle_pct = Float(
         5.0, config=True,
         help="Kernels whose devices are measurably used below this percentage are culled (see cull_device_idle_after).",
@@ -143,6 +156,7 @@ class HeteroApp(ExtensionApp):
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),
             engine=self._engine(catalog),
+            engine_process_timeout_s=self.engine_process_timeout if self.engine_process else None,
             interval_s=self.schedule_interval,
             platform_admins=frozenset(self.platform_admins),
             owner_is_platform_admin=self.owner_is_platform_admin,
@@ -199,5 +213,4 @@ class HeteroApp(ExtensionApp):
     async def stop_extension(self) -> None:
         platform = self.settings.get("hetero_platform")
         if platform is not None:
-            await platform.loop.stop()
-            platform.repository.close()
+            await platform.close()

@@ -23,6 +23,8 @@ from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
+from .engine_mirror import MirroredWorkload, SnapshotDelta
+from .engine_process import Cycle, DryRuns, EngineProcess
 from .environment import device_environment
 from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .inventory import Inventory
@@ -51,12 +53,15 @@ class Scheduler:
     """Drives the engine over the store and a backend; one instance per server."""
 
     def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
-                 engine: Engine, clock: Clock, work_dir: Path):
+                 engine: Engine, clock: Clock, work_dir: Path, engine_process: EngineProcess | None = None):
         self.catalog = catalog
         self.repository = repository
         self.inventory = inventory
         self.backend = backend
         self.engine = engine
+        # Where cycles run: in this process (None), or in a child fed deltas (see engine_process.py).
+        self.engine_process = engine_process
+        self._nodes_sent: int | None = None  # the node states' version the engine process holds
         # Stored timestamps are wall time; every comparison and the engine's `now` are scheduler
         # time, which a step of the wall clock does not move (see services/clock.py).
         self.times = SteadyTime(clock)
@@ -79,7 +84,8 @@ class Scheduler:
         self._tenants = tenant_quotas(catalog)
         self.ticks = TickLog()
         # What the engine sees, kept current at the cost of what changed (see reflector.py).
-        self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload)
+        self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload,
+                                            track_changes=engine_process is not None)
         self._node_states = NodeStates(node_state)
         self._status: QueueStatus | None = None
         self._waits: dict[str, list[float]] = {}
@@ -99,6 +105,8 @@ class Scheduler:
 
     def reconcile(self) -> None:
         """Bring the store in line with reality after a (possibly unclean) stop of the server."""
+        if self.engine_process is not None:
+            self.engine_process.start()  # it loads the engine meanwhile; the first tick sends it everything
         for row in self.repository.workloads(states=ACTIVE_STATES, kind="job"):
             attempts = self.repository.attempts(row.id)
             current = attempts[-1] if attempts and attempts[-1].ended_at is None else None
@@ -123,19 +131,26 @@ class Scheduler:
         self._monitor(now)
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
-        snapshot = self._snapshot(now, sync=False)
-        snapshotted = time.perf_counter()
-        decisions = self.engine.cycle(snapshot)
+        if self.engine_process is None:
+            snapshot = self._snapshot(now, sync=False)
+            snapshotted = time.perf_counter()
+            decisions = self.engine.cycle(snapshot)
+            running, pending = len(snapshot.running), len(snapshot.pending)
+        else:
+            reply = self.engine_process.call(self._delta, Cycle(now))
+            snapshotted = monitored + reply.delta_s
+            decisions, running, pending = reply.value.decisions, reply.value.running, reply.value.pending
         decided = time.perf_counter()
         self._apply(decisions, now)
         self.pending = dict(decisions.pending)
         self.last_decisions = decisions
-        self._publish_status(refresh_waits=bool(decisions.admissions))
+        # Synced again first: the views then show this cycle's own admissions and releases.
+        self._publish_status(refresh_waits=bool(decisions.admissions), sync=True)
         ended = time.perf_counter()
         self.ticks.record(TickTiming(
             at=at, monitor_s=monitored - synced, snapshot_s=(synced - started) + (snapshotted - monitored),
             engine_s=decided - snapshotted, apply_s=ended - decided, total_s=ended - started,
-            running=len(snapshot.running), pending=len(snapshot.pending), admitted=len(decisions.admissions),
+            running=running, pending=pending, admitted=len(decisions.admissions),
             changed=changed,
         ))
         return decisions
@@ -156,15 +171,23 @@ class Scheduler:
     def _engine_workload(self, row: WorkloadRow) -> Workload:
         return engine_workload(row, self.catalog.template(row.template), 3600.0, self.times)
 
+    def _scheduled(self, row: WorkloadRow, workload: Workload) -> MirroredWorkload:
+        """How a scheduled workload enters a snapshot: holding capacity, or waiting (and from when)."""
+        if row.state in ACTIVE_STATES:
+            return MirroredWorkload(workload, running=True)
+        return MirroredWorkload(workload, running=False,
+                                not_before=self.times.steady(row.id, "not_before", row.not_before))
+
     def _snapshot(self, now: float, extra_pending: list | None = None, *, sync: bool = True) -> Snapshot:
         """A complete snapshot for one cycle, from copies refreshed only where the store changed."""
         if sync:
             self._workloads.sync()
         running, pending = [], []
         for row, workload in self._workloads.entries():
-            if row.state in ACTIVE_STATES:
+            entry = self._scheduled(row, workload)
+            if entry.running:
                 running.append(workload)
-            elif row.not_before is None or self.times.steady(row.id, "not_before", row.not_before) <= now:
+            elif entry.not_before is None or entry.not_before <= now:
                 pending.append(workload)
         return Snapshot(
             now=now,
@@ -175,13 +198,42 @@ class Scheduler:
             pending=pending + list(extra_pending or ()),
         )
 
+    def _delta(self, full: bool) -> SnapshotDelta:
+        """What the engine process's mirror lacks: everything when ``full`` (a new child), else the
+        workloads re-read since the last delta, and the nodes only when the inventory changed."""
+        replaced, changed, gone = self._workloads.take_changes(everything=full)
+        nodes = self._node_states.of([view for view in self.inventory.nodes() if view.flavor is not None])
+        send_nodes = full or self._node_states.version != self._nodes_sent
+        self._nodes_sent = self._node_states.version
+        return SnapshotDelta(
+            replace_workloads=replaced, workloads=[self._scheduled(row, workload) for row, workload in changed],
+            gone=gone, nodes=nodes if send_nodes else None,
+            queues=self._queues if full else None, tenants=self._tenants if full else None,
+        )
+
     def dry_run(self, now: float, extra_pending: list | None = None) -> Decisions:
         """A cycle over the current state (plus hypothetical workloads) that changes nothing."""
-        return self.engine.cycle(self._snapshot(now, extra_pending))
+        return self.dry_runs(now, [list(extra_pending or ())])[0][0]
+
+    def dry_runs(self, now: float, extra_pending: list[list[Workload]], *,
+                 capacity: bool = False) -> tuple[list[Decisions], dict | None]:
+        """One cycle that changes nothing per set of hypothetical workloads, and with ``capacity`` each
+        flavor's (total, free) capacity. Blocks for as long as the cycles take: call it off the event loop."""
+        self._workloads.sync()  # the store is read here, not while the engine process is held
+        if self.engine_process is None:
+            decisions = [self.engine.cycle(self._snapshot(now, extra, sync=False)) for extra in extra_pending]
+            return decisions, free_capacity(self._snapshot(now, sync=False)) if capacity else None
+        reply = self.engine_process.call(self._delta, DryRuns(now, extra_pending, capacity)).value
+        return reply.decisions, reply.capacity
 
     def capacity(self, now: float) -> dict:
         """Per flavor, (total, free) capacity right now."""
-        return free_capacity(self._snapshot(now))
+        return self.dry_runs(now, [], capacity=True)[1]
+
+    def close(self) -> None:
+        """Stop the engine process, if cycles run in one (after the loop has stopped ticking)."""
+        if self.engine_process is not None:
+            self.engine_process.close()
 
     # -- apply decisions ---------------------------------------------------------------------
 
