@@ -56,11 +56,15 @@ async def test_version_shows_platform_admins_the_recent_ticks_per_phase(api, gat
 
 
 @pytest.mark.usefixtures("team")
-async def test_a_tick_reads_the_process_table_once_not_once_per_running_job(api, gate, wait_for, monkeypatch):  # noqa: F811
+async def test_ticks_never_walk_a_jobs_process_tree_and_read_the_process_table_only_for_usage(  # noqa: F811
+        api, gate, wait_for, monkeypatch, jp_serverapp):
+    from jupyter_hetero.backends.local.processes import USAGE_INTERVAL_S
+
     jobs = [await api("workloads", "POST", gate.job(f"g{n}", template="data-preprocessing"), as_user="alice")
             for n in range(3)]
     for job in jobs:
         await wait_for(job["id"], running, as_user="alice")
+    ticks = jp_serverapp.web_app.settings["hetero_platform"].scheduler.ticks
     passes, walks = [], []
     real_iter = psutil.process_iter
 
@@ -72,15 +76,18 @@ async def test_a_tick_reads_the_process_table_once_not_once_per_running_job(api,
         walks.append(process.pid)
         return []
 
+    started, since = time.monotonic(), ticks.count
     monkeypatch.setattr(psutil, "process_iter", counting_iter)
     monkeypatch.setattr(psutil.Process, "children", counting_children)
     try:
-        await _until(_async(lambda: len(passes) >= 3 or walks), what="three ticks")
+        await _until(_async(lambda: ticks.count >= since + 5 or walks), what="five ticks")
     finally:
         monkeypatch.undo()
         for n in range(3):
             gate.open(f"g{n}")
     assert walks == [], "ticks walked each job's process tree through /proc on its own"
+    # Liveness costs a waitpid per replica; the whole table is read for usage, every few seconds.
+    assert len(passes) <= 1 + (time.monotonic() - started) / USAGE_INTERVAL_S
 
 
 def _async(predicate):
