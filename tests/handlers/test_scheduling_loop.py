@@ -56,8 +56,8 @@ async def test_version_shows_platform_admins_the_recent_ticks_per_phase(api, gat
 
 
 @pytest.mark.usefixtures("team")
-async def test_ticks_never_walk_a_jobs_process_tree_and_read_the_process_table_only_for_usage(  # noqa: F811
-        api, gate, wait_for, monkeypatch, jp_serverapp):
+async def test_ticks_never_walk_a_jobs_process_tree_and_read_the_process_table_only_for_usage(
+        api, gate, wait_for, monkeypatch, jp_serverapp):  # noqa: F811
     from jupyter_hetero.backends.local.processes import USAGE_INTERVAL_S
 
     jobs = [await api("workloads", "POST", gate.job(f"g{n}", template="data-preprocessing"), as_user="alice")
