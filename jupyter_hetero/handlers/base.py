@@ -39,7 +39,12 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
     # server's identity provider and authorizer for the hetero handlers only (see auth.py).
     @property
     def identity_provider(self) -> CredentialIdentityProvider:
-        return CredentialIdentityProvider(super().identity_provider, self.platform.credentials.authenticate)
+        server = super().identity_provider
+        wrapper = self.settings.get("hetero_identity_provider")
+        if wrapper is None or wrapper.server is not server:  # one per server, not one per request
+            wrapper = self.settings["hetero_identity_provider"] = CredentialIdentityProvider(
+                server, self.platform.credentials.authenticate)
+        return wrapper
 
     @property
     def authorizer(self) -> CredentialAuthorizer:
