@@ -158,7 +158,7 @@ class PreemptHandler(HeteroHandler):
         if query.dry_run:
             if row.state not in ("queued", "preempted"):
                 raise Conflict(f"workload {wid} is {row.state}; a dry run shows what a waiting workload would evict")
-            decisions = await self.off_loop(partial(scheduler.dry_run, scheduler.clock()))
+            decisions = await self.off_loop(partial(scheduler.dry_run, scheduler.clock(), pending_of=frozenset({wid})))
             victims = [p for p in decisions.preemptions if p.preemptor == wid]
             admitted = next((a for a in decisions.admissions if a.workload == wid), None)
             pending = decisions.pending.get(wid)

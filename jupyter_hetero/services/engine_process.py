@@ -33,14 +33,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..engine import Decisions, Engine, Res, Workload, free_capacity
+from ..engine import Decisions, Engine, Pending, Res, Workload, free_capacity
 from .engine_mirror import SnapshotDelta, SnapshotMirror
 
-__all__ = ["ENGINE_RESTARTING", "Cycle", "DryRuns", "EngineProcess", "EngineReply", "EngineUnavailable"]
+__all__ = ["ENGINE_RESTARTING", "Cycle", "DryRuns", "EngineProcess", "EngineReply", "EngineUnavailable", "only_pending_of"]
 
 log = logging.getLogger(__name__)
 
@@ -72,18 +72,25 @@ class Cycle:
 @dataclass(frozen=True, slots=True)
 class DryRuns:
     """Cycles that change nothing, one per set of hypothetical waiting workloads; with ``capacity``,
-    also each flavor's (total, free) capacity."""
+    also each flavor's (total, free) capacity. ``pending_of``: whose place, blockers and ETA to
+    return (None: everyone's, thousands on a busy cluster, when a preview needs one)."""
 
     now: float
     extra_pending: list[list[Workload]] = field(default_factory=lambda: [[]])
     capacity: bool = False
+    pending_of: frozenset[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CycleResult:
+    """A tick's decisions. Their ``pending`` holds only the entries that changed since the previous
+    cycle's answer, ``pending_gone`` the ids that left it: what waits barely changes from one tick to
+    the next, and unpickling thousands of unchanged entries cost the server's interpreter time."""
+
     decisions: Decisions
     running: int
     pending: int
+    pending_gone: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +123,7 @@ class EngineProcess:
         self._closed = False
         self._pid: int | None = None
         self._fresh = True
+        self._pending: dict[int, Pending] = {}  # the last cycle's pending entries (see CycleResult)
         self.starts = 0
 
     @property
@@ -149,8 +157,21 @@ class EngineProcess:
                 raise
             self._fresh = False  # the child has applied the delta, whatever the engine then did
             if status == "error":
+                if isinstance(request, Cycle):
+                    self._pending = {}  # the child starts its pending entries over too
                 raise value  # the engine's own exception; the child and its mirror are fine
+            if isinstance(value, CycleResult):
+                value = self._complete(value)
             return EngineReply(value, built - started, time.perf_counter() - built, message.size, fresh)
+
+    def _complete(self, result: CycleResult) -> CycleResult:
+        """The cycle's full pending entries: the ones held from earlier answers, updated by this one."""
+        pending = self._pending
+        for workload in result.pending_gone:
+            pending.pop(workload, None)
+        pending.update(result.decisions.pending)
+        result.decisions.pending = dict(pending)
+        return replace(result, pending_gone=[])
 
     def start(self) -> None:
         """Start the child now (it loads while the server does other things); the first request
@@ -193,6 +214,7 @@ class EngineProcess:
             pass  # the child is already gone: the request's send fails and says so
         self._process, self._connection, self._pid = process, connection, process.pid
         self._fresh = True  # its mirror is empty: the next request sends everything
+        self._pending = {}  # and it has sent no pending entries yet
         self.starts += 1
         if self.starts > 1:
             log.warning("jupyter-hetero: engine process restarted (pid %s); resyncing it from a full snapshot",
@@ -250,6 +272,7 @@ def serve(connection: Connection, engine_bytes: bytes, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the server's terminal is the server's to handle
     engine: Engine = pickle.loads(engine_bytes)
     mirror = SnapshotMirror()
+    sent: dict[int, Pending] = {}  # the pending entries the server holds (see CycleResult)
     while True:
         if not connection.poll(PARENT_CHECK_S):
             if os.getppid() != parent_pid:
@@ -264,21 +287,40 @@ def serve(connection: Connection, engine_bytes: bytes, parent_pid: int) -> None:
         delta, request = message
         try:
             mirror.apply(delta)
-            answer = ("ok", _answer(engine, mirror, request))
+            answer = ("ok", _answer(engine, mirror, request, sent))
         except Exception as exc:  # noqa: BLE001 - the server logs it; the child stays for the next request
             answer = ("error", exc)
         try:
             connection.send(answer)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            connection.send(("error", RuntimeError(repr(answer[1]))))
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            answer = ("error", RuntimeError(f"the engine's answer could not be sent: {exc!r}"))
+            connection.send(answer)
         except OSError:
             return
+        if answer[0] == "error" and isinstance(request, Cycle):
+            sent.clear()  # as the server does on an error: both start the pending entries over
 
 
-def _answer(engine: Engine, mirror: SnapshotMirror, request: Cycle | DryRuns) -> CycleResult | DryRunResult:
+def _answer(engine: Engine, mirror: SnapshotMirror, request: Cycle | DryRuns, sent: dict[int, Pending],
+            ) -> CycleResult | DryRunResult:
+    """The child's answer; ``sent``: the pending entries the server holds from earlier answers."""
     if isinstance(request, Cycle):
         snapshot = mirror.snapshot(request.now)
-        return CycleResult(engine.cycle(snapshot), len(snapshot.running), len(snapshot.pending))
-    decisions = [engine.cycle(mirror.snapshot(request.now, extra)) for extra in request.extra_pending]
+        decisions = engine.cycle(snapshot)
+        pending = decisions.pending
+        gone = [workload for workload in sent if workload not in pending]
+        changed = {workload: entry for workload, entry in pending.items() if sent.get(workload) != entry}
+        sent.clear()
+        sent.update(pending)
+        return CycleResult(replace(decisions, pending=changed), len(snapshot.running), len(snapshot.pending), gone)
+    decisions = [only_pending_of(engine.cycle(mirror.snapshot(request.now, extra)), request.pending_of)
+                 for extra in request.extra_pending]
     capacity = free_capacity(mirror.snapshot(request.now)) if request.capacity else None
     return DryRunResult(decisions, capacity)
+
+
+def only_pending_of(decisions: Decisions, workloads: frozenset[int] | None) -> Decisions:
+    """``decisions`` with the pending entries of ``workloads`` only (all of them for None)."""
+    if workloads is None:
+        return decisions
+    return replace(decisions, pending={w: p for w, p in decisions.pending.items() if w in workloads})

@@ -41,7 +41,7 @@ def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadServic
     )
     # One exchange with the engine for every dry cycle: the submission on any flavor, then on each alone.
     alternatives = [[base]] + [[replace(base, flavors=(flavor,))] for flavor in resolved.flavors]
-    outcomes, capacity = scheduler.dry_runs(now, alternatives, capacity=True)
+    outcomes, capacity = scheduler.dry_runs(now, alternatives, capacity=True, pending_of=frozenset({_PREVIEW_ID}))
     flavors = [_flavor(catalog, found, flavor, capacity.get(flavor), _outcome(decisions, now, language))
                for flavor, decisions in zip(resolved.flavors, outcomes[1:])]
     overall = _outcome(outcomes[0], now, language)

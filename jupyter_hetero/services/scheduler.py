@@ -24,7 +24,7 @@ from ..store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
 from .engine_mirror import MirroredWorkload, SnapshotDelta
-from .engine_process import Cycle, DryRuns, EngineProcess
+from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
 from .environment import device_environment
 from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .inventory import Inventory
@@ -211,19 +211,23 @@ class Scheduler:
             queues=self._queues if full else None, tenants=self._tenants if full else None,
         )
 
-    def dry_run(self, now: float, extra_pending: list | None = None) -> Decisions:
+    def dry_run(self, now: float, extra_pending: list | None = None, *,
+                pending_of: frozenset[int] | None = None) -> Decisions:
         """A cycle over the current state (plus hypothetical workloads) that changes nothing."""
-        return self.dry_runs(now, [list(extra_pending or ())])[0][0]
+        return self.dry_runs(now, [list(extra_pending or ())], pending_of=pending_of)[0][0]
 
-    def dry_runs(self, now: float, extra_pending: list[list[Workload]], *,
-                 capacity: bool = False) -> tuple[list[Decisions], dict | None]:
+    def dry_runs(self, now: float, extra_pending: list[list[Workload]], *, capacity: bool = False,
+                 pending_of: frozenset[int] | None = None) -> tuple[list[Decisions], dict | None]:
         """One cycle that changes nothing per set of hypothetical workloads, and with ``capacity`` each
-        flavor's (total, free) capacity. Blocks for as long as the cycles take: call it off the event loop."""
+        flavor's (total, free) capacity; ``pending_of``: whose pending entries the decisions keep (None:
+        all). Blocks for as long as the cycles take: call it off the event loop."""
         self._workloads.sync()  # the store is read here, not while the engine process is held
         if self.engine_process is None:
-            decisions = [self.engine.cycle(self._snapshot(now, extra, sync=False)) for extra in extra_pending]
+            decisions = [only_pending_of(self.engine.cycle(self._snapshot(now, extra, sync=False)), pending_of)
+                         for extra in extra_pending]
             return decisions, free_capacity(self._snapshot(now, sync=False)) if capacity else None
-        reply = self.engine_process.call(self._delta, DryRuns(now, extra_pending, capacity)).value
+        request = DryRuns(now, extra_pending, capacity, None if pending_of is None else frozenset(pending_of))
+        reply = self.engine_process.call(self._delta, request).value
         return reply.decisions, reply.capacity
 
     def capacity(self, now: float) -> dict:

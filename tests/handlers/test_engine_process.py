@@ -113,3 +113,19 @@ async def test_with_the_engine_process_off_cycles_run_in_the_server(api, jp_serv
     assert _platform(jp_serverapp).scheduler.engine_process is None
     answer = await api("previews", "POST", {"template": "data-preprocessing"})
     assert answer["starts_now"] is True
+
+
+async def test_the_admins_preemption_dry_run_answers_from_the_engine_process(api, api_error, wait_for):
+    hold = {"kind": "job", "template": "training", "parameters": {"devices": 2, "flavor": "a100-80g"},
+            "command": ["sleep", "30"]}
+    running = await api("workloads", "POST", hold)
+    await wait_for(running["id"], lambda w: w["state"] == "running")
+    waiting = await api("workloads", "POST", hold)
+    await wait_for(waiting["id"], lambda w: w.get("blockers"))
+    answer = await api(f"workloads/{waiting['id']}/preempt", "POST", dry_run="true")
+    assert answer["dry_run"] is True and answer["would_admit"] is False and answer["victims"] == []
+    assert answer["blockers"] and all(isinstance(line, str) for line in answer["blockers"])
+    status, error = await api_error(f"workloads/{running['id']}/preempt", "POST", dry_run="true")
+    assert status == 409 and "a dry run shows what a waiting workload would evict" in error["message"]
+    for job in (waiting, running):
+        await api(f"workloads/{job['id']}", "DELETE")
