@@ -80,6 +80,12 @@ class WorkloadReflector:
         with self._lock:
             return list(self._entries.values())
 
+    def row(self, workload_id: int) -> WorkloadRow | None:
+        """The copy of one workload's row as of the last sync (None when it is not scheduled)."""
+        with self._lock:
+            entry = self._entries.get(workload_id)
+            return entry[0] if entry is not None else None
+
     def take_changes(self, *, everything: bool = False) -> tuple[bool, list[tuple[WorkloadRow, Workload]], list[int]]:
         """``(replaced, changed, gone)`` since the last take: with ``replaced`` (after a relist, or
         ``everything`` asked for) ``changed`` is every copy; else the copies re-read since, and the ids

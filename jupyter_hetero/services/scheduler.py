@@ -77,6 +77,7 @@ class Scheduler:
         # A kernel whose node is gone: its service ends the workload and shuts the kernel down.
         self.on_kernel_lost: Callable[[int, str], None] = lambda workload_id, reason: None
         self._inventory_checked: int | None = None  # the inventory version placements were last checked against
+        self._lost_nodes: tuple[int | None, set[str]] = (None, set())  # (inventory version, lost nodes)
         self._times_limit = 1000  # remembered workloads before the ended ones are forgotten
         # Ticks run in a worker thread; hooks that reach asyncio objects go through this (see loop.py).
         self.call_on_loop: Callable[..., None] = lambda callback, *args: callback(*args)
@@ -444,11 +445,16 @@ class Scheduler:
             running.signal_stop(self.backend)
 
     def _monitor(self, now: float) -> None:
+        """Watch the jobs whose attempts run: at the cost of those jobs, not of every scheduled
+        workload or node (the lost nodes are computed again only when the inventory changes)."""
         self._housekeep(now)
-        lost_nodes = {view.name for view in self.inventory.nodes() if view.state == "lost"}
-        watched = [(row, running) for row, _workload in self._workloads.entries()
-                   if row.state in ACTIVE_STATES and (running := self._running.get(row.id)) is not None]
-        # One look at the process table for every replica (liveness and usage), not one per replica.
+        if self._lost_nodes[0] != self.inventory.version:
+            self._lost_nodes = (self.inventory.version,
+                                {view.name for view in self.inventory.nodes() if view.state == "lost"})
+        lost_nodes = self._lost_nodes[1]
+        watched = [(row, self._running[workload_id]) for workload_id in sorted(self._running)
+                   if (row := self._workloads.row(workload_id)) is not None and row.state in ACTIVE_STATES]
+        # One scan for every replica (liveness each tick, usage every few seconds), not one per replica.
         live = self.backend.scan(handle for _row, running in watched for handle in running.handles)
         for row, running in watched:
             alive = [h for h in running.handles if h in live]
