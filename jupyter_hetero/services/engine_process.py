@@ -22,6 +22,7 @@ taken. A child that dies or does not answer within ``timeout_s`` is killed; the 
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -288,6 +289,11 @@ def serve(connection: Connection, engine_bytes: bytes, parent_pid: int) -> None:
         try:
             mirror.apply(delta)
             answer = ("ok", _answer(engine, mirror, request, sent))
+            if delta.replace_workloads:
+                # The mirror is new: leave it out of the full collections that would otherwise walk it
+                # during every few cycles (see services/loop.py freeze_long_lived).
+                gc.collect()
+                gc.freeze()
         except Exception as exc:  # noqa: BLE001 - the server logs it; the child stays for the next request
             answer = ("error", exc)
         try:
