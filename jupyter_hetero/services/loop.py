@@ -30,15 +30,16 @@ REST_RATIO = 1.0
 
 
 def freeze_long_lived() -> None:
-    """Leave what exists now out of the interpreter's cyclic garbage collections from now on.
+    """Leave what exists now out of the interpreter's cyclic garbage collections, until
+    :meth:`SchedulerLoop.stop` (``gc.unfreeze()``).
 
     After start-up and the first tick the server holds its long-lived objects: modules, the catalog,
     the inventory, the scheduler's copies of thousands of workloads and nodes. A full collection
     walks all of them, holding the interpreter lock for 0.1-0.3 s at 5,000 nodes and workloads,
     and every request waits meanwhile; under a stream of submissions one came every few seconds.
-    Frozen objects are still freed by reference counting when they are dropped (a replaced copy); only
-    a reference cycle among them would stay until the server stops."""
-    gc.collect()
+    Frozen objects are still freed by reference counting when they are dropped (a replaced copy);
+    only reference cycles among them wait for the stop. No collection first: it would cost the very
+    pause this avoids (and a test run starts many servers)."""
     gc.freeze()
     log.debug("jupyter-hetero: %d objects left out of garbage collection", gc.get_freeze_count())
 
@@ -60,6 +61,7 @@ class SchedulerLoop:
         # One thread, so ticks never overlap and the scheduler's own state has a single writer.
         self._thread: ThreadPoolExecutor | None = None
         self._stopped = False
+        self._froze = False
         self._lock = threading.Lock()
         self.wakes = 0
 
@@ -136,6 +138,7 @@ class SchedulerLoop:
             if first:
                 first = False
                 freeze_long_lived()
+                self._froze = True
             ended = self._loop.time()
             try:
                 await asyncio.wait_for(self._event.wait(), self.interval_s)
@@ -158,3 +161,6 @@ class SchedulerLoop:
         if self._thread is not None:
             thread, self._thread = self._thread, None
             await asyncio.get_running_loop().run_in_executor(None, thread.shutdown, True)
+        if self._froze:
+            self._froze = False
+            gc.unfreeze()  # what start-up froze is collected as usual again
