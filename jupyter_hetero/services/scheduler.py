@@ -19,7 +19,7 @@ from pathlib import Path
 from ..backends.base import Backend, Launch, ProcessHandle
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
-from ..store import ACTIVE_STATES, PENDING_STATES, Repository
+from ..store import ACTIVE_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
@@ -325,7 +325,9 @@ class Scheduler:
             self.lose([(row.id, problem) for row in self.repository.workloads(states=ACTIVE_STATES)
                        if row.placement and (problem := placement_problem(row.placement, self.inventory))], now)
         if self.times.remembered > self._times_limit:
-            live = {row.id for row in self.repository.workloads(states=(*PENDING_STATES, *ACTIVE_STATES))}
+            # The scheduled workloads are the live ones, and the reflector holds them: reading them all
+            # from the store again took the tick thread half a second at 10,000 workloads.
+            live = {row.id for row, _workload in self._workloads.entries()}
             self.times.retain(live)
             self._times_limit = max(1000, 2 * len(live))
 
