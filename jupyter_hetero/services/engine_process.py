@@ -2,10 +2,10 @@
 interpreter lock.
 
     process = EngineProcess(engine, timeout_s=60)
-    reply = process.call(scheduler.delta, Cycle(now))        # from the scheduler's thread
-    reply.value                                               # the cycle's Decisions
-    reply = process.call(scheduler.delta, DryRuns(now, [[hypothetical]], capacity=True))
-    process.close()                                           # at the server's stop: the child ends
+    reply = process.call(take_delta, Cycle(now))    # take_delta(full) -> SnapshotDelta; from the tick's thread
+    reply.value.decisions                           # the cycle's Decisions
+    reply = process.call(take_delta, DryRuns(now, [[hypothetical]], capacity=True, pending_of=frozenset({-1})))
+    process.close()                                 # at the server's stop: the child ends
 
 Why a process: a tick runs pure Python for a tenth of a second or more at thousands of nodes. In a
 thread of the server it holds the GIL, and every request on the event loop gives the GIL up many
@@ -41,7 +41,15 @@ from typing import Any
 from ..engine import Decisions, Engine, Pending, Res, Workload, free_capacity
 from .engine_mirror import SnapshotDelta, SnapshotMirror
 
-__all__ = ["ENGINE_RESTARTING", "Cycle", "DryRuns", "EngineProcess", "EngineReply", "EngineUnavailable", "only_pending_of"]
+__all__ = [
+    "ENGINE_RESTARTING",
+    "Cycle",
+    "DryRuns",
+    "EngineProcess",
+    "EngineReply",
+    "EngineUnavailable",
+    "only_pending_of",
+]
 
 log = logging.getLogger(__name__)
 
