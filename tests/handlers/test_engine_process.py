@@ -129,3 +129,16 @@ async def test_the_admins_preemption_dry_run_answers_from_the_engine_process(api
     assert status == 409 and "a dry run shows what a waiting workload would evict" in error["message"]
     for job in (waiting, running):
         await api(f"workloads/{job['id']}", "DELETE")
+
+
+@pytest.fixture
+def impatient(hetero_config):
+    """An engine process that must answer within a millisecond: it never can (it takes longer to start)."""
+    hetero_config["engine_process_timeout"] = 0.001
+
+
+@pytest.mark.usefixtures("impatient")
+async def test_a_preview_that_meets_a_stuck_engine_process_answers_503_in_both_languages(api_error):
+    status, error = await api_error("previews", "POST", {"template": "data-preprocessing"})
+    assert (status, error["reason"]) == (503, "engine-unavailable")
+    assert error["message"].startswith("The scheduler's engine is restarting") and error["message_zh"].startswith("调度引擎")
