@@ -7,7 +7,18 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Dict, Float, Int, List, TraitError, Type, Unicode, default, validate
+from traitlets import (
+    Bool,
+    Dict,
+    Float,
+    Int,
+    List,
+    TraitError,
+    Type,
+    Unicode,
+    default,
+    validate,
+)
 
 from .auth import hide_server_token_from_members
 from .backends.local import discover_local_node, load_emulated_nodes
@@ -19,8 +30,8 @@ from .engine import Engine, Policy
 from .engine.fragmentation import typical_mix
 from .engine.scoring import FragmentationScorer, shape_of
 from .handlers import default_handlers
-from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.clock import Clock
+from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.snapshot import engine_request
@@ -88,6 +99,24 @@ class HeteroApp(ExtensionApp):
         help="How a node and its devices are chosen inside a flavor: binpack, spread or fragmentation-aware "
         "(the default, which scores every eligible node by the fragmentation a placement leaves for the "
         "templates' typical requests).",
+    )
+    engine_process = Bool(
+        True, config=True,
+        help="Whether scheduling cycles (each tick's, and the dry runs behind previews and preemption dry runs) "
+        "run in a child process of their own, fed only what changed since the last cycle. Their CPU time then "
+        "never holds the server's interpreter lock, which requests wait for; off runs them in the server's "
+        "process, in the scheduler's worker thread.",
+    )
+    engine_process_timeout = Float(
+        60.0, config=True,
+        help="Seconds the engine process may take to answer one request (a tick's cycle, or a preview's dry "
+        "runs) before it is taken for stuck: it is killed, that tick or preview fails, and the next request "
+        "starts a new engine process from a full snapshot.",
+    )
+    engine_process_start_timeout = Float(
+        30.0, config=True,
+        help="Seconds a new engine process may take, on top of engine_process_timeout, for its first answer: "
+        "it starts an interpreter, imports the engine and builds its copy of the whole snapshot.",
     )
     cull_device_idle_pct = Float(
         5.0, config=True,
@@ -165,6 +194,8 @@ class HeteroApp(ExtensionApp):
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),
             engine=self._engine(catalog),
+            engine_process_timeout_s=self.engine_process_timeout if self.engine_process else None,
+            engine_process_start_s=self.engine_process_start_timeout,
             interval_s=self.schedule_interval,
             platform_admins=frozenset(self.platform_admins),
             owner_is_platform_admin=self.owner_is_platform_admin,
@@ -222,5 +253,4 @@ class HeteroApp(ExtensionApp):
     async def stop_extension(self) -> None:
         platform = self.settings.get("hetero_platform")
         if platform is not None:
-            await platform.loop.stop()
-            platform.repository.close()
+            await platform.close()

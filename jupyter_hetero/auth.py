@@ -30,7 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_server.auth.identity import IdentityProvider, PasswordIdentityProvider, User
+from jupyter_server.auth.identity import (
+    IdentityProvider,
+    PasswordIdentityProvider,
+    User,
+)
 from traitlets import Dict
 
 from .services.credentials import CREDENTIAL_PREFIX
@@ -70,6 +74,8 @@ class WorkloadUser(User):
 
 
 class TeamIdentityProvider(IdentityProvider):
+    """jupyter_server's token and password login, plus a personal token per team member."""
+
     user_tokens = Dict(
         config=True,
         help="Personal tokens: token -> user name, or token -> {'name': user, 'groups': [group, ...]}.",
@@ -102,6 +108,11 @@ class TeamIdentityProvider(IdentityProvider):
         if isinstance(entry, str):
             return TeamUser(username=entry)
         return TeamUser(username=entry["name"], groups=tuple(entry.get("groups", ())))
+
+
+# Providers whose reading of a header token the hetero handlers repeat without a cookie (see
+# CredentialIdentityProvider._header_token_user); any other provider always decides by itself.
+_HEADER_TOKEN_PROVIDERS = (*_OWNER_ONLY_PROVIDERS, TeamIdentityProvider)
 
 
 def hide_server_token_from_members(previous: PageConfigHook | None = None) -> PageConfigHook:
@@ -164,8 +175,9 @@ class CredentialIdentityProvider:
     then whatever the server's own provider decides. Everything else is the server's provider's."""
 
     def __init__(self, server: IdentityProvider, authenticate: Callable[[str], Any]):
-        self._server = server
+        self.server = self._server = server
         self._authenticate = authenticate  # credential -> its workload row; raises Forbidden when refused
+        self._owner: User | None = None  # the server's token in a header, as one anonymous user
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._server, name)
@@ -173,6 +185,10 @@ class CredentialIdentityProvider:
     async def get_user(self, handler) -> User | None:
         credential = _presented_credential(handler)
         if credential is None:
+            user = self._header_token_user(handler)
+            if user is not None:
+                handler._token_authenticated = True  # as jupyter_server marks a token: no XSRF check
+                return user
             user = self._server.get_user(handler)
             return await user if inspect.isawaitable(user) else user
         workload = self._authenticate(credential)
@@ -180,6 +196,29 @@ class CredentialIdentityProvider:
         # no login cookie is set either: the credential never becomes a browser session.
         handler._token_authenticated = True
         return WorkloadUser(username=workload.user, workload_id=workload.id, tenant=workload.tenant)
+
+    def _header_token_user(self, handler) -> User | None:
+        """Who an API call is that carries a token in its Authorization header and no login cookie,
+        under jupyter_server's own providers or TeamIdentityProvider: the member whose token it is,
+        or the owner for the server's token; None for anything else (the server's provider decides).
+
+        The same user the provider would find, without what it does for browsers on every such call:
+        a new anonymous user, and a signed login cookie in the answer that API clients never send back."""
+        server = self._server
+        if type(server) not in _HEADER_TOKEN_PROVIDERS or "token" in handler.request.query_arguments:
+            return None
+        match = _AUTHORIZATION.fullmatch(handler.request.headers.get("Authorization", "").strip())
+        if match is None or handler.get_cookie(server.get_cookie_name(handler)) is not None:
+            return None
+        presented = match.group(1)
+        if isinstance(server, TeamIdentityProvider) and presented in server.user_tokens:
+            return server._member(server.user_tokens[presented])
+        token = server.token or ""
+        if not token or not hmac.compare_digest(presented.encode(), token.encode()):
+            return None
+        if self._owner is None:
+            self._owner = server.generate_anonymous_user(handler)
+        return self._owner
 
 
 class CredentialAuthorizer:

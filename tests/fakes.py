@@ -6,6 +6,7 @@ the only place fakes live (builders are in builders.py).
     hetero_config["backend_class"] = "tests.fakes.GatedBackend"
     backend.launching.wait(); ...; backend.gate.set()     # a tick held inside a launch, then let go
     repository.before_next_write(7, cancel)               # a cancel lands just before the tick writes row 7
+    EngineProcess(TroubledEngine(stall_at=5.0))           # an engine process that hangs on the cycle at now=5
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from jupyter_server.auth.identity import IdentityProvider, User
 
 from jupyter_hetero.backends.base import Launch, ProcessHandle
 from jupyter_hetero.backends.local.processes import LocalBackend
+from jupyter_hetero.engine import Decisions, Engine, Snapshot
 from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.store import Repository
 
-__all__ = ["GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "InterposingRepository",
-           "SecondReplicaFails", "SteppingClock"]
+__all__ = ["FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
+           "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine"]
 
 
 class HubStyleUser(User):
@@ -69,6 +71,40 @@ class SteppingClock(Clock):
 
     def wall(self) -> float:
         return time.time() + type(self).offset
+
+
+class FixedClock(Clock):
+    """Clocks that stand still until the test moves them: two cycles a moment apart see the same ``now``."""
+
+    def __init__(self, at: float = 1_800_000_000.0):
+        self.at = at
+        self._start = at
+
+    def advance(self, seconds: float) -> None:
+        self.at += seconds
+
+    def wall(self) -> float:
+        return self.at
+
+    def monotonic(self) -> float:
+        return self.at - self._start
+
+
+class TroubledEngine(Engine):
+    """The engine, except that the cycle at ``now == stall_at`` hangs and the one at ``now == fail_at``
+    raises: what a stuck or broken engine process looks like from the server. Picklable, so it runs
+    in the engine process."""
+
+    def __init__(self, *, stall_at: float | None = None, fail_at: float | None = None, **settings):
+        super().__init__(**settings)
+        self.stall_at, self.fail_at = stall_at, fail_at
+
+    def cycle(self, snapshot: Snapshot) -> Decisions:
+        if snapshot.now == self.fail_at:
+            raise ValueError(f"a cycle that fails at {snapshot.now}")
+        if snapshot.now == self.stall_at:
+            time.sleep(3600)
+        return super().cycle(snapshot)
 
 
 # Seconds a held launch or tick waits for its gate at most: a scheduler that blocks the event

@@ -9,6 +9,8 @@ with LabServer.start(ServerLayout.create(tmp), log_path=..., extra_args=[...]) a
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import signal
@@ -299,6 +301,19 @@ def until(predicate, what: str, timeout: float = 30.0):
             return value
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+
+
+async def until_async(predicate, what: str, timeout: float = 30.0, interval: float = 0.05):
+    """:func:`until` for a test on the event loop; ``predicate`` may be a coroutine function."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(interval)
 
 
 def start_hetero_server(layout: ServerLayout, name: str, nodes: Path, *extra_args: str) -> LabServer:

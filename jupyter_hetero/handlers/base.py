@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from jupyter_server.base.handlers import APIHandler
@@ -11,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..auth import CredentialAuthorizer, CredentialIdentityProvider
 from ..errors import HeteroError, InvalidRequest
+from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
 
@@ -18,6 +21,7 @@ __all__ = ["API_PREFIX", "HeteroHandler"]
 
 API_PREFIX = "hetero/api/v1"
 Q = TypeVar("Q", bound=BaseModel)
+R = TypeVar("R")
 # Query parameters that belong to jupyter-server's own auth, not to our API.
 _TRANSPORT_PARAMS = frozenset({"token", "_xsrf"})
 
@@ -35,7 +39,12 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
     # server's identity provider and authorizer for the hetero handlers only (see auth.py).
     @property
     def identity_provider(self) -> CredentialIdentityProvider:
-        return CredentialIdentityProvider(super().identity_provider, self.platform.credentials.authenticate)
+        server = super().identity_provider
+        wrapper = self.settings.get("hetero_identity_provider")
+        if wrapper is None or wrapper.server is not server:  # one per server, not one per request
+            wrapper = self.settings["hetero_identity_provider"] = CredentialIdentityProvider(
+                server, self.platform.credentials.authenticate)
+        return wrapper
 
     @property
     def authorizer(self) -> CredentialAuthorizer:
@@ -44,6 +53,11 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def identity(self) -> Identity:
         return self.platform.identity_of(self.current_user, self)
+
+    async def off_loop(self, function: Callable[[], R]) -> R:
+        """``function()`` in a worker thread: for what blocks for long (dry cycles), which the event
+        loop, answering every other request, must not wait for."""
+        return await asyncio.get_running_loop().run_in_executor(None, function)
 
     def query(self, model: type[Q]) -> Q:
         """Parse the query string into ``model``; a bad value is a 400 naming the parameter."""
@@ -78,6 +92,12 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
             self.set_status(exc.status)
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps(exc.to_json(), default=str))
+            return
+        if isinstance(exc, EngineUnavailable):  # a dry run met a dead or stuck engine process: it restarts
+            self.set_status(503)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": ENGINE_RESTARTING["en"], "message_zh": ENGINE_RESTARTING["zh"],
+                                    "reason": "engine-unavailable"}))
             return
         super().write_error(status_code, **kwargs)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+from functools import partial
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -115,14 +116,15 @@ class ResubmitHandler(HeteroHandler):
 class PreviewHandler(HeteroHandler):
     @web.authenticated
     @authorized
-    def post(self) -> None:
+    async def post(self) -> None:
         body = self.body(PreviewWorkload)
         platform = self.platform
-        self.reply(preview(
-            catalog=platform.catalog, scheduler=platform.scheduler, workloads=platform.workloads,
+        # Its dry cycles take as long as a tick's: never on the event loop.
+        self.reply(await self.off_loop(partial(
+            preview, catalog=platform.catalog, scheduler=platform.scheduler, workloads=platform.workloads,
             identity=self.identity, template=body.template, parameters=body.parameters, queue=body.queue,
             kind=body.kind, now=platform.scheduler.clock(), language=body.lang,
-        ))
+        )))
 
 
 class ExplainHandler(HeteroHandler):
@@ -148,7 +150,7 @@ class ExplainHandler(HeteroHandler):
 class PreemptHandler(HeteroHandler):
     @web.authenticated
     @authorized
-    def post(self, workload_id: str) -> None:
+    async def post(self, workload_id: str) -> None:
         query = self.query(PreemptQuery)
         identity = self.identity
         wid = _id(workload_id)
@@ -159,7 +161,7 @@ class PreemptHandler(HeteroHandler):
         if query.dry_run:
             if row.state not in ("queued", "preempted"):
                 raise Conflict(f"workload {wid} is {row.state}; a dry run shows what a waiting workload would evict")
-            decisions = scheduler.dry_run(scheduler.clock())
+            decisions = await self.off_loop(partial(scheduler.dry_run, scheduler.clock(), pending_of=frozenset({wid})))
             victims = [p for p in decisions.preemptions if p.preemptor == wid]
             admitted = next((a for a in decisions.admissions if a.workload == wid), None)
             pending = decisions.pending.get(wid)

@@ -85,6 +85,6 @@ class InadmissibleWorkloads:
     def waiting(self, workload_id: int) -> Pending | None:
         return self.info.get(workload_id)
 
-    def retain(self, workload_ids: set[int]) -> None:
-        """Forget every workload but these (cancelled ones leave by the API, not by a tick)."""
-        self.info = {key: value for key, value in self.info.items() if key in workload_ids}
+    def known(self) -> set[int]:
+        """The inadmissible workloads as of the last examination (and those that became so since)."""
+        return set(self.info)

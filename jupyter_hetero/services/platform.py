@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from .access import Access
 from .catalog import CatalogService
 from .clock import Clock
 from .credentials import DEFAULT_PASSTHROUGH, CredentialService
+from .engine_process import EngineProcess
 from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
@@ -43,6 +45,10 @@ class Platform:
     work_dir: Path
     root_dir: Path
     engine: Engine = field(default_factory=Engine)
+    # Cycles run in a child process that must answer within this many seconds (see engine_process.py);
+    # None runs them in this process, in the scheduler's thread.
+    engine_process_timeout_s: float | None = None
+    engine_process_start_s: float = 30.0  # a new child's allowance for its first answer, on top
     interval_s: float = 2.0
     mode: str = "single-server"
     platform_admins: frozenset[str] = frozenset()
@@ -67,6 +73,9 @@ class Platform:
         self.scheduler = Scheduler(
             catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             engine=self.engine, clock=self.clock, work_dir=self.work_dir,
+            engine_process=None if self.engine_process_timeout_s is None
+            else EngineProcess(self.engine, timeout_s=self.engine_process_timeout_s,
+                               start_s=self.engine_process_start_s),
         )
         self.catalog_service = CatalogService(self.catalog, self.scheduler.queue_status)
         self.kernels = KernelService(
@@ -118,6 +127,12 @@ class Platform:
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
         return self.credentials.environment(row.id, env)
+
+    async def close(self) -> None:
+        """Stop ticking, end the engine process, close the store: the server's stop."""
+        await self.loop.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.scheduler.close)
+        self.repository.close()
 
     def _after_tick(self, now: float) -> None:
         try:

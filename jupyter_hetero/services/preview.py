@@ -1,5 +1,8 @@
 """What would happen to a submission, before it is made: per eligible flavor, free capacity, whether
-it would start now, and if not why and when. Nothing is stored."""
+it would start now, and if not why and when. Nothing is stored.
+
+Its dry cycles take as long as a tick's: call :func:`preview` off the event loop (the handler runs it
+in a worker thread, and with the engine process the cycles themselves run there)."""
 
 from __future__ import annotations
 
@@ -36,17 +39,18 @@ def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadServic
         kind=WorkloadKind(kind), constraints=constraints_for(found, resolved.variant_families), user=identity.user,
         runtime_s=found.typical_runtime_s,
     )
-    capacity = scheduler.capacity(now)
-    flavors = [_flavor(catalog, found, scheduler, base, flavor, capacity.get(flavor), now, language)
-               for flavor in resolved.flavors]
-    overall = _outcome(scheduler.dry_run(now, [base]), now, language)
+    # One exchange with the engine for every dry cycle: the submission on any flavor, then on each alone.
+    alternatives = [[base]] + [[replace(base, flavors=(flavor,))] for flavor in resolved.flavors]
+    outcomes, capacity = scheduler.dry_runs(now, alternatives, capacity=True, pending_of=frozenset({_PREVIEW_ID}))
+    flavors = [_flavor(catalog, found, flavor, capacity.get(flavor), _outcome(decisions, now, language))
+               for flavor, decisions in zip(resolved.flavors, outcomes[1:])]
+    overall = _outcome(outcomes[0], now, language)
     return {"template": found.name, "queue": queue_name, "request": resolved.request.model_dump(),
             "time_limit_s": resolved.time_limit_s, **overall, "flavors": flavors}
 
 
-def _flavor(catalog, template, scheduler, base, flavor, capacity, now, language) -> dict[str, Any]:
+def _flavor(catalog, template, flavor, capacity, outcome) -> dict[str, Any]:
     total, free = capacity if capacity else (None, None)
-    outcome = _outcome(scheduler.dry_run(now, [replace(base, flavors=(flavor,))]), now, language)
     declared = catalog.flavor(flavor)
     family = declared.family
     variant = template.variant_for(family)

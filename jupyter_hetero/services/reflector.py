@@ -4,6 +4,7 @@ what changed, not of the fleet: a reflector of workloads and a cache of node sta
     workloads = WorkloadReflector(repository, ("queued", "preempted", *ACTIVE_STATES), convert)
     workloads.sync()               # lists once, then reads only the rows changed since the last sync
     for row, workload in workloads.entries(): ...
+    replaced, changed, gone = workloads.take_changes()   # what changed since the last take (the engine process's delta)
 
 Like a client-go informer: list, then follow the change feed (the store's events) from the list's
 cursor, with a periodic relist as the safety net against a write that forgot its event.
@@ -33,13 +34,19 @@ class WorkloadReflector:
     fixed configuration) only, since a row that does not change is not converted again."""
 
     def __init__(self, repository: Repository, states: tuple[str, ...],
-                 convert: Callable[[WorkloadRow], Workload], *, relist_s: float = RELIST_S):
+                 convert: Callable[[WorkloadRow], Workload], *, relist_s: float = RELIST_S,
+                 track_changes: bool = False):
         self.repository = repository
         self.states = frozenset(states)
         self.convert = convert
         self.relist_s = relist_s
         self._entries: dict[int, tuple[WorkloadRow, Workload]] = {}
         self._cursor: int | None = None
+        # Since the last take_changes() (when someone takes them): ids re-read (changed, added or
+        # gone), or everything after a relist.
+        self.track_changes = track_changes
+        self._changed: set[int] = set()
+        self._replaced = True
         self._listed_at = 0.0
         # The tick's thread and request handlers (dry runs) both sync; one at a time.
         self._lock = threading.Lock()
@@ -52,8 +59,11 @@ class WorkloadReflector:
             if relist:
                 self._entries = {}
                 self._listed_at = time.monotonic()
+                self._replaced = True
             newest = max(self._entries, default=0)
             ordered = True
+            if self.track_changes and not self._replaced:
+                self._changed.update(row.id for row in rows)
             for row in rows:
                 if row.state in self.states:
                     ordered = ordered and (row.id in self._entries or row.id > newest)
@@ -70,6 +80,26 @@ class WorkloadReflector:
         with self._lock:
             return list(self._entries.values())
 
+    def row(self, workload_id: int) -> WorkloadRow | None:
+        """The copy of one workload's row as of the last sync (None when it is not scheduled)."""
+        with self._lock:
+            entry = self._entries.get(workload_id)
+            return entry[0] if entry is not None else None
+
+    def take_changes(self, *, everything: bool = False) -> tuple[bool, list[tuple[WorkloadRow, Workload]], list[int]]:
+        """``(replaced, changed, gone)`` since the last take: with ``replaced`` (after a relist, or
+        ``everything`` asked for) ``changed`` is every copy; else the copies re-read since, and the ids
+        of workloads that left the scheduled states. One taker: what it took is not returned again."""
+        with self._lock:
+            replaced = everything or self._replaced
+            if replaced:
+                changed, gone = list(self._entries.values()), []
+            else:
+                changed = [self._entries[i] for i in sorted(self._changed) if i in self._entries]
+                gone = [i for i in sorted(self._changed) if i not in self._entries]
+            self._changed, self._replaced = set(), False
+            return replaced, changed, gone
+
 
 class NodeStates:
     """The engine's node states per inventory view, rebuilt only for views that changed."""
@@ -80,6 +110,7 @@ class NodeStates:
         self._states: list[NodeState] = []
         self._by_name: dict[str, tuple[NodeView, NodeState]] = {}
         self._lock = threading.Lock()
+        self.version = 0  # changes whenever of() returns a different list of states
 
     def of(self, views: list[NodeView]) -> list[NodeState]:
         """States for ``views``; the same list while the views are the same objects."""
@@ -92,4 +123,5 @@ class NodeStates:
                 by_name[view.name] = known if known and known[0] is view else (view, self.convert(view))
             self._by_name, self._views = by_name, list(views)
             self._states = [state for _view, state in by_name.values()]
+            self.version += 1
             return list(self._states)

@@ -19,18 +19,27 @@ from pathlib import Path
 from ..backends.base import Backend, Launch, ProcessHandle
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
-from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
+from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
+from .engine_mirror import MirroredWorkload, SnapshotDelta
+from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
 from .environment import device_environment
-from .jobfiles import JobPaths, archive_attempt, runner_argv
-from .inventory import Inventory
 from .inadmissible import InadmissibleWorkloads
+from .inventory import Inventory
+from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .lifecycle import after_attempt, may_lose, may_requeue, may_stop, placement_problem
-from .snapshot import engine_workload, node_state, placement_from_json, placement_to_json, queue_policies, tenant_quotas
 from .queue_status import WAIT_WINDOW_S, QueueStatus
 from .reflector import NodeStates, WorkloadReflector
+from .snapshot import (
+    engine_workload,
+    node_state,
+    placement_from_json,
+    placement_to_json,
+    queue_policies,
+    tenant_quotas,
+)
 from .ticks import TickLog, TickTiming
 
 __all__ = ["Scheduler"]
@@ -53,12 +62,15 @@ class Scheduler:
     """Drives the engine over the store and a backend; one instance per server."""
 
     def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
-                 engine: Engine, clock: Clock, work_dir: Path):
+                 engine: Engine, clock: Clock, work_dir: Path, engine_process: EngineProcess | None = None):
         self.catalog = catalog
         self.repository = repository
         self.inventory = inventory
         self.backend = backend
         self.engine = engine
+        # Where cycles run: in this process (None), or in a child fed deltas (see engine_process.py).
+        self.engine_process = engine_process
+        self._nodes_sent: int | None = None  # the node states' version the engine process holds
         # Stored timestamps are wall time; every comparison and the engine's `now` are scheduler
         # time, which a step of the wall clock does not move (see services/clock.py).
         self.times = SteadyTime(clock)
@@ -76,6 +88,7 @@ class Scheduler:
         # A kernel whose node is gone: its service ends the workload and shuts the kernel down.
         self.on_kernel_lost: Callable[[int, str], None] = lambda workload_id, reason: None
         self._inventory_checked: int | None = None  # the inventory version placements were last checked against
+        self._lost_nodes: tuple[int | None, set[str]] = (None, set())  # (inventory version, lost nodes)
         self._times_limit = 1000  # remembered workloads before the ended ones are forgotten
         # Ticks run in a worker thread; hooks that reach asyncio objects go through this (see loop.py).
         self.call_on_loop: Callable[..., None] = lambda callback, *args: callback(*args)
@@ -83,7 +96,8 @@ class Scheduler:
         self._tenants = tenant_quotas(catalog)
         self.ticks = TickLog()
         # What the engine sees, kept current at the cost of what changed (see reflector.py).
-        self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload)
+        self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload,
+                                            track_changes=engine_process is not None)
         self._node_states = NodeStates(node_state)
         self._status: QueueStatus | None = None
         self._waits: dict[str, list[float]] = {}
@@ -104,6 +118,8 @@ class Scheduler:
 
     def reconcile(self) -> None:
         """Bring the store in line with reality after a (possibly unclean) stop of the server."""
+        if self.engine_process is not None:
+            self.engine_process.start()  # it loads the engine meanwhile; the first tick sends it everything
         for row in self.repository.workloads(states=ACTIVE_STATES, kind="job"):
             attempts = self.repository.attempts(row.id)
             current = attempts[-1] if attempts and attempts[-1].ended_at is None else None
@@ -128,23 +144,30 @@ class Scheduler:
         self._monitor(now)
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
-        snapshot = self._snapshot(now, sync=False)
         # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
         # however much of it waits.
         examined = self.inadmissible.due(self.inventory.version)
-        snapshot.pending.extend(self._engine_workload(row) for row in examined)
-        snapshotted = time.perf_counter()
-        decisions = self.engine.cycle(snapshot)
+        extra = [self._engine_workload(row) for row in examined]
+        if self.engine_process is None:
+            snapshot = self._snapshot(now, extra, sync=False)
+            snapshotted = time.perf_counter()
+            decisions = self.engine.cycle(snapshot)
+            running, pending = len(snapshot.running), len(snapshot.pending)
+        else:
+            reply = self.engine_process.call(self._delta, Cycle(now, extra))
+            snapshotted = monitored + reply.delta_s
+            decisions, running, pending = reply.value.decisions, reply.value.running, reply.value.pending
         decided = time.perf_counter()
         self._apply(decisions, now, examined)
         self.pending = dict(decisions.pending)
         self.last_decisions = decisions
+        # Synced again first: the views then show this cycle's own admissions and releases.
         self._publish_status(refresh_waits=bool(decisions.admissions))
         ended = time.perf_counter()
         self.ticks.record(TickTiming(
             at=at, monitor_s=monitored - synced, snapshot_s=(synced - started) + (snapshotted - monitored),
             engine_s=decided - snapshotted, apply_s=ended - decided, total_s=ended - started,
-            running=len(snapshot.running), pending=len(snapshot.pending), admitted=len(decisions.admissions),
+            running=running, pending=pending, admitted=len(decisions.admissions),
             changed=changed,
         ))
         return decisions
@@ -165,15 +188,23 @@ class Scheduler:
     def _engine_workload(self, row: WorkloadRow) -> Workload:
         return engine_workload(row, self.catalog.template(row.template), 3600.0, self.times)
 
+    def _scheduled(self, row: WorkloadRow, workload: Workload) -> MirroredWorkload:
+        """How a scheduled workload enters a snapshot: holding capacity, or waiting (and from when)."""
+        if row.state in ACTIVE_STATES:
+            return MirroredWorkload(workload, running=True)
+        return MirroredWorkload(workload, running=False,
+                                not_before=self.times.steady(row.id, "not_before", row.not_before))
+
     def _snapshot(self, now: float, extra_pending: list | None = None, *, sync: bool = True) -> Snapshot:
         """A complete snapshot for one cycle, from copies refreshed only where the store changed."""
         if sync:
             self._workloads.sync()
         running, pending = [], []
         for row, workload in self._workloads.entries():
-            if row.state in ACTIVE_STATES:
+            entry = self._scheduled(row, workload)
+            if entry.running:
                 running.append(workload)
-            elif row.not_before is None or self.times.steady(row.id, "not_before", row.not_before) <= now:
+            elif entry.not_before is None or entry.not_before <= now:
                 pending.append(workload)
         return Snapshot(
             now=now,
@@ -184,13 +215,46 @@ class Scheduler:
             pending=pending + list(extra_pending or ()),
         )
 
-    def dry_run(self, now: float, extra_pending: list | None = None) -> Decisions:
+    def _delta(self, full: bool) -> SnapshotDelta:
+        """What the engine process's mirror lacks: everything when ``full`` (a new child), else the
+        workloads re-read since the last delta, and the nodes only when the inventory changed."""
+        replaced, changed, gone = self._workloads.take_changes(everything=full)
+        nodes = self._node_states.of([view for view in self.inventory.nodes() if view.flavor is not None])
+        send_nodes = full or self._node_states.version != self._nodes_sent
+        self._nodes_sent = self._node_states.version
+        return SnapshotDelta(
+            replace_workloads=replaced, workloads=[self._scheduled(row, workload) for row, workload in changed],
+            gone=gone, nodes=nodes if send_nodes else None,
+            queues=self._queues if full else None, tenants=self._tenants if full else None,
+        )
+
+    def dry_run(self, now: float, extra_pending: list | None = None, *,
+                pending_of: frozenset[int] | None = None) -> Decisions:
         """A cycle over the current state (plus hypothetical workloads) that changes nothing."""
-        return self.engine.cycle(self._snapshot(now, extra_pending))
+        return self.dry_runs(now, [list(extra_pending or ())], pending_of=pending_of)[0][0]
+
+    def dry_runs(self, now: float, extra_pending: list[list[Workload]], *, capacity: bool = False,
+                 pending_of: frozenset[int] | None = None) -> tuple[list[Decisions], dict | None]:
+        """One cycle that changes nothing per set of hypothetical workloads, and with ``capacity`` each
+        flavor's (total, free) capacity; ``pending_of``: whose pending entries the decisions keep (None:
+        all). Blocks for as long as the cycles take: call it off the event loop."""
+        self._workloads.sync()  # the store is read here, not while the engine process is held
+        if self.engine_process is None:
+            decisions = [only_pending_of(self.engine.cycle(self._snapshot(now, extra, sync=False)), pending_of)
+                         for extra in extra_pending]
+            return decisions, free_capacity(self._snapshot(now, sync=False)) if capacity else None
+        request = DryRuns(now, extra_pending, capacity, None if pending_of is None else frozenset(pending_of))
+        reply = self.engine_process.call(self._delta, request).value
+        return reply.decisions, reply.capacity
 
     def capacity(self, now: float) -> dict:
         """Per flavor, (total, free) capacity right now."""
-        return free_capacity(self._snapshot(now))
+        return self.dry_runs(now, [], capacity=True)[1]
+
+    def close(self) -> None:
+        """Stop the engine process, if cycles run in one (after the loop has stopped ticking)."""
+        if self.engine_process is not None:
+            self.engine_process.close()
 
     # -- apply decisions ---------------------------------------------------------------------
 
@@ -290,9 +354,10 @@ class Scheduler:
             self.lose([(row.id, problem) for row in self.repository.workloads(states=ACTIVE_STATES)
                        if row.placement and (problem := placement_problem(row.placement, self.inventory))], now)
         if self.times.remembered > self._times_limit:
-            live = {row.id for row in self.repository.workloads(states=(*PENDING_STATES, *ACTIVE_STATES))}
+            # The live workloads are the scheduled ones, which the reflector holds, and the inadmissible
+            # ones: reading them all from the store again took the tick thread half a second at 10,000.
+            live = {row.id for row, _workload in self._workloads.entries()} | self.inadmissible.known()
             self.times.retain(live)
-            self.inadmissible.retain(live)
             self._times_limit = max(1000, 2 * len(live))
 
     def lose(self, lost: list[tuple[int, str]], now: float) -> None:
@@ -326,7 +391,7 @@ class Scheduler:
         """Launch every replica; whatever goes wrong, the attempt ends failed and the devices are released."""
         try:
             self._launch(row, now)
-        except Exception as exc:  # noqa: BLE001 - any failure to start must release, never hold devices
+        except Exception as exc:
             log.warning("jupyter-hetero: workload %s could not start: %s", row.id, exc, exc_info=not isinstance(exc, OSError))
             running = self._running.get(row.id)
             if running is not None:
@@ -417,11 +482,16 @@ class Scheduler:
             running.signal_stop(self.backend)
 
     def _monitor(self, now: float) -> None:
+        """Watch the jobs whose attempts run: at the cost of those jobs, not of every scheduled
+        workload or node (the lost nodes are computed again only when the inventory changes)."""
         self._housekeep(now)
-        lost_nodes = {view.name for view in self.inventory.nodes() if view.state == "lost"}
-        watched = [(row, running) for row, _workload in self._workloads.entries()
-                   if row.state in ACTIVE_STATES and (running := self._running.get(row.id)) is not None]
-        # One look at the process table for every replica (liveness and usage), not one per replica.
+        if self._lost_nodes[0] != self.inventory.version:
+            self._lost_nodes = (self.inventory.version,
+                                {view.name for view in self.inventory.nodes() if view.state == "lost"})
+        lost_nodes = self._lost_nodes[1]
+        watched = [(row, self._running[workload_id]) for workload_id in sorted(self._running)
+                   if (row := self._workloads.row(workload_id)) is not None and row.state in ACTIVE_STATES]
+        # One scan for every replica (liveness each tick, usage every few seconds), not one per replica.
         live = self.backend.scan(handle for _row, running in watched for handle in running.handles)
         for row, running in watched:
             alive = [h for h in running.handles if h in live]

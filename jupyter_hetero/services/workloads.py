@@ -168,7 +168,10 @@ class WorkloadService:
     # -- read --------------------------------------------------------------------------------
 
     def get(self, identity: Identity, workload_id: int, action: str = "workload.read") -> WorkloadRow:
-        row = self.repository.workload(workload_id)
+        return self._seen(identity, workload_id, self.repository.workload(workload_id), action)
+
+    def _seen(self, identity: Identity, workload_id: int, row: WorkloadRow | None, action: str) -> WorkloadRow:
+        """``row``, if it exists and ``identity`` may see it (a 404 or an audited 403 otherwise)."""
         if row is None:
             raise NotFound(f"workload {workload_id} does not exist")
         self.access.require_see(identity, row, action)
@@ -189,12 +192,13 @@ class WorkloadService:
         return [workload_json(row, pending=self.pending_info(row.id)) for row in rows]
 
     def describe(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
-        row = self.get(identity, workload_id)
+        found, attempted = self.repository.workload_with_attempts(workload_id)  # one transaction, not two
+        row = self._seen(identity, workload_id, found, "workload.read")
         attempts = [
             {"number": a.number, "node": a.node, "started_at": a.started_at, "ended_at": a.ended_at,
              "exit_code": a.exit_code, "outcome": a.outcome, "reason": a.reason, "metrics": a.metrics,
              "archive": a.archive_path, "placement": a.placement}
-            for a in self.repository.attempts(workload_id)
+            for a in attempted
         ]
         return workload_json(row, attempts=attempts, pending=self.pending_info(row.id), language=language)
 

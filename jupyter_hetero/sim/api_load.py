@@ -9,9 +9,11 @@ folder first on ``PYTHONPATH``), an emulated inventory of ``nodes`` nodes and a 
 left it. The catalog's quota lets 136 of them run at once (128 four-core jobs and 8 one-GPU ones),
 so every tick watches real processes and explains thousands of waiting workloads. Once they run,
 concurrent clients call ``GET /queues``, ``GET /workloads/{id}`` and ``POST /workloads`` for a
-fixed time; each POST is one more queued job and wakes the scheduler. The server's own tick
-timings come from ``GET /version`` where the checkout reports them (``scheduler``), else none.
-Everything the run started (server, jobs) is killed at the end.
+fixed time (the mixed phase); each POST is one more queued job and wakes the scheduler. Then, on
+the same server, only the POST clients submit for ``submit_s`` seconds (the submissions phase):
+how many submissions per second the server takes while its ticks keep up with them. The server's
+own tick timings come from ``GET /version`` where the checkout reports them (``scheduler``), else
+none. Everything the run started (server, jobs) is killed at the end.
 """
 
 from __future__ import annotations
@@ -179,7 +181,7 @@ class _Server:
         request = urllib.request.Request(self.url + path, method=method,
                                          data=json.dumps(body).encode() if body is not None else None,
                                          headers={"Authorization": f"token {_TOKEN}"})
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - our own local server
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
         return json.loads(raw) if raw else None
 
@@ -222,13 +224,13 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-async def _drive(url: str, ids: range, duration_s: float, clients: int) -> dict:
+async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoints: tuple[str, ...] = ENDPOINTS) -> dict:
     """Closed-loop clients per endpoint for ``duration_s``: latencies in ms and errors per endpoint."""
-    http = AsyncHTTPClient(force_instance=True, max_clients=clients * len(ENDPOINTS))
+    http = AsyncHTTPClient(force_instance=True, max_clients=clients * len(endpoints))
     headers = {"Authorization": f"token {_TOKEN}", "Content-Type": "application/json"}
     body = json.dumps({"kind": "job", "template": "data-preprocessing", "command": ["sleep", "3600"]})
-    latencies: dict[str, list[float]] = {name: [] for name in ENDPOINTS}
-    errors: dict[str, list[str]] = {name: [] for name in ENDPOINTS}
+    latencies: dict[str, list[float]] = {name: [] for name in endpoints}
+    errors: dict[str, list[str]] = {name: [] for name in endpoints}
     deadline = time.monotonic() + duration_s
     chooser = random.Random(7)
 
@@ -252,7 +254,7 @@ async def _drive(url: str, ids: range, duration_s: float, clients: int) -> dict:
                 errors[endpoint].append(f"{response.code} {response.reason}")
 
     started = time.monotonic()
-    await asyncio.gather(*(client(endpoint) for endpoint in ENDPOINTS for _ in range(clients)))
+    await asyncio.gather(*(client(endpoint) for endpoint in endpoints for _ in range(clients)))
     elapsed = time.monotonic() - started
     http.close()
     return {"elapsed_s": elapsed, "latencies": latencies, "errors": errors}
@@ -273,8 +275,10 @@ def _wait_running(server: _Server, expected: int, timeout: float) -> tuple[int, 
 
 
 def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, duration_s: float = 30.0,
-                 clients: int = 4, settle_s: float = 3.0, keep: bool = False) -> dict:
-    """One benchmark run against the checkout at ``repo``; figures per endpoint and the server's tick timings."""
+                 clients: int = 4, submit_s: float = 15.0, settle_s: float = 3.0, keep: bool = False) -> dict:
+    """One benchmark run against the checkout at ``repo``: figures per endpoint and the server's tick
+    timings in the mixed phase, then submissions per second in the submissions phase (``submit_s``
+    seconds, the same number of POST clients alone; 0 skips it)."""
     repo = repo.resolve()
     root = Path(tempfile.mkdtemp(prefix="hetero-bench-api-"))
     for folder in ("notebooks", "config", "data", "runtime"):
@@ -307,6 +311,14 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         load_started = time.time()
         driven = asyncio.run(_drive(server.url, range(seeded["first"], seeded["last"] + 1), duration_s, clients))
         version = server.call("GET", "hetero/api/v1/version")
+        submitted = None
+        if submit_s > 0:
+            submit_started = time.time()
+            posted = asyncio.run(_drive(server.url, range(seeded["first"], seeded["last"] + 1), submit_s, clients,
+                                        endpoints=("POST /workloads",)))
+            after = server.call("GET", "hetero/api/v1/version")
+            submitted = _submissions(posted, clients, (version.get("scheduler") or {}).get("ticks"),
+                                     after.get("scheduler"), submit_started)
     finally:
         if server is not None:
             server.stop()
@@ -337,6 +349,7 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         "endpoints": endpoints,
         "submissions_per_s": round(endpoints["POST /workloads"]["ok"] / driven["elapsed_s"], 1),
         "tick": _tick_summary(scheduler, ticks_before, load_started),
+        "submissions_phase": submitted,
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "cpus": os.cpu_count(),
         "jobs_killed": killed,
@@ -347,6 +360,23 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
     else:
         shutil.rmtree(root, ignore_errors=True)
     return result
+
+
+def _submissions(posted: dict, clients: int, ticks_before: int | None, scheduler: dict | None,
+                 since: float) -> dict:
+    """The submissions phase: POST clients alone, submissions per second, latencies, and the ticks."""
+    values = posted["latencies"]["POST /workloads"]
+    return {
+        "clients": clients,
+        "duration_s": round(posted["elapsed_s"], 1),
+        "ok": len(values),
+        "errors": len(posted["errors"]["POST /workloads"]),
+        "submissions_per_s": round(len(values) / posted["elapsed_s"], 1),
+        "p50_ms": _round(_percentile(values, 50)),
+        "p99_ms": _round(_percentile(values, 99)),
+        "max_ms": _round(max(values) if values else None),
+        "tick": _tick_summary(scheduler, ticks_before, since),
+    }
 
 
 def _tick_summary(scheduler: dict | None, ticks_before: int | None, since: float) -> dict | None:

@@ -51,7 +51,7 @@ def _kernel_start(args: argparse.Namespace) -> int:
 def _api(args: argparse.Namespace) -> int:
     repos = args.repo or [Path(__file__).resolve().parents[2]]
     results = [run_api_load(Path(repo), nodes=args.nodes, workloads=args.workloads, duration_s=args.duration,
-                            clients=args.clients, keep=args.keep) for repo in repos]
+                            clients=args.clients, submit_s=args.submit_duration, keep=args.keep) for repo in repos]
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else {"runs": results}, indent=2))
         return 0
@@ -67,11 +67,20 @@ def _api(args: argparse.Namespace) -> int:
             row = result["endpoints"][name]
             print(f"{name:<22}{row['ok']:>8}{row['errors']:>8}{row['p50_ms']!s:>10}{row['p99_ms']!s:>10}"
                   f"{row['max_ms']!s:>10}")
-        print(f"submissions/s {result['submissions_per_s']}; ticks: "
-              + (f"p50 {tick['p50_s']} s, p99 {tick['p99_s']} s, max {tick['max_s']} s over the last {tick['recent']}, "
-                 f"{tick['ticks_during_load']} during the load; mean per phase {tick['mean_s_per_phase']}"
-                 if tick else "not reported by this checkout"))
+        print(f"submissions/s {result['submissions_per_s']}; ticks: {_ticks(tick)}")
+        phase = result.get("submissions_phase")
+        if phase:
+            print(f"submissions phase ({phase['clients']} POST clients alone, {phase['duration_s']} s): "
+                  f"{phase['submissions_per_s']} submissions/s, p50 {phase['p50_ms']} ms, p99 {phase['p99_ms']} ms, "
+                  f"{phase['errors']} errors; ticks: {_ticks(phase['tick'])}")
     return 0
+
+
+def _ticks(tick: dict | None) -> str:
+    if not tick:
+        return "not reported by this checkout"
+    return (f"p50 {tick['p50_s']} s, p99 {tick['p99_s']} s, max {tick['max_s']} s over the last {tick['recent']}, "
+            f"{tick['ticks_during_load']} during the load; mean per phase {tick['mean_s_per_phase']}")
 
 
 def add_bench_parser(commands: argparse._SubParsersAction) -> None:
@@ -101,6 +110,8 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     api.add_argument("--workloads", type=int, default=5000, help="queued jobs seeded before the server starts")
     api.add_argument("--duration", type=float, default=30.0, help="seconds of load per checkout")
     api.add_argument("--clients", type=int, default=4, help="concurrent clients per endpoint")
+    api.add_argument("--submit-duration", type=float, default=15.0,
+                     help="seconds of the submissions phase after the mixed one (POST clients alone); 0 skips it")
     api.add_argument("--keep", action="store_true", help="keep the run's folder (server log, store)")
     api.add_argument("--json", action="store_true", help="print JSON instead of a table")
     api.set_defaults(run=_api)

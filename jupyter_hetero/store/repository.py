@@ -241,9 +241,19 @@ class Repository:
 
     def attempts(self, workload_id: int) -> list[AttemptRow]:
         with self.session() as session:
-            return list(session.scalars(
-                select(AttemptRow).where(AttemptRow.workload_id == workload_id).order_by(AttemptRow.number)
-            ))
+            return self._attempts(session, workload_id)
+
+    def workload_with_attempts(self, workload_id: int) -> tuple[WorkloadRow | None, list[AttemptRow]]:
+        """A workload and its attempts, read in one transaction (what describing it needs)."""
+        with self.session() as session:
+            row = session.get(WorkloadRow, workload_id)
+            return row, self._attempts(session, workload_id) if row is not None else []
+
+    @staticmethod
+    def _attempts(session: Session, workload_id: int) -> list[AttemptRow]:
+        return list(session.scalars(
+            select(AttemptRow).where(AttemptRow.workload_id == workload_id).order_by(AttemptRow.number)
+        ))
 
     # -- workload aggregates -----------------------------------------------------------------
 

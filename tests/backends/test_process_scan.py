@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import psutil
+import pytest
 
 from jupyter_hetero.backends.base import Launch
 from jupyter_hetero.backends.local.processes import LocalBackend
@@ -36,7 +37,7 @@ def _poll(condition, timeout: float = 20.0, what: str = "the condition") -> None
 
 
 def test_one_scan_tells_live_from_exited_replicas_and_sums_each_process_tree(tmp_path):
-    backend = LocalBackend()
+    backend = LocalBackend(usage_interval_s=0)  # usage measured on every scan
     holder = backend.launch(_launch(tmp_path, 0, HOLDER))
     sleeper = backend.launch(_launch(tmp_path, 1, "import time; time.sleep(60)"))
     quitter = backend.launch(_launch(tmp_path, 2, "pass"))
@@ -53,10 +54,12 @@ def test_one_scan_tells_live_from_exited_replicas_and_sums_each_process_tree(tmp
             backend.kill(handle)
 
 
-def test_a_scan_after_a_restart_recognises_replicas_by_pid_and_start_time(tmp_path):
+@pytest.mark.parametrize("usage_interval_s", [0, 3600], ids=["measuring usage", "between usage passes"])
+def test_a_scan_after_a_restart_recognises_replicas_by_pid_and_start_time(tmp_path, usage_interval_s):
     first = LocalBackend()
     handle = first.launch(_launch(tmp_path, 0, "import time; time.sleep(60)"))
-    second = LocalBackend()  # not their parent, as after a restart of the server
+    second = LocalBackend(usage_interval_s=usage_interval_s)  # not their parent, as after a restart of the server
+    second.scan([handle])  # the first scan measures usage whatever the interval
     try:
         reused = replace(handle, pid_started=handle.pid_started - 100)  # same pid, another process
         assert set(second.scan([handle, reused])) == {handle}
@@ -88,3 +91,22 @@ def test_a_scan_reads_the_process_table_once_however_many_replicas(tmp_path, mon
         monkeypatch.undo()
         for handle in handles:
             backend.kill(handle)
+
+
+def test_between_usage_passes_a_scan_sees_exits_at_once_without_reading_the_process_table(tmp_path, monkeypatch):
+    backend = LocalBackend(usage_interval_s=3600)
+    keeper, quitter = (backend.launch(_launch(tmp_path, n, "import time; time.sleep(60)")) for n in range(2))
+    try:
+        first = backend.scan([keeper, quitter])  # the first scan measures usage
+        assert set(first) == {keeper, quitter} and first[keeper]["rss_mib"] > 0
+        passes = []
+        real_iter = psutil.process_iter
+        monkeypatch.setattr(psutil, "process_iter", lambda *a, **k: passes.append(1) or real_iter(*a, **k))
+        backend.kill(quitter)
+        _poll(lambda: quitter not in backend.scan([keeper, quitter]), what="the killed replica's end")
+        again = backend.scan([keeper, quitter])
+        assert passes == [], "a scan between usage passes read the whole process table"
+        assert again == {keeper: first[keeper]} and backend.sample(keeper) == first[keeper]  # its last sample
+    finally:
+        monkeypatch.undo()
+        backend.kill(keeper)

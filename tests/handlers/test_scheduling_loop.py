@@ -9,6 +9,7 @@ import time
 import psutil
 import pytest
 
+from ..harness import until_async
 from .test_lifecycle import final, gate, running  # noqa: F401 - the gate fixture
 
 # A job that is done as soon as it starts: these tests are about the ticks, not the work.
@@ -31,14 +32,6 @@ def _backend(jp_serverapp):
     return jp_serverapp.web_app.settings["hetero_platform"].backend
 
 
-async def _until(predicate, timeout: float = 20.0, what: str = "the condition"):
-    deadline = time.monotonic() + timeout
-    while not (value := await predicate()):
-        assert time.monotonic() < deadline, f"{what} never held"
-        await asyncio.sleep(0.05)
-    return value
-
-
 @pytest.mark.usefixtures("team")
 async def test_version_shows_platform_admins_the_recent_ticks_per_phase(api, gate):  # noqa: F811
     await api("workloads", "POST", gate.job("g", template="data-preprocessing"), as_user="alice")
@@ -47,7 +40,7 @@ async def test_version_shows_platform_admins_the_recent_ticks_per_phase(api, gat
         scheduler = (await api("version", as_user="root")).get("scheduler")
         return scheduler if scheduler and scheduler["ticks"] >= 1 else None
 
-    scheduler = await _until(ticked, what="a tick")
+    scheduler = await until_async(ticked, what="a tick")
     tick = scheduler["recent"][-1]
     assert tick["total_s"] >= tick["engine_s"] >= 0
     assert {"monitor_s", "snapshot_s", "apply_s", "running", "pending", "admitted", "changed"} <= tick.keys()
@@ -56,11 +49,15 @@ async def test_version_shows_platform_admins_the_recent_ticks_per_phase(api, gat
 
 
 @pytest.mark.usefixtures("team")
-async def test_a_tick_reads_the_process_table_once_not_once_per_running_job(api, gate, wait_for, monkeypatch):  # noqa: F811
+async def test_ticks_never_walk_a_jobs_process_tree_and_read_the_process_table_only_for_usage(
+        api, gate, wait_for, monkeypatch, jp_serverapp):  # noqa: F811
+    from jupyter_hetero.backends.local.processes import USAGE_INTERVAL_S
+
     jobs = [await api("workloads", "POST", gate.job(f"g{n}", template="data-preprocessing"), as_user="alice")
             for n in range(3)]
     for job in jobs:
         await wait_for(job["id"], running, as_user="alice")
+    ticks = jp_serverapp.web_app.settings["hetero_platform"].scheduler.ticks
     passes, walks = [], []
     real_iter = psutil.process_iter
 
@@ -72,29 +69,25 @@ async def test_a_tick_reads_the_process_table_once_not_once_per_running_job(api,
         walks.append(process.pid)
         return []
 
+    started, since = time.monotonic(), ticks.count
     monkeypatch.setattr(psutil, "process_iter", counting_iter)
     monkeypatch.setattr(psutil.Process, "children", counting_children)
     try:
-        await _until(_async(lambda: len(passes) >= 3 or walks), what="three ticks")
+        await until_async(lambda: ticks.count >= since + 5 or walks, what="five ticks")
     finally:
         monkeypatch.undo()
         for n in range(3):
             gate.open(f"g{n}")
     assert walks == [], "ticks walked each job's process tree through /proc on its own"
-
-
-def _async(predicate):
-    async def check():
-        return predicate()
-
-    return check
+    # Liveness costs a waitpid per replica; the whole table is read for usage, every few seconds.
+    assert len(passes) <= 1 + (time.monotonic() - started) / USAGE_INTERVAL_S
 
 
 @pytest.mark.usefixtures("gated")
 async def test_reads_and_submissions_are_answered_while_a_tick_is_launching(api, jp_serverapp, wait_for):
     backend = _backend(jp_serverapp)
     first = await api("workloads", "POST", QUICK)
-    await _until(_async(backend.launching.is_set), what="the tick's launch")
+    await until_async(backend.launching.is_set, what="the tick's launch")
     queues = await api("queues")
     described = await api(f"workloads/{first['id']}")
     second = await api("workloads", "POST", QUICK)
@@ -109,7 +102,7 @@ async def test_reads_and_submissions_are_answered_while_a_tick_is_launching(api,
 async def test_a_burst_of_submissions_during_a_tick_makes_one_more_tick_not_one_each(api, jp_serverapp, wait_for):
     backend = _backend(jp_serverapp)
     first = await api("workloads", "POST", QUICK)
-    await _until(_async(backend.launching.is_set), what="the tick's launch")
+    await until_async(backend.launching.is_set, what="the tick's launch")
     before = (await api("version")).get("scheduler", {})
     burst = await asyncio.gather(*(api("workloads", "POST", QUICK) for _ in range(20)))
     assert not backend.launched.is_set(), "the submissions waited until the tick had finished its launch"
@@ -119,7 +112,7 @@ async def test_a_burst_of_submissions_during_a_tick_makes_one_more_tick_not_one_
         scheduler = (await api("version"))["scheduler"]
         return scheduler if scheduler["ticks"] >= before["ticks"] + 2 else None
 
-    after = await _until(two_more_ticks, what="the tick after the held one")
+    after = await until_async(two_more_ticks, what="the tick after the held one")
     assert after["wakes"] - before["wakes"] == 20
     assert after["ticks"] - before["ticks"] == 2  # the held tick, then one for the whole burst
     assert after["recent"][-1]["admitted"] == 20
@@ -131,7 +124,7 @@ async def test_a_burst_of_submissions_during_a_tick_makes_one_more_tick_not_one_
 async def test_a_cancel_that_arrives_while_the_tick_starts_the_job_keeps_its_reason(api, jp_serverapp, wait_for):
     backend = _backend(jp_serverapp)
     job = await api("workloads", "POST", {**QUICK, "command": ["sleep", "30"]})
-    await _until(_async(backend.launching.is_set), what="the tick's launch")
+    await until_async(backend.launching.is_set, what="the tick's launch")
     await api(f"workloads/{job['id']}", "DELETE")  # the tick is between "starting" and "started"
     backend.gate.set()
     ended = await wait_for(job["id"], final)

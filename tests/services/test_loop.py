@@ -9,13 +9,7 @@ import time
 from jupyter_hetero.services.loop import SchedulerLoop
 
 from ..fakes import HeldScheduler
-
-
-async def _until(predicate, timeout: float = 10.0, what: str = "the condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} never held"
-        await asyncio.sleep(0.01)
+from ..harness import until_async
 
 
 async def _stop(loop: SchedulerLoop) -> None:
@@ -26,7 +20,7 @@ async def test_ticks_run_in_one_worker_thread_and_never_overlap():
     scheduler = HeldScheduler()
     loop = SchedulerLoop(scheduler, interval_s=0.01)
     loop.start()
-    await _until(lambda: scheduler.finished >= 5, what="five ticks")
+    await until_async(lambda: scheduler.finished >= 5, what="five ticks")
     for _ in range(20):
         loop.wake()
         await asyncio.sleep(0)
@@ -40,11 +34,11 @@ async def test_wake_ups_during_a_tick_make_exactly_one_more_tick():
     loop = SchedulerLoop(scheduler, interval_s=60)
     scheduler.gate.clear()
     loop.start()
-    await _until(scheduler.ticking.is_set, what="the first tick")
+    await until_async(scheduler.ticking.is_set, what="the first tick")
     for _ in range(50):
         loop.wake()  # the loop answers at once: the tick holds no one up
     scheduler.gate.set()
-    await _until(lambda: scheduler.finished == 2, what="the coalesced tick")
+    await until_async(lambda: scheduler.finished == 2, what="the coalesced tick")
     await asyncio.sleep(0.2)  # a third tick would come now if wake-ups were not coalesced
     await _stop(loop)
     assert scheduler.finished == 2 and loop.wakes == 50
@@ -70,7 +64,7 @@ async def test_a_failing_tick_is_logged_and_the_next_one_runs(caplog):
     scheduler.fail_next = True
     loop = SchedulerLoop(scheduler, interval_s=0.01)
     loop.start()
-    await _until(lambda: scheduler.succeeded >= 1 and scheduler.finished >= 2, what="ticks after the failure")
+    await until_async(lambda: scheduler.succeeded >= 1 and scheduler.finished >= 2, what="ticks after the failure")
     await _stop(loop)
     assert "scheduler tick failed" in caplog.text
 
@@ -80,7 +74,7 @@ async def test_stop_waits_for_the_tick_in_progress_and_no_wake_up_restarts_it():
     scheduler.gate.clear()
     loop = SchedulerLoop(scheduler, interval_s=60)
     loop.start()
-    await _until(scheduler.ticking.is_set, what="the first tick")
+    await until_async(scheduler.ticking.is_set, what="the first tick")
     threading.Timer(0.3, scheduler.gate.set).start()
     await _stop(loop)
     assert scheduler.finished == 1 and not scheduler.ticking.is_set()

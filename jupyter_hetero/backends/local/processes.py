@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 
 import psutil
@@ -18,6 +19,9 @@ from .nvml import sample_gpus
 __all__ = ["LocalBackend"]
 
 _MIB = 1024 * 1024
+# Seconds between passes over the process table for usage (memory of each replica's process tree,
+# GPU use where measured). Liveness is checked on every scan, at the cost of a waitpid per replica.
+USAGE_INTERVAL_S = 5.0
 
 
 class LocalBackend:
@@ -25,9 +29,11 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, *, usage_interval_s: float = USAGE_INTERVAL_S) -> None:
         self._children: dict[int, subprocess.Popen] = {}
         self._scanned: dict[ProcessHandle, dict] = {}  # the latest scan's samples, for sample()
+        self.usage_interval_s = usage_interval_s
+        self._measured_at = float("-inf")  # monotonic time of the last pass over the process table
         psutil.cpu_percent(interval=None)  # the first reading only starts the measurement
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
@@ -102,19 +108,40 @@ class LocalBackend:
             pass
 
     def scan(self, handles: Iterable[ProcessHandle]) -> dict[ProcessHandle, dict]:
-        """The live ones among ``handles`` with their samples, from one pass over the process table.
+        """The live ones among ``handles``, each with its latest usage sample.
 
-        Asking each replica for ``children(recursive=True)`` reads all of /proc once per replica;
-        with a hundred jobs running that was most of a tick. Here the table is read once, into a
-        parent -> children map, and each replica's tree is summed from it."""
+        A scheduler tick asks this of every running replica, so it costs what changed, not the
+        machine: liveness is ``Popen.poll()`` for our own children (a waitpid) and one read of
+        ``/proc/<pid>/stat`` for a replica adopted after a restart (its pid and start time). Usage
+        needs every process (a replica's work may run in grandchildren), so it is measured in one
+        pass over the process table, into a parent -> children map, at most every
+        ``usage_interval_s``; between passes a replica keeps its last sample (``{}`` before its first)."""
         handles = list(handles)
+        live = [handle for handle in handles if self._alive(handle)]
+        now = time.monotonic()
+        if live and now - self._measured_at >= self.usage_interval_s:
+            self._measured_at = now
+            measured = self._measure(live)
+            live = [handle for handle in live if handle in measured]  # gone since: seen in the pass
+            self._scanned = measured
+        else:
+            self._scanned = {handle: self._scanned.get(handle, {}) for handle in live}
+        return dict(self._scanned)
+
+    def _alive(self, handle: ProcessHandle) -> bool:
+        child = self._children.get(handle.pid)
+        if child is not None:
+            return child.poll() is None  # our own child: its exit status is exact (and reaps it)
+        return self._process(handle) is not None
+
+    def _measure(self, handles: list[ProcessHandle]) -> dict[ProcessHandle, dict]:
+        """Each live replica's tree summed from one pass over the process table."""
         table: dict[int, dict] = {}
         children: dict[int, list[int]] = {}
-        if handles:
-            for process in psutil.process_iter(["ppid", "create_time", "status"]):
-                table[process.pid] = {**process.info, "process": process}
-                children.setdefault(process.info["ppid"], []).append(process.pid)
-        scanned: dict[ProcessHandle, dict] = {}
+        for process in psutil.process_iter(["ppid", "create_time", "status"]):
+            table[process.pid] = {**process.info, "process": process}
+            children.setdefault(process.info["ppid"], []).append(process.pid)
+        measured: dict[ProcessHandle, dict] = {}
         for handle in handles:
             if not self._alive_in(handle, table.get(handle.pid)):
                 continue
@@ -129,9 +156,8 @@ class LocalBackend:
             sample = {"rss_mib": round(rss / _MIB, 1)}
             if handle.measurable:
                 sample.update(sample_gpus(handle.devices))
-            scanned[handle] = sample
-        self._scanned = scanned
-        return scanned
+            measured[handle] = sample
+        return measured
 
     def _alive_in(self, handle: ProcessHandle, entry: dict | None) -> bool:
         child = self._children.get(handle.pid)
@@ -142,7 +168,7 @@ class LocalBackend:
 
     def sample(self, handle: ProcessHandle) -> dict:
         """Resident memory of the replica's process tree, in MiB, and its GPUs' use where NVML
-        measures it: from the latest :meth:`scan` when that found the replica alive, else measured now."""
+        measures it: the latest :meth:`scan`'s when that found the replica alive, else measured now."""
         if handle in self._scanned:
             return self._scanned[handle]
         process = self._process(handle)
