@@ -1,4 +1,5 @@
-"""Fluent builders for engine tests: nodes, workloads, tenants, queues and snapshots.
+"""Fluent builders for engine tests: nodes, workloads, tenants, queues and snapshots; and for service
+tests, work stored as the API would store it (``stored_kernel``).
 
     snap = snapshot(
         nodes=[node("a1").gpus(2)],
@@ -30,6 +31,8 @@ from jupyter_hetero.engine import (
     Workload,
     WorkloadKind,
 )
+from jupyter_hetero.services.resolve import resolve
+from jupyter_hetero.store.tables import WorkloadRow
 
 GIB = 1024
 
@@ -356,9 +359,9 @@ def team_catalog(path, *, vision_a100: int = 1, nlp_a100: int = 1, queues: dict 
                  templates: dict | None = None, **tenant_changes) -> str:
     """The default catalog with two small tenants: vision (alice; carol is its admin) and nlp (group
     nlp-team, which bob is in), one A100 each unless said otherwise; root is a platform admin."""
-    import yaml  # noqa: PLC0415
+    import yaml
 
-    from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH  # noqa: PLC0415
+    from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
 
     data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
     generous = {"nominal": {"cpu": 64, "memory": "512Gi"}}
@@ -391,10 +394,10 @@ def demo_nodes_file(path, *, without: str | None = None, devices: dict[str, int]
                     copies: dict[str, tuple[str, int]] | None = None):
     """The demo's emulated nodes file, changed: less the node ``without``, ``devices`` as new device
     counts per node, and ``copies`` as new nodes ``{name: (node copied, device count)}``; written to ``path``."""
-    import copy  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
+    import copy
+    from pathlib import Path
 
-    import yaml  # noqa: PLC0415
+    import yaml
 
     demo = Path(__file__).resolve().parent.parent / "binder" / "demo-nodes.yaml"
     data = yaml.safe_load(demo.read_text(encoding="utf-8"))
@@ -408,3 +411,14 @@ def demo_nodes_file(path, *, without: str | None = None, devices: dict[str, int]
         data["nodes"].append(clone)
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path
+
+
+def stored_kernel(scheduler, name: str = "k", template: str = "data-preprocessing", **parameters):
+    """A queued kernel workload of ``template`` with ``parameters``, stored as a submission would be."""
+    found = scheduler.catalog.template(template)
+    resolved = resolve(found, parameters, scheduler.catalog)
+    return scheduler.repository.add_workload(WorkloadRow(
+        kind="kernel", name=name, tenant="default", user="ada", template=found.name, queue=found.queue,
+        request=resolved.to_json(), spec={"payload": "kernel", "env": {}}, state="queued", held_cpu_milli=0,
+        held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
+    ), reason="submitted")

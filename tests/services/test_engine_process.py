@@ -25,12 +25,11 @@ from jupyter_hetero.services.engine_process import (
     EngineUnavailable,
 )
 from jupyter_hetero.services.inventory import Inventory
-from jupyter_hetero.services.resolve import resolve
 from jupyter_hetero.services.scheduler import Scheduler
 from jupyter_hetero.services.snapshot import engine_request
 from jupyter_hetero.store import Repository
-from jupyter_hetero.store.tables import WorkloadRow
 
+from ..builders import stored_kernel
 from ..conftest import DEMO_NODES, REPO
 from ..fakes import FixedClock, TroubledEngine
 
@@ -53,16 +52,6 @@ def scheduler(tmp_path):
     repository.close()
 
 
-def _kernel(scheduler: Scheduler, name: str, template: str = "data-preprocessing", **parameters) -> WorkloadRow:
-    found = scheduler.catalog.template(template)
-    resolved = resolve(found, parameters, scheduler.catalog)
-    return scheduler.repository.add_workload(WorkloadRow(
-        kind="kernel", name=name, tenant="default", user="ada", template=found.name, queue=found.queue,
-        request=resolved.to_json(), spec={"payload": "kernel", "env": {}}, state="queued", held_cpu_milli=0,
-        held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
-    ), reason="submitted")
-
-
 def _tick_equals_the_cycle_in_process(scheduler: Scheduler):
     """One tick (its cycle in the engine process) against the server's engine, here, over the
     snapshot the tick is about to take; the clocks stand still, so both see the same ``now``."""
@@ -75,9 +64,9 @@ def _tick_equals_the_cycle_in_process(scheduler: Scheduler):
 def test_each_tick_in_the_engine_process_decides_what_the_same_cycle_decides_in_process(scheduler):
     repository, clock = scheduler.repository, scheduler.times.clock
     for n in range(8):
-        _kernel(scheduler, f"cpu{n}", cpu=16)
+        stored_kernel(scheduler, f"cpu{n}", cpu=16)
     for n in range(3):
-        _kernel(scheduler, f"gpu{n}", template="fine-tuning", devices=1)
+        stored_kernel(scheduler, f"gpu{n}", template="fine-tuning", devices=1)
     first = _tick_equals_the_cycle_in_process(scheduler)  # a fresh child: the full snapshot
     assert first.admissions and first.pending and not first.escalations
     admitted = repository.workloads(states=("admitted",))
@@ -87,7 +76,7 @@ def test_each_tick_in_the_engine_process_decides_what_the_same_cycle_decides_in_
     waiting = repository.workloads(states=("queued",))
     repository.update_workload(waiting[0].id, event="retrying", state="queued", not_before=clock.wall() + 600)
     repository.update_workload(waiting[1].id, event="cancelled", state="cancelled")
-    _kernel(scheduler, "late", cpu=2)
+    stored_kernel(scheduler, "late", cpu=2)
     _tick_equals_the_cycle_in_process(scheduler)  # a delta: changed, ended, deferred and new workloads
     scheduler.inventory.mark_lost("cpu-0", "gone in a test")
     repository.update_workload(admitted[1].id, event="requeued", state="queued")  # back after leaving: id order
@@ -100,7 +89,7 @@ def test_each_tick_in_the_engine_process_decides_what_the_same_cycle_decides_in_
 
 def test_dry_runs_in_the_engine_process_equal_dry_runs_in_process(scheduler):
     for n in range(6):
-        _kernel(scheduler, f"k{n}", cpu=16)
+        stored_kernel(scheduler, f"k{n}", cpu=16)
     scheduler.tick()
     now = scheduler.clock()
     hypothetical = Workload(id=-1, tenant="default", queue="batch",

@@ -3,31 +3,20 @@ tick's way, and goes back to `queued` once the inventory changes so that a node 
 
 from __future__ import annotations
 
-
 from sqlalchemy import event
 
 from jupyter_hetero.backends.local import load_emulated_nodes
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.engine import Engine
 from jupyter_hetero.services.clock import Clock
-from jupyter_hetero.services.resolve import resolve
 from jupyter_hetero.services.scheduler import Scheduler
 from jupyter_hetero.store.tables import WorkloadRow
 
+from ..builders import stored_kernel
 from ..conftest import DEMO_NODES
 
 IMPOSSIBLE = "capacity: a replica needs 2 devices on one node, nodes of flavor t4 have 1"
 
-
-
-def _kernel(scheduler: Scheduler, **parameters) -> WorkloadRow:
-    template = scheduler.catalog.template("interactive")
-    resolved = resolve(template, parameters, scheduler.catalog)
-    return scheduler.repository.add_workload(WorkloadRow(
-        kind="kernel", name="k", tenant="default", user="ada", template=template.name, queue=template.queue,
-        request=resolved.to_json(), spec={"payload": "kernel", "env": {}}, state="queued", held_cpu_milli=0,
-        held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
-    ), reason="submitted")
 
 
 def _two_t4s() -> list:
@@ -40,8 +29,8 @@ def _two_t4s() -> list:
 
 def test_work_no_node_can_hold_is_inadmissible_at_once_and_waits_in_its_queue(scheduler):
     repository = scheduler.repository
-    impossible = _kernel(scheduler, devices=2, flavor="t4")
-    possible = _kernel(scheduler, devices=1, flavor="t4")
+    impossible = stored_kernel(scheduler, template="interactive", devices=2, flavor="t4")
+    possible = stored_kernel(scheduler, template="interactive", devices=1, flavor="t4")
     scheduler.tick()
     row = repository.workload(impossible.id)
     assert row.state == "inadmissible"
@@ -57,7 +46,7 @@ def test_work_no_node_can_hold_is_inadmissible_at_once_and_waits_in_its_queue(sc
 
 def test_a_tick_does_not_read_inadmissible_work_until_the_inventory_changes(scheduler):
     repository = scheduler.repository
-    waiting = [_kernel(scheduler, devices=2, flavor="t4") for _ in range(30)]
+    waiting = [stored_kernel(scheduler, template="interactive", devices=2, flavor="t4") for _ in range(30)]
     scheduler.tick()
     assert {repository.workload(w.id).state for w in waiting} == {"inadmissible"}
     scheduler.tick()  # reads back what the last tick recorded
@@ -85,7 +74,7 @@ def test_a_tick_does_not_read_inadmissible_work_until_the_inventory_changes(sche
 
 def test_a_change_that_does_not_help_leaves_it_inadmissible_without_a_new_event(scheduler):
     repository = scheduler.repository
-    row = _kernel(scheduler, devices=2, flavor="t4")
+    row = stored_kernel(scheduler, template="interactive", devices=2, flavor="t4")
     scheduler.tick()
     scheduler.inventory.refresh(load_emulated_nodes(DEMO_NODES))  # seen again, the same
     scheduler.tick()
@@ -94,7 +83,7 @@ def test_a_change_that_does_not_help_leaves_it_inadmissible_without_a_new_event(
 
 
 def test_a_restarted_scheduler_shows_why_it_waits_again(scheduler, tmp_path):
-    row = _kernel(scheduler, devices=2, flavor="t4")
+    row = stored_kernel(scheduler, template="interactive", devices=2, flavor="t4")
     scheduler.tick()
     again = Scheduler(catalog=scheduler.catalog, repository=scheduler.repository, inventory=scheduler.inventory,
                       backend=LocalBackend(), engine=Engine(), clock=Clock(), work_dir=tmp_path / "work")

@@ -6,23 +6,12 @@ import time
 
 from sqlalchemy import event
 
-from jupyter_hetero.services.resolve import resolve
 from jupyter_hetero.services.scheduler import Scheduler
 from jupyter_hetero.services.snapshot import engine_workload, node_state
 from jupyter_hetero.store import ACTIVE_STATES
 from jupyter_hetero.store.tables import WorkloadRow
 
-
-
-
-def _kernel(scheduler: Scheduler, name: str, **parameters) -> WorkloadRow:
-    template = scheduler.catalog.template("data-preprocessing")
-    resolved = resolve(template, parameters, scheduler.catalog)
-    return scheduler.repository.add_workload(WorkloadRow(
-        kind="kernel", name=name, tenant="default", user="ada", template=template.name, queue=template.queue,
-        request=resolved.to_json(), spec={"payload": "kernel", "env": {}}, state="queued", held_cpu_milli=0,
-        held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
-    ), reason="submitted")
+from ..builders import stored_kernel
 
 
 def _rebuilt(scheduler: Scheduler, now: float) -> tuple[list, list, list]:
@@ -49,7 +38,7 @@ def _assert_exact(scheduler: Scheduler) -> None:
 
 def test_the_snapshot_after_every_kind_of_change_equals_one_rebuilt_from_scratch(scheduler):
     repository = scheduler.repository
-    kernels = [_kernel(scheduler, f"k{n}", cpu=8) for n in range(12)]
+    kernels = [stored_kernel(scheduler, f"k{n}", cpu=8) for n in range(12)]
     _assert_exact(scheduler)
     scheduler.tick()  # admits what fits: the demo's one CPU node takes four 8-core kernels
     _assert_exact(scheduler)
@@ -61,7 +50,7 @@ def test_the_snapshot_after_every_kind_of_change_equals_one_rebuilt_from_scratch
     repository.update_workload(kernels[-1].id, event="retrying", state="queued", not_before=time.time() + 3600)
     repository.update_workload(kernels[-2].id, event="cancelled", state="cancelled")
     _assert_exact(scheduler)
-    _kernel(scheduler, "late")
+    stored_kernel(scheduler, "late")
     scheduler.inventory.mark_lost("cpu-0", "gone in a test")
     _assert_exact(scheduler)
     repository.update_workload(admitted[1].id, event="requeued", state="queued")  # back after leaving: order kept
@@ -71,7 +60,7 @@ def test_the_snapshot_after_every_kind_of_change_equals_one_rebuilt_from_scratch
 
 def test_a_tick_reads_only_the_workload_rows_that_changed_since_the_last(scheduler):
     for n in range(200):
-        _kernel(scheduler, f"k{n}", cpu=8)
+        stored_kernel(scheduler, f"k{n}", cpu=8)
     scheduler.tick()  # admits what fits
     scheduler.tick()  # reads back what the last one recorded
     loaded = []
@@ -83,7 +72,7 @@ def test_a_tick_reads_only_the_workload_rows_that_changed_since_the_last(schedul
     try:
         scheduler.tick()  # nothing changed since the last tick
         assert loaded == []
-        late = _kernel(scheduler, "late", cpu=8)
+        late = stored_kernel(scheduler, "late", cpu=8)
         scheduler.tick()
         assert loaded == [late.id]
     finally:
