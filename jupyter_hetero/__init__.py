@@ -11,7 +11,7 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext jupyter_hetero``: the ``%hetero_*`` magics."""
-    from .magics import load_ipython_extension as load
+    from .notebook.magics import load_ipython_extension as load
 
     load(ipython)
 

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from jupyter_hetero.client import ApiError, HeteroClient
+from jupyter_hetero.notebook.client import ApiError, HeteroClient
 
 from .conftest import DEMO_NODES
 from .harness import LabServer, ServerLayout, until

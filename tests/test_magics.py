@@ -78,7 +78,7 @@ def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
                    "%hetero_status")
     assert "succeeded" in text(notebook.cells[1]) or "submitted workload" in text(notebook.cells[1])
     lab, _layout = server
-    from jupyter_hetero.client import HeteroClient
+    from jupyter_hetero.notebook.client import HeteroClient
 
     client = HeteroClient(lab.base_url, lab.token)
     jobs = {w["spec"]["payload"]: w for w in client.workloads(limit=50)}
@@ -149,8 +149,8 @@ def test_work_no_node_can_hold_stops_the_wait_and_says_why(server):
 
 
 def test_the_live_status_widget_stops_waiting_for_inadmissible_work_and_says_why(server):
-    from jupyter_hetero.client import HeteroClient, Workload
-    from jupyter_hetero.widgets import StatusWidget
+    from jupyter_hetero.notebook.client import HeteroClient, Workload
+    from jupyter_hetero.notebook.widgets import StatusWidget
 
     lab, _layout = server
     client = HeteroClient(lab.base_url, lab.token)

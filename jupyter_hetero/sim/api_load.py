@@ -208,7 +208,7 @@ def _kill_jobs(work_dir: Path) -> int:
     marker = str(work_dir)
     for process in psutil.process_iter(["pid", "cmdline"]):
         cmdline = process.info["cmdline"] or []
-        if "jupyter_hetero.runner" in cmdline and any(marker in part for part in cmdline):
+        if "jupyter_hetero.kernel.runner" in cmdline and any(marker in part for part in cmdline):
             try:
                 os.killpg(process.info["pid"], signal.SIGKILL)
                 killed += 1

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine import Admission, Cluster, Decisions, Placement, Policy, Snapshot, Workload
+from ..engine import (
+    Admission,
+    Cluster,
+    Decisions,
+    Placement,
+    Policy,
+    Snapshot,
+    Workload,
+)
 
 __all__ = ["FifoScheduler", "QuotaFifoScheduler"]
 

@@ -12,7 +12,7 @@ import time
 # up but before its child exists: the moment a cancel right after admission can hit.
 _STOP_DURING_START = """
 import os, signal, subprocess, sys
-from jupyter_hetero import runner
+from jupyter_hetero.kernel import runner
 
 real_popen = subprocess.Popen
 

@@ -205,7 +205,7 @@ async def test_a_cell_submitted_from_a_hetero_kernel_runs_as_its_user(kernelspec
 def test_code_in_a_workload_never_falls_back_to_the_servers_runtime_file(monkeypatch, jp_environ, jp_runtime_dir):
     import os
 
-    from jupyter_hetero.client import HeteroClient, ServerNotFound
+    from jupyter_hetero.notebook.client import HeteroClient, ServerNotFound
 
     # The file a running server leaves in the runtime directory, with its own token in it.
     (jp_runtime_dir / "jpserver-1.json").write_text(json.dumps(

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from jupyter_hetero.client import HeteroClient
+from jupyter_hetero.notebook.client import HeteroClient
 
 from ..builders import demo_nodes_file
 from ..conftest import DEMO_NODES

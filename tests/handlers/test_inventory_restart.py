@@ -10,7 +10,7 @@ import sys
 import psutil
 import pytest
 
-from jupyter_hetero.client import HeteroClient
+from jupyter_hetero.notebook.client import HeteroClient
 
 from ..builders import demo_nodes_file as nodes_file
 from ..harness import ServerLayout, until

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 JOB = {"kind": "job", "template": "data-preprocessing", "queue": "batch", "command": ["python", "-c", "print(42)"]}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from sqlalchemy import create_engine, text
 
 from jupyter_hetero.store import SCHEMA_VERSION, Repository, SchemaTooNew

@@ -53,7 +53,7 @@ class LocalBackend:
         launch.cwd.mkdir(parents=True, exist_ok=True)
         with open(launch.log_path, "ab") as log:
             child = subprocess.Popen(
-                [sys.executable, "-m", "jupyter_hetero.runner", "--exit-file", str(launch.exit_path), *launch.argv],
+                [sys.executable, "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path), *launch.argv],
                 cwd=launch.cwd, env=launch.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group: signals reach the whole job, not us
             )

@@ -12,15 +12,15 @@ import json
 import sys
 from collections.abc import Sequence
 
-from .__about__ import __version__
-from .backends.local import discover_local_node, load_emulated_nodes
-from .backends.local.discovery import EmulatedNodesError
-from .catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
-from .cli_workloads import add_workload_commands
-from .kernelspecs import main_install
-from .sim.bench_cli import add_bench_parser
-from .sim.cli import add_simulate_parser
-from .units import format_memory
+from ..__about__ import __version__
+from ..backends.local import discover_local_node, load_emulated_nodes
+from ..backends.local.discovery import EmulatedNodesError
+from ..catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
+from ..kernel.kernelspecs import main_install
+from ..sim.bench_cli import add_bench_parser
+from ..sim.cli import add_simulate_parser
+from ..units import format_memory
+from .workloads import add_workload_commands
 
 __all__ = ["main"]
 
@@ -111,6 +111,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return args.run(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpecManager
 
-from .catalog import Catalog
+from ..catalog import Catalog
 
 __all__ = ["install_kernelspecs", "kernelspec_for"]
 
@@ -56,7 +56,7 @@ def install_kernelspecs(catalog: Catalog, *, user: bool = False, prefix: str | N
 
 
 def main_install(args) -> int:
-    from .catalog import CatalogError, load_catalog  # noqa: PLC0415
+    from ..catalog import CatalogError, load_catalog  # noqa: PLC0415
 
     try:
         catalog = load_catalog(args.catalog)

@@ -1,9 +1,9 @@
 """The process that runs one replica of a job and reports how it ended.
 
-    python -m jupyter_hetero.runner --exit-file EXIT command -- python train.py --lr 0.1
-    python -m jupyter_hetero.runner --exit-file EXIT script train.py --lr 0.1
-    python -m jupyter_hetero.runner --exit-file EXIT code cell.py
-    python -m jupyter_hetero.runner --exit-file EXIT notebook in.ipynb --output out.ipynb --parameters '{"lr": 0.1}'
+    python -m jupyter_hetero.kernel.runner --exit-file EXIT command -- python train.py --lr 0.1
+    python -m jupyter_hetero.kernel.runner --exit-file EXIT script train.py --lr 0.1
+    python -m jupyter_hetero.kernel.runner --exit-file EXIT code cell.py
+    python -m jupyter_hetero.kernel.runner --exit-file EXIT notebook in.ipynb --output out.ipynb --parameters '{"lr": 0.1}'
 
 It starts the work as a child, waits, and writes ``{"exit_code", "peak_rss_mib", "ended_at"}`` to
 the exit file atomically. The scheduler reads that file, so a job's outcome survives a restart of
@@ -67,7 +67,7 @@ def _run_notebook(source: str, output: str, parameters: dict, timeout: int | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jupyter_hetero.runner")
+    parser = argparse.ArgumentParser(prog="python -m jupyter_hetero.kernel.runner")
     parser.add_argument("--exit-file", required=True, type=Path)
     kinds = parser.add_subparsers(dest="kind", required=True)
     command = kinds.add_parser("command")

@@ -14,8 +14,8 @@ import argparse
 import json
 import sys
 
-from .client import ApiError, HeteroClient, ServerNotFound
-from .display import attempts_line, eta_text, explanation_lines
+from ..notebook.client import ApiError, HeteroClient, ServerNotFound
+from ..notebook.display import attempts_line, eta_text, explanation_lines
 
 __all__ = ["add_workload_commands"]
 

@@ -17,7 +17,7 @@ from typing import Any
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Unicode
 
-from .services.kernels import KernelWaitTimeout, current_kernels
+from ..services.kernels import KernelWaitTimeout, current_kernels
 
 __all__ = ["HeteroProvisioner", "KernelWaitTimeout"]
 
