@@ -2,13 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_hetero.units import (
-    compare_versions,
-    format_memory,
-    parse_cpu_milli,
-    parse_duration_s,
-    parse_memory_mib,
-)
+from jupyter_hetero.units import compare_versions, format_memory, parse_cpu_milli, parse_duration_s, parse_memory_mib
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,6 @@
 """The catalog: one source of truth for flavors, templates, queues and tenants."""
 
-from .loader import (
-    DEFAULT_CATALOG_PATH,
-    CatalogError,
-    CatalogIssue,
-    load_catalog,
-    parse_catalog,
-)
+from .loader import DEFAULT_CATALOG_PATH, CatalogError, CatalogIssue, load_catalog, parse_catalog
 from .models import (
     AdvancedParameter,
     Catalog,

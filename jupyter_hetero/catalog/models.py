@@ -12,15 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..capability import AcceleratorFamily, Interconnect, NodeCapability
-from ..units import (
-    CpuMilli,
-    DurationS,
-    MemoryMiB,
-    compare_versions,
-    friendly_quantities,
-    parse_duration_s,
-    parse_memory_mib,
-)
+from ..units import CpuMilli, DurationS, MemoryMiB, compare_versions, friendly_quantities, parse_duration_s, parse_memory_mib
 
 __all__ = [
     "AdvancedParameter",

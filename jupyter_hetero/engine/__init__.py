@@ -7,16 +7,7 @@
 
 from .capacity import Cluster, Policy
 from .cycle import Engine, free_capacity
-from .decisions import (
-    Admission,
-    Blocker,
-    Decisions,
-    Escalation,
-    Fit,
-    Lost,
-    Pending,
-    Preemption,
-)
+from .decisions import Admission, Blocker, Decisions, Escalation, Fit, Lost, Pending, Preemption
 from .explain import render
 from .matching import LabelReq
 from .model import (

@@ -11,6 +11,7 @@ devices) is charged nowhere and reported as lost: one stale placement must not s
 
 from __future__ import annotations
 
+
 from .capacity import Cluster, NodeScorer
 from .decisions import Lost
 from .explain import render

@@ -9,6 +9,7 @@ from ..errors import NotFound
 from ..models import ListNodesQuery
 from .base import API_PREFIX, HeteroHandler
 
+
 _NOTHING = {"cpu_milli": 0, "memory_mib": 0, "device_milli": 0, "devices": [], "workloads": 0}
 
 

@@ -21,14 +21,7 @@ from IPython.display import display
 
 from . import display as tables
 from .cellcode import PushError
-from .client import (
-    ApiError,
-    HeteroClient,
-    ServerNotFound,
-    Workload,
-    WorkloadFailed,
-    submit,
-)
+from .client import ApiError, HeteroClient, ServerNotFound, Workload, WorkloadFailed, submit
 
 __all__ = ["HeteroMagics", "load_ipython_extension"]
 

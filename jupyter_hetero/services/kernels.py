@@ -18,13 +18,7 @@ from ..backends.local.nvml import sample_gpus
 from ..catalog import Catalog
 from ..engine import render
 from ..errors import HeteroError, NotFound
-from ..store import (
-    ACTIVE_STATES,
-    INADMISSIBLE,
-    PENDING_STATES,
-    QUEUED_STATES,
-    Repository,
-)
+from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
 from ..store.tables import WorkloadRow
 from .clock import Clock
 from .identity import Identity

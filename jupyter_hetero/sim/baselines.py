@@ -13,15 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine import (
-    Admission,
-    Cluster,
-    Decisions,
-    Placement,
-    Policy,
-    Snapshot,
-    Workload,
-)
+from ..engine import Admission, Cluster, Decisions, Placement, Policy, Snapshot, Workload
 
 __all__ = ["FifoScheduler", "QuotaFifoScheduler"]
 

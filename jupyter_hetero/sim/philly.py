@@ -19,8 +19,8 @@ import math
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
 from functools import lru_cache
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np

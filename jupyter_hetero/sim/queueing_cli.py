@@ -12,14 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from .philly import (
-    DEFAULT_NODES_PER_FLAVOR,
-    DEFAULT_WINDOW,
-    SCHEDULERS,
-    Scenario,
-    Window,
-    run_queueing,
-)
+from .philly import DEFAULT_NODES_PER_FLAVOR, DEFAULT_WINDOW, SCHEDULERS, Scenario, Window, run_queueing
 
 __all__ = ["add_queueing_parser"]
 

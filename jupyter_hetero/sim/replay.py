@@ -18,15 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..engine import (
-    Decisions,
-    NodeState,
-    QueuePolicy,
-    Request,
-    Snapshot,
-    TenantQuota,
-    Workload,
-)
+from ..engine import Decisions, NodeState, QueuePolicy, Request, Snapshot, TenantQuota, Workload
 
 __all__ = ["JobRecord", "ReplayResult", "Scheduler", "SimJob", "replay"]
 

@@ -1,14 +1,7 @@
 """Persistence: SQLAlchemy tables, schema migrations and the repository."""
 
 from .migrations import SCHEMA_VERSION, SchemaTooNew
-from .repository import (
-    ACTIVE_STATES,
-    INADMISSIBLE,
-    PENDING_STATES,
-    QUEUED_STATES,
-    Held,
-    Repository,
-)
+from .repository import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Held, Repository
 
 __all__ = [
     "ACTIVE_STATES",

@@ -8,13 +8,7 @@ import pytest
 import yaml
 
 from jupyter_hetero.capability import Accelerator, NodeCapability
-from jupyter_hetero.catalog import (
-    DEFAULT_CATALOG_PATH,
-    CatalogError,
-    LabelRequirement,
-    load_catalog,
-    parse_catalog,
-)
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, CatalogError, LabelRequirement, load_catalog, parse_catalog
 
 TEMPLATES = [
     "data-preprocessing", "training", "fine-tuning", "online-inference", "batch-inference",

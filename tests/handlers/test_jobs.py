@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 JOB = {"kind": "job", "template": "data-preprocessing", "queue": "batch", "command": ["python", "-c", "print(42)"]}
 
 

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_hetero.sim.throughput import (
-    FLEET,
-    build_cluster,
-    build_workloads,
-    run_throughput,
-    tenant_quotas,
-)
+from jupyter_hetero.sim.throughput import FLEET, build_cluster, build_workloads, run_throughput, tenant_quotas
 
 
 def test_the_fleet_mixes_cpu_gpu_and_npu_flavors():

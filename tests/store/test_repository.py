@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+
 from sqlalchemy import create_engine, text
 
 from jupyter_hetero.store import SCHEMA_VERSION, Repository, SchemaTooNew

@@ -14,13 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..harness import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    LabServer,
-    ServerLayout,
-    wait_for_lab_shell,
-)
+from ..harness import CHROMIUM, CHROMIUM_ARGS, LabServer, ServerLayout, wait_for_lab_shell
 
 REPO = Path(__file__).resolve().parents[2]
 UI_OUTPUT = REPO / "test-output" / "ui"
