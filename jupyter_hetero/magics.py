@@ -12,11 +12,13 @@ one readable line, not a traceback. Arguments are declared with IPython's ``magi
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import sys
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from . import display as tables
@@ -31,15 +33,34 @@ def _usage(magic: str, message: str) -> UsageError:
     return UsageError(f"%{magic}: {message} (see %{magic}? · 用法见 %{magic}?)")
 
 
-def _parse(magic, line: str):
+def _parse(magic, line: str | list[str]):
     """``magic``'s arguments parsed by its ``@argument`` declarations; a bad one is a :func:`_usage` error."""
     name = magic.parser.prog
     try:
-        return parse_argstring(magic, line)
+        # Split as a shell does (IPython's parse_argstring keeps the quotes): -p model='"bert"' is "bert".
+        return magic.parser.parse_args(shlex.split(line) if isinstance(line, str) else line)
     except UsageError as exc:  # argparse's own message names the argument
         raise _usage(name, str(exc)) from None
     except ValueError as exc:  # the line itself does not split, e.g. an unclosed quote
         raise _usage(name, str(exc)) from None
+
+
+def _parse_submit(magic, line: str):
+    """``%hetero_submit``'s arguments: a script's own arguments verbatim after it, a notebook's ``-p`` too.
+
+        --template t job.py --lr 0.1          -> target ["job.py", "--lr", "0.1"]
+        --template t report.ipynb -p rows=2   -> target ["report.ipynb"], param ["rows=2"]
+    """
+    args = _parse(magic, line)
+    if args.target and args.target[0].endswith(".ipynb"):
+        notebook, after = args.target[0], args.target[1:]
+        tokens = shlex.split(line)  # it split once already
+        # The target is the line's tail; after a notebook come the magic's own options (-p, --wait).
+        args = _parse(magic, tokens[: len(tokens) - len(args.target)] + after)
+        if args.target:
+            raise _usage(magic.parser.prog, f"a notebook takes -p key=value, not {' '.join(args.target)!r}")
+        args.target = [notebook]
+    return args
 
 
 def _names(text: str) -> list[str]:
@@ -139,7 +160,8 @@ class HeteroMagics(Magics):
     @argument("--runtime", help="Runtime to run in (see the template's variants).")
     @argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
               help="A notebook parameter; repeatable.")
-    @argument("target", nargs="*", help="A .py script and its arguments, or an .ipynb notebook.")
+    @argument("target", nargs=argparse.REMAINDER,
+              help="A .py script and its own arguments, or an .ipynb notebook (then -p options).")
     @line_cell_magic
     def hetero_submit(self, line: str, cell: str | None = None):
         """Run the cell (%%hetero_submit), a script or a notebook (%hetero_submit FILE) as a job;
@@ -150,7 +172,7 @@ class HeteroMagics(Magics):
             form = SubmitForm(self.client, self.shell)
             display(form)
             return None
-        args = _parse(self.hetero_submit, line)
+        args = _parse_submit(self.hetero_submit, line)
         if args.template is None:
             raise _usage("hetero_submit", "needs --template, one of those %hetero_templates lists")
         fields = self._fields(args)

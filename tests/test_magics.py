@@ -73,7 +73,7 @@ def test_a_cell_runs_as_a_job_on_pushed_data_and_pulls_its_result(server):
 
 def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
     notebook = run(server,
-                   "%hetero_submit --template data-preprocessing --wait job.py 5 six",
+                   "%hetero_submit --template data-preprocessing --wait job.py 5 --six",
                    "job = %hetero_submit --template data-preprocessing --wait report.ipynb -p rows=21",
                    "%hetero_status")
     assert "succeeded" in text(notebook.cells[1]) or "submitted workload" in text(notebook.cells[1])
@@ -82,7 +82,7 @@ def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
 
     client = HeteroClient(lab.base_url, lab.token)
     jobs = {w["spec"]["payload"]: w for w in client.workloads(limit=50)}
-    assert "script got ['5', 'six']" in "".join(client.logs(jobs["script"]["id"]))
+    assert "script got ['5', '--six']" in "".join(client.logs(jobs["script"]["id"]))
     executed = client.request("GET", f"workloads/{jobs['notebook']['id']}")
     assert executed["state"] == "succeeded"
     assert "Workloads" in text(notebook.cells[3])
@@ -213,6 +213,8 @@ def test_the_help_of_a_magic_lists_its_arguments(shell, magic, expected):
                      id="no template"),
         pytest.param("hetero_submit", "--template t report.ipynb -p rows", None, "-p expects key=value, got 'rows'",
                      id="a parameter without a value"),
+        pytest.param("hetero_submit", "--template t report.ipynb -p rows=1 more.ipynb", None,
+                     "a notebook takes -p key=value, not 'more.ipynb'", id="a second file after a notebook"),
         pytest.param("hetero_status", "abc", None, "argument id: invalid int value: 'abc'", id="status of a non-id"),
         pytest.param("hetero_cancel", "", None, "the following arguments are required: id", id="cancel of nothing"),
         pytest.param("hetero_connect", "", None, "the following arguments are required: url", id="connect to nothing"),
