@@ -79,6 +79,7 @@ def _placed_kernel_manager():
 def _run_notebook(source: str, output: str, parameters: dict, timeout: int | None) -> int:
     import nbformat  # noqa: PLC0415 - only notebook jobs need these
     from nbclient import NotebookClient  # noqa: PLC0415
+    from jupyter_client.kernelspec import KernelSpecManager  # noqa: PLC0415
     from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
 
     notebook = nbformat.read(source, as_version=4)
@@ -88,7 +89,14 @@ def _run_notebook(source: str, output: str, parameters: dict, timeout: int | Non
         # As papermill does: right after the cell tagged "parameters" (its defaults), else first.
         tagged = [i for i, c in enumerate(notebook.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
         notebook.cells.insert(tagged[0] + 1 if tagged else 0, cell)
-    client = NotebookClient(notebook, timeout=timeout, kernel_name=notebook_kernel_name(notebook),
+    kernel_name = notebook_kernel_name(notebook)
+    # Checked first: nbclient, asked for a kernelspec that does not exist, can hang instead of failing.
+    installed = KernelSpecManager().find_kernel_specs()
+    if kernel_name not in installed:
+        print(f"jupyter-hetero: the notebook's kernelspec {kernel_name!r} is not installed where the job runs "
+              f"(installed: {', '.join(sorted(installed))})", file=sys.stderr, flush=True)
+        return 1
+    client = NotebookClient(notebook, timeout=timeout, kernel_name=kernel_name,
                             kernel_manager_class=_placed_kernel_manager(),
                             resources={"metadata": {"path": str(Path(source).parent)}})
     code = 0

@@ -87,3 +87,11 @@ def test_a_notebook_without_a_kernelspec_runs_on_python3(tmp_path):
     result = _notebook_job(tmp_path, None)
     assert result.returncode == 0, result.stderr
     assert _printed(tmp_path).strip() == "kernelspec None"
+
+
+def test_a_notebook_whose_kernelspec_is_missing_fails_with_the_reason(tmp_path):
+    result = _notebook_job(tmp_path, "no-such-kernelspec")  # the temp Jupyter path holds only "second"
+    assert result.returncode == 1
+    assert json.loads((tmp_path / "exit.json").read_text())["exit_code"] == 1
+    assert "the notebook's kernelspec 'no-such-kernelspec' is not installed where the job runs" in result.stderr
+    assert "second" in result.stderr.rsplit("installed:", 1)[1]
