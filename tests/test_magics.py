@@ -73,7 +73,7 @@ def test_a_cell_runs_as_a_job_on_pushed_data_and_pulls_its_result(server):
 
 def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
     notebook = run(server,
-                   "%hetero_submit --template data-preprocessing --wait job.py 5 six",
+                   "%hetero_submit --template data-preprocessing --wait job.py 5 --six",
                    "job = %hetero_submit --template data-preprocessing --wait report.ipynb -p rows=21",
                    "%hetero_status")
     assert "succeeded" in text(notebook.cells[1]) or "submitted workload" in text(notebook.cells[1])
@@ -82,7 +82,7 @@ def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
 
     client = HeteroClient(lab.base_url, lab.token)
     jobs = {w["spec"]["payload"]: w for w in client.workloads(limit=50)}
-    assert "script got ['5', 'six']" in "".join(client.logs(jobs["script"]["id"]))
+    assert "script got ['5', '--six']" in "".join(client.logs(jobs["script"]["id"]))
     executed = client.request("GET", f"workloads/{jobs['notebook']['id']}")
     assert executed["state"] == "succeeded"
     assert "Workloads" in text(notebook.cells[3])
@@ -117,6 +117,11 @@ def test_logs_and_cancel(server):
                      "--push: no variable named missing", id="push of a missing variable"),
         pytest.param("%%hetero_submit --gpus 2\nx = 1", "needs --template", id="no template"),
         pytest.param("%hetero_connect http://127.0.0.1:1", "cannot reach the server", id="server unreachable"),
+        pytest.param("%%hetero_submit --template data-preprocessing --gpus two\nx = 1",
+                     "%hetero_submit: argument --gpus: invalid int value: 'two' (see %hetero_submit? · 用法见",
+                     id="a value of the wrong type"),
+        pytest.param("%hetero_logs latest", "%hetero_logs: argument id: invalid int value: 'latest'",
+                     id="a workload id that is not a number"),
     ],
 )
 def test_bad_input_is_one_readable_line_in_the_cell(server, source, message):
@@ -164,3 +169,62 @@ def test_the_live_status_widget_stops_waiting_for_inadmissible_work_and_says_why
     assert "no node can ever hold it (capacity: a replica needs 8 devices on one node" in status.header.value
     assert not status.cancel.disabled
     client.cancel(created["id"])
+
+
+# -- arguments, in a real IPython shell without a server ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "jupyter_hetero")
+    return shell
+
+
+@pytest.mark.parametrize(
+    ("magic", "expected"),
+    [
+        pytest.param("%hetero_submit", ["%hetero_submit [--template TEMPLATE]", "--gpus GPUS",
+                                        "-p <KEY=VALUE>, --param <KEY=VALUE>", "Task template (see %hetero_templates)"],
+                     id="submit"),
+        pytest.param("%%hetero_submit", ["--push PUSH", "--wait"], id="submit as a cell magic"),
+        pytest.param("%hetero_logs", ["%hetero_logs [--follow] [--attempt ATTEMPT] id"], id="logs"),
+        pytest.param("%hetero_explain", ["--preempt", "--lang LANG"], id="explain"),
+    ],
+)
+def test_the_help_of_a_magic_lists_its_arguments(shell, magic, expected):
+    # What `%hetero_submit?` shows: IPython's inspector on the magic.
+    help_text = shell.object_inspect_text(magic)
+    for line in expected:
+        assert line in help_text, help_text
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "cell", "message"),
+    [
+        pytest.param("hetero_submit", "--template t --gpus two", "x = 1", "argument --gpus: invalid int value: 'two'",
+                     id="a value of the wrong type"),
+        pytest.param("hetero_submit", "--template t --bogus 1", "x = 1", "unrecognized arguments: --bogus",
+                     id="an unknown option"),
+        pytest.param("hetero_submit", "--template 'unclosed", "x = 1", "No closing quotation", id="an unclosed quote"),
+        pytest.param("hetero_submit", "--gpus 1", "x = 1", "needs --template, one of those %hetero_templates lists",
+                     id="no template"),
+        pytest.param("hetero_submit", "--template t report.ipynb -p rows", None, "-p expects key=value, got 'rows'",
+                     id="a parameter without a value"),
+        pytest.param("hetero_submit", "--template t report.ipynb -p rows=1 more.ipynb", None,
+                     "a notebook takes -p key=value, not 'more.ipynb'", id="a second file after a notebook"),
+        pytest.param("hetero_status", "abc", None, "argument id: invalid int value: 'abc'", id="status of a non-id"),
+        pytest.param("hetero_cancel", "", None, "the following arguments are required: id", id="cancel of nothing"),
+        pytest.param("hetero_connect", "", None, "the following arguments are required: url", id="connect to nothing"),
+    ],
+)
+def test_a_bad_argument_is_one_usage_error_naming_it(shell, magic, line, cell, message):
+    from IPython.core.error import UsageError
+
+    magics = shell.magics_manager.registry["HeteroMagics"]
+    function = getattr(magics, magic)
+    with pytest.raises(UsageError) as error:
+        function(line, cell) if cell is not None else function(line)
+    assert str(error.value) == f"%{magic}: {message} (see %{magic}? · 用法见 %{magic}?)"

@@ -24,7 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["main", "notebook_parameters_cell"]
+__all__ = ["main", "notebook_kernel_name", "notebook_parameters_cell"]
+
+# The entry point name of jupyter_hetero.kernel.provisioner.HeteroProvisioner.
+HETERO_PROVISIONER = "hetero-provisioner"
 
 
 def _write_exit(path: Path, code: int) -> None:
@@ -41,9 +44,42 @@ def notebook_parameters_cell(parameters: dict) -> str:
     return "\n".join(lines)
 
 
+def notebook_kernel_name(notebook: dict) -> str:
+    """The kernelspec the notebook was written for (its ``metadata.kernelspec.name``), else ``python3``."""
+    return ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("name") or "python3"
+
+
+def _placed_kernel_manager():
+    """A kernel manager whose kernelspecs never ask the scheduler for a placement.
+
+    A notebook written on a hetero kernel names a kernelspec with the hetero provisioner; the job
+    running it is already placed (its devices are in this process's environment), and the
+    provisioner only works inside the server, so such a spec starts here as a plain local kernel.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager  # noqa: PLC0415
+    from jupyter_client.manager import KernelManager  # noqa: PLC0415
+    from traitlets import default  # noqa: PLC0415
+
+    class PlacedKernelSpecManager(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str):
+            spec = super().get_kernel_spec(kernel_name)
+            provisioner = (spec.metadata or {}).get("kernel_provisioner") or {}
+            if provisioner.get("provisioner_name") == HETERO_PROVISIONER:
+                spec.metadata = {k: v for k, v in spec.metadata.items() if k != "kernel_provisioner"}
+            return spec
+
+    class PlacedKernelManager(KernelManager):
+        @default("kernel_spec_manager")
+        def _kernel_spec_manager_default(self):
+            return PlacedKernelSpecManager(data_dir=self.data_dir)
+
+    return PlacedKernelManager
+
+
 def _run_notebook(source: str, output: str, parameters: dict, timeout: int | None) -> int:
     import nbformat  # noqa: PLC0415 - only notebook jobs need these
     from nbclient import NotebookClient  # noqa: PLC0415
+    from jupyter_client.kernelspec import KernelSpecManager  # noqa: PLC0415
     from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
 
     notebook = nbformat.read(source, as_version=4)
@@ -53,7 +89,15 @@ def _run_notebook(source: str, output: str, parameters: dict, timeout: int | Non
         # As papermill does: right after the cell tagged "parameters" (its defaults), else first.
         tagged = [i for i, c in enumerate(notebook.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
         notebook.cells.insert(tagged[0] + 1 if tagged else 0, cell)
-    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+    kernel_name = notebook_kernel_name(notebook)
+    # Checked first: nbclient, asked for a kernelspec that does not exist, can hang instead of failing.
+    installed = KernelSpecManager().find_kernel_specs()
+    if kernel_name not in installed:
+        print(f"jupyter-hetero: the notebook's kernelspec {kernel_name!r} is not installed where the job runs "
+              f"(installed: {', '.join(sorted(installed))})", file=sys.stderr, flush=True)
+        return 1
+    client = NotebookClient(notebook, timeout=timeout, kernel_name=kernel_name,
+                            kernel_manager_class=_placed_kernel_manager(),
                             resources={"metadata": {"path": str(Path(source).parent)}})
     code = 0
     try:

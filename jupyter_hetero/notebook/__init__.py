@@ -5,13 +5,6 @@ REST client they (and user code) call the server with.
     job = submit(template="data-preprocessing", code="total = sum(xs)", push={"xs": [1, 2, 3]}, pull=["total"])
 """
 
-from .client import (
-    ApiError,
-    HeteroClient,
-    ServerNotFound,
-    Workload,
-    WorkloadFailed,
-    submit,
-)
+from .client import ApiError, HeteroClient, ServerNotFound, Workload, WorkloadFailed, submit
 
 __all__ = ["ApiError", "HeteroClient", "ServerNotFound", "Workload", "WorkloadFailed", "submit"]

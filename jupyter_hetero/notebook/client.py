@@ -7,7 +7,7 @@
         print(chunk, end="")
 
 The server is found, in order, from explicit ``url``/``token``; ``JUPYTER_HETERO_URL`` and
-``JUPYTER_HETERO_TOKEN``; the newest live server in the Jupyter runtime directory. In a hetero
+``JUPYTER_HETERO_TOKEN``; the newest server ``jupyter_server``'s ``list_running_servers`` finds. In a hetero
 kernel or job the server sets those two variables, and the token is the workload's own credential:
 it reaches the hetero API as the workload's user (their own work only) until the workload ends.
 Code inside a workload never falls back to the runtime directory, whose files hold the server's
@@ -46,18 +46,20 @@ class ApiError(RuntimeError):
 
 
 def _live_servers() -> list[dict[str, Any]]:
-    from jupyter_core.paths import jupyter_runtime_dir  # noqa: PLC0415
+    """The running Jupyter servers of this user, newest first, as jupyter_server lists them."""
+    from jupyter_core.paths import jupyter_runtime_dir  # noqa: PLC0415 - only a plain notebook needs these
+    from jupyter_server.serverapp import list_running_servers  # noqa: PLC0415
 
-    servers = []
-    for path in Path(jupyter_runtime_dir()).glob("jpserver-*.json"):
+    runtime_dir = Path(jupyter_runtime_dir())
+
+    # The listing carries no start time; a server's info file is written when it starts.
+    def started(info: dict[str, Any]) -> float:
         try:
-            info = json.loads(path.read_text(encoding="utf-8"))
-            os.kill(int(info["pid"]), 0)
-        except (OSError, ValueError, KeyError):
-            continue
-        info["_mtime"] = path.stat().st_mtime
-        servers.append(info)
-    return sorted(servers, key=lambda info: info["_mtime"], reverse=True)
+            return (runtime_dir / f"jpserver-{info['pid']}.json").stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(list_running_servers(str(runtime_dir)), key=started, reverse=True)
 
 
 class HeteroClient:

@@ -5,8 +5,9 @@
     %%hetero_submit --template training --gpus 2 --push data,cfg --pull metrics --wait
     metrics = train(data, cfg)
 
-Every magic is a thin wrapper over :mod:`jupyter_hetero.client`; errors are shown in the cell as
-one readable line, not a traceback.
+Every magic is a thin wrapper over :mod:`jupyter_hetero.notebook.client`; errors are shown in the cell as
+one readable line, not a traceback. Arguments are declared with IPython's ``magic_arguments``, so
+``%hetero_submit?`` shows them all, and a bad one is one ``UsageError`` that names it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from . import display as tables
@@ -26,30 +28,39 @@ from .client import ApiError, HeteroClient, ServerNotFound, Workload, WorkloadFa
 __all__ = ["HeteroMagics", "load_ipython_extension"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message}")
+def _usage(magic: str, message: str) -> UsageError:
+    """The one error a magic's bad argument gives: the magic, what is wrong, where its help is."""
+    return UsageError(f"%{magic}: {message} (see %{magic}? · 用法见 %{magic}?)")
 
 
-def _submit_parser() -> _Parser:
-    parser = _Parser(prog="%hetero_submit", add_help=False)
-    parser.add_argument("--template", default=None)
-    parser.add_argument("--queue")
-    parser.add_argument("--flavor")
-    parser.add_argument("--gpus", type=int)
-    parser.add_argument("--gpu-milli", type=int)
-    parser.add_argument("--cpus", type=float)
-    parser.add_argument("--memory")
-    parser.add_argument("--time-limit")
-    parser.add_argument("--name")
-    parser.add_argument("--push", default="")
-    parser.add_argument("--pull", default="")
-    parser.add_argument("--files", default="")
-    parser.add_argument("--wait", action="store_true")
-    parser.add_argument("--runtime")
-    parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("target", nargs="*")
-    return parser
+def _parse(magic, line: str | list[str]):
+    """``magic``'s arguments parsed by its ``@argument`` declarations; a bad one is a :func:`_usage` error."""
+    name = magic.parser.prog
+    try:
+        # Split as a shell does (IPython's parse_argstring keeps the quotes): -p model='"bert"' is "bert".
+        return magic.parser.parse_args(shlex.split(line) if isinstance(line, str) else line)
+    except UsageError as exc:  # argparse's own message names the argument
+        raise _usage(name, str(exc)) from None
+    except ValueError as exc:  # the line itself does not split, e.g. an unclosed quote
+        raise _usage(name, str(exc)) from None
+
+
+def _parse_submit(magic, line: str):
+    """``%hetero_submit``'s arguments: a script's own arguments verbatim after it, a notebook's ``-p`` too.
+
+        --template t job.py --lr 0.1          -> target ["job.py", "--lr", "0.1"]
+        --template t report.ipynb -p rows=2   -> target ["report.ipynb"], param ["rows=2"]
+    """
+    args = _parse(magic, line)
+    if args.target and args.target[0].endswith(".ipynb"):
+        notebook, after = args.target[0], args.target[1:]
+        tokens = shlex.split(line)  # it split once already
+        # The target is the line's tail; after a notebook come the magic's own options (-p, --wait).
+        args = _parse(magic, tokens[: len(tokens) - len(args.target)] + after)
+        if args.target:
+            raise _usage(magic.parser.prog, f"a notebook takes -p key=value, not {' '.join(args.target)!r}")
+        args.target = [notebook]
+    return args
 
 
 def _names(text: str) -> list[str]:
@@ -96,61 +107,88 @@ class HeteroMagics(Magics):
 
     # -- catalog ---------------------------------------------------------------------------------
 
+    @magic_arguments()
+    @argument("url", help="The Jupyter server's URL, e.g. http://127.0.0.1:8888/.")
+    @argument("token", nargs="?", default="", help="A token of that server, or a workload's credential.")
     @line_magic
     def hetero_connect(self, line: str):
-        """``%hetero_connect URL [TOKEN]``: use this server from now on."""
-        parts = shlex.split(line)
-        if not parts:
-            raise UsageError("%hetero_connect URL [TOKEN]")
-        self._client = HeteroClient(parts[0], parts[1] if len(parts) > 1 else "")
+        """Use this jupyter-hetero server from now on."""
+        args = _parse(self.hetero_connect, line)
+        self._client = HeteroClient(args.url, args.token)
         version = self._call(self._client.version)
         print(f"connected to jupyter-hetero {version['version']} at {self._client.url}")
 
+    @magic_arguments()
+    @argument("lang", nargs="?", default="en", help="Language of the descriptions: en or zh.")
     @line_magic
     def hetero_templates(self, line: str):
-        display(tables.templates_table(self._call(self.client.templates), line.strip() or "en"))
+        """The task templates: what each is for, its default request and queue."""
+        args = _parse(self.hetero_templates, line)
+        display(tables.templates_table(self._call(self.client.templates), args.lang))
 
     @line_magic
     def hetero_queues(self, line: str):
+        """The queues: priority, waiting work, preemption rules."""
         display(tables.queues_table(self._call(self.client.queues)))
 
     @line_magic
     def hetero_quota(self, line: str):
+        """Your tenant's quota and what it uses."""
         display(tables.quota_table(self._call(self.client.tenant)))
 
     @line_magic
     def hetero_nodes(self, line: str):
+        """The nodes: flavor, devices, what is free."""
         display(tables.nodes_table(self._call(self.client.nodes)))
 
     # -- submit ----------------------------------------------------------------------------------
 
+    @magic_arguments()
+    @argument("--template", help="Task template (see %%hetero_templates); required.")
+    @argument("--queue", help="Queue to wait in; the template's by default.")
+    @argument("--flavor", help="Pin one flavor; by default the scheduler picks among the template's.")
+    @argument("--gpus", type=int, help="Whole devices per replica.")
+    @argument("--gpu-milli", type=int, help="A fraction of one device, in thousandths.")
+    @argument("--cpus", type=float, help="CPU cores per replica.")
+    @argument("--memory", help="Memory per replica, e.g. 16Gi.")
+    @argument("--time-limit", help="Longest run, e.g. 2h.")
+    @argument("--name", help="A name for the workload.")
+    @argument("--push", default="", help="Notebook variables the cell needs, comma-separated.")
+    @argument("--pull", default="", help="Variables to bring back into the notebook when it succeeds, comma-separated.")
+    @argument("--files", default="", help="Local files to send along, comma-separated.")
+    @argument("--wait", action="store_true", help="Wait for the end and show the outcome.")
+    @argument("--runtime", help="Runtime to run in (see the template's variants).")
+    @argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+              help="A notebook parameter; repeatable.")
+    @argument("target", nargs=argparse.REMAINDER,
+              help="A .py script and its own arguments, or an .ipynb notebook (then -p options).")
     @line_cell_magic
     def hetero_submit(self, line: str, cell: str | None = None):
-        """``%%hetero_submit [options]`` runs the cell as a job; ``%hetero_submit script.py [args]`` or
-        ``%hetero_submit notebook.ipynb -p key=value`` runs a file; with no arguments, a form."""
+        """Run the cell (%%hetero_submit), a script or a notebook (%hetero_submit FILE) as a job;
+        with no arguments, a form."""
         if not line.strip() and cell is None:
             from .widgets import SubmitForm  # noqa: PLC0415
 
             form = SubmitForm(self.client, self.shell)
             display(form)
             return None
-        args = _submit_parser().parse_args(shlex.split(line))
+        args = _parse_submit(self.hetero_submit, line)
         if args.template is None:
-            raise UsageError("%hetero_submit needs --template (see %hetero_templates)")
+            raise _usage("hetero_submit", "needs --template, one of those %hetero_templates lists")
         fields = self._fields(args)
         if cell is not None:
             if args.target:
-                raise UsageError(f"%%hetero_submit takes no file when it runs the cell: {args.target}")
+                raise _usage("hetero_submit", f"takes no file when it runs the cell: {args.target}")
             missing = [name for name in _names(args.push) if name not in self.shell.user_ns]
             if missing:
-                raise UsageError(f"--push: no variable named {', '.join(missing)} in this notebook")
+                raise _usage("hetero_submit", f"--push: no variable named {', '.join(missing)} in this notebook")
             files = {}
             for name in _names(args.files):
                 try:
                     with open(name, "rb") as handle:
                         files[name] = handle.read()
                 except OSError as exc:
-                    raise UsageError(f"--files: cannot read {name}: {exc.strerror}") from None
+                    raise _usage("hetero_submit", f"--files: cannot read {name}: {exc.strerror}") from None
             push = {name: self.shell.user_ns[name] for name in _names(args.push)}
             job = self._call(submit, client=self.client, code=cell, push=push, pull=_names(args.pull), files=files,
                              **fields)
@@ -159,7 +197,7 @@ class HeteroMagics(Magics):
             for pair in args.param:
                 key, sep, value = pair.partition("=")
                 if not sep:
-                    raise UsageError(f"-p expects key=value, got {pair!r}")
+                    raise _usage("hetero_submit", f"-p expects key=value, got {pair!r}")
                 parameters[key] = _value(value)
             job = self._call(submit, client=self.client, notebook=_absolute(args.target[0]),
                              notebook_parameters=parameters, **fields)
@@ -167,7 +205,7 @@ class HeteroMagics(Magics):
             job = self._call(submit, client=self.client, script=_absolute(args.target[0]), args=args.target[1:],
                              **fields)
         else:
-            raise UsageError("%hetero_submit: give a .py script or an .ipynb notebook, or use %%hetero_submit on a cell")
+            raise _usage("hetero_submit", "give a .py script or an .ipynb notebook, or use %%hetero_submit on a cell")
         return self._follow(job, args.wait)
 
     def _fields(self, args) -> dict:
@@ -220,27 +258,30 @@ class HeteroMagics(Magics):
 
     # -- watch -----------------------------------------------------------------------------------
 
+    @magic_arguments()
+    @argument("id", type=int, nargs="?", help="A workload id; without it, your workloads.")
     @line_magic
     def hetero_status(self, line: str):
-        """``%hetero_status`` lists your workloads; ``%hetero_status ID`` shows one."""
-        if not line.strip():
+        """Your workloads, or one workload with its attempts."""
+        args = _parse(self.hetero_status, line)
+        if args.id is None:
             display(tables.workloads_table(self._call(self.client.workloads, mine=True)))
             return
-        workload = self._call(self.client.workload, _id(line))
+        workload = self._call(self.client.workload, args.id)
         print(f"workload {workload['id']} ({workload['template']}, queue {workload['queue']}): "
               f"{tables.status_line(workload)}")
         print(f"  {tables.attempts_line(workload)}")
         for attempt in workload.get("attempts", []):
             print(f"  attempt {attempt['number']} on {attempt['node']}: {attempt['outcome'] or 'running'}")
 
+    @magic_arguments()
+    @argument("id", type=int, help="A workload id.")
+    @argument("--follow", "-f", action="store_true", help="Keep printing until the attempt ends.")
+    @argument("--attempt", type=int, help="An earlier attempt's log; the latest by default.")
     @line_magic
     def hetero_logs(self, line: str):
-        """``%hetero_logs ID [--follow] [--attempt N]``."""
-        parser = _Parser(prog="%hetero_logs", add_help=False)
-        parser.add_argument("id", type=int)
-        parser.add_argument("--follow", "-f", action="store_true")
-        parser.add_argument("--attempt", type=int)
-        args = parser.parse_args(shlex.split(line))
+        """A workload's log."""
+        args = _parse(self.hetero_logs, line)
 
         def stream() -> None:
             for chunk in self.client.logs(args.id, attempt=args.attempt, follow=args.follow):
@@ -249,32 +290,29 @@ class HeteroMagics(Magics):
 
         self._call(stream)
 
+    @magic_arguments()
+    @argument("id", type=int, help="A workload id.")
     @line_magic
     def hetero_cancel(self, line: str):
-        workload = self._call(self.client.cancel, _id(line))
+        """Cancel a workload; a running one stops within its queue's grace period."""
+        args = _parse(self.hetero_cancel, line)
+        workload = self._call(self.client.cancel, args.id)
         if workload.get("stopping"):
             print(f"workload {workload['id']}: cancelling (it stops within its queue's grace period)")
         else:
             print(f"workload {workload['id']}: {workload['state']}")
 
+    @magic_arguments()
+    @argument("id", type=int, help="A workload id.")
+    @argument("--preempt", action="store_true", help="Also show what preempting for it would stop (a dry run).")
+    @argument("--lang", default="en", help="Language of the explanation: en or zh.")
     @line_magic
     def hetero_explain(self, line: str):
-        """``%hetero_explain ID [--preempt] [--lang zh]``."""
-        parser = _Parser(prog="%hetero_explain", add_help=False)
-        parser.add_argument("id", type=int)
-        parser.add_argument("--preempt", action="store_true")
-        parser.add_argument("--lang", default="en")
-        args = parser.parse_args(shlex.split(line))
+        """Why a workload waits, or where it runs and why there."""
+        args = _parse(self.hetero_explain, line)
         explanation = self._call(self.client.explain, args.id, lang=args.lang)
         preview = self._call(self.client.preview_preemption, args.id) if args.preempt else None
         print("\n".join(tables.explanation_lines(explanation, preview)))
-
-
-def _id(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise UsageError(f"expected a workload id, got {text.strip()!r}") from None
 
 
 def _absolute(path: str) -> str:

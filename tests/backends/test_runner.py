@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 # Runs the runner with Popen wrapped so that the scheduler's SIGTERM lands after the runner is
 # up but before its child exists: the moment a cancel right after admission can hit.
@@ -33,3 +36,62 @@ def test_a_stop_that_races_the_start_of_the_work_still_stops_it(tmp_path):
 
     assert time.monotonic() - started < 20, "the work ran on although its stop had arrived"
     assert json.loads(exit_file.read_text())["exit_code"] == -signal.SIGTERM
+
+
+def _notebook_job(tmp_path, kernelspec: str | None, provisioner: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a one-cell notebook job that needs the env of kernelspec ``second`` (in a temp Jupyter path)."""
+    import nbformat
+
+    spec = tmp_path / "jupyter" / "kernels" / "second"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Second", "language": "python", "env": {"WHICH_KERNELSPEC": "second"},
+        "metadata": {"kernel_provisioner": provisioner} if provisioner else {},
+    }))
+    notebook = nbformat.v4.new_notebook()
+    if kernelspec:
+        notebook.metadata["kernelspec"] = {"name": kernelspec, "display_name": kernelspec, "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell("import os; print('kernelspec', os.environ.get('WHICH_KERNELSPEC'))")]
+    nbformat.write(notebook, tmp_path / "in.ipynb")
+    env = {**os.environ, "JUPYTER_PATH": str(tmp_path / "jupyter")}
+    return subprocess.run([sys.executable, "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(tmp_path / "exit.json"),
+                           "notebook", str(tmp_path / "in.ipynb"), "--output", str(tmp_path / "out.ipynb")],
+                          env=env, timeout=120, capture_output=True, text=True, check=False)
+
+
+def _printed(tmp_path) -> str:
+    import nbformat
+
+    executed = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    return "".join(output.get("text", "") for output in executed.cells[0].outputs)
+
+
+@pytest.mark.parametrize(
+    "provisioner",
+    [
+        pytest.param(None, id="a plain second kernelspec"),
+        # Written on a hetero kernel: the job is placed already, so the spec starts as a local kernel.
+        pytest.param({"provisioner_name": "hetero-provisioner", "config": {"template": "interactive"}},
+                     id="a kernelspec with the hetero provisioner"),
+    ],
+)
+def test_a_notebook_job_runs_on_the_notebooks_own_kernelspec(tmp_path, provisioner):
+    result = _notebook_job(tmp_path, "second", provisioner)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "exit.json").read_text())["exit_code"] == 0
+    assert _printed(tmp_path).strip() == "kernelspec second"
+
+
+def test_a_notebook_without_a_kernelspec_runs_on_python3(tmp_path):
+    result = _notebook_job(tmp_path, None)
+    assert result.returncode == 0, result.stderr
+    assert _printed(tmp_path).strip() == "kernelspec None"
+
+
+def test_a_notebook_whose_kernelspec_is_missing_fails_with_the_reason(tmp_path):
+    result = _notebook_job(tmp_path, "no-such-kernelspec")  # the temp Jupyter path holds only "second"
+    assert result.returncode == 1
+    assert json.loads((tmp_path / "exit.json").read_text())["exit_code"] == 1
+    assert "the notebook's kernelspec 'no-such-kernelspec' is not installed where the job runs" in result.stderr
+    assert "second" in result.stderr.rsplit("installed:", 1)[1]

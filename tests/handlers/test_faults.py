@@ -228,15 +228,16 @@ async def test_a_kernel_on_a_lost_node_is_released_shut_down_and_told(broken_ker
     response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "hetero-gpu"}))
     kernel_id = json.loads(response.body)["id"]
     [workload] = await kernel_workloads(api)
-    assert workload["state"] == "running" and workload["node"] == "gpu-a100-0"
-    await api("nodes/gpu-a100-0", "DELETE")
+    node = workload["node"]  # the engine's choice: the spec pins no flavor
+    assert workload["state"] == "running" and node.startswith("gpu-")
+    await api(f"nodes/{node}", "DELETE")
     deadline = time.monotonic() + 30
     while kernel_id in jp_serverapp.kernel_manager:
         assert time.monotonic() < deadline, "the kernel on the lost node was never shut down"
         await asyncio.sleep(0.1)
     lost = await api(f"workloads/{workload['id']}")
     assert lost["state"] == "lost" and lost["placement"] is None and lost["node_losses"] == 1
-    assert lost["reason"] == ("kernel lost: node gpu-a100-0 was lost; it was shut down and its devices released")
+    assert lost["reason"] == (f"kernel lost: node {node} was lost; it was shut down and its devices released")
     types = [e["type"] for e in await events(api, workload["id"])]
     assert types[-2:] == ["node-lost", "lost"]
 

@@ -57,11 +57,12 @@ async def kernel_workloads(api):
 async def test_a_gpu_kernel_sees_exactly_its_device_and_gives_it_back(kernelspecs, api, jp_fetch, jp_serverapp):
     kernel_id = await start_kernel(jp_fetch, "hetero-gpu")
     workload = (await kernel_workloads(api))[kernel_id]
-    assert workload["state"] == "running" and workload["flavor"] == "a100-80g"
+    # No flavor pinned: the first of the interactive template's flavors with a free device.
+    assert workload["state"] == "running" and workload["flavor"] == "t4"
     devices = ",".join(str(d["index"]) for d in workload["placement"]["slots"][0]["devices"])
     printed = await run_code(jp_serverapp, kernel_id, "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], "
                                                       "os.environ['HETERO_FLAVOR'], os.environ['JUPYTER_HETERO_URL'] != '')")
-    assert printed.split() == [devices, "a100-80g", "True"]
+    assert printed.split() == [devices, "t4", "True"]
     await jp_fetch("api", "kernels", kernel_id, method="DELETE")
     released = await api(f"workloads/{workload['id']}")
     assert released["state"] == "succeeded" and released["placement"] is None
@@ -70,6 +71,7 @@ async def test_a_gpu_kernel_sees_exactly_its_device_and_gives_it_back(kernelspec
 
 async def test_a_start_on_a_full_flavor_fails_with_the_blocker_and_eta_or_waits_for_room(kernelspecs, api, api_error,
                                                                                         jp_fetch):
+    kernelspecs("hetero-gpu", parameters={"devices": 1, "flavor": "a100-80g"})  # a spec may still pin a flavor
     first = await start_kernel(jp_fetch, "hetero-gpu")
     await start_kernel(jp_fetch, "hetero-gpu")  # both A100s of the demo node are now held
     status, error = await api_error("kernels", "POST", {"template": "interactive", "wait_timeout": 1,
@@ -86,6 +88,18 @@ async def test_a_start_on_a_full_flavor_fails_with_the_blocker_and_eta_or_waits_
     started = await asyncio.wait_for(waiting, 60)
     assert started["placement"]["flavor"] == "a100-80g"
     assert (await jp_fetch("api", "kernels", started["kernel_id"])).code == 200
+
+
+async def test_a_template_kernelspec_starts_on_whichever_of_its_flavors_has_room(kernelspecs, api, jp_fetch,
+                                                                                jp_serverapp):
+    # Fine-tuning's first flavor is a100-80g; both A100s of the demo node are taken.
+    held = await api("kernels", "POST", {"template": "interactive", "parameters": {"devices": 2, "flavor": "a100-80g"}})
+    assert held["placement"]["flavor"] == "a100-80g"
+    kernel_id = await start_kernel(jp_fetch, "hetero-fine-tuning")
+    workload = (await kernel_workloads(api))[kernel_id]
+    assert (workload["template"], workload["state"], workload["flavor"]) == ("fine-tuning", "running", "ascend-910b")
+    printed = await run_code(jp_serverapp, kernel_id, "import os; print(os.environ['HETERO_FLAVOR'])")
+    assert printed.strip() == "ascend-910b"
 
 
 async def test_an_idle_kernel_is_warned_then_culled_and_a_busy_one_is_not(kernelspecs, api, jp_fetch, jp_serverapp):
