@@ -3,6 +3,12 @@
 The kernel provisioner (in this server's process) calls :func:`current_kernels` to reach this
 service. A kernel workload is admitted by the same engine cycle as jobs; the provisioner, not the
 backend, starts its process once it has a placement.
+
+One culler acts on a kernel. jupyter_server's (``MappingKernelManager.cull_idle_timeout``) goes on
+culling plain kernels by its own settings; it leaves hetero kernels to :meth:`KernelService.sweep`,
+which culls them by their template's idle timeout (the server's ``cull_idle_timeout`` where the
+template has none), with a warning first and a reason on the workload, and by device utilisation.
+Dead hetero kernels are still reaped by jupyter_server's culler: that is cleanup, not an idle rule.
 """
 
 from __future__ import annotations
@@ -80,6 +86,20 @@ class KernelService:
 
     def register(self) -> None:
         _current["service"] = self
+
+    def attach(self, kernel_manager) -> None:
+        """Use the server's kernel manager, and take culling of hetero kernels over from its culler."""
+        self.kernel_manager = kernel_manager
+        standard = kernel_manager.cull_kernel_if_idle
+
+        # On the instance, not a subclass: the server's kernel_manager_class stays the site's choice.
+        async def cull_kernel_if_idle(kernel_id: str) -> None:
+            kernel = self._kernel(kernel_id)
+            if _is_hetero(kernel) and getattr(kernel, "execution_state", None) != "dead":
+                return  # sweep() decides for this one
+            await standard(kernel_id)
+
+        kernel_manager.cull_kernel_if_idle = cull_kernel_if_idle
 
     def reconcile(self) -> None:
         """Kernels do not outlive the server that started them: end what a restart left behind."""
@@ -296,7 +316,7 @@ class KernelService:
                 self._shutdown(row, f"culled: device utilisation below {self.device_idle_pct:g}% for "
                                     f"{_minutes(self.device_idle_after_s)}")
                 continue
-            timeout = row.spec.get("idle_timeout_s")
+            timeout = row.spec.get("idle_timeout_s") or self._server_idle_timeout()
             if not timeout or busy:
                 self._warned.discard(row.id)
                 continue
@@ -310,6 +330,11 @@ class KernelService:
                     row.id, event="idle-warning",
                     reason=f"idle {_minutes(idle_s)}; will be culled after {_minutes(timeout)} idle",
                 )
+
+    def _server_idle_timeout(self) -> float | None:
+        """jupyter_server's cull_idle_timeout, which hetero kernels follow where their template sets none."""
+        seconds = getattr(self.kernel_manager, "cull_idle_timeout", 0)
+        return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
 
     def _devices_idle_too_long(self, row: WorkloadRow, now: float) -> bool:
         """Where utilisation is measurable (real NVIDIA devices), low use for long enough culls."""
@@ -371,6 +396,12 @@ class KernelService:
             "device_note": None if gpus else ("emulated devices are not measured" if view and view.capability.emulated
                                               else "device utilisation is not measurable here (no NVML)"),
         }
+
+
+def _is_hetero(kernel) -> bool:
+    from ..provisioner import HeteroProvisioner  # noqa: PLC0415 - the provisioner imports this module
+
+    return isinstance(getattr(kernel, "provisioner", None), HeteroProvisioner)
 
 
 def _timestamp(value, default: float | None) -> float | None:

@@ -8,8 +8,12 @@ import shutil
 import time
 
 import pytest
+import yaml
+
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
 
 from ..conftest import REPO
+from ..harness import until_async
 
 
 @pytest.fixture
@@ -104,6 +108,36 @@ async def test_an_idle_kernel_is_warned_then_culled_and_a_busy_one_is_not(kernel
     assert workloads[idle]["reason"].startswith("culled: idle")
     assert busy in jp_serverapp.kernel_manager
     assert "done" in await running_code
+
+
+@pytest.fixture
+def standard_culler_on(tmp_path, hetero_config, server_config):
+    """jupyter_server's culler at 2 s every second; the interactive template's idle timeout, 10 s."""
+    catalog = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    next(t for t in catalog["templates"] if t["name"] == "interactive")["idle_timeout_s"] = 10
+    (tmp_path / "catalog.yaml").write_text(yaml.safe_dump(catalog), encoding="utf-8")
+    hetero_config["catalog_file"] = str(tmp_path / "catalog.yaml")
+    server_config["MappingKernelManager"] = {"cull_idle_timeout": 2, "cull_interval": 1}
+
+
+async def test_one_culler_a_hetero_kernel_by_its_template_a_plain_one_by_jupyter_servers(
+        standard_culler_on, kernelspecs, jp_kernel_dir, api, jp_fetch, jp_serverapp):
+    # Without its own cull_idle_timeout, jupyter_server's culler would give the hetero kernel 2 s too.
+    spec_file = jp_kernel_dir / "hetero-cpu" / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    del spec["metadata"]["cull_idle_timeout"]
+    spec_file.write_text(json.dumps(spec))
+    manager = jp_serverapp.kernel_manager
+    hetero = await start_kernel(jp_fetch, "hetero-cpu")
+    plain = await start_kernel(jp_fetch, "python3")
+    await until_async(lambda: plain not in manager, "jupyter_server's culler to cull the plain kernel")
+    assert hetero in manager, "jupyter_server's culler culled a hetero kernel"
+    await until_async(lambda: hetero not in manager, "the hetero kernel to be culled")
+    workload = (await kernel_workloads(api))[hetero]
+    events = [e["type"] for e in await api(f"workloads/{workload['id']}/events")]
+    assert events.count("idle-warning") == 1 and events.count("culling") == 1
+    assert workload["state"] == "cancelled"
+    assert workload["reason"].startswith("culled: idle") and "10 s idle timeout of template interactive" in workload["reason"]
 
 
 async def test_the_parameterised_launch_contract(kernelspecs, api, jp_fetch):
