@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 WAIT_POLL_S = 0.1
 # A kernel idle this long counts as idle for preemption (experiment kernels are preemptible only then).
 IDLE_FOR_PREEMPTION_S = 60.0
+# The interval over which a kernel's CPU use is measured for its usage.
+CPU_SAMPLE_S = 0.05
 
 _current: dict[str, KernelService] = {}
 
@@ -368,25 +371,19 @@ class KernelService:
 
     # -- usage -------------------------------------------------------------------------------
 
-    def usage(self, kernel_id: str) -> dict[str, Any]:
+    async def usage(self, kernel_id: str) -> dict[str, Any]:
         """CPU, memory and, where measurable, the GPU use of exactly this kernel's devices."""
         row = self.workload_of(kernel_id)
         kernel = self._kernel(kernel_id)
         if row is None or kernel is None:
             raise NotFound(f"no running hetero kernel {kernel_id!r}")
         pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
-        cpu = memory = 0.0
-        try:
-            process = psutil.Process(pid)
-            for member in [process, *process.children(recursive=True)]:
-                cpu += member.cpu_percent(interval=0.05)
-                memory += member.memory_info().rss
-        except (psutil.Error, TypeError):
-            pass
         placement = placement_from_json(row.placement)
         devices = [index for index, _m, _mem in placement.slots[0].devices]
         view = self.scheduler.inventory.node(placement.slots[0].node)
-        gpus = sample_gpus(devices) if view and not view.capability.emulated else {}
+        measured = bool(view and not view.capability.emulated)
+        # CPU use is a rate over a short interval, and NVML calls wait on the driver: not on the event loop.
+        cpu, memory, gpus = await asyncio.to_thread(_measure, pid, devices if measured else [])
         return {
             "kernel_id": kernel_id, "workload_id": row.id, "pid": pid, "cpu_percent": round(cpu, 1),
             "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
@@ -396,6 +393,28 @@ class KernelService:
             "device_note": None if gpus else ("emulated devices are not measured" if view and view.capability.emulated
                                               else "device utilisation is not measurable here (no NVML)"),
         }
+
+
+def _measure(pid: int | None, devices: list[int]) -> tuple[float, float, dict[str, float]]:
+    """(CPU %, resident bytes) of the kernel's process tree over CPU_SAMPLE_S, and its devices' use."""
+    cpu = memory = 0.0
+    try:
+        if pid is None:  # psutil would measure the server itself
+            raise psutil.NoSuchProcess(0)
+        process = psutil.Process(pid)
+        members = [process, *process.children(recursive=True)]
+        for member in members:
+            member.cpu_percent(interval=None)  # starts each member's measurement
+        time.sleep(CPU_SAMPLE_S)  # one interval for the whole tree, in a worker thread
+        for member in members:
+            try:
+                cpu += member.cpu_percent(interval=None)
+                memory += member.memory_info().rss
+            except psutil.Error:
+                continue  # a child that ended meanwhile
+    except (psutil.Error, TypeError, ValueError):
+        pass
+    return cpu, memory, sample_gpus(devices) if devices else {}
 
 
 def _is_hetero(kernel) -> bool:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import threading
 import time
 
 import pytest
 import yaml
 
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
+from jupyter_hetero.services import kernels as kernels_service
 
 from ..conftest import REPO
 from ..harness import until_async
@@ -138,6 +140,19 @@ async def test_one_culler_a_hetero_kernel_by_its_template_a_plain_one_by_jupyter
     assert events.count("idle-warning") == 1 and events.count("culling") == 1
     assert workload["state"] == "cancelled"
     assert workload["reason"].startswith("culled: idle") and "10 s idle timeout of template interactive" in workload["reason"]
+
+
+async def test_measuring_a_kernels_usage_does_not_hold_up_other_requests(kernelspecs, api, monkeypatch):
+    started = await api("kernels", "POST", {"template": "interactive"})
+    monkeypatch.setattr(kernels_service, "CPU_SAMPLE_S", 2.0)
+    measuring = threading.Event()
+    measure = kernels_service._measure
+    monkeypatch.setattr(kernels_service, "_measure", lambda *args: measuring.set() or measure(*args))
+    usage = asyncio.ensure_future(api(f"kernels/{started['kernel_id']}/usage"))
+    await until_async(measuring.is_set, "the usage request to start measuring")
+    assert (await api("version"))["api"] == "v1"
+    assert not usage.done(), "the server answered nothing else while it measured the kernel"
+    assert (await usage)["memory_mib"] > 0
 
 
 async def test_the_parameterised_launch_contract(kernelspecs, api, jp_fetch):
