@@ -78,6 +78,8 @@ class KernelService:
         self.device_idle_pct = device_idle_pct
         self.device_idle_after_s = device_idle_after_s
         self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
+        self._device_use: dict[int, float] = {}  # each kernel's latest measured device utilisation, %
+        self._sampling: asyncio.Future | None = None
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
         scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
@@ -295,7 +297,9 @@ class KernelService:
         """Mark idle kernels, warn then cull those idle past their timeout, stop preempted ones."""
         # Launched, not yet registered; a start that failed stays among them, done, and counts as gone.
         starting = getattr(self.kernel_manager, "_pending_kernels", {})
-        for row in self.repository.workloads(kind="kernel", states=("running",)):
+        running = self.repository.workloads(kind="kernel", states=("running",))
+        self._sample_devices(running)
+        for row in running:
             task = starting.get(self.kernel_id(row))
             if task is not None and not task.done():
                 continue
@@ -319,14 +323,15 @@ class KernelService:
                 self._shutdown(row, f"culled: device utilisation below {self.device_idle_pct:g}% for "
                                     f"{_minutes(self.device_idle_after_s)}")
                 continue
-            timeout = row.spec.get("idle_timeout_s") or self._server_idle_timeout()
+            template_timeout = row.spec.get("idle_timeout_s")
+            timeout = template_timeout or self._server_idle_timeout()
             if not timeout or busy:
                 self._warned.discard(row.id)
                 continue
             warn_at = timeout * 0.8
             if idle_s >= timeout:
-                self._shutdown(row, f"culled: idle {_minutes(idle_s)}, past the {_minutes(timeout)} idle timeout of "
-                                    f"template {row.template}")
+                whose = f"template {row.template}" if template_timeout else "the server (cull_idle_timeout)"
+                self._shutdown(row, f"culled: idle {_minutes(idle_s)}, past the {_minutes(timeout)} idle timeout of {whose}")
             elif idle_s >= warn_at and row.id not in self._warned:
                 self._warned.add(row.id)
                 self.repository.update_workload(
@@ -341,15 +346,40 @@ class KernelService:
 
     def _devices_idle_too_long(self, row: WorkloadRow, now: float) -> bool:
         """Where utilisation is measurable (real NVIDIA devices), low use for long enough culls."""
-        placement = placement_from_json(row.placement) if row.placement else None
-        view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
-        devices = [index for index, _m, _mem in placement.slots[0].devices] if placement else []
-        sample = sample_gpus(devices) if devices and view and not view.capability.emulated else {}
-        if not sample or sample["gpu_util_pct"] >= self.device_idle_pct:
+        use = self._device_use.get(row.id)
+        if use is None or use >= self.device_idle_pct:
             self._low_since.pop(row.id, None)
             return False
         since = self._low_since.setdefault(row.id, now)
         return now - since >= self.device_idle_after_s
+
+    def _sample_devices(self, rows: list[WorkloadRow]) -> None:
+        """Measure these kernels' real devices in a worker thread (NVML waits on the driver); a sweep
+        decides on the latest measurement, at most one sweep old."""
+        if self._sampling is not None and not self._sampling.done():
+            return
+        targets = {row.id: devices for row in rows if (devices := self._measurable_devices(row))}
+        if not targets:
+            self._device_use = {}
+            return
+
+        def sample() -> dict[int, float]:
+            found = {workload_id: sample_gpus(devices).get("gpu_util_pct") for workload_id, devices in targets.items()}
+            return {workload_id: use for workload_id, use in found.items() if use is not None}
+
+        self._sampling = asyncio.get_running_loop().run_in_executor(None, sample)
+        self._sampling.add_done_callback(self._sampled)
+
+    def _sampled(self, future: asyncio.Future) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self._device_use = future.result()
+
+    def _measurable_devices(self, row: WorkloadRow) -> list[int]:
+        placement = placement_from_json(row.placement) if row.placement else None
+        view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
+        if view is None or view.capability.emulated:
+            return []
+        return [index for index, _m, _mem in placement.slots[0].devices]
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:
         kernel_id = self.kernel_id(row)
