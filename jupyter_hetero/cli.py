@@ -37,7 +37,7 @@ def _version(args: argparse.Namespace) -> int:
 
 
 def _catalog_validate(args: argparse.Namespace) -> int:
-    from .catalog import CatalogError, load_catalog  # noqa: PLC0415 - see _LAZY_COMMANDS
+    from .catalog import CatalogError, load_catalog
 
     try:
         catalog = load_catalog(args.file)
@@ -54,10 +54,10 @@ def _catalog_validate(args: argparse.Namespace) -> int:
 
 
 def _nodes(args: argparse.Namespace) -> int:
-    from .backends.local import discover_local_node, load_emulated_nodes  # noqa: PLC0415
-    from .backends.local.discovery import EmulatedNodesError  # noqa: PLC0415
-    from .catalog import CatalogError, load_catalog  # noqa: PLC0415
-    from .units import format_memory  # noqa: PLC0415
+    from .backends.local import discover_local_node, load_emulated_nodes
+    from .backends.local.discovery import EmulatedNodesError
+    from .catalog import CatalogError, load_catalog
+    from .units import format_memory
 
     try:
         catalog = load_catalog(args.catalog)
@@ -89,7 +89,7 @@ def _nodes(args: argparse.Namespace) -> int:
 
 
 def _kernelspecs_install(args: argparse.Namespace) -> int:
-    from .kernelspecs import main_install  # noqa: PLC0415
+    from .kernelspecs import main_install
 
     return main_install(args)
 
@@ -127,7 +127,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             getattr(import_module(module), adder)(commands)
         else:
             commands.add_parser(command, help=summary)
-    from .cli_workloads import add_workload_commands  # noqa: PLC0415 - small, but imports the HTTP client
+    from .cli_workloads import add_workload_commands
 
     add_workload_commands(commands)
     return parser

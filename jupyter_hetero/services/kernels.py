@@ -448,7 +448,7 @@ def _measure(pid: int | None, devices: list[int]) -> tuple[float, float, dict[st
 
 
 def _is_hetero(kernel) -> bool:
-    from ..provisioner import HeteroProvisioner  # noqa: PLC0415 - the provisioner imports this module
+    from ..provisioner import HeteroProvisioner  # here: the provisioner imports this module
 
     return isinstance(getattr(kernel, "provisioner", None), HeteroProvisioner)
 
