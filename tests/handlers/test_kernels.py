@@ -135,8 +135,8 @@ async def test_one_culler_a_hetero_kernel_by_its_template_a_plain_one_by_jupyter
         standard_culler_on, kernelspecs, jp_kernel_dir, api, jp_fetch, jp_serverapp):
     _without_kernelspec_timeout(jp_kernel_dir, "hetero-cpu")  # or jupyter_server's culler would use 2 s for it too
     manager = jp_serverapp.kernel_manager
+    plain = await start_kernel(jp_fetch, "python3")  # first: its 2 s end well before the hetero kernel's 10 s
     hetero = await start_kernel(jp_fetch, "hetero-cpu")
-    plain = await start_kernel(jp_fetch, "python3")
     await until_async(lambda: plain not in manager, "jupyter_server's culler to cull the plain kernel")
     assert hetero in manager, "jupyter_server's culler culled a hetero kernel"
     await until_async(lambda: hetero not in manager, "the hetero kernel to be culled")
