@@ -210,7 +210,7 @@ class HeteroApp(ExtensionApp):
         web_settings = self.serverapp.web_app.settings
         web_settings["page_config_hook"] = hide_server_token_from_members(web_settings.get("page_config_hook"))
         platform = self.settings["hetero_platform"]
-        platform.kernels.kernel_manager = self.serverapp.kernel_manager
+        platform.kernels.attach(self.serverapp.kernel_manager)
         platform.kernels.register()
         self.log.info(
             "jupyter-hetero: catalog=%s nodes=%d db=%s", self.catalog_file, len(inventory.nodes()), repository.engine.url

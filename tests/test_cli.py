@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -67,3 +68,27 @@ def test_kernelspecs_install_writes_one_per_interactive_template(tmp_path):
         "provisioner_name": "hetero-provisioner", "config": {"template": "fine-tuning", "wait_timeout": 60}}
     assert fine_tuning["metadata"]["cull_idle_timeout"] == 1800
     assert fine_tuning["display_name"] == "Python 3 (Fine-tuning)"
+
+
+def test_help_starts_without_the_engine_pydantic_or_jupyter_client():
+    # What `jupyter hetero --help` imports decides how fast it answers (docs/benchmarks.md).
+    probe = ("import sys; sys.argv = ['jupyter-hetero', '--help']\n"
+             "from jupyter_hetero.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pydantic', 'jupyter_client', "
+             "'sqlalchemy', 'yaml', 'psutil'}))")
+    result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "simulate" in result.stdout and "bench" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_help_of_a_command_built_on_demand_is_its_own():
+    from jupyter_hetero.cli.main import _SHIPPED_CATALOG, build_parser
+
+    def summaries(parser):
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return {c.dest: c.help for c in commands._choices_actions}
+
+    assert summaries(build_parser(["--help"])) == summaries(build_parser())
+    assert _SHIPPED_CATALOG == str(DEFAULT_CATALOG_PATH.resolve())

@@ -11,18 +11,24 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from importlib import import_module
+from pathlib import Path
 
 from ..__about__ import __version__
-from ..backends.local import discover_local_node, load_emulated_nodes
-from ..backends.local.discovery import EmulatedNodesError
-from ..catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
-from ..kernel.kernelspecs import main_install
-from ..sim.bench_cli import add_bench_parser
-from ..sim.cli import add_simulate_parser
-from ..units import format_memory
-from .workloads import add_workload_commands
 
 __all__ = ["main"]
+
+# Everything else is imported by the command that needs it: ``jupyter hetero --help`` must not
+# pay for pydantic, jupyter_client or the engine (numpy). The catalog package is not imported for
+# its path either.
+_SHIPPED_CATALOG = str(Path(__file__).resolve().parent.parent / "catalog" / "default_catalog.yaml")
+
+# Commands whose parsers are built by modules that import the engine; each is built only when it is
+# the command given (or for build_parser() without argv), and otherwise listed by name and help.
+_LAZY_COMMANDS = {
+    "simulate": ("jupyter_hetero.sim.cli", "add_simulate_parser", "replay public traces against the scheduling engine"),
+    "bench": ("jupyter_hetero.sim.bench_cli", "add_bench_parser", "measure the scheduling engine"),
+}
 
 
 def _version(args: argparse.Namespace) -> int:
@@ -31,6 +37,8 @@ def _version(args: argparse.Namespace) -> int:
 
 
 def _catalog_validate(args: argparse.Namespace) -> int:
+    from ..catalog import CatalogError, load_catalog
+
     try:
         catalog = load_catalog(args.file)
     except CatalogError as exc:
@@ -46,6 +54,11 @@ def _catalog_validate(args: argparse.Namespace) -> int:
 
 
 def _nodes(args: argparse.Namespace) -> int:
+    from ..backends.local import discover_local_node, load_emulated_nodes
+    from ..backends.local.discovery import EmulatedNodesError
+    from ..catalog import CatalogError, load_catalog
+    from ..units import format_memory
+
     try:
         catalog = load_catalog(args.catalog)
         nodes = [] if args.no_local else [discover_local_node()]
@@ -75,7 +88,14 @@ def _nodes(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _kernelspecs_install(args: argparse.Namespace) -> int:
+    from ..kernel.kernelspecs import main_install
+
+    return main_install(args)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``argv``, only the command it names is built in full."""
     parser = argparse.ArgumentParser(prog="jupyter hetero", description="Heterogeneous compute for Jupyter.")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -87,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(run=_catalog_validate)
 
     nodes = commands.add_parser("nodes", help="print the discovered inventory")
-    nodes.add_argument("--catalog", default=str(DEFAULT_CATALOG_PATH), help="catalog used to map nodes to flavors")
+    nodes.add_argument("--catalog", default=_SHIPPED_CATALOG, help="catalog used to map nodes to flavors")
     nodes.add_argument("--emulated-nodes-file", help="also list the emulated nodes declared in this YAML file")
     nodes.add_argument("--no-local", action="store_true", help="leave this machine out")
     nodes.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -96,18 +116,25 @@ def build_parser() -> argparse.ArgumentParser:
     kernelspecs = commands.add_parser("kernelspecs", help="kernelspecs per template").add_subparsers(
         dest="action", required=True)
     install = kernelspecs.add_parser("install", help="one kernelspec per catalog template that runs kernels")
-    install.add_argument("--catalog", default=str(DEFAULT_CATALOG_PATH))
+    install.add_argument("--catalog", default=_SHIPPED_CATALOG)
     install.add_argument("--user", action="store_true", help="into the user's Jupyter data dir")
     install.add_argument("--prefix", help="into PREFIX/share/jupyter/kernels (default: this environment)")
-    install.set_defaults(run=main_install)
+    install.set_defaults(run=_kernelspecs_install)
 
-    add_simulate_parser(commands)
-    add_bench_parser(commands)
+    named = next((word for word in argv if not word.startswith("-")), None) if argv is not None else None
+    for command, (module, adder, summary) in _LAZY_COMMANDS.items():
+        if argv is None or command == named:
+            getattr(import_module(module), adder)(commands)
+        else:
+            commands.add_parser(command, help=summary)
+    from .workloads import add_workload_commands
+
     add_workload_commands(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     return args.run(args)
 

@@ -57,8 +57,8 @@ class KernelsHandler(HeteroHandler):
 class KernelUsageHandler(HeteroHandler):
     @web.authenticated
     @authorized
-    def get(self, kernel_id: str) -> None:
-        usage = self.platform.kernels.usage(kernel_id)
+    async def get(self, kernel_id: str) -> None:
+        usage = await self.platform.kernels.usage(kernel_id)
         row = self.platform.workloads.get(self.identity, usage["workload_id"], "kernel.usage")
         self.reply({**usage, "template": row.template})
 

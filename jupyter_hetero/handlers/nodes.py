@@ -16,18 +16,27 @@ _NOTHING = {"cpu_milli": 0, "memory_mib": 0, "device_milli": 0, "devices": [], "
 class NodesHandler(HeteroHandler):
     @web.authenticated
     @authorized
-    def get(self) -> None:
+    async def get(self) -> None:
         query = self.query(ListNodesQuery)
         platform = self.platform
         allocation = platform.inventory.allocation(platform.repository.active_placements())
-        self.reply([
-            {**node.to_json(), "allocated": allocation.get(node.name, _NOTHING),
-             "utilisation": platform.backend.node_utilisation(node.capability)}
-            for node in self.platform.inventory.nodes()
+        nodes = [
+            node for node in platform.inventory.nodes()
             if (query.flavor is None or node.flavor == query.flavor)
             and (query.family is None or node.capability.family == query.family)
             and (query.emulated is None or node.capability.emulated == query.emulated)
             and (query.state is None or node.state == query.state)
+        ]
+        def measure() -> list[dict | None]:
+            return [platform.backend.node_utilisation(node.capability) for node in nodes]
+
+        # Measuring a real node reads NVML, which waits on the driver: then in a worker thread.
+        # Emulated nodes measure nothing, and a big emulated inventory should not pay for the hop.
+        real = any(not node.capability.emulated for node in nodes)
+        utilisation = await self.off_loop(measure) if real else measure()
+        self.reply([
+            {**node.to_json(), "allocated": allocation.get(node.name, _NOTHING), "utilisation": used}
+            for node, used in zip(nodes, utilisation)
         ])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 from functools import partial
 
 from jupyter_server.auth.decorator import authorized
@@ -27,6 +28,9 @@ from .base import API_PREFIX, HeteroHandler
 
 # How often a followed log is read again while its attempt runs.
 FOLLOW_POLL_S = 0.5
+# Logs and archived files are sent in pieces this large, each read in a worker thread: the server's
+# memory stays bounded whatever a file's size, and a slow disk never holds up the event loop.
+CHUNK_BYTES = 64 * 1024
 
 
 class WorkloadsHandler(HeteroHandler):
@@ -73,37 +77,31 @@ class LogsHandler(HeteroHandler):
         if path is None:
             self.finish("")
             return
-        offset = 0
         if query.tail and not query.follow:
-            self.finish(_tail(path, query.tail))
+            self.finish(await self.off_loop(partial(_tail, path, query.tail)))
             return
         # A read may end inside a multi-byte character; the decoder keeps its first bytes for the next.
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        offset: int | None = 0
         while True:
-            data, offset = _read_from(path, offset)
-            chunk = decoder.decode(data)
-            if chunk:
-                try:
-                    self.write(chunk)
-                    await self.flush()
-                except StreamClosedError:
-                    return
-            if not (query.follow and running):
+            offset = await _stream(self, path, offset, decoder.decode)
+            if offset is None or not (query.follow and running):
                 break
             await asyncio.sleep(FOLLOW_POLL_S)
             _path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
-        data, offset = _read_from(path, offset)
-        self.finish(decoder.decode(data, final=True))
+        if offset is not None:
+            self.finish(decoder.decode(b"", final=True))
 
 
 class FilesHandler(HeteroHandler):
     @web.authenticated
     @authorized
-    def get(self, workload_id: str) -> None:
+    async def get(self, workload_id: str) -> None:
         query = self.query(FilesQuery)
         path = self.platform.workloads.archived_file(self.identity, _id(workload_id), query.path, query.attempt)
         self.set_header("Content-Type", "application/octet-stream")
-        self.finish(path.read_bytes())
+        if await _stream(self, path, 0) is not None:
+            self.finish()
 
 
 class ResubmitHandler(HeteroHandler):
@@ -184,18 +182,46 @@ def _id(text: str) -> int:
         raise NotFound(f"workload {text!r} does not exist") from None
 
 
-def _read_from(path, offset: int) -> tuple[bytes, int]:
+async def _stream(handler: HeteroHandler, path, offset: int, decode=None) -> int | None:
+    """Send ``path`` from ``offset`` to its current end, a chunk at a time; the offset reached, or
+    None when the client has gone."""
+    while True:
+        data = await handler.off_loop(partial(_read_at, path, offset))
+        if not data:
+            return offset
+        offset += len(data)
+        chunk = decode(data) if decode else data
+        if not chunk:
+            continue
+        try:
+            handler.write(chunk)
+            await handler.flush()  # waits for the client: a slow one holds back the reads, not memory
+        except StreamClosedError:
+            return None
+
+
+def _read_at(path, offset: int, size: int = CHUNK_BYTES) -> bytes:
     try:
-        with open(path, "rb") as log:
-            log.seek(offset)
-            data = log.read()
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            return handle.read(size)
     except FileNotFoundError:
-        return b"", offset
-    return data, offset + len(data)
+        return b""
 
 
 def _tail(path, lines: int) -> str:
-    data, _ = _read_from(path, 0)
+    """The last ``lines`` lines, read backwards a chunk at a time (a log may be far larger than its tail)."""
+    try:
+        with open(path, "rb") as handle:
+            end = handle.seek(0, os.SEEK_END)
+            start, data = end, b""
+            # One newline more than asked for: the last line may end with one.
+            while start > 0 and data.count(b"\n") <= lines:
+                start = max(0, start - CHUNK_BYTES)
+                handle.seek(start)
+                data = handle.read(end - start)
+    except FileNotFoundError:
+        return ""
     return "".join(data.decode("utf-8", errors="replace").splitlines(keepends=True)[-lines:])
 
 

@@ -23,6 +23,8 @@ __all__ = ["HeteroProvisioner", "KernelWaitTimeout"]
 
 
 class HeteroProvisioner(LocalProvisioner):
+    # How the server side tells a hetero kernel from a plain one without importing this module.
+    places_workloads = True
     template = Unicode("interactive", config=True, help="Template the kernel's workload is made from.")
     parameters = Dict(config=True, help="Advanced parameters of the template (devices, memory, flavor, ...).")
     queue = Unicode("", config=True, help="Queue of the kernel's workload; empty means the template's.")

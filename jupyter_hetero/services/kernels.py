@@ -3,12 +3,19 @@
 The kernel provisioner (in this server's process) calls :func:`current_kernels` to reach this
 service. A kernel workload is admitted by the same engine cycle as jobs; the provisioner, not the
 backend, starts its process once it has a placement.
+
+One culler acts on a kernel. jupyter_server's (``MappingKernelManager.cull_idle_timeout``) goes on
+culling plain kernels by its own settings; it leaves hetero kernels to :meth:`KernelService.sweep`,
+which culls them by their template's idle timeout (the server's ``cull_idle_timeout`` where the
+template has none), with a warning first and a reason on the workload, and by device utilisation.
+Dead hetero kernels are still reaped by jupyter_server's culler: that is cleanup, not an idle rule.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +41,8 @@ log = logging.getLogger(__name__)
 WAIT_POLL_S = 0.1
 # A kernel idle this long counts as idle for preemption (experiment kernels are preemptible only then).
 IDLE_FOR_PREEMPTION_S = 60.0
+# The interval over which a kernel's CPU use is measured for its usage.
+CPU_SAMPLE_S = 0.05
 
 _current: dict[str, KernelService] = {}
 
@@ -69,6 +78,8 @@ class KernelService:
         self.device_idle_pct = device_idle_pct
         self.device_idle_after_s = device_idle_after_s
         self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
+        self._device_use: dict[int, float] = {}  # each kernel's latest measured device utilisation, %
+        self._sampling: asyncio.Future | None = None
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
         scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
@@ -80,6 +91,20 @@ class KernelService:
 
     def register(self) -> None:
         _current["service"] = self
+
+    def attach(self, kernel_manager) -> None:
+        """Use the server's kernel manager, and take culling of hetero kernels over from its culler."""
+        self.kernel_manager = kernel_manager
+        standard = kernel_manager.cull_kernel_if_idle
+
+        # On the instance, not a subclass: the server's kernel_manager_class stays the site's choice.
+        async def cull_kernel_if_idle(kernel_id: str) -> None:
+            kernel = self._kernel(kernel_id)
+            if _is_hetero(kernel) and getattr(kernel, "execution_state", None) != "dead":
+                return  # sweep() decides for this one
+            await standard(kernel_id)
+
+        kernel_manager.cull_kernel_if_idle = cull_kernel_if_idle
 
     def reconcile(self) -> None:
         """Kernels do not outlive the server that started them: end what a restart left behind."""
@@ -272,7 +297,9 @@ class KernelService:
         """Mark idle kernels, warn then cull those idle past their timeout, stop preempted ones."""
         # Launched, not yet registered; a start that failed stays among them, done, and counts as gone.
         starting = getattr(self.kernel_manager, "_pending_kernels", {})
-        for row in self.repository.workloads(kind="kernel", states=("running",)):
+        running = self.repository.workloads(kind="kernel", states=("running",))
+        self._sample_devices(running)
+        for row in running:
             task = starting.get(self.kernel_id(row))
             if task is not None and not task.done():
                 continue
@@ -296,14 +323,15 @@ class KernelService:
                 self._shutdown(row, f"culled: device utilisation below {self.device_idle_pct:g}% for "
                                     f"{_minutes(self.device_idle_after_s)}")
                 continue
-            timeout = row.spec.get("idle_timeout_s")
+            template_timeout = row.spec.get("idle_timeout_s")
+            timeout = template_timeout or self._server_idle_timeout()
             if not timeout or busy:
                 self._warned.discard(row.id)
                 continue
             warn_at = timeout * 0.8
             if idle_s >= timeout:
-                self._shutdown(row, f"culled: idle {_minutes(idle_s)}, past the {_minutes(timeout)} idle timeout of "
-                                    f"template {row.template}")
+                whose = f"template {row.template}" if template_timeout else "the server (cull_idle_timeout)"
+                self._shutdown(row, f"culled: idle {_minutes(idle_s)}, past the {_minutes(timeout)} idle timeout of {whose}")
             elif idle_s >= warn_at and row.id not in self._warned:
                 self._warned.add(row.id)
                 self.repository.update_workload(
@@ -311,17 +339,47 @@ class KernelService:
                     reason=f"idle {_minutes(idle_s)}; will be culled after {_minutes(timeout)} idle",
                 )
 
+    def _server_idle_timeout(self) -> float | None:
+        """jupyter_server's cull_idle_timeout, which hetero kernels follow where their template sets none."""
+        seconds = getattr(self.kernel_manager, "cull_idle_timeout", 0)
+        return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
+
     def _devices_idle_too_long(self, row: WorkloadRow, now: float) -> bool:
         """Where utilisation is measurable (real NVIDIA devices), low use for long enough culls."""
-        placement = placement_from_json(row.placement) if row.placement else None
-        view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
-        devices = [index for index, _m, _mem in placement.slots[0].devices] if placement else []
-        sample = sample_gpus(devices) if devices and view and not view.capability.emulated else {}
-        if not sample or sample["gpu_util_pct"] >= self.device_idle_pct:
+        use = self._device_use.get(row.id)
+        if use is None or use >= self.device_idle_pct:
             self._low_since.pop(row.id, None)
             return False
         since = self._low_since.setdefault(row.id, now)
         return now - since >= self.device_idle_after_s
+
+    def _sample_devices(self, rows: list[WorkloadRow]) -> None:
+        """Measure these kernels' real devices in a worker thread (NVML waits on the driver); a sweep
+        decides on the latest measurement, at most one sweep old."""
+        if self._sampling is not None and not self._sampling.done():
+            return
+        targets = {row.id: devices for row in rows if (devices := self._measurable_devices(row))}
+        if not targets:
+            self._device_use = {}
+            return
+
+        def sample() -> dict[int, float]:
+            found = {workload_id: sample_gpus(devices).get("gpu_util_pct") for workload_id, devices in targets.items()}
+            return {workload_id: use for workload_id, use in found.items() if use is not None}
+
+        self._sampling = asyncio.get_running_loop().run_in_executor(None, sample)
+        self._sampling.add_done_callback(self._sampled)
+
+    def _sampled(self, future: asyncio.Future) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self._device_use = future.result()
+
+    def _measurable_devices(self, row: WorkloadRow) -> list[int]:
+        placement = placement_from_json(row.placement) if row.placement else None
+        view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
+        if view is None or view.capability.emulated:
+            return []
+        return [index for index, _m, _mem in placement.slots[0].devices]
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:
         kernel_id = self.kernel_id(row)
@@ -343,25 +401,19 @@ class KernelService:
 
     # -- usage -------------------------------------------------------------------------------
 
-    def usage(self, kernel_id: str) -> dict[str, Any]:
+    async def usage(self, kernel_id: str) -> dict[str, Any]:
         """CPU, memory and, where measurable, the GPU use of exactly this kernel's devices."""
         row = self.workload_of(kernel_id)
         kernel = self._kernel(kernel_id)
         if row is None or kernel is None:
             raise NotFound(f"no running hetero kernel {kernel_id!r}")
         pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
-        cpu = memory = 0.0
-        try:
-            process = psutil.Process(pid)
-            for member in [process, *process.children(recursive=True)]:
-                cpu += member.cpu_percent(interval=0.05)
-                memory += member.memory_info().rss
-        except (psutil.Error, TypeError):
-            pass
         placement = placement_from_json(row.placement)
         devices = [index for index, _m, _mem in placement.slots[0].devices]
         view = self.scheduler.inventory.node(placement.slots[0].node)
-        gpus = sample_gpus(devices) if view and not view.capability.emulated else {}
+        measured = bool(view and not view.capability.emulated)
+        # CPU use is a rate over a short interval, and NVML calls wait on the driver: not on the event loop.
+        cpu, memory, gpus = await asyncio.to_thread(_measure, pid, devices if measured else [])
         return {
             "kernel_id": kernel_id, "workload_id": row.id, "pid": pid, "cpu_percent": round(cpu, 1),
             "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
@@ -371,6 +423,33 @@ class KernelService:
             "device_note": None if gpus else ("emulated devices are not measured" if view and view.capability.emulated
                                               else "device utilisation is not measurable here (no NVML)"),
         }
+
+
+def _measure(pid: int | None, devices: list[int]) -> tuple[float, float, dict[str, float]]:
+    """(CPU %, resident bytes) of the kernel's process tree over CPU_SAMPLE_S, and its devices' use."""
+    cpu = memory = 0.0
+    try:
+        if pid is None:  # psutil would measure the server itself
+            raise psutil.NoSuchProcess(0)
+        process = psutil.Process(pid)
+        members = [process, *process.children(recursive=True)]
+        for member in members:
+            member.cpu_percent(interval=None)  # starts each member's measurement
+        time.sleep(CPU_SAMPLE_S)  # one interval for the whole tree, in a worker thread
+        for member in members:
+            try:
+                cpu += member.cpu_percent(interval=None)
+                memory += member.memory_info().rss
+            except psutil.Error:
+                continue  # a child that ended meanwhile
+    except (psutil.Error, TypeError, ValueError):
+        pass
+    return cpu, memory, sample_gpus(devices) if devices else {}
+
+
+def _is_hetero(kernel) -> bool:
+    """Whether a kernel runs under the hetero provisioner (``HeteroProvisioner.places_workloads``)."""
+    return getattr(getattr(kernel, "provisioner", None), "places_workloads", False) is True
 
 
 def _timestamp(value, default: float | None) -> float | None:

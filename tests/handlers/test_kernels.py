@@ -5,11 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import threading
 import time
 
 import pytest
+import yaml
+
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
+from jupyter_hetero.services import kernels as kernels_service
 
 from ..conftest import REPO
+from ..harness import until_async
 
 
 @pytest.fixture
@@ -118,6 +124,66 @@ async def test_an_idle_kernel_is_warned_then_culled_and_a_busy_one_is_not(kernel
     assert workloads[idle]["reason"].startswith("culled: idle")
     assert busy in jp_serverapp.kernel_manager
     assert "done" in await running_code
+
+
+@pytest.fixture
+def standard_culler_on(request, tmp_path, hetero_config, server_config):
+    """jupyter_server's culler at 2 s every second; the interactive template's idle timeout is 10 s, or
+    none with ``@pytest.mark.parametrize("standard_culler_on", [None], indirect=True)``."""
+    catalog = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    next(t for t in catalog["templates"] if t["name"] == "interactive")["idle_timeout_s"] = getattr(request, "param", 10)
+    (tmp_path / "catalog.yaml").write_text(yaml.safe_dump(catalog), encoding="utf-8")
+    hetero_config["catalog_file"] = str(tmp_path / "catalog.yaml")
+    server_config["MappingKernelManager"] = {"cull_idle_timeout": 2, "cull_interval": 1}
+
+
+def _without_kernelspec_timeout(kernel_dir, name: str) -> None:
+    """Without its own cull_idle_timeout, a kernelspec leaves the timeout to its template (or the server)."""
+    spec_file = kernel_dir / name / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    del spec["metadata"]["cull_idle_timeout"]
+    spec_file.write_text(json.dumps(spec))
+
+
+async def test_one_culler_a_hetero_kernel_by_its_template_a_plain_one_by_jupyter_servers(
+        standard_culler_on, kernelspecs, jp_kernel_dir, api, jp_fetch, jp_serverapp):
+    _without_kernelspec_timeout(jp_kernel_dir, "hetero-cpu")  # or jupyter_server's culler would use 2 s for it too
+    manager = jp_serverapp.kernel_manager
+    plain = await start_kernel(jp_fetch, "python3")  # first: its 2 s end well before the hetero kernel's 10 s
+    hetero = await start_kernel(jp_fetch, "hetero-cpu")
+    await until_async(lambda: plain not in manager, "jupyter_server's culler to cull the plain kernel")
+    assert hetero in manager, "jupyter_server's culler culled a hetero kernel"
+    await until_async(lambda: hetero not in manager, "the hetero kernel to be culled")
+    workload = (await kernel_workloads(api))[hetero]
+    events = [e["type"] for e in await api(f"workloads/{workload['id']}/events")]
+    assert events.count("idle-warning") == 1 and events.count("culling") == 1
+    assert workload["state"] == "cancelled"
+    assert workload["reason"].startswith("culled: idle") and "10 s idle timeout of template interactive" in workload["reason"]
+
+
+@pytest.mark.parametrize("standard_culler_on", [None], indirect=True)
+async def test_a_hetero_kernel_without_a_template_timeout_follows_the_servers(
+        standard_culler_on, kernelspecs, jp_kernel_dir, api, jp_fetch, jp_serverapp):
+    _without_kernelspec_timeout(jp_kernel_dir, "hetero-cpu")
+    hetero = await start_kernel(jp_fetch, "hetero-cpu")
+    await until_async(lambda: hetero not in jp_serverapp.kernel_manager, "the hetero kernel to be culled")
+    workload = (await kernel_workloads(api))[hetero]
+    events = [e["type"] for e in await api(f"workloads/{workload['id']}/events")]
+    assert events.count("culling") == 1 and workload["state"] == "cancelled"
+    assert workload["reason"].endswith("past the 2 s idle timeout of the server (cull_idle_timeout)")
+
+
+async def test_measuring_a_kernels_usage_does_not_hold_up_other_requests(kernelspecs, api, monkeypatch):
+    started = await api("kernels", "POST", {"template": "interactive"})
+    monkeypatch.setattr(kernels_service, "CPU_SAMPLE_S", 2.0)
+    measuring = threading.Event()
+    measure = kernels_service._measure
+    monkeypatch.setattr(kernels_service, "_measure", lambda *args: measuring.set() or measure(*args))
+    usage = asyncio.ensure_future(api(f"kernels/{started['kernel_id']}/usage"))
+    await until_async(measuring.is_set, "the usage request to start measuring")
+    assert (await api("version"))["api"] == "v1"
+    assert not usage.done(), "the server answered nothing else while it measured the kernel"
+    assert (await usage)["memory_mib"] > 0
 
 
 async def test_the_parameterised_launch_contract(kernelspecs, api, jp_fetch):
