@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..auth import CredentialAuthorizer, CredentialIdentityProvider
 from ..errors import HeteroError, InvalidRequest
+from ..i18n import translate
 from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
@@ -96,7 +97,7 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
         if isinstance(exc, EngineUnavailable):  # a dry run met a dead or stuck engine process: it restarts
             self.set_status(503)
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": ENGINE_RESTARTING["en"], "message_zh": ENGINE_RESTARTING["zh"],
+            self.finish(json.dumps({"message": ENGINE_RESTARTING, "message_zh": translate(ENGINE_RESTARTING, "zh"),
                                     "reason": "engine-unavailable"}))
             return
         super().write_error(status_code, **kwargs)
