@@ -83,6 +83,11 @@ def _po_bytes(catalog: Catalog) -> bytes:
 def update() -> None:
     """Write the template and merge it into each locale's catalog."""
     fresh = template()
+    if TEMPLATE.exists():
+        # Unchanged strings keep the template's date, so an update without news changes no file.
+        now, fresh.creation_date = fresh.creation_date, read(TEMPLATE).creation_date
+        if _po_bytes(fresh) != TEMPLATE.read_bytes():
+            fresh.creation_date = now
     TEMPLATE.write_bytes(_po_bytes(fresh))
     for path in po_files():
         catalog = read(path)
