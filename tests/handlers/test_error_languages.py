@@ -1,0 +1,30 @@
+"""Every client mistake answers in English (``message``) and Simplified Chinese (``message_zh``), both
+from the one translation catalog; before, most errors had no Chinese at all."""
+
+from __future__ import annotations
+
+import pytest
+
+SUBMIT = {"kind": "job", "template": "data-preprocessing", "command": ["true"]}
+
+
+@pytest.mark.parametrize(
+    ("route", "method", "body", "status", "english", "chinese"),
+    [
+        pytest.param("templates/no-such-thing", "GET", None, 404, "no template named 'no-such-thing'",
+                     "没有名为 'no-such-thing' 的模板", id="unknown template"),
+        pytest.param("workloads/987654", "GET", None, 404, "workload 987654 does not exist",
+                     "工作负载 987654 不存在", id="unknown workload"),
+        pytest.param("workloads", "POST", {**SUBMIT, "queue": "nowhere"}, 404, "queue 'nowhere' does not exist",
+                     "队列 'nowhere' 不存在", id="unknown queue"),
+        pytest.param("workloads", "POST", {**SUBMIT, "env": {"1BAD": "x"}}, 400,
+                     "env: '1BAD' is not a valid variable name", "env：'1BAD' 不是有效的变量名", id="bad env name"),
+        pytest.param("workloads", "POST", {**SUBMIT, "parameters": {"cpu": 1000}}, 400,
+                     "parameters.cpu: 1000 is outside template data-preprocessing's bounds [1, 64]",
+                     "parameters.cpu：1000 超出模板 data-preprocessing 允许的范围 [1, 64]", id="parameter out of bounds"),
+    ],
+)
+async def test_a_client_mistake_is_explained_in_both_languages(api_error, route, method, body, status, english,
+                                                               chinese):
+    got, error = await api_error(route, method, body)
+    assert (got, error["message"], error["message_zh"]) == (status, english, chinese)
