@@ -22,9 +22,19 @@ SUBMIT = {"kind": "job", "template": "data-preprocessing", "command": ["true"]}
         pytest.param("workloads", "POST", {**SUBMIT, "parameters": {"cpu": 1000}}, 400,
                      "parameters.cpu: 1000 is outside template data-preprocessing's bounds [1, 64]",
                      "parameters.cpu：1000 超出模板 data-preprocessing 允许的范围 [1, 64]", id="parameter out of bounds"),
+        pytest.param("workloads", "POST", {**SUBMIT, "colour": "red"}, 400, "field 'colour': unknown field",
+                     "字段 'colour'：未知字段", id="unknown body field"),
     ],
 )
 async def test_a_client_mistake_is_explained_in_both_languages(api_error, route, method, body, status, english,
                                                                chinese):
     got, error = await api_error(route, method, body)
     assert (got, error["message"], error["message_zh"]) == (status, english, chinese)
+
+
+async def test_a_bad_query_value_is_named_in_both_languages_with_the_parsers_own_words(api_error):
+    status, error = await api_error("templates", task_type="mining")
+    assert status == 400 and error["field"] == "task_type"
+    problem = error["message"].removeprefix("query parameter 'task_type': ")
+    assert problem != error["message"]  # pydantic's wording, which has no Chinese, follows the name in both
+    assert error["message_zh"] == f"查询参数 'task_type'：{problem}"
