@@ -58,7 +58,9 @@ class Message:
         self.params = params
 
     def text(self, language: str = "en") -> str:
-        return translate(self.source, language).format(**self.params)
+        """The message in ``language``; a parameter that is itself a Message is read in the same language."""
+        params = {key: value.text(language) if isinstance(value, Message) else value for key, value in self.params.items()}
+        return translate(self.source, language).format(**params)
 
     def __str__(self) -> str:
         return self.text("en")

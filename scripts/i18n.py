@@ -4,7 +4,8 @@
                                      into each locale's .po (new strings untranslated, stale ones dropped)
     python scripts/i18n.py compile   each .po to a .mo (Python's gettext) and a .json (JupyterLab's panel)
     python scripts/i18n.py check     exit 1, listing each problem, when a string lacks a translation, an
-                                     entry is stale or fuzzy, placeholders differ, or a compiled file is old
+                                     entry is stale or fuzzy, placeholders differ, a compiled file is old,
+                                     or an API error is raised with a plain string instead of a Message
 
 One catalog per locale, ``jupyter_hetero/locale/<locale>/LC_MESSAGES/jupyter_hetero.po``, holds both sides,
 as JupyterLab language packs do: Python strings marked ``N_("...")`` and the panel's ``trans.__('...')``
@@ -14,6 +15,7 @@ as JupyterLab language packs do: Python strings marked ``N_("...")`` and the pan
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import json
 import re
@@ -170,6 +172,36 @@ def _same_placeholders(source: str | tuple, translated: str | tuple) -> bool:
     return marks(as_tuple(source)) == marks(as_tuple(translated))
 
 
+# The errors a client reads (errors.py), by name; and Access.deny, whose fourth argument is the reason.
+_ERRORS = {"HeteroError", "InvalidRequest", "Forbidden", "NotFound", "Conflict"}
+
+
+def unmarked_errors(package: Path = ROOT / "jupyter_hetero") -> list[str]:
+    """Each client error raised with a plain (or f-) string, which no catalog can translate."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        found.extend(unmarked_errors_in(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix()))
+    return found
+
+
+def unmarked_errors_in(source: str, filename: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        position = 0 if name in _ERRORS else 3 if name == "deny" else None
+        if position is not None and len(node.args) > position and _is_text(node.args[position]):
+            found.append(f"{filename}:{node.lineno}: {name}() with a plain string; give it Message(N_(...))")
+    return found
+
+
+def _is_text(node: ast.expr) -> bool:
+    if isinstance(node, ast.BinOp):  # "..." + f"..."
+        return _is_text(node.left) or _is_text(node.right)
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
 def check(paths: Iterable[Path] | None = None, wanted: Catalog | None = None) -> list[str]:
     """Every problem of the given catalogs (default: all shipped ones), each naming its file."""
     wanted = wanted or template()
@@ -180,8 +212,10 @@ def check(paths: Iterable[Path] | None = None, wanted: Catalog | None = None) ->
         for target, content in compiled(path).items():
             if not target.exists() or target.read_bytes() != content:
                 found.append(f"{where}: {target.name} is not compiled from it (run: python scripts/i18n.py compile)")
-    if not paths and not po_files():
-        found.append(f"no catalog under {LOCALE_DIR}")
+    if not paths:
+        found.extend(unmarked_errors())
+        if not po_files():
+            found.append(f"no catalog under {LOCALE_DIR}")
     return found
 
 

@@ -137,3 +137,29 @@ def test_a_user_whose_groups_match_no_tenant_is_told_the_groups_in_chinese_too()
     answer = refused.value.to_json()
     assert "(groups: astro, physics)" in answer["message"]
     assert "（所在组：astro, physics）" in answer["message_zh"]
+
+
+@pytest.mark.parametrize(
+    ("source", "flagged"),
+    [
+        pytest.param('raise NotFound(f"workload {wid} does not exist")', True, id="f-string error"),
+        pytest.param('raise Conflict("try again")', True, id="plain string error"),
+        pytest.param('raise errors.InvalidRequest("a: " + str(x), field="a")', True, id="concatenated string"),
+        pytest.param('self.access.deny(identity, "x", "t", f"tenant {t} may not")', True, id="plain denial"),
+        pytest.param('raise NotFound(Message(N_("workload {w} does not exist"), w=1))', False, id="message"),
+        pytest.param('raise Conflict(str(exc), reason="no-placement")', False, id="another error's text"),
+        pytest.param('raise ValueError(f"must be {x}")', False, id="not a client error"),
+    ],
+)
+def test_the_check_finds_client_errors_raised_with_plain_strings(source, flagged):
+    assert bool(tool.unmarked_errors_in(source, "m.py")) is flagged
+
+
+def test_no_client_error_of_the_package_is_raised_with_a_plain_string():
+    assert tool.unmarked_errors() == []
+
+
+def test_a_message_parameter_that_is_a_message_reads_in_the_same_language():
+    message = Message(N_("{field}: {problem}"), field="parameters.devices", problem=Message(N_("must be a whole number")))
+    assert (message.text("en"), message.text("zh")) == ("parameters.devices: must be a whole number",
+                                                        "parameters.devices：必须是整数")

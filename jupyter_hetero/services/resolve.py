@@ -47,7 +47,7 @@ def _value(parameter: AdvancedParameter, raw: Any, template: str) -> Any:
         if parameter.type == "choice":
             value = str(raw)
             if value not in parameter.choices:
-                raise ValueError(f"must be one of {', '.join(parameter.choices)}")
+                raise ValueError(Message(N_("must be one of {choices}"), choices=", ".join(parameter.choices)))
             return value
         if parameter.type == "memory":
             value = parse_memory_mib(raw)
@@ -55,14 +55,16 @@ def _value(parameter: AdvancedParameter, raw: Any, template: str) -> Any:
             value = parse_duration_s(raw)
         elif parameter.type == "int":
             if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
-                raise ValueError("must be a whole number")
+                raise ValueError(Message(N_("must be a whole number")))
             value = int(raw)
         else:
             if isinstance(raw, bool):
-                raise ValueError("must be a number")
+                raise ValueError(Message(N_("must be a number")))
             value = float(raw)
     except (TypeError, ValueError) as exc:
-        raise InvalidRequest(f"{field}: {exc}", field=field) from None
+        # Our own reasons are Messages (translated with the sentence); a unit parser's are English.
+        problem = exc.args[0] if exc.args and isinstance(exc.args[0], Message) else exc
+        raise InvalidRequest(Message(N_("{field}: {problem}"), field=field, problem=problem), field=field) from None
     if (parameter.min is not None and value < parameter.min) or (parameter.max is not None and value > parameter.max):
         raise InvalidRequest(
             Message(N_("{field}: {value} is outside template {template}'s bounds [{low}, {high}]"), field=field,

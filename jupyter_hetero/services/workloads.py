@@ -122,7 +122,7 @@ class WorkloadService:
         try:
             return parse_duration_s(value)
         except ValueError as exc:
-            raise InvalidRequest(f"{field}: {exc}", field=field) from None
+            raise InvalidRequest(Message(N_("{field}: {problem}"), field=field, problem=exc), field=field) from None
 
     def _inside_root(self, relative: str, field: str, suffix: str | None = None) -> Path:
         path = (self.root_dir / relative).resolve()
