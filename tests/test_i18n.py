@@ -163,3 +163,16 @@ def test_a_message_parameter_that_is_a_message_reads_in_the_same_language():
     message = Message(N_("{field}: {problem}"), field="parameters.devices", problem=Message(N_("must be a whole number")))
     assert (message.text("en"), message.text("zh")) == ("parameters.devices: must be a whole number",
                                                         "parameters.devices：必须是整数")
+
+
+def test_the_notebook_tables_speak_the_language_asked_for():
+    from jupyter_hetero.display import queues_table, templates_table
+
+    template = {"name": "t", "display": {"en": "Training", "zh": "训练"}, "flavors": ["a100-80g"], "queue": "batch",
+                "kinds": ["job"], "request": {"cpu_milli": 4000, "memory_mib": 16384}}
+    queue = {"name": "batch", "class": "batch", "priority": 10, "pending": 0, "running": 1, "max_wait_s": 3600,
+             "preemption": {"may_preempt": []}, "failure": {"retries": 2}}
+    english, chinese = templates_table([template]), templates_table([template], "zh")
+    assert (english.title, english.columns[0], english.rows[0][1]) == ("Templates", "template", "Training")
+    assert (chinese.title, chinese.columns[0], chinese.rows[0][1]) == ("模板", "模板", "训练")
+    assert queues_table([queue], "zh").rows[0][5] == "60 分钟" and queues_table([queue]).rows[0][5] == "60 min"
