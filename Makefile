@@ -10,7 +10,7 @@ SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT   ?= 8888
 
-.PHONY: install browser demo test test-fast lint clean
+.PHONY: install browser demo test test-fast lint clean i18n i18n-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,17 @@ demo: install
 	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--HeteroApp.emulated_nodes_file=binder/demo-nodes.yaml
 
-test: install browser
+# Translations (Python and panel, one catalog per locale): `make i18n` extracts the strings into the
+# catalogs (translate the new empty entries, then `make i18n` again compiles them); `make i18n-check`
+# fails on a missing, stale or fuzzy zh_CN string, or a compiled catalog older than its .po.
+i18n: install
+	$(PY) scripts/i18n.py update
+	$(PY) scripts/i18n.py compile
+
+i18n-check: install
+	$(PY) scripts/i18n.py check
+
+test: install browser i18n-check
 	cd labextension && npm test
 	$(PY) -m pytest
 

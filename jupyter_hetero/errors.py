@@ -5,11 +5,16 @@
     ├── Forbidden           403  authenticated but not allowed; ``reason`` says why
     ├── NotFound            404  an unknown name or id
     └── Conflict            409  the request is valid but clashes with the current state
+
+Raised with an ``i18n.Message``, an error answers in English (``message``) and Simplified Chinese
+(``message_zh``) from the catalog: ``Forbidden(Message(N_("user {user!r} ..."), user=u), reason=...)``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .i18n import Message
 
 __all__ = ["Conflict", "Forbidden", "HeteroError", "InvalidRequest", "NotFound"]
 
@@ -19,7 +24,10 @@ class HeteroError(Exception):
 
     status = 500
 
-    def __init__(self, message: str, **detail: Any):
+    def __init__(self, message: str | Message, **detail: Any):
+        if isinstance(message, Message):
+            detail.setdefault("message_zh", message.text("zh"))
+            message = message.text("en")
         super().__init__(message)
         self.message = message
         self.detail = {key: value for key, value in detail.items() if value is not None}
@@ -31,7 +39,7 @@ class HeteroError(Exception):
 class InvalidRequest(HeteroError):
     status = 400
 
-    def __init__(self, message: str, *, field: str | None = None, **detail: Any):
+    def __init__(self, message: str | Message, *, field: str | None = None, **detail: Any):
         super().__init__(message, field=field, **detail)
         self.field = field
 
@@ -39,8 +47,8 @@ class InvalidRequest(HeteroError):
 class Forbidden(HeteroError):
     status = 403
 
-    def __init__(self, message: str, *, reason: str | None = None, **detail: Any):
-        super().__init__(message, reason=reason or message, **detail)
+    def __init__(self, message: str | Message, *, reason: str | None = None, **detail: Any):
+        super().__init__(message, reason=reason or str(message), **detail)
 
 
 class NotFound(HeteroError):

@@ -1,10 +1,15 @@
-"""Why a workload waits, in plain words (English and Simplified Chinese), and when it may start."""
+"""Why a workload waits, in plain words (English and Simplified Chinese), and when it may start.
+
+The sentences are English source strings; ``render`` reads them through the gettext catalog
+(``jupyter_hetero.i18n``) in the language asked for, so no translation lives in the engine.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from ..i18n import N_, translate
 from .decisions import Blocker, Lost
 from .model import Workload
 from .preemption import WhatIf
@@ -14,131 +19,60 @@ __all__ = ["estimate_eta", "rank", "render"]
 # How many upcoming releases an ETA looks through before it answers "unknown".
 ETA_HORIZON = 256
 
-_MESSAGES: dict[str, tuple[str, str]] = {
-    "quota": (
+# A kind without a sentence of its own (a new blocker kind not yet worded) still reads as something.
+_UNKNOWN = N_("{kind}: {params}")
+
+_MESSAGES: dict[str, str] = {
+    "quota": N_(
         "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor} in queue {queue} "
-        "(borrowing limit {borrowing_limit})",
-        "配额：租户 {tenant} 在队列 {queue} 中已使用规格 {flavor} 的 {resource} {used}/{nominal}（可借用上限 {borrowing_limit}）",
+        "(borrowing limit {borrowing_limit})"
     ),
-    "quota-not-preemptible": (
+    "quota-not-preemptible": N_(
         "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor}; queue {queue} is never "
-        "preempted, so it does not borrow quota that would have to be given back",
-        "配额：租户 {tenant} 已使用规格 {flavor} 的 {resource} {used}/{nominal}；队列 {queue} 不会被抢占，因此不借用需要归还的配额",
+        "preempted, so it does not borrow quota that would have to be given back"
     ),
-    "quota-protected": (
+    "quota-protected": N_(
         "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor}; this workload was preempted "
-        "too often lately and is protected from preemption, so it does not borrow quota until the protection ends",
-        "配额：租户 {tenant} 已使用规格 {flavor} 的 {resource} {used}/{nominal}；该作业近期被抢占次数过多，"
-        "正受保护不被抢占，保护期结束前不借用配额",
+        "too often lately and is protected from preemption, so it does not borrow quota until the protection ends"
     ),
-    "no-quota": (
-        "quota: tenant {tenant} has no quota for flavor {flavor}",
-        "配额：租户 {tenant} 没有规格 {flavor} 的配额",
-    ),
-    "cohort": (
+    "no-quota": N_("quota: tenant {tenant} has no quota for flavor {flavor}"),
+    "cohort": N_(
         "quota: other tenants of cohort {cohort} borrowed the {resource} of flavor {flavor} ({used}/{limit} in use); "
-        "it is taken back from borrowers whose queues do not outrank queue {queue}, the rest as their work ends",
-        "配额：资源池 {cohort} 中规格 {flavor} 的 {resource} 已被其他租户借用（已用 {used}/{limit}）；"
-        "优先级不高于队列 {queue} 的借用者将被抢占收回，其余待其作业结束后归还",
+        "it is taken back from borrowers whose queues do not outrank queue {queue}, the rest as their work ends"
     ),
-    "cohort-borrow": (
-        "quota: cohort {cohort} has no {resource} of flavor {flavor} left to lend ({used}/{limit} in use)",
-        "配额：资源池 {cohort} 中规格 {flavor} 已没有可借出的 {resource}（已用 {used}/{limit}）",
-    ),
-    "capacity": (
-        "capacity: flavor {flavor} has {free} free, needs {need}",
-        "容量：规格 {flavor} 空闲 {free}，需要 {need}",
-    ),
-    "device-memory": (
-        "capacity: no admitted node of flavor {flavor} has >= {need} device memory; nodes have {have}",
-        "容量：规格 {flavor} 没有设备显存 >= {need} 的已准入节点；节点为 {have}",
-    ),
-    "reservation": (
-        "reserved for inference: {reserved} of flavor {flavor} are kept for queue {owner}",
-        "为推理预留：规格 {flavor} 的 {reserved} 保留给队列 {owner}",
-    ),
-    "held": (
-        "capacity: flavor {flavor} is held for workload {holder}, which waited past its queue's max wait",
-        "容量：规格 {flavor} 已为等待超时的作业 {holder} 保留",
-    ),
-    "preempting": (
-        "preemption: waiting for {count} evicted workload(s) to release flavor {flavor} (grace ends in {grace_s} s)",
-        "抢占：等待 {count} 个被抢占的作业释放规格 {flavor}（宽限期剩余 {grace_s} 秒）",
-    ),
-    "protected": (
+    "cohort-borrow": N_("quota: cohort {cohort} has no {resource} of flavor {flavor} left to lend ({used}/{limit} in use)"),
+    "capacity": N_("capacity: flavor {flavor} has {free} free, needs {need}"),
+    "device-memory": N_("capacity: no admitted node of flavor {flavor} has >= {need} device memory; nodes have {have}"),
+    "reservation": N_("reserved for inference: {reserved} of flavor {flavor} are kept for queue {owner}"),
+    "held": N_("capacity: flavor {flavor} is held for workload {holder}, which waited past its queue's max wait"),
+    "preempting": N_("preemption: waiting for {count} evicted workload(s) to release flavor {flavor} (grace ends in {grace_s} s)"),
+    "protected": N_(
         "preemption: the {count} workload(s) that could make room on flavor {flavor} were each preempted {limit} "
-        "times in the last {window_s} s and are protected from preemption for {wait_s} s more",
-        "抢占：规格 {flavor} 上可腾出资源的 {count} 个作业在过去 {window_s} 秒内已各被抢占 {limit} 次，"
-        "还将受保护 {wait_s} 秒不被抢占",
+        "times in the last {window_s} s and are protected from preemption for {wait_s} s more"
     ),
-    "driver": (
-        "driver: template needs driver {need}, nodes of flavor {flavor} have {have}",
-        "驱动：模板需要驱动版本 {need}，规格 {flavor} 的节点为 {have}",
-    ),
-    "runtime": (
-        "runtime: template needs runtime {need}, nodes of flavor {flavor} have {have}",
-        "运行时：模板需要运行时版本 {need}，规格 {flavor} 的节点为 {have}",
-    ),
-    "frameworks": (
-        "frameworks: template needs {need}, nodes of flavor {flavor} provide {have}",
-        "框架：模板需要 {need}，规格 {flavor} 的节点提供 {have}",
-    ),
-    "interconnect": (
-        "interconnect: template needs {need}, nodes of flavor {flavor} have {have}",
-        "互联：模板需要 {need}，规格 {flavor} 的节点为 {have}",
-    ),
-    "labels": (
-        "labels: nodes of flavor {flavor} do not satisfy {need} (have {have})",
-        "标签：规格 {flavor} 的节点不满足 {need}（实际 {have}）",
-    ),
-    "device-count": (
-        "capacity: a replica needs {need} devices on one node, nodes of flavor {flavor} have {have}",
-        "容量：每个副本需要单节点 {need} 张卡，规格 {flavor} 的节点只有 {have} 张",
-    ),
-    "flavor-devices": (
-        "capacity: {need} devices are needed in all; the nodes of flavor {flavor} that could run it have {have} together",
-        "容量：共需要 {need} 张卡；规格 {flavor} 中可运行它的节点合计只有 {have} 张",
-    ),
-    "node-cpu": (
-        "capacity: {need} must fit on one node; the largest node of flavor {flavor} has {have}",
-        "容量：单个节点需容纳 {need}，规格 {flavor} 最大的节点只有 {have}",
-    ),
-    "node-memory": (
-        "capacity: {need} memory must fit on one node; the largest node of flavor {flavor} has {have}",
-        "容量：单个节点需容纳内存 {need}，规格 {flavor} 最大的节点只有 {have}",
-    ),
-    "no-accelerator": (
-        "capacity: flavor {flavor} has no accelerators",
-        "容量：规格 {flavor} 没有加速卡",
-    ),
-    "variant": (
-        "runtime: template has no runtime variant for the accelerators of flavor {flavor}",
-        "运行时：模板没有适配规格 {flavor} 加速卡的运行时变体",
-    ),
-    "not-admitted": (
-        "onboarding: nodes of flavor {flavor} are pending onboarding and not schedulable yet",
-        "准入：规格 {flavor} 的节点尚未完成准入，暂不可调度",
-    ),
-    "no-nodes": (
-        "capacity: no admitted node belongs to flavor {flavor}",
-        "容量：没有属于规格 {flavor} 的已准入节点",
-    ),
+    "driver": N_("driver: template needs driver {need}, nodes of flavor {flavor} have {have}"),
+    "runtime": N_("runtime: template needs runtime {need}, nodes of flavor {flavor} have {have}"),
+    "frameworks": N_("frameworks: template needs {need}, nodes of flavor {flavor} provide {have}"),
+    "interconnect": N_("interconnect: template needs {need}, nodes of flavor {flavor} have {have}"),
+    "labels": N_("labels: nodes of flavor {flavor} do not satisfy {need} (have {have})"),
+    "device-count": N_("capacity: a replica needs {need} devices on one node, nodes of flavor {flavor} have {have}"),
+    "flavor-devices": N_("capacity: {need} devices are needed in all; the nodes of flavor {flavor} that could run it have {have} together"),
+    "node-cpu": N_("capacity: {need} must fit on one node; the largest node of flavor {flavor} has {have}"),
+    "node-memory": N_("capacity: {need} memory must fit on one node; the largest node of flavor {flavor} has {have}"),
+    "no-accelerator": N_("capacity: flavor {flavor} has no accelerators"),
+    "variant": N_("runtime: template has no runtime variant for the accelerators of flavor {flavor}"),
+    "not-admitted": N_("onboarding: nodes of flavor {flavor} are pending onboarding and not schedulable yet"),
+    "no-nodes": N_("capacity: no admitted node belongs to flavor {flavor}"),
+
     # Lost running work (Decisions.lost), not blockers.
-    "node-gone": (
-        "node {node} is no longer in the inventory",
-        "节点 {node} 已不在资源清单中",
-    ),
-    "device-gone": (
-        "node {node} has {devices} devices now; the placement uses device {index}",
-        "节点 {node} 现有 {devices} 张加速卡；该作业的放置使用第 {index} 号卡",
-    ),
+    "node-gone": N_("node {node} is no longer in the inventory"),
+    "device-gone": N_("node {node} has {devices} devices now; the placement uses device {index}"),
 }
 
 
 def render(blocker: Blocker | Lost, language: str = "en") -> str:
     """The blocker (or lost workload) as one sentence; ``language`` ``zh*`` gives Simplified Chinese."""
-    english, chinese = _MESSAGES.get(blocker.kind, ("{kind}: {params}", "{kind}：{params}"))
-    text = chinese if language.lower().startswith("zh") else english
+    text = translate(_MESSAGES.get(blocker.kind, _UNKNOWN), language)
     params: dict[str, Any] = {"kind": blocker.kind, "flavor": getattr(blocker, "flavor", None), "params": blocker.params}
     params.update(blocker.params)
     try:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..auth import CredentialAuthorizer, CredentialIdentityProvider
 from ..errors import HeteroError, InvalidRequest
+from ..i18n import N_, Message, translate
 from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
@@ -75,7 +76,8 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
         try:
             data = json.loads(self.request.body or b"{}")
         except ValueError as exc:
-            raise InvalidRequest(f"request body is not valid JSON: {exc}", field="body") from None
+            raise InvalidRequest(Message(N_("request body is not valid JSON: {problem}"), problem=exc),
+                                 field="body") from None
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -96,7 +98,7 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
         if isinstance(exc, EngineUnavailable):  # a dry run met a dead or stuck engine process: it restarts
             self.set_status(503)
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": ENGINE_RESTARTING["en"], "message_zh": ENGINE_RESTARTING["zh"],
+            self.finish(json.dumps({"message": ENGINE_RESTARTING, "message_zh": translate(ENGINE_RESTARTING, "zh"),
                                     "reason": "engine-unavailable"}))
             return
         super().write_error(status_code, **kwargs)
@@ -108,12 +110,19 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
         super().log_exception(typ, value, tb)
 
 
+# A bad value's sentence, and an unknown name's, by where it was found. Pydantic's own wording of
+# the problem (the {problem}) is English in both languages.
+_INVALID = {
+    "query parameter": (N_("query parameter {field!r}: {problem}"), N_("query parameter {field!r}: unknown query parameter")),
+    "field": (N_("field {field!r}: {problem}"), N_("field {field!r}: unknown field")),
+}
+
+
 def _invalid(exc: ValidationError, noun: str) -> InvalidRequest:
     """The first validation error as a 400 whose message starts with the offending name."""
     first = exc.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or "body"
-    message = first["msg"]
-    if first["type"] == "extra_forbidden":
-        message = f"unknown {noun}"
-    return InvalidRequest(f"{noun} {field!r}: {message}", field=field,
+    bad_value, unknown_name = _INVALID[noun]
+    sentence = unknown_name if first["type"] == "extra_forbidden" else bad_value
+    return InvalidRequest(Message(sentence, field=field, problem=first["msg"]), field=field,
                           errors=[{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()])

@@ -8,6 +8,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..errors import Conflict, HeteroError, NotFound
+from ..i18n import N_, Message
 from ..models import StartKernel
 from ..services.kernels import KernelWaitTimeout
 from .base import API_PREFIX, HeteroHandler
@@ -26,10 +27,11 @@ class KernelsHandler(HeteroHandler):
         platform = self.platform
         template = platform.catalog.template(body.template)
         if template is None:
-            raise NotFound(f"template {body.template!r} does not exist", field="template",
+            raise NotFound(Message(N_("template {template!r} does not exist"), template=body.template), field="template",
                            known=[t.name for t in platform.catalog.templates])
         if not template.interactive:
-            raise Conflict(f"template {template.name} does not run kernels; use it for jobs", field="template")
+            raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"), template=template.name),
+                           field="template")
         platform.workloads.check_access(identity, template.name, body.queue or template.queue)
         kernel_id = str(uuid.uuid4())
         try:

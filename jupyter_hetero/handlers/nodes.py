@@ -6,6 +6,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..errors import NotFound
+from ..i18n import N_, Message
 from ..models import ListNodesQuery
 from .base import API_PREFIX, HeteroHandler
 
@@ -48,11 +49,12 @@ class NodeHandler(HeteroHandler):
         platform = self.platform
         view = platform.inventory.node(name)
         if view is None:
-            raise NotFound(f"node {name!r} does not exist")
+            raise NotFound(Message(N_("node {node!r} does not exist"), node=name))
         identity = self.identity
         if not view.capability.emulated:
             platform.access.deny(identity, "node.remove", f"node/{name}",
-                                 f"node {name} is a real machine; only emulated nodes can be removed here")
+                                 Message(N_("node {node} is a real machine; only emulated nodes can be removed here"),
+                                         node=name))
         platform.access.require_platform_admin(identity, "node.remove", f"node/{name}")
         view = platform.inventory.mark_lost(name, f"removed by {identity.user}")
         platform.loop.wake()

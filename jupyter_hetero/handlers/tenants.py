@@ -5,6 +5,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..i18n import N_, Message
 from .base import API_PREFIX, HeteroHandler
 
 
@@ -35,7 +36,8 @@ class TenantsHandler(HeteroHandler):
         identity = self.identity
         if not identity.is_tenant_admin:
             self.platform.access.deny(identity, "tenant.list", "tenants",
-                                      f"listing tenants needs the tenant-admin or platform-admin role; you are {identity.role.value}")
+                                      Message(N_("listing tenants needs the tenant-admin or platform-admin role; "
+                                                 "you are {role}"), role=identity.role.value))
         tenants = self.platform.catalog_service.tenants()
         if not identity.is_platform_admin:
             tenants = [t for t in tenants if t["tenant"] == identity.tenant.name]

@@ -13,6 +13,7 @@ from tornado.iostream import StreamClosedError
 
 from ..engine import render
 from ..errors import Conflict, NotFound
+from ..i18n import N_, Message
 from ..models import (
     ExplainQuery,
     FilesQuery,
@@ -158,7 +159,8 @@ class PreemptHandler(HeteroHandler):
         scheduler = self.platform.scheduler
         if query.dry_run:
             if row.state not in ("queued", "preempted"):
-                raise Conflict(f"workload {wid} is {row.state}; a dry run shows what a waiting workload would evict")
+                raise Conflict(Message(N_("workload {workload} is {state}; a dry run shows what a waiting workload "
+                                          "would evict"), workload=wid, state=row.state))
             decisions = await self.off_loop(partial(scheduler.dry_run, scheduler.clock(), pending_of=frozenset({wid})))
             victims = [p for p in decisions.preemptions if p.preemptor == wid]
             admitted = next((a for a in decisions.admissions if a.workload == wid), None)
@@ -171,7 +173,8 @@ class PreemptHandler(HeteroHandler):
             })
             return
         if row.state not in ("running", "starting"):
-            raise Conflict(f"workload {wid} is {row.state}; only running workloads can be preempted")
+            raise Conflict(Message(N_("workload {workload} is {state}; only running workloads can be preempted"),
+                                   workload=wid, state=row.state))
         self.reply(scheduler.preempt_by_admin(wid, identity.user))
 
 
@@ -179,7 +182,7 @@ def _id(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise NotFound(f"workload {text!r} does not exist") from None
+        raise NotFound(Message(N_("workload {workload!r} does not exist"), workload=text)) from None
 
 
 async def _stream(handler: HeteroHandler, path, offset: int, decode=None) -> int | None:

@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .i18n import N_, translate
+
 __all__ = [
     "Table",
     "attempts_line",
@@ -67,21 +69,28 @@ def _localized(text: dict, language: str) -> str:
     return text.get("zh" if language.startswith("zh") else "en", text.get("en", ""))
 
 
+def _in(language: str, *texts: str) -> list[str]:
+    return [translate(text, language) for text in texts]
+
+
 def templates_table(templates: list[dict], language: str = "en") -> Table:
     return Table(
-        ["template", "task", "default request", "flavors (in order)", "queue", "kinds"],
+        _in(language, N_("template"), N_("task"), N_("default request"), N_("flavors (in order)"), N_("queue"),
+            N_("kinds")),
         [[t["name"], _localized(t["display"], language), _request(t["request"]), ", ".join(t["flavors"]), t["queue"],
           ", ".join(t["kinds"])] for t in templates],
-        title="Templates",
+        title=translate(N_("Templates"), language),
     )
 
 
 def queues_table(queues: list[dict], language: str = "en") -> Table:
     return Table(
-        ["queue", "class", "priority", "pending", "running", "max wait", "preempts", "retries"],
-        [[q["name"], q["class"], q["priority"], q["pending"], q["running"], f"{q['max_wait_s'] // 60} min",
+        _in(language, N_("queue"), N_("class"), N_("priority"), N_("pending"), N_("running"), N_("max wait"),
+            N_("preempts"), N_("retries")),
+        [[q["name"], q["class"], q["priority"], q["pending"], q["running"],
+          translate(N_("{minutes} min"), language).format(minutes=q["max_wait_s"] // 60),
           ", ".join(q["preemption"]["may_preempt"]) or "-", q["failure"]["retries"]] for q in queues],
-        title="Queues",
+        title=translate(N_("Queues"), language),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Forbidden
+from ..i18n import N_, Message
 from ..store import Repository
 from ..store.tables import WorkloadRow
 from .identity import Identity
@@ -40,26 +41,31 @@ class Access:
             return
         if identity.own_work_only:
             self.deny(identity, action, f"workload/{row.id}",
-                      f"workload {row.id} is not {identity.user}'s own: the credential of workload "
-                      f"{identity.workload} reaches only its submitter's own work")
+                      Message(N_("workload {workload} is not {user}'s own: the credential of workload {credential} "
+                                 "reaches only its submitter's own work"),
+                              workload=row.id, user=identity.user, credential=identity.workload))
         self.deny(identity, action, f"workload/{row.id}",
-                  f"workload {row.id} belongs to tenant {row.tenant}, not to your tenant {identity.tenant.name}")
+                  Message(N_("workload {workload} belongs to tenant {tenant}, not to your tenant {yours}"),
+                          workload=row.id, tenant=row.tenant, yours=identity.tenant.name))
 
     def require_stop(self, identity: Identity, row: WorkloadRow, action: str) -> None:
         self.require_see(identity, row, action)
         if not self.may_stop(identity, row):
             self.deny(identity, action, f"workload/{row.id}",
-                      f"workload {row.id} belongs to {row.user}; only they or a tenant-admin of {row.tenant} may stop it")
+                      Message(N_("workload {workload} belongs to {owner}; only they or a tenant-admin of {tenant} "
+                                 "may stop it"), workload=row.id, owner=row.user, tenant=row.tenant))
 
     def require_platform_admin(self, identity: Identity, action: str, target: str) -> None:
         if not identity.is_platform_admin:
-            self.deny(identity, action, target, f"{action} needs the platform-admin role; you are {identity.role.value}"
-                      + (" (a workload credential never carries an admin role)" if identity.own_work_only else ""))
+            needs = (N_("{action} needs the platform-admin role; you are {role} (a workload credential never "
+                        "carries an admin role)") if identity.own_work_only else
+                     N_("{action} needs the platform-admin role; you are {role}"))
+            self.deny(identity, action, target, Message(needs, action=action, role=identity.role.value))
         self.record(identity, action, target)
 
-    def deny(self, identity: Identity, action: str, target: str, reason: str) -> None:
+    def deny(self, identity: Identity, action: str, target: str, reason: str | Message) -> None:
         self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="denied",
-                                     detail={"reason": reason, "tenant": identity.tenant.name, **_credential(identity)})
+                                     detail={"reason": str(reason), "tenant": identity.tenant.name, **_credential(identity)})
         raise Forbidden(reason)
 
     def record(self, identity: Identity, action: str, target: str, detail: dict[str, Any] | None = None) -> None:

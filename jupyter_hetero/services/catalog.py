@@ -11,6 +11,7 @@ from typing import Any
 
 from ..catalog import Catalog, Queue, Template, Tenant
 from ..errors import NotFound
+from ..i18n import N_, Message
 from ..store import Held
 from .queue_status import QueueStatus
 
@@ -41,7 +42,7 @@ class CatalogService:
     def template(self, name: str) -> dict[str, Any]:
         template = self.catalog.template(name)
         if template is None:
-            raise NotFound(f"no template named {name!r}", known=[t.name for t in self.catalog.templates])
+            raise NotFound(Message(N_("no template named {name!r}"), name=name), known=[t.name for t in self.catalog.templates])
         return dict(self._templates[template.name])
 
     def queues(self, tenant: Tenant) -> list[dict[str, Any]]:

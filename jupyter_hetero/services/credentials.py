@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 
 from ..catalog import Catalog
 from ..errors import Forbidden
+from ..i18n import N_, Message
 from ..store import ACTIVE_STATES, Repository
 from ..store.credentials import CredentialStore
 from ..store.tables import WorkloadRow
@@ -85,16 +86,14 @@ class CredentialService:
         credential_id, _, secret = token.removeprefix(CREDENTIAL_PREFIX).partition("_")
         found = self.store.find(int(credential_id)) if credential_id.isdigit() and secret else None
         if found is None or not hmac.compare_digest(found[0].digest, _digest(secret)):
-            raise Forbidden("unknown workload credential", reason="credential-unknown",
-                            message_zh="未知的工作负载凭据")
+            raise Forbidden(Message(N_("unknown workload credential")), reason="credential-unknown")
         credential, workload = found
         if credential.revoked_at is None and workload.state in ACTIVE_STATES:
             return workload
         if credential.revoked_at is None:
             self.store.revoke_unless(ACTIVE_STATES, workload_id=workload.id)  # ended since the last tick
-        raise Forbidden(f"this credential was revoked: workload {workload.id} is {workload.state}",
-                        reason="credential-revoked",
-                        message_zh=f"该凭据已被吊销：工作负载 {workload.id} 的状态为 {workload.state}")
+        raise Forbidden(Message(N_("this credential was revoked: workload {workload} is {state}"),
+                                workload=workload.id, state=workload.state), reason="credential-revoked")
 
     def identity(self, *, user: str, tenant: str, workload_id: int) -> Identity:
         return workload_identity(self.catalog, user=user, tenant=tenant, workload_id=workload_id)

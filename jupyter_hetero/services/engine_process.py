@@ -40,6 +40,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..engine import Decisions, Engine, Pending, Res, Workload, free_capacity
+from ..i18n import N_
 from .engine_mirror import SnapshotDelta, SnapshotMirror
 
 __all__ = [
@@ -62,10 +63,7 @@ STOP_GRACE_S = 3.0
 
 
 # What a client is told when its dry run met a dead or stuck engine process (HTTP 503).
-ENGINE_RESTARTING = {
-    "en": "The scheduler's engine is restarting; try again in a few seconds.",
-    "zh": "调度引擎正在重启，请几秒后重试。",
-}
+ENGINE_RESTARTING = N_("The scheduler's engine is restarting; try again in a few seconds.")
 
 
 class EngineUnavailable(RuntimeError):

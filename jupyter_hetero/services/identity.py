@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from ..catalog import Catalog, Localized, Role, Tenant
 from ..errors import Forbidden
+from ..i18n import N_, Message, translate
 
 __all__ = ["Identity", "resolve_identity", "workload_identity"]
 
-_NO_TENANT = Tenant(name="no-tenant", display=Localized(en="No tenant", zh="无租户"), queues=[], templates=[])
+_NO_TENANT = Tenant(name="no-tenant", display=Localized(en=N_("No tenant"), zh=translate("No tenant", "zh")), queues=[], templates=[])
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,14 @@ def resolve_identity(catalog: Catalog, user: str, groups: frozenset[str] = froze
     if tenant is None and platform_admin:
         tenant = _NO_TENANT  # admins run the platform without belonging to a team; they have no quota
     if tenant is None:
-        raise Forbidden(
-            f"user {user!r} belongs to no tenant" + (f" (groups: {', '.join(sorted(groups))})" if groups else "")
-            + ": a platform admin must add the user, or one of their groups, to a tenant in the catalog",
-            reason="no-tenant", message_zh=f"用户 {user!r} 不属于任何租户：请平台管理员在目录中把该用户或其所在的组加入一个租户",
-        )
+        if groups:
+            message = Message(N_("user {user!r} belongs to no tenant (groups: {groups}): a platform admin must add "
+                                 "the user, or one of their groups, to a tenant in the catalog"),
+                              user=user, groups=", ".join(sorted(groups)))
+        else:
+            message = Message(N_("user {user!r} belongs to no tenant: a platform admin must add the user, "
+                                 "or one of their groups, to a tenant in the catalog"), user=user)
+        raise Forbidden(message, reason="no-tenant")
     if platform_admin:
         role = Role.PLATFORM_ADMIN
     elif user in tenant.admins:
@@ -79,6 +83,6 @@ def workload_identity(catalog: Catalog, *, user: str, tenant: str, workload_id: 
     cell) holds the credential, so it may submit, read and cancel its submitter's own work, nothing more."""
     found = _NO_TENANT if tenant == _NO_TENANT.name else catalog.tenant(tenant)
     if found is None:
-        raise Forbidden(f"tenant {tenant!r} of workload {workload_id} is no longer in the catalog",
-                        reason="no-tenant", message_zh=f"工作负载 {workload_id} 的租户 {tenant!r} 已不在目录中")
+        raise Forbidden(Message(N_("tenant {tenant!r} of workload {workload} is no longer in the catalog"),
+                                tenant=tenant, workload=workload_id), reason="no-tenant")
     return Identity(user=user, tenant=found, role=Role.MEMBER, workload=workload_id)

@@ -25,6 +25,7 @@ from ..backends.local.nvml import sample_gpus
 from ..catalog import Catalog
 from ..engine import render
 from ..errors import HeteroError, NotFound
+from ..i18n import N_, Message
 from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
 from ..store.tables import WorkloadRow
 from .clock import Clock
@@ -406,7 +407,7 @@ class KernelService:
         row = self.workload_of(kernel_id)
         kernel = self._kernel(kernel_id)
         if row is None or kernel is None:
-            raise NotFound(f"no running hetero kernel {kernel_id!r}")
+            raise NotFound(Message(N_("no running hetero kernel {kernel!r}"), kernel=kernel_id))
         pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
         placement = placement_from_json(row.placement)
         devices = [index for index, _m, _mem in placement.slots[0].devices]

@@ -12,6 +12,7 @@ from typing import Any
 from ..catalog import Catalog
 from ..engine import Workload, WorkloadKind, render
 from ..errors import NotFound
+from ..i18n import N_, Message
 from .identity import Identity
 from .resolve import resolve
 from .scheduler import Scheduler
@@ -29,7 +30,8 @@ def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadServic
             language: str = "en") -> dict[str, Any]:
     found = catalog.template(template)
     if found is None:
-        raise NotFound(f"template {template!r} does not exist", field="template", known=[t.name for t in catalog.templates])
+        raise NotFound(Message(N_("template {template!r} does not exist"), template=template), field="template",
+                       known=[t.name for t in catalog.templates])
     queue_name = queue or found.queue
     workloads.check_access(identity, found.name, queue_name)
     resolved = resolve(found, parameters, catalog)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..catalog import AdvancedParameter, Catalog, ResourceRequest, Template
 from ..errors import InvalidRequest
+from ..i18n import N_, Message
 from ..units import parse_cpu_milli, parse_duration_s, parse_memory_mib
 
 __all__ = ["Resolved", "resolve"]
@@ -46,7 +47,7 @@ def _value(parameter: AdvancedParameter, raw: Any, template: str) -> Any:
         if parameter.type == "choice":
             value = str(raw)
             if value not in parameter.choices:
-                raise ValueError(f"must be one of {', '.join(parameter.choices)}")
+                raise ValueError(Message(N_("must be one of {choices}"), choices=", ".join(parameter.choices)))
             return value
         if parameter.type == "memory":
             value = parse_memory_mib(raw)
@@ -54,18 +55,20 @@ def _value(parameter: AdvancedParameter, raw: Any, template: str) -> Any:
             value = parse_duration_s(raw)
         elif parameter.type == "int":
             if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
-                raise ValueError("must be a whole number")
+                raise ValueError(Message(N_("must be a whole number")))
             value = int(raw)
         else:
             if isinstance(raw, bool):
-                raise ValueError("must be a number")
+                raise ValueError(Message(N_("must be a number")))
             value = float(raw)
     except (TypeError, ValueError) as exc:
-        raise InvalidRequest(f"{field}: {exc}", field=field) from None
+        # Our own reasons are Messages (translated with the sentence); a unit parser's are English.
+        problem = exc.args[0] if exc.args and isinstance(exc.args[0], Message) else exc
+        raise InvalidRequest(Message(N_("{field}: {problem}"), field=field, problem=problem), field=field) from None
     if (parameter.min is not None and value < parameter.min) or (parameter.max is not None and value > parameter.max):
         raise InvalidRequest(
-            f"{field}: {raw} is outside template {template}'s bounds [{_show(parameter, parameter.min)}, "
-            f"{_show(parameter, parameter.max)}]",
+            Message(N_("{field}: {value} is outside template {template}'s bounds [{low}, {high}]"), field=field,
+                    value=raw, template=template, low=_show(parameter, parameter.min), high=_show(parameter, parameter.max)),
             field=field, min=parameter.min, max=parameter.max,
         )
     return value
@@ -89,11 +92,11 @@ def resolve(template: Template, parameters: dict[str, Any] | None, catalog: Cata
     for name, raw in parameters.items():
         parameter = adjustable.get(name)
         if parameter is None:
-            raise InvalidRequest(
-                f"parameters.{name}: template {template.name} does not let you set {name!r}; "
-                f"adjustable: {', '.join(adjustable) or 'nothing'}",
-                field=f"parameters.{name}",
-            )
+            refusal = (N_("parameters.{name}: template {template} does not let you set {name!r}; adjustable: {adjustable}")
+                       if adjustable else
+                       N_("parameters.{name}: template {template} does not let you set {name!r}; adjustable: nothing"))
+            raise InvalidRequest(Message(refusal, name=name, template=template.name, adjustable=", ".join(adjustable)),
+                                 field=f"parameters.{name}")
         values[name] = _value(parameter, raw, template.name)
 
     fields = template.request.model_dump()
@@ -107,7 +110,7 @@ def resolve(template: Template, parameters: dict[str, Any] | None, catalog: Cata
         fields["replicas"] = values["replicas"]
     devices, fraction = values.get("devices"), values.get("device_milli")
     if devices and fraction is not None:
-        raise InvalidRequest("parameters: ask for whole devices or a device fraction, not both",
+        raise InvalidRequest(Message(N_("parameters: ask for whole devices or a device fraction, not both")),
                              field="parameters.device_milli")
     if devices:
         fields["devices"], fields["device_milli"] = devices, None
@@ -130,7 +133,7 @@ def resolve(template: Template, parameters: dict[str, Any] | None, catalog: Cata
     elif any(catalog.flavor(f).family.value == "cpu" for f in flavors):
         flavors = [f for f in flavors if catalog.flavor(f).family.value != "cpu"]
     if not flavors:
-        raise InvalidRequest("parameters: no eligible flavor is left for these parameters", field="parameters")
+        raise InvalidRequest(Message(N_("parameters: no eligible flavor is left for these parameters")), field="parameters")
     return Resolved(
         request=request,
         flavors=tuple(flavors),

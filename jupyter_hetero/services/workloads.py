@@ -16,6 +16,7 @@ from typing import Any
 from ..catalog import Catalog, WorkloadKind
 from ..engine import Pending, render
 from ..errors import Conflict, InvalidRequest, NotFound
+from ..i18n import N_, Message
 from ..models import ListWorkloadsQuery, SubmitWorkload
 from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import WorkloadRow
@@ -51,11 +52,12 @@ class WorkloadService:
     def submit(self, identity: Identity, body: SubmitWorkload) -> dict[str, Any]:
         template = self.catalog.template(body.template)
         if template is None:
-            raise NotFound(f"template {body.template!r} does not exist", field="template",
+            raise NotFound(Message(N_("template {template!r} does not exist"), template=body.template), field="template",
                            known=[t.name for t in self.catalog.templates])
         if WorkloadKind(body.kind) not in template.kinds:
-            raise InvalidRequest(f"template {template.name} does not run {body.kind}s (it runs "
-                                 f"{', '.join(k.value for k in template.kinds)})", field="kind")
+            raise InvalidRequest(Message(N_("template {template} does not run {kind}s (it runs {kinds})"),
+                                         template=template.name, kind=body.kind,
+                                         kinds=", ".join(k.value for k in template.kinds)), field="kind")
         queue_name = body.queue or template.queue
         self.check_access(identity, template.name, queue_name)
         tenant = identity.tenant
@@ -63,8 +65,8 @@ class WorkloadService:
         unquoted = [f for f in resolved.flavors if f not in tenant.quotas]
         if len(unquoted) == len(resolved.flavors):
             self.access.deny(identity, "workload.submit", f"template/{template.name}",
-                             f"tenant {tenant.name} has no quota for any flavor of template {template.name} "
-                             f"({', '.join(resolved.flavors)})")
+                             Message(N_("tenant {tenant} has no quota for any flavor of template {template} ({flavors})"),
+                                     tenant=tenant.name, template=template.name, flavors=", ".join(resolved.flavors)))
         spec = self._spec(body)
         runtime = self._duration(body.runtime, "runtime")
         row = WorkloadRow(
@@ -84,7 +86,8 @@ class WorkloadService:
         """A new job with the same template, queue, parameters and payload, submitted by the caller."""
         row = self.get(identity, workload_id, "workload.resubmit")
         if row.kind != "job":
-            raise InvalidRequest(f"workload {workload_id} is a {row.kind}; only jobs can be re-submitted", field="id")
+            raise InvalidRequest(Message(N_("workload {workload} is a {kind}; only jobs can be re-submitted"),
+                                         workload=workload_id, kind=row.kind), field="id")
         spec = row.spec
         body = {"kind": "job", "template": row.template, "queue": row.queue, "name": row.name,
                 "parameters": row.request.get("parameters") or {}, "env": spec.get("env") or {}}
@@ -101,14 +104,17 @@ class WorkloadService:
     def check_access(self, identity: Identity, template: str, queue: str) -> None:
         """404 for an unknown queue; 403 (audited) for a template or queue the tenant may not use."""
         if self.catalog.queue(queue) is None:
-            raise NotFound(f"queue {queue!r} does not exist", field="queue", known=[q.name for q in self.catalog.queues])
+            raise NotFound(Message(N_("queue {queue!r} does not exist"), queue=queue), field="queue",
+                           known=[q.name for q in self.catalog.queues])
         tenant = identity.tenant
         if not tenant.allows_template(template):
             self.access.deny(identity, "workload.submit", f"template/{template}",
-                             f"tenant {tenant.name} may not use template {template}")
+                             Message(N_("tenant {tenant} may not use template {template}"), tenant=tenant.name,
+                                     template=template))
         if not tenant.allows_queue(queue):
             self.access.deny(identity, "workload.submit", f"queue/{queue}",
-                             f"tenant {tenant.name} may not submit to queue {queue}")
+                             Message(N_("tenant {tenant} may not submit to queue {queue}"), tenant=tenant.name,
+                                     queue=queue))
 
     def _duration(self, value: Any, field: str) -> int | None:
         if value is None:
@@ -116,29 +122,33 @@ class WorkloadService:
         try:
             return parse_duration_s(value)
         except ValueError as exc:
-            raise InvalidRequest(f"{field}: {exc}", field=field) from None
+            raise InvalidRequest(Message(N_("{field}: {problem}"), field=field, problem=exc), field=field) from None
 
     def _inside_root(self, relative: str, field: str, suffix: str | None = None) -> Path:
         path = (self.root_dir / relative).resolve()
         if not path.is_relative_to(self.root_dir):
-            raise InvalidRequest(f"{field}: {relative!r} is outside the server's root directory", field=field)
+            raise InvalidRequest(Message(N_("{field}: {path!r} is outside the server's root directory"), field=field,
+                                         path=relative), field=field)
         if suffix is not None:
             if path.suffix != suffix:
-                raise InvalidRequest(f"{field}: {relative!r} is not a {suffix} file", field=field)
+                raise InvalidRequest(Message(N_("{field}: {path!r} is not a {suffix} file"), field=field, path=relative,
+                                             suffix=suffix), field=field)
             if not path.is_file():
-                raise InvalidRequest(f"{field}: {relative!r} does not exist", field=field)
+                raise InvalidRequest(Message(N_("{field}: {path!r} does not exist"), field=field, path=relative),
+                                     field=field)
         return path
 
     def _spec(self, body: SubmitWorkload) -> dict[str, Any]:
         for name in body.env:
             if not name.isidentifier():
-                raise InvalidRequest(f"env: {name!r} is not a valid variable name", field=f"env.{name}")
+                raise InvalidRequest(Message(N_("env: {name!r} is not a valid variable name"), name=name),
+                                     field=f"env.{name}")
             if name in _RESERVED_ENV or name.startswith("HETERO_"):
-                raise InvalidRequest(f"env: {name} is set by the scheduler for the job's placement",
+                raise InvalidRequest(Message(N_("env: {name} is set by the scheduler for the job's placement"), name=name),
                                      field=f"env.{name}")
         cwd = self._inside_root(body.cwd or ".", "cwd")
         if not cwd.is_dir():
-            raise InvalidRequest(f"cwd: {body.cwd!r} is not a directory", field="cwd")
+            raise InvalidRequest(Message(N_("cwd: {cwd!r} is not a directory"), cwd=body.cwd), field="cwd")
         spec: dict[str, Any] = {"payload": body.payload, "env": body.env, "cwd": str(cwd)}
         if body.command is not None:
             spec["command"] = body.command
@@ -149,19 +159,21 @@ class WorkloadService:
             try:
                 ast.parse(body.code)
             except SyntaxError as exc:
-                raise InvalidRequest(f"code: syntax error on line {exc.lineno}: {exc.msg}", field="code") from None
+                raise InvalidRequest(Message(N_("code: syntax error on line {line}: {problem}"), line=exc.lineno,
+                                             problem=exc.msg), field="code") from None
             spec["code"] = body.code
         else:
             path = self._inside_root(body.notebook.path, "notebook.path", ".ipynb")
             try:
                 cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
             except (ValueError, KeyError, OSError):
-                raise InvalidRequest(f"notebook.path: {body.notebook.path!r} is not a readable notebook",
-                                     field="notebook.path") from None
+                raise InvalidRequest(Message(N_("notebook.path: {path!r} is not a readable notebook"),
+                                             path=body.notebook.path), field="notebook.path") from None
             try:
                 json.dumps(body.notebook.parameters)
             except TypeError:
-                raise InvalidRequest("notebook.parameters: values must be JSON", field="notebook.parameters") from None
+                raise InvalidRequest(Message(N_("notebook.parameters: values must be JSON")),
+                                     field="notebook.parameters") from None
             spec["notebook"] = {"path": str(path), "parameters": body.notebook.parameters, "cells": len(cells)}
         return spec
 
@@ -173,7 +185,7 @@ class WorkloadService:
     def _seen(self, identity: Identity, workload_id: int, row: WorkloadRow | None, action: str) -> WorkloadRow:
         """``row``, if it exists and ``identity`` may see it (a 404 or an audited 403 otherwise)."""
         if row is None:
-            raise NotFound(f"workload {workload_id} does not exist")
+            raise NotFound(Message(N_("workload {workload} does not exist"), workload=workload_id))
         self.access.require_see(identity, row, action)
         return row
 
@@ -181,7 +193,8 @@ class WorkloadService:
         tenant = query.tenant
         if tenant is not None and tenant != identity.tenant.name and not identity.is_platform_admin:
             self.access.deny(identity, "workload.list", f"tenant/{tenant}",
-                             f"you may list only your tenant's workloads ({identity.tenant.name})")
+                             Message(N_("you may list only your tenant's workloads ({tenant})"),
+                                     tenant=identity.tenant.name))
         if tenant is None and not identity.is_platform_admin:
             tenant = identity.tenant.name
         rows = self.repository.workloads(
@@ -216,8 +229,8 @@ class WorkloadService:
         if attempt is not None:
             chosen = next((a for a in attempts if a.number == attempt), None)
             if chosen is None:
-                raise NotFound(f"workload {workload_id} has no attempt {attempt} (it has {len(attempts)})",
-                               field="attempt")
+                raise NotFound(Message(N_("workload {workload} has no attempt {attempt} (it has {count})"),
+                                       workload=workload_id, attempt=attempt, count=len(attempts)), field="attempt")
         else:
             chosen = attempts[-1] if attempts else None
         if chosen is None:
@@ -230,15 +243,18 @@ class WorkloadService:
         attempts = [a for a in self.repository.attempts(workload_id) if a.archive_path]
         chosen = next((a for a in attempts if a.number == attempt), None) if attempt else (attempts[-1] if attempts else None)
         if chosen is None:
-            raise NotFound(f"workload {workload_id} has no archived attempt" + (f" {attempt}" if attempt else ""),
-                           field="attempt")
+            missing = (Message(N_("workload {workload} has no archived attempt {attempt}"), workload=workload_id,
+                               attempt=attempt) if attempt else
+                       Message(N_("workload {workload} has no archived attempt"), workload=workload_id))
+            raise NotFound(missing, field="attempt")
         root = Path(chosen.archive_path).resolve()
         path = (root / relative).resolve()
         if not path.is_relative_to(root):
-            raise InvalidRequest(f"path: {relative!r} is outside the attempt's archive", field="path")
+            raise InvalidRequest(Message(N_("path: {path!r} is outside the attempt's archive"), path=relative),
+                                 field="path")
         if not path.is_file():
-            raise NotFound(f"attempt {chosen.number} of workload {workload_id} archived no file {relative!r}",
-                           field="path")
+            raise NotFound(Message(N_("attempt {attempt} of workload {workload} archived no file {path!r}"),
+                                   attempt=chosen.number, workload=workload_id, path=relative), field="path")
         return path
 
     # -- stop --------------------------------------------------------------------------------
@@ -262,7 +278,8 @@ class WorkloadService:
                 break
             row = self.repository.workload(row.id)
         else:
-            raise Conflict(f"workload {row.id} changed state {_CANCEL_TRIES} times while being cancelled; try again")
+            raise Conflict(Message(N_("workload {workload} changed state {tries} times while being cancelled; try again"),
+                                   workload=row.id, tries=_CANCEL_TRIES))
         self.wake()
         return workload_json(row)
 

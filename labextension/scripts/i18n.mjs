@@ -1,12 +1,16 @@
-// Keeps the Simplified Chinese catalog in line with the source strings.
+// The panel's side of the translation catalogs. The catalog itself is kept by the Python tool
+// (scripts/i18n.py, with Babel), which extracts these same `trans.__`/`_n`/`_p` calls together with
+// the Python strings into jupyter_hetero/locale/<locale>/LC_MESSAGES/jupyter_hetero.po and compiles
+// the .json JupyterLab loads from it; this script runs that tool from here.
 //
-//   node scripts/i18n.mjs          list strings missing from (or stale in) the catalog; exit 1 if any
-//   node scripts/i18n.mjs --write  add missing strings with an empty translation, drop stale ones,
-//                                  sort, and rewrite the catalog (then translate the empty ones)
+//   node scripts/i18n.mjs          list strings missing from (or stale or fuzzy in) the catalog; exit 1 if any
+//   node scripts/i18n.mjs --write  extract the strings into the catalogs (new ones untranslated, stale ones
+//                                  dropped) and compile them (then translate the empty ones and run it again)
 //
-// Strings are found as `trans.__('...')` calls with a single-quoted literal first argument,
-// the only form the source uses, so a regular expression is enough.
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+// The Python tool runs with $PYTHON (default python3), which needs Babel. `sourceStrings` finds the calls
+// with a regular expression, independently of Babel, for the unit test that cross-checks the .json.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -38,22 +42,16 @@ export function sourceStrings(dir = SOURCE_DIR) {
   return [...found].sort();
 }
 
+const TOOL = join(here, '..', '..', 'scripts', 'i18n.py');
+
+function tool(...args) {
+  const run = spawnSync(process.env.PYTHON ?? 'python3', [TOOL, ...args], { stdio: 'inherit' });
+  return run.status ?? 1;
+}
+
 function main() {
-  const catalog = JSON.parse(readFileSync(CATALOG, 'utf-8'));
-  const wanted = sourceStrings();
-  const have = Object.keys(catalog).filter(key => key !== '');
-  const missing = wanted.filter(id => !(id in catalog) || catalog[id][0] === '');
-  const stale = have.filter(id => !wanted.includes(id));
-  if (process.argv.includes('--write')) {
-    const next = { '': catalog[''] };
-    for (const id of wanted) {
-      next[id] = catalog[id] ?? [''];
-    }
-    writeFileSync(CATALOG, JSON.stringify(next, null, 2) + '\n');
-  }
-  for (const id of missing) console.log(`missing: ${JSON.stringify(id)}`);
-  for (const id of stale) console.log(`stale:   ${JSON.stringify(id)}`);
-  process.exitCode = missing.length + stale.length > 0 ? 1 : 0;
+  const write = process.argv.includes('--write');
+  process.exitCode = write ? tool('update') || tool('compile') : tool('check');
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
