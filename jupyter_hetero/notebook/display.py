@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .i18n import N_, translate
+from ..i18n import N_, translate
 
 __all__ = [
     "Table",
