@@ -26,8 +26,8 @@ _SHARED_RESPONSES = {
     BAD_REQUEST: ("BadRequest", "Invalid input; `field` names it"),
     FORBIDDEN: ("Forbidden", "Not allowed; `reason` says why"),
     NOT_FOUND: ("NotFound", "Unknown name or id"),
-    ENGINE_RESTARTING: ("EngineRestarting", "A dry run met a dead or stuck engine process, which restarts: try again "
-                        "in a few seconds (`message` in English, `message_zh` in Chinese, `reason` engine-unavailable)"),
+    ENGINE_RESTARTING: ("EngineRestarting", ("A dry run met a dead or stuck engine process, which restarts: try again "
+                        "in a few seconds (`message` in English, `message_zh` in Chinese, `reason` engine-unavailable)")),
 }
 _DESCRIPTION = (
     "Self-service heterogeneous AI compute from inside Jupyter. Every endpoint needs a Jupyter token (header "

@@ -15,6 +15,8 @@ import yaml
 from jupyter_hetero import __version__
 from jupyter_hetero.api.openapi import DOCUMENT_PATH, build_document, render_document
 
+from .test_kernels import kernelspecs  # noqa: F401 - the fixture, for the kernel answers
+
 REPO = Path(__file__).resolve().parents[2]
 LABEXTENSION = REPO / "labextension"
 JOB = {"kind": "job", "template": "data-preprocessing", "queue": "batch", "command": ["python", "-c", "print(42)"]}
@@ -110,3 +112,25 @@ async def test_real_answers_validate_against_the_document(api, api_error, wait_f
         check(document, "/workloads", "post", 400, error)  # every error answer has the one Error shape
 
     check(document, "/nodes/{name}", "delete", 200, await api("nodes/cpu-0", "DELETE"))
+
+
+async def test_answers_to_team_members_validate_against_the_document(team, api, api_error):
+    document = await api("openapi.json")
+    member_version = await api("version", as_user="alice")
+    assert "scheduler" not in member_version  # operations detail is for admins only, and optional in the schema
+    check(document, "/version", "get", 200, member_version)
+    check(document, "/tenants/me", "get", 200, await api("tenants/me", as_user="alice"))
+    check(document, "/tenants", "get", 200, await api("tenants", as_user="carol"))
+    status, error = await api_error("tenants", as_user="alice")
+    assert status == 403
+    check(document, "/tenants", "get", 403, error)
+
+
+@pytest.mark.usefixtures("kernelspecs")
+async def test_kernel_answers_validate_against_the_document(api, jp_fetch):
+    document = await api("openapi.json")
+    started = await api("kernels", "POST", {"template": "interactive"})
+    check(document, "/kernels", "post", 201, started)
+    check(document, "/workloads/{workload_id}", "get", 200, await api(f"workloads/{started['workload_id']}"))
+    check(document, "/kernels/{kernel_id}/usage", "get", 200, await api(f"kernels/{started['kernel_id']}/usage"))
+    await jp_fetch("api", "kernels", started["kernel_id"], method="DELETE")

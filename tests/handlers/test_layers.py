@@ -15,7 +15,7 @@ FORBIDDEN = ("jupyter_hetero.engine", "jupyter_hetero.store")
 
 def imported_modules(path: Path) -> set[str]:
     """Every module ``path`` imports, relative imports resolved against the handlers package."""
-    package = "jupyter_hetero.handlers".split(".")
+    package = ["jupyter_hetero", "handlers"]
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
