@@ -733,7 +733,9 @@ export interface components {
         };
         /** NotebookSpec */
         NotebookSpec: {
+            /** @description An .ipynb file under the server's root. */
             path: string;
+            /** @description Injected as a first cell. */
             parameters?: {
                 [key: string]: unknown;
             };
@@ -965,6 +967,7 @@ export interface components {
         };
         /** ScriptSpec */
         ScriptSpec: {
+            /** @description A .py file under the server's root. */
             path: string;
             args?: string[];
         };
@@ -1015,7 +1018,7 @@ export interface components {
         };
         /**
          * SubmitWorkload
-         * @description ``POST /workloads``: one job, from a command, a script, a code cell or a notebook.
+         * @description ``POST /workloads``: one job, from exactly one of a command, a script, a code cell or a notebook.
          */
         SubmitWorkload: {
             /**
@@ -1024,7 +1027,10 @@ export interface components {
              */
             kind?: "job";
             template: string;
-            /** @default null */
+            /**
+             * @description Defaults to the template's queue.
+             * @default null
+             */
             queue?: string | null;
             /** @default null */
             name?: string | null;
@@ -1032,7 +1038,10 @@ export interface components {
             command?: string[] | null;
             /** @default null */
             script?: components["schemas"]["ScriptSpec"] | null;
-            /** @default null */
+            /**
+             * @description Python source run as a script.
+             * @default null
+             */
             code?: string | null;
             /** @default null */
             notebook?: components["schemas"]["NotebookSpec"] | null;
@@ -1322,6 +1331,7 @@ export interface operations {
             query?: {
                 kind?: components["schemas"]["WorkloadKind"] | null;
                 task_type?: components["schemas"]["TaskType"] | null;
+                /** @description Only templates the caller's tenant may use. */
                 mine?: boolean;
             };
             header?: never;
@@ -1536,6 +1546,7 @@ export interface operations {
     getWorkload: {
         parameters: {
             query?: {
+                /** @description en or zh, for blocker messages. */
                 lang?: string;
             };
             header?: never;
@@ -1640,6 +1651,7 @@ export interface operations {
     explainWorkload: {
         parameters: {
             query?: {
+                /** @description en or zh, for blocker messages. */
                 lang?: string;
             };
             header?: never;
