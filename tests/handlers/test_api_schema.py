@@ -14,6 +14,7 @@ import yaml
 
 from jupyter_hetero import __version__
 from jupyter_hetero.api.openapi import DOCUMENT_PATH, build_document, render_document
+from jupyter_hetero.handlers import default_handlers
 
 from .test_kernels import kernelspecs  # noqa: F401 - the fixture, for the kernel answers
 
@@ -65,6 +66,20 @@ def test_an_answer_with_an_undocumented_field_fails_validation():
         check(document, "/workloads/{workload_id}/events", "get", 200, [{**event, "surprise": 1}])
     with pytest.raises(jsonschema.ValidationError):
         check(document, "/workloads/{workload_id}/events", "get", 200, [{k: v for k, v in event.items() if k != "at"}])
+
+
+def test_every_handler_method_is_documented_and_no_other():
+    def pattern(path: str) -> str:
+        for name in ("name", "workload_id", "kernel_id"):
+            path = path.replace(f"{{{name}}}", f"(?P<{name}>[^/]+)")
+        return path
+
+    handlers = {route.split("hetero/api/v1", 1)[1]: handler for route, handler in default_handlers}
+    served = {(path, method) for path, handler in handlers.items()
+              for method in ("get", "post", "put", "patch", "delete") if method in vars(handler)}
+    documented = {(pattern(path), method) for path, operations in build_document()["paths"].items()
+                  for method in operations}
+    assert served == documented
 
 
 async def test_the_server_serves_the_checked_in_document(api):
