@@ -53,7 +53,8 @@ Interconnect = Literal["nvlink", "hccs", "xgmi", "pcie", "none"]
 Sharing = Literal["whole", "milli", "memory-slice"]
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # A dump writes every field, so the API's schema of an answer embedding one marks them all required.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_serialization_defaults_required=True)
 
 
 class Network(_Record):

@@ -33,7 +33,7 @@ class _Query(BaseModel):
 class ListTemplatesQuery(_Query):
     kind: WorkloadKind | None = None
     task_type: TaskType | None = None
-    mine: bool = False
+    mine: bool = Field(default=False, description="Only templates the caller's tenant may use.")
 
 
 class ListNodesQuery(_Query):
@@ -45,28 +45,28 @@ class ListNodesQuery(_Query):
 
 class ScriptSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1)
+    path: str = Field(min_length=1, description="A .py file under the server's root.")
     args: list[str] = Field(default_factory=list)
 
 
 class NotebookSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1)
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    path: str = Field(min_length=1, description="An .ipynb file under the server's root.")
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Injected as a first cell.")
 
 
 class SubmitWorkload(BaseModel):
-    """``POST /workloads``: one job, from a command, a script, a code cell or a notebook."""
+    """``POST /workloads``: one job, from exactly one of a command, a script, a code cell or a notebook."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["job"] = "job"
     template: str = Field(min_length=1)
-    queue: str | None = None
+    queue: str | None = Field(default=None, description="Defaults to the template's queue.")
     name: str | None = Field(default=None, max_length=253)
     command: list[str] | None = Field(default=None, min_length=1)
     script: ScriptSpec | None = None
-    code: str | None = Field(default=None, min_length=1)
+    code: str | None = Field(default=None, min_length=1, description="Python source run as a script.")
     notebook: NotebookSpec | None = None
     parameters: dict[str, Any] = Field(default_factory=dict, description="Advanced parameters of the template.")
     env: dict[str, str] = Field(default_factory=dict)
@@ -136,7 +136,7 @@ class LogsQuery(_Query):
 
 
 class ExplainQuery(_Query):
-    lang: str = "en"
+    lang: str = Field(default="en", description="en or zh, for blocker messages.")
 
 
 class PreemptQuery(_Query):

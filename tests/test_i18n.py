@@ -166,7 +166,7 @@ def test_a_message_parameter_that_is_a_message_reads_in_the_same_language():
 
 
 def test_the_notebook_tables_speak_the_language_asked_for():
-    from jupyter_hetero.display import queues_table, templates_table
+    from jupyter_hetero.notebook.display import queues_table, templates_table
 
     template = {"name": "t", "display": {"en": "Training", "zh": "训练"}, "flavors": ["a100-80g"], "queue": "batch",
                 "kinds": ["job"], "request": {"cpu_milli": 4000, "memory_mib": 16384}}

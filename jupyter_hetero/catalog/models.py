@@ -40,8 +40,10 @@ __all__ = [
 
 
 class _Model(BaseModel):
-    # Frozen: a loaded catalog is shared by every request and by the engine.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    # Frozen: a loaded catalog is shared by every request and by the engine. A dump writes every field,
+    # so the API's schema of an answer embedding one marks them all required.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True,
+                              json_schema_serialization_defaults_required=True)
 
 
 class Localized(_Model):

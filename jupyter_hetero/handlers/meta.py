@@ -11,7 +11,6 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..__about__ import __version__
-from ..store import SCHEMA_VERSION
 from .base import API_PREFIX, HeteroHandler
 
 
@@ -28,18 +27,7 @@ class VersionHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
-        platform = self.platform
-        answer = {
-            "version": __version__,
-            "api": "v1",
-            "mode": platform.mode,
-            "backend": platform.backend_name,
-            "schema_version": SCHEMA_VERSION,
-            "database": platform.repository.engine.dialect.name,
-        }
-        if self.identity.is_platform_admin:  # operations detail, like the metrics: admins only
-            answer["scheduler"] = platform.loop.stats()
-        self.reply(answer)
+        self.reply(self.platform.version(self.identity))
 
 
 class OpenAPIHandler(HeteroHandler):

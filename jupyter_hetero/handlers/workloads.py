@@ -11,7 +11,6 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..engine import render
 from ..errors import Conflict, NotFound
 from ..i18n import N_, Message
 from ..models import (
@@ -23,8 +22,7 @@ from ..models import (
     PreviewWorkload,
     SubmitWorkload,
 )
-from ..services.preview import preview
-from ..store import INADMISSIBLE, PENDING_STATES
+from ..services.preview import preemption_preview, preview
 from .base import API_PREFIX, HeteroHandler
 
 # How often a followed log is read again while its attempt runs.
@@ -131,19 +129,7 @@ class ExplainHandler(HeteroHandler):
     @authorized
     def get(self, workload_id: str) -> None:
         query = self.query(ExplainQuery)
-        workload = self.platform.workloads.describe(self.identity, _id(workload_id), query.lang)
-        if workload["state"] in PENDING_STATES:
-            lines = [f"{i}. {b['message']}" for i, b in enumerate(workload.get("blockers", []), 1)]
-            summary = "waiting" if lines else "waiting for the next scheduling cycle"
-            if workload["state"] == INADMISSIBLE:
-                summary = INADMISSIBLE  # the lines say why: every flavor, in the caller's language
-        else:
-            lines, summary = [], f"{workload['state']}" + (f": {workload['reason']}" if workload["reason"] else "")
-        self.reply({
-            "id": workload["id"], "state": workload["state"], "summary": summary, "lines": lines,
-            "position": workload.get("position"), "eta": workload.get("eta"), "eta_because": workload.get("eta_because"),
-            "blockers": workload.get("blockers", []), "placement": workload["placement"],
-        })
+        self.reply(self.platform.workloads.explain(self.identity, _id(workload_id), query.lang))
 
 
 class PreemptHandler(HeteroHandler):
@@ -158,19 +144,8 @@ class PreemptHandler(HeteroHandler):
                                                     f"workload/{wid}")
         scheduler = self.platform.scheduler
         if query.dry_run:
-            if row.state not in ("queued", "preempted"):
-                raise Conflict(Message(N_("workload {workload} is {state}; a dry run shows what a waiting workload "
-                                          "would evict"), workload=wid, state=row.state))
-            decisions = await self.off_loop(partial(scheduler.dry_run, scheduler.clock(), pending_of=frozenset({wid})))
-            victims = [p for p in decisions.preemptions if p.preemptor == wid]
-            admitted = next((a for a in decisions.admissions if a.workload == wid), None)
-            pending = decisions.pending.get(wid)
-            self.reply({
-                "dry_run": True,
-                "would_admit": admitted is not None,
-                "victims": [{"id": p.victim, "reason": p.reason, "grace_deadline": p.grace_deadline} for p in victims],
-                "blockers": [render(b) for b in pending.blockers] if pending else [],
-            })
+            # Its dry cycle takes as long as a tick's: never on the event loop.
+            self.reply(await self.off_loop(partial(preemption_preview, scheduler, wid, row.state, scheduler.clock())))
             return
         if row.state not in ("running", "starting"):
             raise Conflict(Message(N_("workload {workload} is {state}; only running workloads can be preempted"),

@@ -12,12 +12,13 @@ from typing import Any
 from jupyter_server.base.call_context import CallContext
 from tornado import web
 
+from ..__about__ import __version__
 from ..auth import WorkloadUser, groups_of, is_server_owner
 from ..backends.base import Backend
 from ..catalog import Catalog
 from ..engine import Engine
 from ..errors import Forbidden
-from ..store import Repository
+from ..store import SCHEMA_VERSION, Repository
 from .access import Access
 from .catalog import CatalogService
 from .clock import Clock
@@ -95,6 +96,20 @@ class Platform:
     @property
     def backend_name(self) -> str:
         return self.backend.name
+
+    def version(self, identity: Identity) -> dict[str, Any]:
+        """The server's version, mode, backend and database; the scheduling loop's figures for admins."""
+        answer = {
+            "version": __version__,
+            "api": "v1",
+            "mode": self.mode,
+            "backend": self.backend_name,
+            "schema_version": SCHEMA_VERSION,
+            "database": self.repository.engine.dialect.name,
+        }
+        if identity.is_platform_admin:  # operations detail, like the metrics: admins only
+            answer["scheduler"] = self.loop.stats()
+        return answer
 
     def identify(self, user: str, groups: frozenset[str] = frozenset(), *, owner: bool = False) -> Identity:
         admins = self.platform_admins | ({user} if owner and self.owner_is_platform_admin else set())

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..engine import Workload, WorkloadKind, render
-from ..errors import NotFound
+from ..errors import Conflict, NotFound
 from ..i18n import N_, Message
 from .identity import Identity
 from .resolve import resolve
@@ -19,7 +19,7 @@ from .scheduler import Scheduler
 from .snapshot import constraints_for, engine_request
 from .workloads import WorkloadService
 
-__all__ = ["preview"]
+__all__ = ["preemption_preview", "preview"]
 
 # The hypothetical workload's id: never a stored one.
 _PREVIEW_ID = -1
@@ -49,6 +49,23 @@ def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadServic
     overall = _outcome(outcomes[0], now, language)
     return {"template": found.name, "queue": queue_name, "request": resolved.request.model_dump(),
             "time_limit_s": resolved.time_limit_s, **overall, "flavors": flavors}
+
+
+def preemption_preview(scheduler: Scheduler, workload_id: int, state: str, now: float) -> dict[str, Any]:
+    """What a waiting workload would evict to start now; nothing is changed. Blocks like :func:`preview`."""
+    if state not in ("queued", "preempted"):
+        raise Conflict(Message(N_("workload {workload} is {state}; a dry run shows what a waiting workload "
+                                  "would evict"), workload=workload_id, state=state))
+    decisions = scheduler.dry_run(now, pending_of=frozenset({workload_id}))
+    victims = [p for p in decisions.preemptions if p.preemptor == workload_id]
+    admitted = next((a for a in decisions.admissions if a.workload == workload_id), None)
+    pending = decisions.pending.get(workload_id)
+    return {
+        "dry_run": True,
+        "would_admit": admitted is not None,
+        "victims": [{"id": p.victim, "reason": p.reason, "grace_deadline": p.grace_deadline} for p in victims],
+        "blockers": [render(b) for b in pending.blockers] if pending else [],
+    }
 
 
 def _flavor(catalog, template, flavor, capacity, outcome) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..engine import Pending, render
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..i18n import N_, Message
 from ..models import ListWorkloadsQuery, SubmitWorkload
-from ..store import ACTIVE_STATES, PENDING_STATES, Repository
+from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
 from ..store.tables import WorkloadRow
 from ..units import parse_duration_s
 from .access import Access
@@ -214,6 +214,22 @@ class WorkloadService:
             for a in attempted
         ]
         return workload_json(row, attempts=attempts, pending=self.pending_info(row.id), language=language)
+
+    def explain(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
+        """Why the workload waits, as numbered lines of its blockers, or what it is doing."""
+        workload = self.describe(identity, workload_id, language)
+        if workload["state"] in PENDING_STATES:
+            lines = [f"{i}. {b['message']}" for i, b in enumerate(workload.get("blockers", []), 1)]
+            summary = "waiting" if lines else "waiting for the next scheduling cycle"
+            if workload["state"] == INADMISSIBLE:
+                summary = INADMISSIBLE  # the lines say why: every flavor, in the caller's language
+        else:
+            lines, summary = [], f"{workload['state']}" + (f": {workload['reason']}" if workload["reason"] else "")
+        return {
+            "id": workload["id"], "state": workload["state"], "summary": summary, "lines": lines,
+            "position": workload.get("position"), "eta": workload.get("eta"), "eta_because": workload.get("eta_because"),
+            "blockers": workload.get("blockers", []), "placement": workload["placement"],
+        }
 
     def events(self, identity: Identity, workload_id: int) -> list[dict[str, Any]]:
         self.get(identity, workload_id, "workload.events")

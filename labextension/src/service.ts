@@ -1,5 +1,6 @@
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { components } from './api.gen';
 import { requestAPI, streamAPI } from './handler';
 import type {
   IExplanation,
@@ -35,6 +36,13 @@ export interface IPreviewRequest {
 
 /** A job submission from the panel: a template, its parameters and the file to run. */
 export type SubmitJob = { template: string; parameters: ParameterValues } & JobPayload;
+
+/** `Sent`, which compiles only while it is a body the API accepts (`Body`, generated from its schema). */
+type Accepted<Sent extends Body, Body> = Sent;
+
+/** The panel's two request bodies, checked against the API's: a change on either side that breaks them fails the build. */
+export type PreviewBody = Accepted<IPreviewRequest, components['schemas']['PreviewWorkload']>;
+export type SubmitBody = Accepted<SubmitJob, components['schemas']['SubmitWorkload']>;
 
 /** The typed operations of the jupyter-hetero REST API that the UI uses, one per endpoint. */
 export interface IHeteroService {

@@ -1,16 +1,75 @@
 // Builders of API answers for tests: realistic defaults, override what a test is about.
 import type {
+  IAttempt,
+  IExplanation,
+  IFailurePolicy,
   IFlavorPreview,
   IKernelUsage,
   IMyTenant,
   INode,
+  IPlacement,
+  IPreemptionPolicy,
   IPreview,
   IQueueStatus,
   IQuotaUse,
   ITemplate,
   ITenant,
+  IVersionInfo,
   IWorkload
 } from '../src/types';
+
+export function version(overrides: Partial<IVersionInfo> = {}): IVersionInfo {
+  return {
+    version: '0.1.0',
+    api: 'v1',
+    mode: 'single-server',
+    backend: 'local',
+    schema_version: 4,
+    database: 'sqlite',
+    ...overrides
+  };
+}
+
+/** A placement of one replica on `node`, holding the devices with these indexes. */
+export function placement(flavor: string, node: string, indexes: number[] = []): IPlacement {
+  return {
+    flavor,
+    on_reservation: false,
+    borrowing: false,
+    slots: [{ node, devices: indexes.map(index => ({ index })) }]
+  };
+}
+
+export function attempt(overrides: Partial<IAttempt> = {}): IAttempt {
+  return {
+    number: 1,
+    node: 'cpu-0',
+    started_at: 1000,
+    ended_at: null,
+    exit_code: null,
+    outcome: null,
+    reason: null,
+    metrics: {},
+    archive: null,
+    placement: null,
+    ...overrides
+  };
+}
+
+export function explanation(overrides: Partial<IExplanation> = {}): IExplanation {
+  return {
+    id: 7,
+    state: 'queued',
+    summary: 'waiting',
+    lines: [],
+    position: 1,
+    eta: null,
+    eta_because: null,
+    blockers: [],
+    placement: null,
+    ...overrides
+  };
+}
 
 export function template(overrides: Partial<ITemplate> = {}): ITemplate {
   return {
@@ -26,16 +85,34 @@ export function template(overrides: Partial<ITemplate> = {}): ITemplate {
       devices: 1,
       device_milli: null,
       device_memory_mib: 40960,
-      replicas: 1
+      replicas: 1,
+      placement: 'any'
     },
     flavors: ['a100-80g', 'h100-80g'],
+    variants: [
+      {
+        family: 'nvidia',
+        image: 'nvcr.io/nvidia/pytorch:24.10-py3',
+        env: {},
+        min_driver: null,
+        min_runtime: null,
+        frameworks: ['pytorch']
+      }
+    ],
+    metrics: [],
     queue: 'experiment',
     parameters: [
-      { name: 'devices', type: 'int', default: 1, min: 1, max: 8, choices: [] },
-      { name: 'memory', type: 'memory', default: 65536, min: 8192, max: 524288, choices: [] },
-      { name: 'variant', type: 'choice', default: null, min: null, max: null, choices: ['nvidia', 'ascend'] },
-      { name: 'flavor', type: 'choice', default: null, min: null, max: null, choices: ['a100-80g', 'h100-80g'] }
+      { name: 'devices', type: 'int', default: 1, min: 1, max: 8, choices: [], description: null },
+      { name: 'memory', type: 'memory', default: 65536, min: 8192, max: 524288, choices: [], description: null },
+      { name: 'variant', type: 'choice', default: null, min: null, max: null, choices: ['nvidia', 'ascend'], description: null },
+      { name: 'flavor', type: 'choice', default: null, min: null, max: null, choices: ['a100-80g', 'h100-80g'], description: null }
     ],
+    labels: [],
+    interconnect: [],
+    frameworks: [],
+    time_limit_s: null,
+    typical_runtime_s: 3600,
+    idle_timeout_s: null,
     ...overrides
   };
 }
@@ -44,13 +121,17 @@ export function flavorPreview(overrides: Partial<IFlavorPreview> = {}): IFlavorP
   return {
     flavor: 'a100-80g',
     display: { en: 'A100-80G', zh: 'A100-80G' },
+    family: 'nvidia',
     devices_total: 2,
     devices_free: 1,
     cpu_free: 64,
     image: 'nvcr.io/nvidia/pytorch:24.10-py3',
     starts_now: true,
+    flavor_now: 'a100-80g',
+    eta: 1000,
     eta_s: 0,
     blockers: [],
+    victims: [],
     ...overrides
   };
 }
@@ -60,10 +141,13 @@ export function preview(overrides: Partial<IPreview> = {}): IPreview {
     template: 'fine-tuning',
     queue: 'experiment',
     request: template().request,
+    time_limit_s: null,
     starts_now: true,
     flavor_now: 'a100-80g',
+    eta: 1000,
     eta_s: 0,
     blockers: [],
+    victims: [],
     flavors: [
       flavorPreview(),
       flavorPreview({
@@ -72,6 +156,8 @@ export function preview(overrides: Partial<IPreview> = {}): IPreview {
         devices_total: 0,
         devices_free: 0,
         starts_now: false,
+        flavor_now: null,
+        eta: null,
         eta_s: null,
         schedulable: false,
         blockers: ['capacity: no admitted node belongs to flavor h100-80g']
@@ -99,19 +185,51 @@ export function queue(overrides: Partial<IQueueStatus> = {}): IQueueStatus {
     description: { en: 'Interactive kernels.', zh: '交互式内核。' },
     priority: 200,
     max_wait_s: 1800,
-    preemption: { may_preempt: [], preemptible: true, grace_s: 60 },
-    failure: { retries: 0 },
+    escalation: { action: 'notify', priority_boost: 0 },
+    preemption: preemption(),
+    failure: failure(),
+    borrowing: true,
+    reserved: {},
+    allowed: true,
     pending: 1,
     running: 2,
     wait_p50_s: 90,
     wait_p95_s: 600,
+    admitted_last_day: 3,
     quota: [quota('a100-80g', 1), quota('t4', 0, 0)],
+    status_at: 1000,
+    ...overrides
+  };
+}
+
+export function preemption(overrides: Partial<IPreemptionPolicy> = {}): IPreemptionPolicy {
+  return { may_preempt: [], preemptible: true, idle_kernels_only: false, grace_s: 60, ...overrides };
+}
+
+export function failure(overrides: Partial<IFailurePolicy> = {}): IFailurePolicy {
+  return {
+    retries: 0,
+    backoff_s: 10,
+    backoff_factor: 2,
+    requeue_on_node_loss: true,
+    resume_from_checkpoint: false,
     ...overrides
   };
 }
 
 export function me(overrides: Partial<IMyTenant> = {}): IMyTenant {
-  return { user: 'ada', role: 'member', tenant: 'vision', quota: [quota('a100-80g')], ...overrides };
+  return {
+    user: 'ada',
+    role: 'member',
+    tenant: 'vision',
+    display: { en: 'Vision team', zh: '视觉团队' },
+    cohort: 'default',
+    cost_centre: 'CC-1',
+    queues: ['*'],
+    templates: ['*'],
+    quota: [quota('a100-80g')],
+    ...overrides
+  };
 }
 
 export function tenant(overrides: Partial<ITenant> = {}): ITenant {
@@ -121,7 +239,11 @@ export function tenant(overrides: Partial<ITenant> = {}): ITenant {
     users: ['ada'],
     groups: [],
     admins: ['grace'],
+    cohort: 'default',
+    weight: 1,
     cost_centre: 'CC-1',
+    queues: ['*'],
+    templates: ['*'],
     quota: [quota('a100-80g', 6)],
     ...overrides
   };
@@ -133,6 +255,7 @@ export function node(overrides: Partial<INode> = {}): INode {
     cpu_milli: 64000,
     memory_mib: 524288,
     arch: 'x86_64',
+    labels: {},
     accelerator: {
       vendor: 'nvidia',
       model: 'A100-SXM4-80GB',
@@ -141,12 +264,23 @@ export function node(overrides: Partial<INode> = {}): INode {
       driver_version: '550.54.15',
       runtime: 'cuda 12.4',
       interconnect: 'nvlink',
-      frameworks: ['pytorch']
+      sharing: 'whole',
+      frameworks: ['pytorch'],
+      inference_engines: []
     },
+    network: { rdma: false, bandwidth_gbps: 10 },
+    frameworks: ['pytorch'],
     emulated: true,
+    source: 'emulated',
+    notes: [],
+    family: 'nvidia',
     flavor: 'a100-80g',
     state: 'admitted',
+    schedulable: true,
+    first_seen: 1000,
+    last_seen: 1000,
     allocated: { cpu_milli: 8000, memory_mib: 65536, device_milli: 1000, devices: [], workloads: 1 },
+    utilisation: null,
     ...overrides
   };
 }
@@ -162,16 +296,39 @@ export function workload(overrides: Partial<IWorkload> = {}): IWorkload {
     queue: 'batch',
     state: 'queued',
     reason: null,
+    request: {
+      request: { ...template().request, devices: 0, device_memory_mib: null },
+      flavors: ['cpu-standard'],
+      variant_families: ['cpu'],
+      time_limit_s: null,
+      parameters: {}
+    },
+    spec: { payload: 'command', command: ['python', 'prep.py'] },
     placement: null,
     flavor: null,
     node: null,
+    attempt_count: 0,
+    failures: 0,
+    preemptions: 0,
+    node_losses: 0,
+    updated_at: 1000,
+    admitted_at: null,
+    started_at: null,
+    finished_at: null,
+    time_limit_s: null,
+    priority_boost: 0,
+    escalated: false,
+    stopping: null,
+    not_before: null,
+    active: false,
     position: 1,
     eta: null,
     blockers: [
       {
         kind: 'capacity',
         flavor: 'cpu-standard',
-        message: 'capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU'
+        message: 'capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU',
+        params: {}
       }
     ],
     created_at: 1000,
@@ -183,6 +340,7 @@ export function kernelUsage(overrides: Partial<IKernelUsage> = {}): IKernelUsage
   return {
     kernel_id: 'k-1',
     workload_id: 3,
+    pid: 4242,
     cpu_percent: 1.5,
     memory_mib: 80,
     node: 'gpu-a100-0',
@@ -192,6 +350,8 @@ export function kernelUsage(overrides: Partial<IKernelUsage> = {}): IKernelUsage
     queue: 'experiment',
     tenant: 'default',
     template: 'interactive',
+    execution_state: 'idle',
+    idle: true,
     device_utilisation: null,
     device_note: 'emulated devices are not measured',
     ...overrides

@@ -21,7 +21,7 @@ import * as build from './builders';
 export type Call = [string, ...unknown[]];
 
 export class FakeService implements IHeteroService {
-  version: IVersionInfo = { version: '0.1.0' };
+  version: IVersionInfo = build.version();
   templates: ITemplate[] = [build.template(), build.template({ name: 'training', task_type: 'training', kinds: ['job'], interactive: false })];
   queues: IQueueStatus[] = [build.queue()];
   me: IMyTenant = build.me();
@@ -114,14 +114,9 @@ export class FakeService implements IHeteroService {
     return this._answer('resubmitWorkload', [id], () => build.workload({ id: id + 100 }));
   }
   explainWorkload(id: number, lang: Lang): Promise<IExplanation> {
-    return this._answer('explainWorkload', [id, lang], () => ({
-      id,
-      state: 'queued',
-      summary: 'waiting',
-      lines: ['1. capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU'],
-      position: 1,
-      eta: null
-    }));
+    return this._answer('explainWorkload', [id, lang], () =>
+      build.explanation({ id, lines: ['1. capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU'] })
+    );
   }
   followLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
     return this._answer('followLogs', [id, signal], () => {
@@ -134,7 +129,7 @@ export class FakeService implements IHeteroService {
     return this._answer('previewWorkload', [request], () => this.preview);
   }
   startKernel(template: string, parameters: Record<string, unknown>): Promise<IStartedKernel> {
-    return this._answer('startKernel', [template, parameters], () => ({ kernel_id: 'k-1', workload_id: 3 }));
+    return this._answer('startKernel', [template, parameters], () => ({ kernel_id: 'k-1', workload_id: 3, placement: null }));
   }
   getKernelUsage(kernelId: string): Promise<IKernelUsage> {
     return this._answer('getKernelUsage', [kernelId], () => ({ ...this.usage, kernel_id: kernelId }));

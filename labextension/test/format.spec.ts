@@ -62,9 +62,9 @@ describe('format', () => {
 
   it('shows a placement as node and device indexes', () => {
     expect(
-      formatPlacement({ flavor: 'a100-80g', slots: [{ node: 'gpu-a100-0', devices: [{ index: 0 }, { index: 1 }] }] })
+      formatPlacement(build.placement('a100-80g', 'gpu-a100-0', [0, 1]))
     ).toBe('gpu-a100-0 [0, 1]');
-    expect(formatPlacement({ flavor: 'cpu-standard', slots: [{ node: 'cpu-0', devices: [] }] })).toBe('cpu-0');
+    expect(formatPlacement(build.placement('cpu-standard', 'cpu-0'))).toBe('cpu-0');
     expect(formatPlacement(null)).toBe('');
   });
 });

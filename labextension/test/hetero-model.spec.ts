@@ -76,7 +76,7 @@ describe('HeteroModel', () => {
       if (first) {
         first = false;
         await gate;
-        return { version: '0.1.0-old' };
+        return build.version({ version: '0.1.0-old' });
       }
       return original();
     };

@@ -4,9 +4,9 @@ import { checkJobPath, checkParameter, isNumeric, jobPayload, parameterValues, r
 import type { ITemplateParameter } from '../src/types';
 import * as build from './builders';
 
-const int: ITemplateParameter = { name: 'devices', type: 'int', default: 1, min: 1, max: 8, choices: [] };
-const memory: ITemplateParameter = { name: 'memory', type: 'memory', default: 65536, min: 8192, max: 524288, choices: [] };
-const choice: ITemplateParameter = { name: 'variant', type: 'choice', default: null, min: null, max: null, choices: ['nvidia', 'ascend'] };
+const int: ITemplateParameter = { name: 'devices', type: 'int', default: 1, min: 1, max: 8, choices: [], description: null };
+const memory: ITemplateParameter = { name: 'memory', type: 'memory', default: 65536, min: 8192, max: 524288, choices: [], description: null };
+const choice: ITemplateParameter = { name: 'variant', type: 'choice', default: null, min: null, max: null, choices: ['nvidia', 'ascend'], description: null };
 
 describe('checkParameter', () => {
   it.each([
@@ -27,7 +27,7 @@ describe('checkParameter', () => {
 
 describe('isNumeric', () => {
   it('is true for plain numbers only, not quantities with units or choices', () => {
-    const float: ITemplateParameter = { ...int, name: 'device_fraction', type: 'float' };
+    const float: ITemplateParameter = { ...int, name: 'cpu', type: 'float' };
     const duration: ITemplateParameter = { ...memory, name: 'time_limit', type: 'duration' };
     expect([int, float, memory, duration, choice].map(isNumeric)).toEqual([true, true, false, false, false]);
   });

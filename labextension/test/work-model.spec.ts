@@ -8,7 +8,7 @@ describe('WorkModel', () => {
   it('lists my work and describes waiting workloads in the UI language', async () => {
     const service = new FakeService();
     service.workloads = [build.workload({ id: 7 }), build.workload({ id: 6, state: 'succeeded', blockers: [] })];
-    service.details.set(7, build.workload({ id: 7, blockers: [{ kind: 'capacity', message: '容量：规格 cpu-standard 空闲 34 CPU，需要 64 CPU' }] }));
+    service.details.set(7, build.workload({ id: 7, blockers: [{ kind: 'capacity', flavor: 'cpu-standard', message: '容量：规格 cpu-standard 空闲 34 CPU，需要 64 CPU', params: {} }] }));
     const work = new WorkModel({ service, lang: 'zh' });
 
     await expect(work.refresh()).resolves.toBe(true);

@@ -19,7 +19,11 @@ afterEach(() => rendered?.unmount());
 
 describe('QueuesSection', () => {
   it('shows class, counts, waits, rules and quota bars per flavor', () => {
-    const queue = build.queue({ preemption: { may_preempt: ['batch'] }, failure: { retries: 3 }, wait_p50_s: 45 });
+    const queue = build.queue({
+      preemption: build.preemption({ may_preempt: ['batch'] }),
+      failure: build.failure({ retries: 3 }),
+      wait_p50_s: 45
+    });
     rendered = render(<QueuesSection queues={[queue]} tenant="vision" lang="zh" trans={trans} />);
     const card = rendered.host.querySelector('.jp-hetero-queue[data-queue="experiment"]');
     expect(card?.querySelector('h4')?.textContent).toBe('研究实验');
@@ -116,7 +120,8 @@ describe('MyWorkSection', () => {
     const blocker = {
       kind: 'device-count',
       flavor: 'a100-80g',
-      message: 'capacity: a replica needs 8 devices on one node, nodes of flavor a100-80g have 2'
+      message: 'capacity: a replica needs 8 devices on one node, nodes of flavor a100-80g have 2',
+      params: {}
     };
     const reason = `no node in the inventory can ever hold it: ${blocker.message}`;
     const waiting = build.workload({ state: 'inadmissible', reason, blockers: [blocker] });
@@ -146,14 +151,13 @@ describe('MyWorkSection', () => {
       reason: 'exit code 0',
       placement: null,
       attempts: [
-        {
-          number: 1,
+        build.attempt({
           node: 'gpu-a100-0',
           exit_code: 0,
           outcome: 'succeeded',
           metrics: { peak_rss_mib: 2048, gpu_util_pct_mean: 87.5 },
-          placement: { flavor: 'a100-80g', slots: [{ node: 'gpu-a100-0', devices: [{ index: 1 }] }] }
-        }
+          placement: build.placement('a100-80g', 'gpu-a100-0', [1])
+        })
       ]
     });
     const p = section({ workloads: [done] });
@@ -224,7 +228,7 @@ describe('MyWorkSection', () => {
   });
 
   it('shows an explanation until dismissed', () => {
-    const explanation: IExplanation = { id: 7, state: 'queued', summary: 'waiting', lines: ['1. quota: ...'], position: 1, eta: null };
+    const explanation: IExplanation = build.explanation({ lines: ['1. quota: ...'] });
     const p = section({ explanations: new Map([[7, explanation]]) });
     rendered = render(<MyWorkSection {...p} />);
     expect(rendered.host.querySelector('.jp-hetero-explanation')?.textContent).toContain('1. quota: ...');

@@ -69,7 +69,7 @@ function inadmissibleBlockers(workload: IWorkload): IBlocker[] {
   if (workload.blockers && workload.blockers.length > 0) {
     return workload.blockers;
   }
-  return workload.reason ? [{ kind: 'inadmissible', flavor: null, message: workload.reason }] : [];
+  return workload.reason ? [{ kind: 'inadmissible', flavor: null, message: workload.reason, params: {} }] : [];
 }
 
 /** One of the caller's workloads: state, place in the queue, blockers, placement, usage and actions. */

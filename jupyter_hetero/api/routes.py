@@ -1,0 +1,127 @@
+"""Every operation of the REST API: path, method, parameters, body, answer and error statuses.
+
+The OpenAPI document is built from this table and the models (see ``openapi.py``); the handlers
+serve the same paths, which a test checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from ..models import (
+    ExplainQuery,
+    FilesQuery,
+    ListNodesQuery,
+    ListTemplatesQuery,
+    ListWorkloadsQuery,
+    LogsQuery,
+    PreemptQuery,
+    PreviewWorkload,
+    StartKernel,
+    SubmitWorkload,
+)
+from . import responses as r
+from . import workloads as w
+
+__all__ = ["ROUTES", "Route"]
+
+# Error statuses every route may list; each names a shared response of the document.
+BAD_REQUEST, FORBIDDEN, NOT_FOUND, ENGINE_RESTARTING = 400, 403, 404, 503
+
+
+@dataclass(frozen=True)
+class Route:
+    """One operation; ``answer`` is a model, ``[model]`` for a list, or a media type's plain schema."""
+
+    path: str
+    method: str
+    operation_id: str
+    summary: str
+    answer: type[BaseModel] | list | None
+    status: int = 200
+    answer_description: str = ""
+    description: str = ""
+    query: type[BaseModel] | None = None
+    path_parameters: dict[str, str] = field(default_factory=dict)  # name -> JSON type
+    body: type[BaseModel] | None = None
+    media_type: str = "application/json"
+    errors: tuple[int, ...] = ()
+    conflict: str = ""  # when set, a 409 and what it means here
+
+
+_WORKLOAD = {"workload_id": "integer"}
+
+ROUTES: tuple[Route, ...] = (
+    Route("/version", "get", "getVersion", "Server version, mode and backend", r.Version,
+          answer_description="The version"),
+    Route("/openapi.json", "get", "getOpenAPI", "This document", None, answer_description="The OpenAPI document"),
+    Route("/templates", "get", "listTemplates", "List task templates", [r.Template], query=ListTemplatesQuery,
+          answer_description="Templates in catalog order", errors=(BAD_REQUEST,)),
+    Route("/templates/{name}", "get", "getTemplate", "One template", r.Template, path_parameters={"name": "string"},
+          answer_description="The template", errors=(NOT_FOUND,)),
+    Route("/queues", "get", "listQueues",
+          "Queues with their rules, pending and running counts, and the caller's tenant quota use in each",
+          [r.QueueStatus], answer_description="Queues, highest priority first"),
+    Route("/tenants/me", "get", "getMyTenant", "The caller's tenant, role, and quota and use per flavor", r.MyTenant,
+          answer_description="The tenant", errors=(FORBIDDEN,)),
+    Route("/tenants", "get", "listTenants",
+          "Tenants with members, quota and use per flavor (platform admins all; tenant-admins their own)",
+          [r.TenantSummary], answer_description="Tenants", errors=(FORBIDDEN,)),
+    Route("/nodes", "get", "listNodes", "The inventory", [r.Node], query=ListNodesQuery,
+          answer_description="Nodes by name", errors=(BAD_REQUEST,)),
+    Route("/nodes/{name}", "delete", "removeNode", "Remove an emulated node, as if the machine died (platform admins)",
+          r.NodeRecord, path_parameters={"name": "string"}, answer_description="The node, now lost",
+          description="Work on it is stopped and follows its queue's node-loss policy (requeue or fail).",
+          errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/workloads", "get", "listWorkloads",
+          "Workloads the caller may see (their tenant's; everything for platform admins)", [w.Workload],
+          query=ListWorkloadsQuery, answer_description="Newest first", errors=(BAD_REQUEST, FORBIDDEN)),
+    Route("/workloads", "post", "submitWorkload", "Submit a job; it is stored before this answers", w.Workload,
+          status=201, body=SubmitWorkload, answer_description="Accepted and stored; state is queued",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}", "get", "getWorkload",
+          "One workload with request, placement, attempts, position in queue, ETA and blockers", w.Workload,
+          query=ExplainQuery, path_parameters=_WORKLOAD, answer_description="The workload",
+          errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}", "delete", "cancelWorkload",
+          "Cancel (SIGTERM, the queue's grace period, then SIGKILL; capacity released)", w.Workload,
+          path_parameters=_WORKLOAD, answer_description="The workload, cancelled or cancelling",
+          errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/events", "get", "listWorkloadEvents", "Every transition of the workload, oldest first",
+          [w.Event], path_parameters=_WORKLOAD, answer_description="Events", errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/logs", "get", "getWorkloadLogs",
+          "The log of an attempt (the latest by default); with follow, streamed until the attempt ends", None,
+          query=LogsQuery, path_parameters=_WORKLOAD, media_type="text/plain",
+          answer_description="Plain text, chunked when followed", errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/explain", "get", "explainWorkload",
+          "Why the workload waits (ranked blockers in plain words), or what it is doing", w.Explanation,
+          query=ExplainQuery, path_parameters=_WORKLOAD, answer_description="The explanation",
+          errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/files", "get", "getWorkloadFile",
+          "A file an attempt archived (its outputs, an executed notebook)", None, query=FilesQuery,
+          path_parameters=_WORKLOAD, media_type="application/octet-stream", answer_description="The file's bytes",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/resubmit", "post", "resubmitWorkload",
+          "Submit a new job with the same template, queue, parameters and payload", w.Workload, status=201,
+          path_parameters=_WORKLOAD, answer_description="The new workload", errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/preempt", "post", "preemptWorkload",
+          "Platform admins - evict a running workload, or with dry_run show what a waiting one would evict",
+          w.PreemptOutcome, query=PreemptQuery, path_parameters=_WORKLOAD,
+          answer_description="The eviction, or the dry run's victims", errors=(FORBIDDEN, NOT_FOUND, ENGINE_RESTARTING),
+          conflict="Not in a state this applies to"),
+    Route("/previews", "post", "previewWorkload",
+          "What would happen to a submission, per eligible flavor (free capacity, starts now or why not and when); "
+          "nothing is stored", w.Preview, body=PreviewWorkload, answer_description="The preview",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND, ENGINE_RESTARTING)),
+    Route("/kernels", "post", "startKernel",
+          "Start a kernel from a template and advanced parameters; it is placed by the scheduler first",
+          w.StartedKernel, status=201, body=StartKernel, answer_description="The kernel runs; attach a session to kernel_id",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
+          conflict="No placement within wait_timeout (the message names the blockers and the ETA), or at once when no "
+                   "node of the inventory could ever hold the request (the message gives the reason)"),
+    Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",
+          "CPU, memory and (where measurable) device use of exactly this kernel's devices", w.KernelUsage,
+          path_parameters={"kernel_id": "string"}, answer_description="Usage", errors=(NOT_FOUND,)),
+)
