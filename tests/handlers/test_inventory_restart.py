@@ -31,7 +31,17 @@ def gone(pid: int) -> bool:
 def test_work_on_a_vanished_or_shrunk_node_is_lost_and_requeued_while_the_rest_is_scheduled(tmp_path):
     layout = ServerLayout.create(tmp_path)
     (layout.notebooks / "hold.py").write_text(HOLD, encoding="utf-8")
-    hold = {"path": "hold.py", "args": [str(layout.root / "never")]}
+    release = layout.root / "release"
+    hold = {"path": "hold.py", "args": [str(release)]}
+    try:
+        _lose_and_requeue(layout, hold, tmp_path)
+    finally:
+        # The jobs run in sessions of their own, so that they outlive a server: the requeued attempts
+        # would run on after the test.
+        release.touch()
+
+
+def _lose_and_requeue(layout: ServerLayout, hold: dict, tmp_path) -> None:
     with start(layout, "before", nodes_file(tmp_path / "all.yaml")) as server:
         client = HeteroClient(server.base_url, server.token)
         on_t4 = client.submit(template="vision", script=hold)["id"]
