@@ -1,6 +1,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { Lang } from './types';
+
 /** Path of the jupyter-hetero REST API below the server's base URL. */
 export const API_NAMESPACE = 'hetero/api/v1';
 
@@ -8,7 +10,7 @@ export const API_NAMESPACE = 'hetero/api/v1';
  * A failed call to the jupyter-hetero REST API.
  *
  * `message` is the server's own explanation (the `message` field of its JSON
- * error body) when it sent one; `status` is 0 when the server was not reached.
+ * error body, or `message_zh` when the call asked for Chinese and the server has it) when it sent one; `status` is 0 when the server was not reached.
  */
 export class HeteroAPIError extends Error {
   constructor(
@@ -29,17 +31,18 @@ export class HeteroAPIError extends Error {
  * ```
  *
  * `settings` is a test seam: pass `ServerConnection.makeSettings({ fetch })`
- * to answer requests without a server.
+ * to answer requests without a server. `lang` is the language an error is told in.
  */
 export async function requestAPI<T>(
   endPoint = '',
   init: RequestInit = {},
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings(),
+  lang: Lang = 'en'
 ): Promise<T> {
   const response = await send(endPoint, init, settings);
   const body = await decodeBody(response);
   if (!response.ok) {
-    throw errorFrom(response, body);
+    throw errorFrom(response, body, lang);
   }
   return body as T;
 }
@@ -100,9 +103,10 @@ async function send(endPoint: string, init: RequestInit, settings: ServerConnect
   }
 }
 
-function errorFrom(response: Response, body: unknown): HeteroAPIError {
+function errorFrom(response: Response, body: unknown, lang: Lang = 'en'): HeteroAPIError {
+  const told = lang === 'zh' ? errorField(body, 'message_zh') : null;
   return new HeteroAPIError(
-    errorField(body, 'message') ?? (response.statusText || `HTTP ${response.status}`),
+    told ?? errorField(body, 'message') ?? (response.statusText || `HTTP ${response.status}`),
     response.status,
     errorField(body, 'reason')
   );

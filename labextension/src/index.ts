@@ -62,7 +62,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ): void => {
     const trans = (translator ?? nullTranslator).load(TRANSLATION_DOMAIN);
     const lang = apiLang(translator?.languageCode);
-    const service = new HeteroService();
+    const service = new HeteroService(undefined, lang);
     const model = new HeteroModel({ service, lang });
     const notifier = new FailureNotifier(trans, message =>
       Notification.error(message, { autoClose: 10000 })

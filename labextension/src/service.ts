@@ -66,8 +66,10 @@ export interface IHeteroService {
 
 /** The jupyter-hetero REST API, reached through the Jupyter server connection. */
 export class HeteroService implements IHeteroService {
+  /** `lang`: the language the server's error messages are shown in (the UI's). */
   constructor(
-    private readonly _settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+    private readonly _settings: ServerConnection.ISettings = ServerConnection.makeSettings(),
+    private readonly _lang: Lang = 'en'
   ) {}
 
   getVersion(): Promise<IVersionInfo> {
@@ -135,7 +137,7 @@ export class HeteroService implements IHeteroService {
   }
 
   private _get<T>(endPoint: string): Promise<T> {
-    return requestAPI<T>(endPoint, { method: 'GET', cache: NO_CACHE }, this._settings);
+    return requestAPI<T>(endPoint, { method: 'GET', cache: NO_CACHE }, this._settings, this._lang);
   }
 
   private _send<T>(endPoint: string, method: string, body?: unknown): Promise<T> {
@@ -144,6 +146,6 @@ export class HeteroService implements IHeteroService {
       init.body = JSON.stringify(body);
       init.headers = { 'Content-Type': 'application/json' };
     }
-    return requestAPI<T>(endPoint, init, this._settings);
+    return requestAPI<T>(endPoint, init, this._settings, this._lang);
   }
 }

@@ -51,6 +51,18 @@ describe('requestAPI', () => {
     });
   });
 
+  it('tells the error in Chinese when the call asks for it and the server has it', async () => {
+    const body = { message: 'no tenant', message_zh: '没有租户', reason: 'no-tenant' };
+    const settings = settingsAnswering(() => json(403, body));
+
+    await expect(requestAPI('workloads', {}, settings, 'zh')).rejects.toMatchObject({ message: '没有租户', status: 403 });
+    await expect(requestAPI('workloads', {}, settings, 'en')).rejects.toMatchObject({ message: 'no tenant' });
+    const englishOnly = settingsAnswering(() => json(404, { message: 'workload 9 does not exist' }));
+    await expect(requestAPI('workloads/9', {}, englishOnly, 'zh')).rejects.toMatchObject({
+      message: 'workload 9 does not exist'
+    });
+  });
+
   it('falls back to the HTTP status text when the body is not JSON', async () => {
     const settings = settingsAnswering(
       () => new Response('<html>bad gateway</html>', { status: 502, statusText: 'Bad Gateway' })

@@ -363,7 +363,7 @@ def test_launcher_item_starts_a_kernel_of_its_template(lab_server, lab_page):
     page = lab_page
     open_panel(page)  # the panel has loaded the templates, so the launcher has their items
     run_from_palette(page, "New Launcher")
-    card = page.locator(".jp-LauncherCard", has_text="Interactive notebook")
+    card = page.locator(".jp-LauncherCard[data-category=\"Hetero\"]", has_text="Interactive notebook")
     card.click()
 
     expect(page.locator(".jp-NotebookPanel")).to_have_count(1, timeout=60_000)
