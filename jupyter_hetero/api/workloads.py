@@ -19,6 +19,7 @@ __all__ = [
     "KernelUsage",
     "Placement",
     "PreemptOutcome",
+    "PreviewOutcome",
     "Preemption",
     "PreemptionDryRun",
     "Preview",
@@ -153,7 +154,20 @@ class Explanation(Answer):
     placement: Placement | None
 
 
-class FlavorPreview(Answer):
+class PreviewOutcome(Answer):
+    """What a dry run says would happen to a submission (on one flavor, or on the best one)."""
+
+    starts_now: bool
+    flavor_now: str | None
+    eta: float | None
+    eta_s: float | None
+    position: int | None = None
+    blockers: list[str]
+    schedulable: bool = Field(default=None, description="Whether it could ever run (there); absent when it starts now.")
+    victims: list[int]
+
+
+class FlavorPreview(PreviewOutcome):
     """One eligible flavor of a preview."""
 
     flavor: str
@@ -163,31 +177,15 @@ class FlavorPreview(Answer):
     devices_total: float
     devices_free: float
     cpu_free: float
-    starts_now: bool
-    flavor_now: str | None
-    eta: float | None
-    eta_s: float | None
-    position: int | None = None
-    blockers: list[str]
-    schedulable: bool = Field(default=None, description="Whether it could ever run there; absent when it starts now.")
-    victims: list[int]
 
 
-class Preview(Answer):
+class Preview(PreviewOutcome):
     """``POST /previews``: what would happen to a submission, per eligible flavor."""
 
     template: str
     queue: str
     request: ResourceRequest
     time_limit_s: int | None
-    starts_now: bool
-    flavor_now: str | None
-    eta: float | None
-    eta_s: float | None
-    position: int | None = None
-    blockers: list[str]
-    schedulable: bool = Field(default=None, description="Whether it could ever run; absent when it starts now.")
-    victims: list[int]
     flavors: list[FlavorPreview]
 
 

@@ -553,14 +553,6 @@ export interface components {
          * @description One eligible flavor of a preview.
          */
         FlavorPreview: {
-            flavor: string;
-            display: components["schemas"]["Localized"];
-            family: components["schemas"]["AcceleratorFamily"];
-            /** @description The template's runtime image on this flavor's accelerators. */
-            image: string | null;
-            devices_total: number;
-            devices_free: number;
-            cpu_free: number;
             starts_now: boolean;
             flavor_now: string | null;
             eta: number | null;
@@ -569,11 +561,19 @@ export interface components {
             position?: number | null;
             blockers: string[];
             /**
-             * @description Whether it could ever run there; absent when it starts now.
+             * @description Whether it could ever run (there); absent when it starts now.
              * @default null
              */
             schedulable?: boolean;
             victims: number[];
+            flavor: string;
+            display: components["schemas"]["Localized"];
+            family: components["schemas"]["AcceleratorFamily"];
+            /** @description The template's runtime image on this flavor's accelerators. */
+            image: string | null;
+            devices_total: number;
+            devices_free: number;
+            cpu_free: number;
         };
         /**
          * KernelUsage
@@ -797,10 +797,6 @@ export interface components {
          * @description ``POST /previews``: what would happen to a submission, per eligible flavor.
          */
         Preview: {
-            template: string;
-            queue: string;
-            request: components["schemas"]["ResourceRequest"];
-            time_limit_s: number | null;
             starts_now: boolean;
             flavor_now: string | null;
             eta: number | null;
@@ -809,11 +805,15 @@ export interface components {
             position?: number | null;
             blockers: string[];
             /**
-             * @description Whether it could ever run; absent when it starts now.
+             * @description Whether it could ever run (there); absent when it starts now.
              * @default null
              */
             schedulable?: boolean;
             victims: number[];
+            template: string;
+            queue: string;
+            request: components["schemas"]["ResourceRequest"];
+            time_limit_s: number | null;
             flavors: components["schemas"]["FlavorPreview"][];
         };
         /**
