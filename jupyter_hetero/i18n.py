@@ -12,11 +12,13 @@ files at build time (``scripts/i18n.py compile``); a language without one reads 
 from __future__ import annotations
 
 import gettext
+import os
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DOMAIN", "LOCALE_DIR", "Message", "N_", "locale_of", "translate"]
+__all__ = ["DOMAIN", "LOCALE_DIR", "Message", "N_", "locale_of", "session_language", "translate"]
 
 DOMAIN = "jupyter_hetero"
 LOCALE_DIR = Path(__file__).parent / "locale"
@@ -33,6 +35,16 @@ def locale_of(language: str) -> str:
     if tag.lower().startswith("zh"):
         return "zh_CN"  # the only Chinese catalog shipped is Simplified Chinese
     return tag
+
+
+def session_language(environ: Mapping[str, str] | None = None) -> str:
+    """The language a notebook session speaks: ``JUPYTER_HETERO_LANG``, else the locale (``LC_ALL``,
+    ``LC_MESSAGES``, ``LANG``); ``zh`` for any Chinese one, else ``en``."""
+    environ = os.environ if environ is None else environ
+    for name in ("JUPYTER_HETERO_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        if environ.get(name):
+            return "zh" if environ[name].lower().startswith("zh") else "en"
+    return "en"
 
 
 @cache

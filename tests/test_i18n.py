@@ -176,3 +176,20 @@ def test_the_notebook_tables_speak_the_language_asked_for():
     assert (english.title, english.columns[0], english.rows[0][1]) == ("Templates", "template", "Training")
     assert (chinese.title, chinese.columns[0], chinese.rows[0][1]) == ("模板", "模板", "训练")
     assert queues_table([queue], "zh").rows[0][5] == "60 分钟" and queues_table([queue]).rows[0][5] == "60 min"
+
+
+@pytest.mark.parametrize(
+    ("environ", "language"),
+    [
+        ({"JUPYTER_HETERO_LANG": "zh", "LANG": "en_US.UTF-8"}, "zh"),
+        ({"JUPYTER_HETERO_LANG": "en", "LANG": "zh_CN.UTF-8"}, "en"),
+        ({"LC_ALL": "zh_CN.UTF-8"}, "zh"),
+        ({"LANG": "zh_TW.UTF-8"}, "zh"),
+        ({"LANG": "C.UTF-8"}, "en"),
+        ({}, "en"),
+    ],
+)
+def test_a_session_speaks_the_language_it_is_set_to(environ, language):
+    from jupyter_hetero.i18n import session_language
+
+    assert session_language(environ) == language

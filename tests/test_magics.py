@@ -228,3 +228,17 @@ def test_a_bad_argument_is_one_usage_error_naming_it(shell, magic, line, cell, m
     with pytest.raises(UsageError) as error:
         function(line, cell) if cell is not None else function(line)
     assert str(error.value) == f"%{magic}: {message} (see %{magic}? · 用法见 %{magic}?)"
+
+
+def test_a_chinese_session_is_told_in_chinese(shell, monkeypatch):
+    from IPython.core.error import UsageError
+
+    monkeypatch.setenv("JUPYTER_HETERO_LANG", "zh")
+    magics = shell.magics_manager.registry["HeteroMagics"]
+    with pytest.raises(UsageError) as error:
+        magics.hetero_submit("--gpus 1", "x = 1")
+    assert str(error.value) == ("%hetero_submit: 需要 --template，取 %hetero_templates 列出的模板之一 "
+                                "(see %hetero_submit? · 用法见 %hetero_submit?)")
+    with pytest.raises(UsageError) as error:
+        magics.hetero_submit("--template t report.ipynb -p rows", None)
+    assert "-p 需要 key=value，收到的是 'rows'" in str(error.value)

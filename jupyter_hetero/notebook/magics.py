@@ -22,10 +22,16 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from . import display as tables
+from ..i18n import N_, Message, session_language
 from .cellcode import PushError
 from .client import ApiError, HeteroClient, ServerNotFound, Workload, WorkloadFailed, submit
 
 __all__ = ["HeteroMagics", "load_ipython_extension"]
+
+
+def _say(message: str, **params) -> str:
+    """``message`` (marked with ``N_``) in the session's language (:func:`session_language`)."""
+    return Message(message, **params).text(session_language())
 
 
 def _usage(magic: str, message: str) -> UsageError:
@@ -58,7 +64,8 @@ def _parse_submit(magic, line: str):
         # The target is the line's tail; after a notebook come the magic's own options (-p, --wait).
         args = _parse(magic, tokens[: len(tokens) - len(args.target)] + after)
         if args.target:
-            raise _usage(magic.parser.prog, f"a notebook takes -p key=value, not {' '.join(args.target)!r}")
+            raise _usage(magic.parser.prog, _say(N_("a notebook takes -p key=value, not {rest!r}"),
+                                                       rest=" ".join(args.target)))
         args.target = [notebook]
     return args
 
@@ -116,15 +123,16 @@ class HeteroMagics(Magics):
         args = _parse(self.hetero_connect, line)
         self._client = HeteroClient(args.url, args.token)
         version = self._call(self._client.version)
-        print(f"connected to jupyter-hetero {version['version']} at {self._client.url}")
+        print(_say(N_("connected to jupyter-hetero {version} at {url}"), version=version["version"],
+                   url=self._client.url))
 
     @magic_arguments()
-    @argument("lang", nargs="?", default="en", help="Language of the descriptions: en or zh.")
+    @argument("lang", nargs="?", default=None, help="Language of the descriptions: en or zh (default: the session's).")
     @line_magic
     def hetero_templates(self, line: str):
         """The task templates: what each is for, its default request and queue."""
         args = _parse(self.hetero_templates, line)
-        display(tables.templates_table(self._call(self.client.templates), args.lang))
+        display(tables.templates_table(self._call(self.client.templates), args.lang or session_language()))
 
     @line_magic
     def hetero_queues(self, line: str):
@@ -174,21 +182,24 @@ class HeteroMagics(Magics):
             return None
         args = _parse_submit(self.hetero_submit, line)
         if args.template is None:
-            raise _usage("hetero_submit", "needs --template, one of those %hetero_templates lists")
+            raise _usage("hetero_submit", _say(N_("needs --template, one of those %hetero_templates lists")))
         fields = self._fields(args)
         if cell is not None:
             if args.target:
-                raise _usage("hetero_submit", f"takes no file when it runs the cell: {args.target}")
+                raise _usage("hetero_submit",
+                             _say(N_("takes no file when it runs the cell: {target}"), target=args.target))
             missing = [name for name in _names(args.push) if name not in self.shell.user_ns]
             if missing:
-                raise _usage("hetero_submit", f"--push: no variable named {', '.join(missing)} in this notebook")
+                raise _usage("hetero_submit", _say(N_("--push: no variable named {names} in this notebook"),
+                                                   names=", ".join(missing)))
             files = {}
             for name in _names(args.files):
                 try:
                     with open(name, "rb") as handle:
                         files[name] = handle.read()
                 except OSError as exc:
-                    raise _usage("hetero_submit", f"--files: cannot read {name}: {exc.strerror}") from None
+                    raise _usage("hetero_submit", _say(N_("--files: cannot read {name}: {error}"), name=name,
+                                                       error=exc.strerror)) from None
             push = {name: self.shell.user_ns[name] for name in _names(args.push)}
             job = self._call(submit, client=self.client, code=cell, push=push, pull=_names(args.pull), files=files,
                              **fields)
@@ -197,7 +208,7 @@ class HeteroMagics(Magics):
             for pair in args.param:
                 key, sep, value = pair.partition("=")
                 if not sep:
-                    raise _usage("hetero_submit", f"-p expects key=value, got {pair!r}")
+                    raise _usage("hetero_submit", _say(N_("-p expects key=value, got {pair!r}"), pair=pair))
                 parameters[key] = _value(value)
             job = self._call(submit, client=self.client, notebook=_absolute(args.target[0]),
                              notebook_parameters=parameters, **fields)
@@ -205,7 +216,8 @@ class HeteroMagics(Magics):
             job = self._call(submit, client=self.client, script=_absolute(args.target[0]), args=args.target[1:],
                              **fields)
         else:
-            raise _usage("hetero_submit", "give a .py script or an .ipynb notebook, or use %%hetero_submit on a cell")
+            raise _usage("hetero_submit",
+                         _say(N_("give a .py script or an .ipynb notebook, or use %%hetero_submit on a cell")))
         return self._follow(job, args.wait)
 
     def _fields(self, args) -> dict:
@@ -224,7 +236,7 @@ class HeteroMagics(Magics):
         if status is not None:
             display(status)
         else:
-            print(f"submitted workload {job.id}")
+            print(_say(N_("submitted workload {workload}"), workload=job.id))
         if not wait:
             if status is not None:
                 status.watch_in_background()
@@ -246,14 +258,15 @@ class HeteroMagics(Magics):
         if description["state"] != "succeeded":
             tail = self._call(job.logs, tail=20)
             print(tail, file=sys.stderr)
-            raise UsageError(f"workload {job.id} {description['state']}: {description.get('reason') or ''}")
+            raise UsageError(_say(N_("workload {workload} {state}: {reason}"), workload=job.id,
+                                  state=description["state"], reason=description.get("reason") or ""))
         try:
             pulled = self._call(job.result)
         except WorkloadFailed as exc:
             raise UsageError(str(exc)) from None
         self.shell.user_ns.update(pulled)
         if pulled:
-            print(f"pulled {', '.join(sorted(pulled))} from workload {job.id}")
+            print(_say(N_("pulled {names} from workload {workload}"), names=", ".join(sorted(pulled)), workload=job.id))
         return None
 
     # -- watch -----------------------------------------------------------------------------------
@@ -268,11 +281,12 @@ class HeteroMagics(Magics):
             display(tables.workloads_table(self._call(self.client.workloads, mine=True)))
             return
         workload = self._call(self.client.workload, args.id)
-        print(f"workload {workload['id']} ({workload['template']}, queue {workload['queue']}): "
-              f"{tables.status_line(workload)}")
+        print(_say(N_("workload {workload} ({template}, queue {queue}): {status}"), workload=workload["id"],
+                   template=workload["template"], queue=workload["queue"], status=tables.status_line(workload)))
         print(f"  {tables.attempts_line(workload)}")
         for attempt in workload.get("attempts", []):
-            print(f"  attempt {attempt['number']} on {attempt['node']}: {attempt['outcome'] or 'running'}")
+            print("  " + _say(N_("attempt {number} on {node}: {outcome}"), number=attempt["number"],
+                              node=attempt["node"], outcome=attempt["outcome"] or _say(N_("running"))))
 
     @magic_arguments()
     @argument("id", type=int, help="A workload id.")
@@ -298,19 +312,20 @@ class HeteroMagics(Magics):
         args = _parse(self.hetero_cancel, line)
         workload = self._call(self.client.cancel, args.id)
         if workload.get("stopping"):
-            print(f"workload {workload['id']}: cancelling (it stops within its queue's grace period)")
+            print(_say(N_("workload {workload}: cancelling (it stops within its queue's grace period)"),
+                       workload=workload["id"]))
         else:
-            print(f"workload {workload['id']}: {workload['state']}")
+            print(_say(N_("workload {workload}: {state}"), workload=workload["id"], state=workload["state"]))
 
     @magic_arguments()
     @argument("id", type=int, help="A workload id.")
     @argument("--preempt", action="store_true", help="Also show what preempting for it would stop (a dry run).")
-    @argument("--lang", default="en", help="Language of the explanation: en or zh.")
+    @argument("--lang", default=None, help="Language of the explanation: en or zh (default: the session's).")
     @line_magic
     def hetero_explain(self, line: str):
         """Why a workload waits, or where it runs and why there."""
         args = _parse(self.hetero_explain, line)
-        explanation = self._call(self.client.explain, args.id, lang=args.lang)
+        explanation = self._call(self.client.explain, args.id, lang=args.lang or session_language())
         preview = self._call(self.client.preview_preemption, args.id) if args.preempt else None
         print("\n".join(tables.explanation_lines(explanation, preview)))
 
