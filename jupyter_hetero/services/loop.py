@@ -127,7 +127,9 @@ class SchedulerLoop:
             log.exception("jupyter-hetero: reconciling after the restart failed")
         self.on_start()
         first = True
-        while True:
+        # Not `while True`: on Python 3.11 asyncio.wait_for can swallow the cancellation stop() sends
+        # when its wait ends at the same moment, and the loop must still end (the server's stop waits).
+        while not self._stopped:
             self._event.clear()  # wake-ups from here on ask for the next tick
             started = self._loop.time()
             try:

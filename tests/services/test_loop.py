@@ -99,3 +99,19 @@ async def test_work_handed_to_the_event_loop_from_a_tick_runs_on_the_loop():
     await asyncio.wait_for(on_loop.wait(), 10)
     await _stop(loop)
     assert seen == [here]
+
+
+async def test_the_loop_ends_on_stop_even_when_its_cancellation_is_swallowed():
+    # On Python 3.11, asyncio.wait_for swallows a cancellation that lands as its wait ends: a server
+    # whose scheduler kept ticking after its stop never finished stopping. Here the cancel is not
+    # even sent; the stop flag alone must end the loop within one interval.
+    scheduler = HeldScheduler()
+    loop = SchedulerLoop(scheduler, interval_s=0.05)
+    loop.start()
+    await until_async(lambda: scheduler.finished >= 2, what="two ticks")
+    loop._stopped = True  # what stop() sets before it cancels
+    await asyncio.wait_for(loop._task, 5)
+    ticks = scheduler.finished
+    await asyncio.sleep(0.3)
+    assert scheduler.finished == ticks
+    await _stop(loop)
