@@ -127,7 +127,10 @@ def test_a_cancel_just_before_a_time_limit_wins(platform, tmp_path):
     platform.cancel_before_next_write(job)
     platform.scheduler.tick()
     assert platform.repository.interposed == [job]
-    assert platform.repository.workload(job).stopping == "cancel"
+    row = platform.repository.workload(job)
+    # Stopping for the cancel, or already ended by it: the stop reaches a real process, which may exit
+    # before the tick is over on a busy machine.
+    assert row.stopping == "cancel" or row.state == "cancelled"
     done = platform.tick_until(job, lambda row: row.finished_at is not None)
     assert done.state == "cancelled" and done.failures == 0
     assert "time-limit" not in _types(platform, job)
