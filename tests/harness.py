@@ -10,6 +10,7 @@ with LabServer.start(ServerLayout.create(tmp), log_path=..., extra_args=[...]) a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -314,6 +315,30 @@ async def until_async(predicate, what: str, timeout: float = 30.0, interval: flo
             return value
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(interval)
+
+
+@contextlib.contextmanager
+def workload_rows_loaded():
+    """The ids of the workload rows the store loads while the block runs (what a tick reads).
+
+        with workload_rows_loaded() as loaded:
+            scheduler.tick()
+        assert loaded == []
+    """
+    from sqlalchemy import event  # noqa: PLC0415 - only the service tests need it
+
+    from jupyter_hetero.store.tables import WorkloadRow  # noqa: PLC0415
+
+    loaded: list[int] = []
+
+    def listener(row, _context):
+        loaded.append(row.id)
+
+    event.listen(WorkloadRow, "load", listener)
+    try:
+        yield loaded
+    finally:
+        event.remove(WorkloadRow, "load", listener)
 
 
 def start_hetero_server(layout: ServerLayout, name: str, nodes: Path, *extra_args: str) -> LabServer:

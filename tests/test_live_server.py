@@ -14,7 +14,7 @@ import pytest
 from jupyter_hetero.notebook.client import ApiError, HeteroClient
 
 from .conftest import DEMO_NODES
-from .harness import LabServer, ServerLayout, until
+from .harness import LabServer, ServerLayout, start_hetero_server, until
 
 pytestmark = pytest.mark.slow
 
@@ -22,14 +22,7 @@ HOLD = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(
 
 
 def start(layout: ServerLayout, name: str) -> LabServer:
-    return LabServer.start(
-        layout, app="server", log_path=layout.root / f"{name}.log",
-        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
-                    f"--HeteroApp.work_dir={layout.state / 'work'}",
-                    f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
-                    "--HeteroApp.local_node_name=local",
-                    "--HeteroApp.schedule_interval=0.2"],
-    )
+    return start_hetero_server(layout, name, DEMO_NODES)
 
 
 @pytest.fixture

@@ -3,17 +3,15 @@ tick's way, and goes back to `queued` once the inventory changes so that a node 
 
 from __future__ import annotations
 
-from sqlalchemy import event
-
 from jupyter_hetero.backends.local import load_emulated_nodes
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.engine import Engine
 from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.services.scheduler import Scheduler
-from jupyter_hetero.store.tables import WorkloadRow
 
 from ..builders import stored_kernel
 from ..conftest import DEMO_NODES
+from ..harness import workload_rows_loaded
 
 IMPOSSIBLE = "capacity: a replica needs 2 devices on one node, nodes of flavor t4 have 1"
 
@@ -50,16 +48,8 @@ def test_a_tick_does_not_read_inadmissible_work_until_the_inventory_changes(sche
     scheduler.tick()
     assert {repository.workload(w.id).state for w in waiting} == {"inadmissible"}
     scheduler.tick()  # reads back what the last tick recorded
-    loaded = []
-
-    def listener(row, _context):
-        loaded.append(row.id)
-
-    event.listen(WorkloadRow, "load", listener)
-    try:
+    with workload_rows_loaded() as loaded:
         scheduler.tick()
-    finally:
-        event.remove(WorkloadRow, "load", listener)
     assert loaded == [] and scheduler.ticks.recent()[-1].pending == 0
     scheduler.inventory.refresh(_two_t4s())  # the T4 node comes back with two devices
     scheduler.tick()

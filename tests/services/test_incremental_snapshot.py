@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import event
-
 from jupyter_hetero.services.scheduler import Scheduler
 from jupyter_hetero.services.snapshot import engine_workload, node_state
 from jupyter_hetero.store import ACTIVE_STATES
-from jupyter_hetero.store.tables import WorkloadRow
 
 from ..builders import stored_kernel
+from ..harness import workload_rows_loaded
 
 
 def _rebuilt(scheduler: Scheduler, now: float) -> tuple[list, list, list]:
@@ -63,18 +61,10 @@ def test_a_tick_reads_only_the_workload_rows_that_changed_since_the_last(schedul
         stored_kernel(scheduler, f"k{n}", cpu=8)
     scheduler.tick()  # admits what fits
     scheduler.tick()  # reads back what the last one recorded
-    loaded = []
-
-    def listener(row, _context):
-        loaded.append(row.id)
-
-    event.listen(WorkloadRow, "load", listener)
-    try:
+    with workload_rows_loaded() as loaded:
         scheduler.tick()  # nothing changed since the last tick
         assert loaded == []
         late = stored_kernel(scheduler, "late", cpu=8)
         scheduler.tick()
         assert loaded == [late.id]
-    finally:
-        event.remove(WorkloadRow, "load", listener)
     assert scheduler.ticks.recent()[-1].changed == 1
