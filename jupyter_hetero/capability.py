@@ -77,6 +77,11 @@ class Accelerator(_Record):
     )
     interconnect: Interconnect = "pcie"
     sharing: Sharing = "whole"
+    resource: str | None = Field(
+        default=None,
+        description="The extended resource pods request these devices by, e.g. 'nvidia.com/gpu', "
+        "'nvidia.com/mig-1g.10gb', 'huawei.com/Ascend910'; None outside Kubernetes.",
+    )
     frameworks: list[str] = Field(default_factory=list)
     inference_engines: list[str] = Field(default_factory=list)
 

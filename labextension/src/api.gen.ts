@@ -380,6 +380,11 @@ export interface components {
              * @enum {string}
              */
             sharing: "whole" | "milli" | "memory-slice";
+            /**
+             * @description The extended resource pods request these devices by, e.g. 'nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'huawei.com/Ascend910'; None outside Kubernetes.
+             * @default null
+             */
+            resource: string | null;
             frameworks: string[];
             inference_engines: string[];
         };
