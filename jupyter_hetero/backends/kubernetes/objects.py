@@ -18,12 +18,9 @@ does I/O.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from kubernetes.client import (
     V1Affinity,
@@ -57,10 +54,22 @@ from kubernetes.client import (
     V1VolumeMount,
 )
 
-from ...capability import Accelerator, AcceleratorFamily
+from ...capability import Accelerator
+from .devices import DEVICE_PINNING, device_resources
+from .identity import (
+    MANAGED_BY,
+    WORKLOAD_ANNOTATION,
+    PodIdentity,
+    attempt_selector,
+    labels_of,
+    pod_name,
+    rendezvous_name,
+    workload_annotation,
+)
 
 __all__ = [
     "KERNEL_CONNECTION_DIR",
+    "KUEUE_QUEUE_LABEL",
     "MANAGED_BY",
     "WORKLOAD_ANNOTATION",
     "PodIdentity",
@@ -78,58 +87,9 @@ __all__ = [
 ]
 
 KERNEL_CONNECTION_DIR = "/var/run/hetero/kernel"
-MANAGED_BY = "jupyter-hetero"
-WORKLOAD_ANNOTATION = "hetero.jupyter.org/workload"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-_PREFIX = "hetero.jupyter.org/"
-_KINDS = ("job", "kernel", "server")
 _CONNECTION_KEY = "connection.json"
 _CONNECTION_VOLUME = "kernel-connection"
-
-# Variables that pin devices in a local process. In a pod the device plugin has already given the
-# container exactly its devices; an inherited value (often empty, for another family) would hide them.
-_PINNING = frozenset(
-    {
-        "CUDA_VISIBLE_DEVICES",
-        "NVIDIA_VISIBLE_DEVICES",
-        "ASCEND_RT_VISIBLE_DEVICES",
-        "ASCEND_VISIBLE_DEVICES",
-        "HIP_VISIBLE_DEVICES",
-        "ROCR_VISIBLE_DEVICES",
-        "MLU_VISIBLE_DEVICES",
-        "ZE_AFFINITY_MASK",
-        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-    }
-)
-
-# Extended resources by family, for accelerators whose record does not name one.
-_FAMILY_RESOURCE = {
-    AcceleratorFamily.NVIDIA: "nvidia.com/gpu",
-    AcceleratorFamily.AMD: "amd.com/gpu",
-    AcceleratorFamily.CAMBRICON: "cambricon.com/mlu",
-    AcceleratorFamily.HYGON: "hygon.com/dcu",
-    AcceleratorFamily.INTEL: "gpu.intel.com/i915",
-}
-_MIG_PROFILE = re.compile(r"\bMIG[ -]?(\d+g\.\d+gb)\b", re.IGNORECASE)
-_HAMI = "nvidia.com/gpu"
-_LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-
-
-@dataclass(frozen=True)
-class PodIdentity:
-    """Ties a pod to its workload: who, which queue and template, which attempt and replica."""
-
-    workload_id: int
-    kind: str  # "job" | "kernel" | "server"
-    tenant: str
-    user: str
-    queue: str
-    template: str
-    flavor: str
-    attempt: int = 1
-    replica: int = 0
-    replicas: int = 1
 
 
 @dataclass(frozen=True)
@@ -147,68 +107,7 @@ class PodSettings:
     owner: dict | None = None  # an ownerReference dict (apiVersion, kind, name, uid)
 
 
-# --- names and labels -------------------------------------------------------------------------
-
-
-def _dns_slug(value: str, limit: int) -> str:
-    """``value`` as lower-case alphanumerics and dashes, at most ``limit`` long; may be empty."""
-    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-")[:limit].strip("-")
-
-
-def _label_value(value: str) -> str:
-    """``value`` itself when Kubernetes accepts it as a label value, else a readable slug plus a digest.
-
-    The digest keeps two names that slug alike ("ops team", "ops-team") apart; the real value is
-    in the workload annotation.
-    """
-    if len(value) <= 63 and _LABEL_VALUE.match(value):
-        return value
-    digest = hashlib.sha256(value.encode()).hexdigest()[:10]
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", value)[:52]
-    slug = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", slug)
-    return f"{slug}-{digest}" if slug else digest
-
-
-def _checked_kind(identity: PodIdentity) -> str:
-    if identity.kind not in _KINDS:
-        raise ValueError(f"pod kind must be one of {', '.join(_KINDS)}, not {identity.kind!r}")
-    return identity.kind
-
-
-def pod_name(identity: PodIdentity) -> str:
-    """A DNS-1123 label of at most 63 characters, unique per workload, kind, attempt and replica.
-
-    The user's name is appended only as a hint for people reading ``kubectl get pods``; the ids
-    alone make the name unique, so a name with nothing DNS-safe in it is simply left out.
-    """
-    base = f"hetero-{_checked_kind(identity)}-{identity.workload_id}-a{identity.attempt}-r{identity.replica}"
-    user = _dns_slug(identity.user, 62 - len(base))
-    return f"{base}-{user}" if user else base
-
-
-def rendezvous_name(identity: PodIdentity) -> str:
-    """The headless Service of a job's attempt: ``<pod>.<this name>`` reaches each replica."""
-    return f"hetero-{_checked_kind(identity)}-{identity.workload_id}-a{identity.attempt}"
-
-
-def labels_of(identity: PodIdentity) -> dict[str, str]:
-    """The labels that find a pod's workload (every value label-safe)."""
-    return {
-        "app.kubernetes.io/managed-by": MANAGED_BY,
-        _PREFIX + "workload-id": str(identity.workload_id),
-        _PREFIX + "kind": _checked_kind(identity),
-        _PREFIX + "tenant": _label_value(identity.tenant),
-        _PREFIX + "user": _label_value(identity.user),
-        _PREFIX + "queue": _label_value(identity.queue),
-        _PREFIX + "attempt": str(identity.attempt),
-        _PREFIX + "replica": str(identity.replica),
-    }
-
-
-def _attempt_selector(identity: PodIdentity) -> dict[str, str]:
-    labels = labels_of(identity)
-    keys = ("app.kubernetes.io/managed-by", _PREFIX + "workload-id", _PREFIX + "kind", _PREFIX + "attempt")
-    return {key: labels[key] for key in keys}
+# --- metadata ---------------------------------------------------------------------------------
 
 
 def _metadata(identity: PodIdentity, settings: PodSettings, name: str, labels: dict[str, str]) -> V1ObjectMeta:
@@ -217,7 +116,7 @@ def _metadata(identity: PodIdentity, settings: PodSettings, name: str, labels: d
         name=name,
         namespace=settings.namespace,
         labels=labels,
-        annotations={WORKLOAD_ANNOTATION: json.dumps(asdict(identity), sort_keys=True, ensure_ascii=False)},
+        annotations={WORKLOAD_ANNOTATION: workload_annotation(identity)},
         owner_references=[_owner_reference(owner)] if owner else None,
     )
 
@@ -237,50 +136,6 @@ def _owner_reference(owner: Mapping) -> V1OwnerReference:
 
 
 # --- resources and placement ------------------------------------------------------------------
-
-
-def _resource_of(accelerator: Accelerator) -> str:
-    # Part of the capability record once nodes come from Kubernetes; derived from the family and
-    # model for records that predate the field (local discovery, emulated nodes).
-    named = getattr(accelerator, "resource", None)
-    if named:
-        return named
-    family = accelerator.family
-    if family is AcceleratorFamily.NVIDIA and (mig := _MIG_PROFILE.search(accelerator.model)):
-        return f"nvidia.com/mig-{mig.group(1).lower()}"
-    if family is AcceleratorFamily.ASCEND:
-        return "huawei.com/Ascend310P" if "310p" in accelerator.model.lower() else "huawei.com/Ascend910"
-    if family not in _FAMILY_RESOURCE:
-        raise ValueError(f"no extended resource is known for {accelerator.vendor} {accelerator.model}")
-    return _FAMILY_RESOURCE[family]
-
-
-def device_resources(accelerator: Accelerator | None, devices: Sequence[tuple[int, int]]) -> dict[str, str]:
-    """Extended resources for the placed ``devices``, each ``(milli, memory_mib)``.
-
-    >>> a100 = Accelerator(vendor="nvidia", model="A100", count=8, memory_mib=40960)
-    >>> device_resources(a100, [(1000, 0), (1000, 0)])
-    {'nvidia.com/gpu': '2'}
-    """
-    if not devices:
-        return {}
-    if accelerator is None:
-        raise ValueError(f"{len(devices)} devices were placed on a node without accelerators")
-    resource = _resource_of(accelerator)
-    if all(milli >= 1000 for milli, _memory in devices):
-        return {resource: str(len(devices))}
-    if accelerator.sharing != "milli" or resource != _HAMI:
-        raise ValueError(
-            f"{resource} cannot be requested in fractions: only HAMi-shared NVIDIA GPUs "
-            "(nvidia.com/gpucores, nvidia.com/gpumem) take a part of a device"
-        )
-    # HAMi gives every device of a container the same share, so ask the largest one placed.
-    percent = max(math.ceil(min(milli, 1000) / 10) for milli, _memory in devices)
-    memory = max(memory for _milli, memory in devices)
-    amounts = {_HAMI: str(len(devices)), "nvidia.com/gpucores": str(max(percent, 1))}
-    if memory:
-        amounts["nvidia.com/gpumem"] = str(memory)
-    return amounts
 
 
 def _resources(
@@ -372,10 +227,10 @@ def _pod(
         name=identity.kind,
         image=image,
         command=list(command),
-        env=[V1EnvVar(name=key, value=str(value)) for key, value in env.items() if key not in _PINNING] or None,
+        env=[V1EnvVar(name=key, value=str(value)) for key, value in env.items() if key not in DEVICE_PINNING] or None,
         ports=list(ports) or None,
         resources=_resources(cpu_milli, memory_mib, devices, accelerator),
-        volume_mounts=[mount for _volume_, mount in mounted] or None,
+        volume_mounts=[mount for _, mount in mounted] or None,
         readiness_probe=readiness_probe,
         security_context=V1SecurityContext(
             allow_privilege_escalation=False,
@@ -537,10 +392,10 @@ def make_rendezvous_service(*, identity: PodIdentity, settings: PodSettings) -> 
     return V1Service(
         api_version="v1",
         kind="Service",
-        metadata=_metadata(identity, settings, rendezvous_name(identity), _attempt_selector(identity)),
+        metadata=_metadata(identity, settings, rendezvous_name(identity), attempt_selector(identity)),
         spec=V1ServiceSpec(
             cluster_ip="None",
-            selector=_attempt_selector(identity),
+            selector=attempt_selector(identity),
             # Replicas look each other up while starting, before any of them is Ready.
             publish_not_ready_addresses=True,
         ),

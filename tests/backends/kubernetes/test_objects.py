@@ -76,31 +76,31 @@ def valid(obj) -> dict:
 
 
 def job_pod(identity=JOB, settings=FULL, **overrides):
-    arguments = dict(
-        identity=identity, settings=settings, node="gpu-a100-3", image="registry.example/train:2.4",
-        command=["python", "train.py", "--epochs", "3"],
-        env={"HETERO_WORKLOAD_ID": "42", "MASTER_ADDR": "hetero-job-42-a2-r0-ann.hetero-job-42-a2"},
-        cpu_milli=8000, memory_mib=65536, devices=[(1000, 0), (1000, 0)], accelerator=A100,
-        subdomain="hetero-job-42-a2",
-    )
+    arguments = {
+        "identity": identity, "settings": settings, "node": "gpu-a100-3", "image": "registry.example/train:2.4",
+        "command": ["python", "train.py", "--epochs", "3"],
+        "env": {"HETERO_WORKLOAD_ID": "42", "MASTER_ADDR": "hetero-job-42-a2-r0-ann.hetero-job-42-a2"},
+        "cpu_milli": 8000, "memory_mib": 65536, "devices": [(1000, 0), (1000, 0)], "accelerator": A100,
+        "subdomain": "hetero-job-42-a2",
+    }
     return make_job_pod(**{**arguments, **overrides})
 
 
 def kernel_pod(identity=KERNEL, settings=PLAIN, **overrides):
-    arguments = dict(
-        identity=identity, settings=settings, node="gpu-t4-1", image="registry.example/lab:4",
-        env={"HETERO_WORKLOAD_ID": "42"}, cpu_milli=2000, memory_mib=8192, devices=[(250, 4096)],
-        accelerator=HAMI_T4, connection_secret="hetero-kernel-42-a1-r0-ann-connection", ports=PORTS,
-    )
+    arguments = {
+        "identity": identity, "settings": settings, "node": "gpu-t4-1", "image": "registry.example/lab:4",
+        "env": {"HETERO_WORKLOAD_ID": "42"}, "cpu_milli": 2000, "memory_mib": 8192, "devices": [(250, 4096)],
+        "accelerator": HAMI_T4, "connection_secret": "hetero-kernel-42-a1-r0-ann-connection", "ports": PORTS,
+    }
     return make_kernel_pod(**{**arguments, **overrides})
 
 
 def server_pod(identity=SERVER, settings=PLAIN, **overrides):
-    arguments = dict(
-        identity=identity, settings=settings, node="cpu-1", image="registry.example/lab:4",
-        command=["jupyter", "server", "--ip=0.0.0.0", "--port=8888"], env={}, cpu_milli=1000,
-        memory_mib=2048, devices=[], accelerator=None,
-    )
+    arguments = {
+        "identity": identity, "settings": settings, "node": "cpu-1", "image": "registry.example/lab:4",
+        "command": ["jupyter", "server", "--ip=0.0.0.0", "--port=8888"], "env": {}, "cpu_milli": 1000,
+        "memory_mib": 2048, "devices": [], "accelerator": None,
+    }
     return make_server_pod(**{**arguments, **overrides})
 
 
