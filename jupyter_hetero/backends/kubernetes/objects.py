@@ -1,0 +1,402 @@
+"""Pure builders of the pods, secrets and services the Kubernetes backend creates.
+
+>>> identity = PodIdentity(workload_id=7, kind="job", tenant="lab", user="ann", queue="batch",
+...                        template="training", flavor="h100")
+>>> pod = make_job_pod(identity=identity, settings=PodSettings(namespace="lab"), node="gpu-1",
+...                    image="python:3.12", command=["python", "train.py"], env={},
+...                    cpu_milli=2000, memory_mib=4096, devices=[], accelerator=None)
+>>> pod.metadata.name, pod.spec.affinity.node_affinity is not None
+('hetero-job-7-a1-r0-ann', True)
+
+The engine decides the node and the devices; these objects only say it to Kubernetes: a required node
+affinity to the chosen node (kube-scheduler still binds, checks taints and admits the pod; never
+``nodeName``, which skips all of that) and the devices as extended resources for the device plugin.
+Every builder is keyword-only and returns typed ``kubernetes.client`` models; none reads a clock or
+does I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kubernetes.client import (
+    V1Affinity,
+    V1Capabilities,
+    V1Container,
+    V1ContainerPort,
+    V1EnvVar,
+    V1HostPathVolumeSource,
+    V1HTTPGetAction,
+    V1LocalObjectReference,
+    V1NodeAffinity,
+    V1NodeSelector,
+    V1NodeSelectorRequirement,
+    V1NodeSelectorTerm,
+    V1ObjectMeta,
+    V1OwnerReference,
+    V1PersistentVolumeClaimVolumeSource,
+    V1Pod,
+    V1PodSecurityContext,
+    V1PodSpec,
+    V1Probe,
+    V1ResourceRequirements,
+    V1SeccompProfile,
+    V1Secret,
+    V1SecretVolumeSource,
+    V1SecurityContext,
+    V1Service,
+    V1ServiceSpec,
+    V1Toleration,
+    V1Volume,
+    V1VolumeMount,
+)
+
+from ...capability import Accelerator
+from .devices import DEVICE_PINNING, device_resources
+from .identity import (
+    MANAGED_BY,
+    WORKLOAD_ANNOTATION,
+    PodIdentity,
+    attempt_selector,
+    labels_of,
+    pod_name,
+    rendezvous_name,
+    workload_annotation,
+)
+
+__all__ = [
+    "KERNEL_CONNECTION_DIR",
+    "KUEUE_QUEUE_LABEL",
+    "MANAGED_BY",
+    "WORKLOAD_ANNOTATION",
+    "PodIdentity",
+    "PodSettings",
+    "device_resources",
+    "labels_of",
+    "make_connection_secret",
+    "make_job_pod",
+    "make_kernel_pod",
+    "make_rendezvous_service",
+    "make_server_pod",
+    "node_affinity",
+    "pod_name",
+    "rendezvous_name",
+]
+
+KERNEL_CONNECTION_DIR = "/var/run/hetero/kernel"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+_CONNECTION_KEY = "connection.json"
+_CONNECTION_VOLUME = "kernel-connection"
+
+
+@dataclass(frozen=True)
+class PodSettings:
+    """Deployment choices from configuration, the same for every pod of a namespace."""
+
+    namespace: str
+    service_account: str | None = None
+    image_pull_secrets: tuple[str, ...] = ()
+    tolerations: tuple[dict, ...] = ()  # V1Toleration-shaped dicts (camelCase keys)
+    priority_class: str | None = None
+    kueue_queue: str | None = None  # set -> label kueue.x-k8s.io/queue-name
+    run_as_user: int = 1000
+    volumes: tuple[dict, ...] = ()  # {"name", "mount_path", one of "claim" | "host_path", "read_only"?}
+    owner: dict | None = None  # an ownerReference dict (apiVersion, kind, name, uid)
+
+
+# --- metadata ---------------------------------------------------------------------------------
+
+
+def _metadata(identity: PodIdentity, settings: PodSettings, name: str, labels: dict[str, str]) -> V1ObjectMeta:
+    owner = settings.owner
+    return V1ObjectMeta(
+        name=name,
+        namespace=settings.namespace,
+        labels=labels,
+        annotations={WORKLOAD_ANNOTATION: workload_annotation(identity)},
+        owner_references=[_owner_reference(owner)] if owner else None,
+    )
+
+
+def _owner_reference(owner: Mapping) -> V1OwnerReference:
+    unknown = set(owner) - {"apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"}
+    if unknown:
+        raise ValueError(f"unknown ownerReference fields: {', '.join(sorted(unknown))}")
+    return V1OwnerReference(
+        api_version=owner["apiVersion"],
+        kind=owner["kind"],
+        name=owner["name"],
+        uid=owner["uid"],
+        controller=owner.get("controller"),
+        block_owner_deletion=owner.get("blockOwnerDeletion"),
+    )
+
+
+# --- resources and placement ------------------------------------------------------------------
+
+
+def _resources(
+    cpu_milli: int, memory_mib: int, devices: Sequence[tuple[int, int]], accelerator: Accelerator | None
+) -> V1ResourceRequirements:
+    # Limits equal requests: the engine placed exactly this much, extended resources demand it,
+    # and a Guaranteed pod is the last one the kubelet evicts under node pressure.
+    amounts: dict[str, str] = {}
+    if cpu_milli:
+        amounts["cpu"] = f"{cpu_milli}m"
+    if memory_mib:
+        amounts["memory"] = f"{memory_mib}Mi"
+    amounts.update(device_resources(accelerator, devices))
+    return V1ResourceRequirements(requests=dict(amounts), limits=dict(amounts))
+
+
+def node_affinity(node: str) -> V1Affinity:
+    """Required affinity to one node by name; kube-scheduler binds it, so taints and admission still apply."""
+    term = V1NodeSelectorTerm(
+        match_fields=[V1NodeSelectorRequirement(key="metadata.name", operator="In", values=[node])]
+    )
+    return V1Affinity(
+        node_affinity=V1NodeAffinity(
+            required_during_scheduling_ignored_during_execution=V1NodeSelector(node_selector_terms=[term])
+        )
+    )
+
+
+_TOLERATION_FIELDS = {
+    "key": "key",
+    "operator": "operator",
+    "value": "value",
+    "effect": "effect",
+    "tolerationSeconds": "toleration_seconds",
+}
+
+
+def _toleration(spec: Mapping) -> V1Toleration:
+    unknown = set(spec) - set(_TOLERATION_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown toleration fields: {', '.join(sorted(unknown))}")
+    return V1Toleration(**{_TOLERATION_FIELDS[key]: value for key, value in spec.items()})
+
+
+def _volume(spec: Mapping) -> tuple[V1Volume, V1VolumeMount]:
+    name = spec.get("name")
+    if not name or not spec.get("mount_path"):
+        raise ValueError(f"a volume needs a name and a mount_path: {dict(spec)}")
+    if ("claim" in spec) == ("host_path" in spec):
+        raise ValueError(f"volume {name!r} needs exactly one of 'claim' or 'host_path'")
+    read_only = True if spec.get("read_only") else None
+    if "claim" in spec:
+        volume = V1Volume(
+            name=name,
+            persistent_volume_claim=V1PersistentVolumeClaimVolumeSource(claim_name=spec["claim"], read_only=read_only),
+        )
+    else:
+        volume = V1Volume(name=name, host_path=V1HostPathVolumeSource(path=spec["host_path"]))
+    return volume, V1VolumeMount(name=name, mount_path=spec["mount_path"], read_only=read_only)
+
+
+# --- pods -------------------------------------------------------------------------------------
+
+
+def _pod(
+    *,
+    identity: PodIdentity,
+    settings: PodSettings,
+    node: str,
+    image: str,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cpu_milli: int,
+    memory_mib: int,
+    devices: Sequence[tuple[int, int]],
+    accelerator: Accelerator | None,
+    ports: Sequence[V1ContainerPort] = (),
+    volumes: Sequence[tuple[V1Volume, V1VolumeMount]] = (),
+    readiness_probe: V1Probe | None = None,
+    subdomain: str | None = None,
+) -> V1Pod:
+    """The pod every builder shares; the kinds differ only in command, ports, volumes and probe."""
+    name = pod_name(identity)
+    labels = labels_of(identity)
+    if settings.kueue_queue:
+        labels[KUEUE_QUEUE_LABEL] = settings.kueue_queue
+    mounted = [_volume(spec) for spec in settings.volumes] + list(volumes)
+    container = V1Container(
+        name=identity.kind,
+        image=image,
+        command=list(command),
+        env=[V1EnvVar(name=key, value=str(value)) for key, value in env.items() if key not in DEVICE_PINNING] or None,
+        ports=list(ports) or None,
+        resources=_resources(cpu_milli, memory_mib, devices, accelerator),
+        volume_mounts=[mount for _, mount in mounted] or None,
+        readiness_probe=readiness_probe,
+        security_context=V1SecurityContext(
+            allow_privilege_escalation=False,
+            capabilities=V1Capabilities(drop=["ALL"]),
+            run_as_non_root=True,
+            run_as_user=settings.run_as_user,
+            seccomp_profile=V1SeccompProfile(type="RuntimeDefault"),
+        ),
+    )
+    spec = V1PodSpec(
+        containers=[container],
+        restart_policy="Never",
+        affinity=node_affinity(node),
+        tolerations=[_toleration(spec) for spec in settings.tolerations] or None,
+        priority_class_name=settings.priority_class,
+        service_account_name=settings.service_account,
+        # Workloads do not talk to the API server unless a service account was chosen for them.
+        automount_service_account_token=settings.service_account is not None,
+        # Service variables of a busy namespace would crowd the workload's own environment.
+        enable_service_links=False,
+        image_pull_secrets=[V1LocalObjectReference(name=secret) for secret in settings.image_pull_secrets] or None,
+        volumes=[volume for volume, _mount in mounted] or None,
+        hostname=name if subdomain else None,
+        subdomain=subdomain,
+        security_context=V1PodSecurityContext(
+            run_as_non_root=True,
+            run_as_user=settings.run_as_user,
+            seccomp_profile=V1SeccompProfile(type="RuntimeDefault"),
+        ),
+    )
+    return V1Pod(
+        api_version="v1", kind="Pod", metadata=_metadata(identity, settings, name, labels), spec=spec
+    )
+
+
+def make_job_pod(
+    *,
+    identity: PodIdentity,
+    settings: PodSettings,
+    node: str,
+    image: str,
+    command: list[str],
+    env: dict[str, str],
+    cpu_milli: int,
+    memory_mib: int,
+    devices: Sequence[tuple[int, int]],
+    accelerator: Accelerator | None,
+    subdomain: str | None = None,
+) -> V1Pod:
+    """One replica of a job; with ``subdomain`` (the attempt's headless Service) it is ``<pod>.<subdomain>``."""
+    return _pod(
+        identity=identity,
+        settings=settings,
+        node=node,
+        image=image,
+        command=command,
+        env=env,
+        cpu_milli=cpu_milli,
+        memory_mib=memory_mib,
+        devices=devices,
+        accelerator=accelerator,
+        subdomain=subdomain,
+    )
+
+
+def make_kernel_pod(
+    *,
+    identity: PodIdentity,
+    settings: PodSettings,
+    node: str,
+    image: str,
+    env: dict[str, str],
+    cpu_milli: int,
+    memory_mib: int,
+    devices: Sequence[tuple[int, int]],
+    accelerator: Accelerator | None,
+    connection_secret: str,
+    ports: Sequence[int],
+) -> V1Pod:
+    """An ipykernel listening on the server-chosen ``ports``, its connection file from a Secret."""
+    secret = V1Volume(
+        name=_CONNECTION_VOLUME, secret=V1SecretVolumeSource(secret_name=connection_secret)
+    )
+    mount = V1VolumeMount(name=_CONNECTION_VOLUME, mount_path=KERNEL_CONNECTION_DIR, read_only=True)
+    return _pod(
+        identity=identity,
+        settings=settings,
+        node=node,
+        image=image,
+        command=["python", "-m", "ipykernel_launcher", "-f", f"{KERNEL_CONNECTION_DIR}/{_CONNECTION_KEY}"],
+        env=env,
+        cpu_milli=cpu_milli,
+        memory_mib=memory_mib,
+        devices=devices,
+        accelerator=accelerator,
+        ports=[V1ContainerPort(container_port=port, protocol="TCP") for port in ports],
+        volumes=[(secret, mount)],
+    )
+
+
+def make_server_pod(
+    *,
+    identity: PodIdentity,
+    settings: PodSettings,
+    node: str,
+    image: str,
+    command: list[str],
+    env: dict[str, str],
+    cpu_milli: int,
+    memory_mib: int,
+    devices: Sequence[tuple[int, int]],
+    accelerator: Accelerator | None,
+    port: int = 8888,
+    probe_path: str = "/api",
+) -> V1Pod:
+    """A Jupyter server on ``port``, ready once ``probe_path`` (the server's unauthenticated ``/api``) answers."""
+    probe = V1Probe(
+        http_get=V1HTTPGetAction(path=probe_path, port="http"),
+        period_seconds=3,
+        timeout_seconds=2,
+        failure_threshold=3,
+    )
+    return _pod(
+        identity=identity,
+        settings=settings,
+        node=node,
+        image=image,
+        command=command,
+        env=env,
+        cpu_milli=cpu_milli,
+        memory_mib=memory_mib,
+        devices=devices,
+        accelerator=accelerator,
+        ports=[V1ContainerPort(name="http", container_port=port, protocol="TCP")],
+        readiness_probe=probe,
+    )
+
+
+# --- companions -------------------------------------------------------------------------------
+
+
+def make_connection_secret(*, identity: PodIdentity, settings: PodSettings, connection: dict) -> V1Secret:
+    """The kernel's connection file (key and ports chosen by the server) as key ``connection.json``."""
+    # jupyter_client keeps the key as bytes; the file ipykernel reads holds it as text.
+    readable = {key: value.decode() if isinstance(value, bytes) else value for key, value in connection.items()}
+    document = json.dumps(readable, sort_keys=True).encode()
+    return V1Secret(
+        api_version="v1",
+        kind="Secret",
+        type="Opaque",
+        metadata=_metadata(identity, settings, f"{pod_name(identity)}-connection", labels_of(identity)),
+        # data, not stringData: it is what the API server stores and answers.
+        data={_CONNECTION_KEY: base64.b64encode(document).decode()},
+    )
+
+
+def make_rendezvous_service(*, identity: PodIdentity, settings: PodSettings) -> V1Service:
+    """The headless Service of a job's attempt, selecting all its replicas so each has a DNS name."""
+    return V1Service(
+        api_version="v1",
+        kind="Service",
+        metadata=_metadata(identity, settings, rendezvous_name(identity), attempt_selector(identity)),
+        spec=V1ServiceSpec(
+            cluster_ip="None",
+            selector=attempt_selector(identity),
+            # Replicas look each other up while starting, before any of them is Ready.
+            publish_not_ready_addresses=True,
+        ),
+    )
