@@ -303,6 +303,8 @@ class Reflector:
         received = 0
         try:
             for line in _lines(self._response):
+                if not received:
+                    self.backoff.reset()   # the server answers: the next trouble starts from the base delay
                 received += 1
                 self._apply_line(line)
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
@@ -310,11 +312,13 @@ class Reflector:
                 return False
             log.info("reflector kind=%s watch broke: %s", self.kind, _brief(error))
         finally:
+            # Closed, not returned to the pool: servers and proxies often close a watch's connection,
+            # and a new connection every `timeout_s` costs nothing.
             self._close_response()
         if self._stop.is_set():
             return False
         lasted = self.backoff.clock() - started
-        if received or lasted >= self.backoff.healthy_s:
+        if lasted >= self.backoff.healthy_s:
             self.backoff.reset()
         if lasted < seconds - 1:
             # Ended before its time: the server (or something between) dropped it; do not hammer it.
