@@ -259,13 +259,13 @@ def test_pods_are_bound_by_required_affinity_never_by_node_name():
 
 
 def test_optional_settings_leave_no_trace_when_unset():
-    spec = valid(job_pod(settings=PLAIN, subdomain=None))
+    pod = valid(job_pod(settings=PLAIN, subdomain=None))
     for absent in ("priorityClassName", "tolerations", "imagePullSecrets", "serviceAccountName", "volumes",
                    "hostname", "subdomain"):
-        assert absent not in spec["spec"], absent
-    assert "kueue.x-k8s.io/queue-name" not in spec["metadata"]["labels"]
-    assert "ownerReferences" not in spec["metadata"]
-    assert spec["spec"]["automountServiceAccountToken"] is False
+        assert absent not in pod["spec"], absent
+    assert "kueue.x-k8s.io/queue-name" not in pod["metadata"]["labels"]
+    assert "ownerReferences" not in pod["metadata"]
+    assert pod["spec"]["automountServiceAccountToken"] is False
 
 
 def test_device_pinning_variables_are_left_to_the_device_plugin():
