@@ -9,6 +9,7 @@ from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import (
     Bool,
+    CaselessStrEnum,
     Dict,
     Float,
     Int,
@@ -142,8 +143,13 @@ class HeteroApp(ExtensionApp):
         help="When this machine is the whole inventory (no emulated nodes), template defaults are capped at this "
         "share of its CPU and memory (and at its devices), so default work fits; 0 keeps the catalog's defaults.",
     )
+    backend = CaselessStrEnum(
+        ["local", "kubernetes"], "local", config=True,
+        help="Where workloads run: 'local' (this machine, and emulated nodes) or 'kubernetes' (the cluster's nodes "
+        "as inventory, workloads as pods; see KubernetesConfig).",
+    )
     backend_class = Type(
-        LocalBackend, config=True, help="The backend that runs workloads (this machine by default)."
+        LocalBackend, config=True, help="The class of the local backend (tests and embedders may replace it)."
     )
     clock_class = Type(
         Clock, klass=Clock, config=True,
@@ -179,17 +185,25 @@ class HeteroApp(ExtensionApp):
         return str(Path(jupyter_data_dir()) / "hetero" / "work")
 
     def initialize_settings(self) -> None:
-        capabilities = self._node_capabilities()
+        backend = self._backend()
+        states = None
+        if backend.name == "local":
+            capabilities = self._node_capabilities()
+        else:
+            backend.start()  # the first lists of the cluster's nodes and our pods
+            capabilities, states = backend.poll_nodes()
         clock = self.clock_class()
         catalog = self._fit_defaults(load_catalog(self.catalog_file), capabilities)
         repository = Repository(self.db_url, clock=clock.wall)
+        if backend.name == "kubernetes" and backend.config.per_tenant:
+            backend.namespaces = tuple(sorted({backend.config.namespace_for(t.name) for t in catalog.tenants}))
         inventory = Inventory(catalog, repository)
-        inventory.refresh(capabilities)
+        inventory.refresh(capabilities, states)
         self.settings["hetero_platform"] = Platform(
             catalog=catalog,
             repository=repository,
             inventory=inventory,
-            backend=self.backend_class(),
+            backend=backend,
             clock=clock,
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),
@@ -200,7 +214,7 @@ class HeteroApp(ExtensionApp):
             platform_admins=frozenset(self.platform_admins),
             owner_is_platform_admin=self.owner_is_platform_admin,
             owner=self.owner_name,
-            server_url=self.serverapp.connection_url,
+            server_url=getattr(backend, "server_url", "") or self.serverapp.connection_url,
             server_token=self.serverapp.identity_provider.token,
             device_idle_pct=self.cull_device_idle_pct,
             device_idle_after_s=self.cull_device_idle_after,
@@ -227,9 +241,20 @@ class HeteroApp(ExtensionApp):
         )
         return Engine(policy=self.placement_policy, node_scorer=FragmentationScorer(typical), **damping)
 
+    def _backend(self):
+        if self.backend != "kubernetes":
+            return self.backend_class()
+        from .backends.kubernetes.backend import KubernetesBackend  # the client loads only when used
+        from .backends.kubernetes.config import KubernetesConfig
+
+        if self.emulated_nodes or self.emulated_nodes_file:
+            self.log.warning("jupyter-hetero: emulated nodes are ignored by the kubernetes backend")
+        return KubernetesBackend(config=KubernetesConfig(parent=self), work_dir=self.work_dir)
+
     def _fit_defaults(self, catalog: Catalog, capabilities: list[NodeCapability]) -> Catalog:
         """On this machine alone, template defaults shrink to fit it (see catalog/fit.py)."""
-        if not capabilities or any(c.emulated for c in capabilities) or not self.local_default_share:
+        if (self.backend != "local" or not capabilities or any(c.emulated for c in capabilities)
+                or not self.local_default_share):
             return catalog
         largest = max(capabilities, key=lambda c: (c.cpu_milli, c.memory_mib))
         self.log.info("jupyter-hetero: this machine is the whole inventory; template defaults fit %s", largest.name)

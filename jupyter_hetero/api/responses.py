@@ -147,6 +147,8 @@ class QueueStatus(Answer):
     failure: FailurePolicy
     borrowing: bool
     reserved: dict[str, int]
+    priority_class: str | None = Field(description="Kubernetes PriorityClass of the queue's pods.")
+    kueue_queue: str | None = Field(description="Kueue LocalQueue that also admits the queue's pods, if any.")
     allowed: bool
     pending: int = Field(description="Workloads waiting in the queue: queued, preempted and inadmissible.")
     running: int

@@ -6,14 +6,35 @@ calls the backend. Handles are plain data so they can be stored and re-adopted a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..capability import NodeCapability
+from ..capability import Accelerator, NodeCapability
 
-__all__ = ["Backend", "Exit", "Launch", "ProcessHandle"]
+__all__ = ["Backend", "Exit", "Launch", "Placed", "ProcessHandle"]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Whose replica it is and what it was given: what a backend that names, labels and sizes its
+    units (pods) needs beyond a command line."""
+
+    kind: str
+    tenant: str
+    user: str
+    queue: str
+    template: str
+    flavor: str
+    replicas: int
+    image: str
+    cpu_milli: int
+    memory_mib: int
+    devices: tuple[tuple[int, int], ...] = ()  # (milli, memory MiB) per device
+    accelerator: Accelerator | None = None
+    priority_class: str | None = None
+    kueue_queue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -31,11 +52,13 @@ class Launch:
     exit_path: Path
     devices: tuple[int, ...] = ()  # device indexes on the node
     measurable: bool = False  # a real node whose devices the backend can sample (not emulated)
+    placed: Placed | None = None
 
 
 @dataclass(frozen=True)
 class ProcessHandle:
-    """A started replica; ``pid_started`` tells a live process from a reused pid."""
+    """A started replica: a local process (``pid_started`` tells it from a reused pid) or a pod
+    (``pod`` is its "namespace/name", ``pid`` 0)."""
 
     replica: int
     node: str
@@ -44,15 +67,22 @@ class ProcessHandle:
     exit_path: str = ""
     devices: tuple[int, ...] = ()
     measurable: bool = False
+    pod: str = ""
+
+    @property
+    def label(self) -> str:
+        """How people see it: ``pid 4242`` or ``pod hetero/job-7-1-0``."""
+        return f"pod {self.pod}" if self.pod else f"pid {self.pid}"
 
     def to_json(self) -> dict:
         return {"replica": self.replica, "node": self.node, "pid": self.pid, "pid_started": self.pid_started,
-                "exit_path": self.exit_path, "devices": list(self.devices), "measurable": self.measurable}
+                "exit_path": self.exit_path, "devices": list(self.devices), "measurable": self.measurable,
+                **({"pod": self.pod} if self.pod else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> ProcessHandle:
         return cls(data["replica"], data["node"], data["pid"], data["pid_started"], data.get("exit_path", ""),
-                   tuple(data.get("devices", ())), data.get("measurable", False))
+                   tuple(data.get("devices", ())), data.get("measurable", False), data.get("pod", ""))
 
 
 @dataclass(frozen=True)
@@ -61,10 +91,30 @@ class Exit:
 
     code: int | None  # None: the process is gone and left no exit record (killed, or lost)
     metrics: dict = field(default_factory=dict)
+    reason: str | None = None  # why it ended, when the backend knows more than the code (OOMKilled, evicted)
 
 
 class Backend(Protocol):
     name: str
+    # Replicas run on this machine: they inherit the passthrough part of its environment and see only their
+    # devices through visibility variables. Elsewhere (pods) the image gives the environment and the device
+    # plugin the devices.
+    runs_here: bool
+
+    def start(self, *, wake: Callable[[], None] | None = None) -> None:
+        """Begin watching what the backend runs on; ``wake`` is called (from any thread) after changes."""
+        ...
+    def close(self) -> None: ...
+    def poll_nodes(self) -> tuple[list[NodeCapability], dict[str, str]] | None:
+        """The nodes and their admission states when they changed since the last call; None when they did
+        not, or when the backend does not discover nodes (the local one: its node is discovered at start)."""
+        ...
+    def problem(self, handle: ProcessHandle) -> str | None:
+        """Why a live replica cannot make progress (its image cannot be pulled ...), or None."""
+        ...
+    def collect_orphans(self, keep: Iterable[str]) -> list[str]:
+        """Stop what the backend runs for no live workload (``keep``: the units that are held)."""
+        ...
 
     def launch(self, launch: Launch) -> ProcessHandle: ...
     def running(self, handle: ProcessHandle) -> bool: ...

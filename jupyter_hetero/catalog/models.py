@@ -363,6 +363,14 @@ class Queue(_Model):
     reserved: dict[str, int] = Field(
         default_factory=dict, description="Devices per flavor that other queues may only borrow preemptibly."
     )
+    priority_class: str | None = Field(
+        default=None, description="Kubernetes PriorityClass of this queue's pods (Kubernetes backend)."
+    )
+    kueue_queue: str | None = Field(
+        default=None,
+        description="Kueue LocalQueue that must also admit this queue's pods (label kueue.x-k8s.io/queue-name); "
+        "None: this scheduler alone admits them.",
+    )
 
 
 class FlavorQuota(_Model):

@@ -3,6 +3,7 @@
     jupyter hetero version
     jupyter hetero catalog validate my_catalog.yaml
     jupyter hetero nodes [--emulated-nodes-file binder/demo-nodes.yaml] [--json]
+    jupyter hetero k8s render --template fine-tuning [--flavor a100-80g] [--kernel]
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ _SHIPPED_CATALOG = str(Path(__file__).resolve().parent.parent / "catalog" / "def
 _LAZY_COMMANDS = {
     "simulate": ("jupyter_hetero.sim.cli", "add_simulate_parser", "replay public traces against the scheduling engine"),
     "bench": ("jupyter_hetero.sim.bench_cli", "add_bench_parser", "measure the scheduling engine"),
+    "k8s": ("jupyter_hetero.backends.kubernetes.render", "add_k8s_parser",
+            "show the Kubernetes objects the backend would create"),
 }
 
 

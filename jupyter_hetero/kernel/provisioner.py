@@ -8,16 +8,22 @@ A kernelspec names it in ``metadata.kernel_provisioner``:
 On launch it creates a ``kernel`` workload, waits (bounded) while it is queued, then starts the
 kernel with only its devices visible; on shutdown, cull or death it releases them. A restart keeps
 the placement. Launch-time overrides arrive as ``start_kernel(..., hetero={...})``.
+
+On the Kubernetes backend the kernel runs in a pod on the placed node (see pod.py): the same calls,
+with the pod's life in place of a local process's, interrupts as messages, and a restart in a new pod.
 """
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Unicode
 
 from ..services.kernels import KernelWaitTimeout, current_kernels
+from .pod import PodKernel
 
 __all__ = ["HeteroProvisioner", "KernelWaitTimeout"]
 
@@ -33,6 +39,8 @@ class HeteroProvisioner(LocalProvisioner):
     )
 
     workload_id: int | None = None
+    pod: PodKernel | None = None  # the kernel's pod, on the Kubernetes backend
+    launches = 0  # pods started for this kernel (each restart starts a new one)
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         overrides = dict(kwargs.pop("hetero", None) or {})
@@ -56,6 +64,9 @@ class HeteroProvisioner(LocalProvisioner):
         # The kernel starts from its workload's environment, not the server's (which may hold its token).
         session = {k: v for k, v in (kwargs.get("env") or {}).items() if k.startswith("JPY_SESSION")}
         kwargs["env"] = {**session, **env}
+        if kernels.pods is not None:
+            # No signal reaches a pod from here: interrupts go as messages on the control channel.
+            self.kernel_spec.interrupt_mode = "message"
         try:
             return await super().pre_launch(**kwargs)
         except BaseException as exc:
@@ -65,11 +76,14 @@ class HeteroProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
         kernels = current_kernels()
         try:
-            info = await super().launch_kernel(cmd, **kwargs)
-            kernels.started(self.workload_id, self.pid)
+            if kernels.pods is None:
+                info = await super().launch_kernel(cmd, **kwargs)
+                kernels.started(self.workload_id, self.pid)
+            else:
+                info = await self._launch_pod(kernels, kwargs.get("env") or {})
         except BaseException as exc:
             # Whatever failed, the placement is given back now, with the reason on the workload.
-            if self.process is not None:
+            if self.has_process:
                 try:
                     await self.kill()
                 except Exception:  # noqa: BLE001 - the release below matters more than this kill
@@ -78,11 +92,54 @@ class HeteroProvisioner(LocalProvisioner):
             raise
         return info
 
+    async def _launch_pod(self, kernels, env: dict[str, str]) -> dict:
+        node, placed = kernels.placed(self.workload_id)
+        self.launches += 1
+        self.pod = await PodKernel.launch(
+            kernels.pods, workload_id=self.workload_id, attempt=self.launches, node=node, placed=placed, env=env,
+            connection=self.connection_info, timeout=kernels.pods.config.kernel_start_timeout,
+        )
+        kernels.started(self.workload_id, None, f"pod {self.pod.key}")
+        self.connection_info = {**self.connection_info, "ip": self.pod.ip}
+        return self.connection_info
+
+    # -- a pod's life in place of a process's (the Kubernetes backend) -----------------------------
+
+    @property
+    def has_process(self) -> bool:
+        return self.pod is not None or super().has_process
+
+    async def poll(self) -> int | None:
+        return self.pod.poll() if self.pod is not None else await super().poll()
+
+    async def wait(self) -> int | None:
+        if self.pod is None:
+            return await super().wait()
+        while (code := self.pod.poll()) is None:
+            await asyncio.sleep(0.1)
+        return code
+
+    async def send_signal(self, signum: int) -> None:
+        if self.pod is None:
+            return await super().send_signal(signum)
+        if signum in (signal.SIGTERM, signal.SIGKILL):
+            await self.pod.delete(grace_s=None if signum == signal.SIGTERM else 0)
+        # Any other signal has no way into a pod; interrupts go as messages.
+
+    async def kill(self, restart: bool = False) -> None:
+        await (self.pod.delete(grace_s=0) if self.pod is not None else super().kill(restart))
+
+    async def terminate(self, restart: bool = False) -> None:
+        await (self.pod.delete(grace_s=None) if self.pod is not None else super().terminate(restart))
+
     def _start_failed(self, kernels, exc: BaseException) -> None:
         kernels.start_failed(self.workload_id, f"the kernel could not start: {_words(exc)}")
         kernels.forget_failed_start(self.kernel_id)
 
     async def cleanup(self, restart: bool = False) -> None:
+        if self.pod is not None:
+            pod, self.pod = self.pod, None
+            await pod.delete(grace_s=0)  # a restart starts a new pod; an ended kernel leaves none behind
         await super().cleanup(restart=restart)
         if not restart and self.workload_id is not None:
             current_kernels().release(self.workload_id)

@@ -61,11 +61,12 @@ class RunningAttempt:
             if handle in alive:
                 continue
             ended = self.exit_of(backend, handle)
+            because = f": {ended.reason}" if ended.reason else ""
             if ended.code is None:
-                return f"replica {handle.replica} vanished without an exit record"
+                return f"replica {handle.replica} vanished without an exit record{because}"
             if ended.code != 0:
                 self.failed_code = ended.code
-                return f"replica {handle.replica} failed with exit code {ended.code}"
+                return f"replica {handle.replica} failed with exit code {ended.code}{because}"
         return None
 
     def metrics(self, exits: list[Exit]) -> dict:

@@ -48,37 +48,43 @@ class Inventory:
         # Bumped on every change, so the scheduler re-checks running placements only when one happened.
         self.version = 0
 
-    def refresh(self, capabilities: list[NodeCapability]) -> list[NodeView]:
-        """Record these nodes as seen now; new ones get a `node-registered` event."""
-        known = {row.name for row in self.repository.nodes()}
+    def refresh(self, capabilities: list[NodeCapability], states: dict[str, str] | None = None) -> list[NodeView]:
+        """Record these nodes as seen now; new ones get a `node-registered` event. ``states``: each node's
+        admission state as its source reports it (a cluster's Ready, cordoned), recorded when it changes.
+
+        Only new and changed nodes are written: a cluster's 5,000 nodes cost the few that changed."""
+        known: dict | None = None  # the stored rows, read once the first node this inventory lacks shows up
+        states = states or {}
+        views: dict[str, NodeView] = {}
         for capability in capabilities:
+            name = capability.name
+            view = self._nodes.get(name)
+            state = states.get(name)
+            if view is not None and view.capability == capability and state in (None, view.state):
+                views[name] = view
+                continue
+            if view is None and known is None:
+                known = {row.name: row for row in self.repository.nodes()}
+            row = known.get(name) if view is None else None
+            was = view.state if view is not None else (row.state if row is not None else None)
             flavor = self.catalog.flavor_of(capability)
-            self.repository.upsert_node(
-                name=capability.name,
-                source=capability.source,
-                emulated=capability.emulated,
-                flavor=flavor.name if flavor else None,
-                capability=capability.model_dump(mode="json"),
+            written = self.repository.upsert_node(
+                name=name, source=capability.source, emulated=capability.emulated,
+                flavor=flavor.name if flavor else None, capability=capability.model_dump(mode="json"),
             )
-            if capability.name not in known:
+            if was is None:
                 self.repository.append_event(
-                    type="node-registered",
-                    node=capability.name,
+                    type="node-registered", node=name,
                     reason=f"{capability.source} node mapped to flavor {flavor.name if flavor else 'none'}",
                     data={"emulated": capability.emulated},
                 )
-        current = {capability.name for capability in capabilities}
-        self._nodes = {
-            row.name: NodeView(
-                capability=NodeCapability.model_validate(row.capability),
-                flavor=row.flavor,
-                state=row.state,
-                first_seen=row.first_seen,
-                last_seen=row.last_seen,
-            )
-            for row in self.repository.nodes()
-            if row.name in current
-        }
+            if state is not None and state != (was or "admitted"):
+                self.repository.set_node_state(name, state)
+                self.repository.append_event(type=f"node-{state}", node=name,
+                                             reason=f"{capability.source} reports the node {state}")
+            views[name] = NodeView(capability=capability, flavor=written.flavor, state=state or written.state,
+                                   first_seen=written.first_seen, last_seen=written.last_seen)
+        self._nodes = views
         self.version += 1
         return self.nodes()
 

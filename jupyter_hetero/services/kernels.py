@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from ..backends.base import Placed
 from ..backends.local.nvml import sample_gpus
 from ..catalog import Catalog
 from ..engine import render
@@ -210,7 +211,20 @@ class KernelService:
         env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
         return self.seal_environment(row, env)
 
-    def started(self, workload_id: int, pid: int | None) -> None:
+    @property
+    def pods(self):
+        """The backend that runs kernels in pods (the Kubernetes one), or None: kernels run here."""
+        backend = self.scheduler.backend
+        return None if backend.runs_here else backend
+
+    def placed(self, workload_id: int) -> tuple[str, Placed]:
+        """The node a kernel's workload was placed on, and what its pod needs to know."""
+        row = self.repository.workload(workload_id)
+        placement = placement_from_json(row.placement)
+        slot = placement.slots[0]
+        return slot.node, self.scheduler.placed(row, placement.flavor, slot, 1)
+
+    def started(self, workload_id: int, pid: int | None, where: str | None = None) -> None:
         row = self.repository.workload(workload_id)
         if row is None or row.state not in ACTIVE_STATES:
             # Lost or cancelled between placement and launch: the new kernel must not run unaccounted.
@@ -218,8 +232,8 @@ class KernelService:
                                     f"{row.reason if row else 'it no longer exists'}")
         started = self.clock.wall()
         self.repository.update_workload(
-            workload_id, event="started", reason=f"kernel {row.spec.get('kernel_id')} running as pid {pid}",
-            data={"pid": pid}, state="running", started_at=started, attempts=(row.attempts or 0) + 1,
+            workload_id, event="started", reason=f"kernel {row.spec.get('kernel_id')} running as {where or f'pid {pid}'}",
+            data={"pid": pid, **({"pod": where.removeprefix("pod ")} if where else {})}, state="running", started_at=started, attempts=(row.attempts or 0) + 1,
         )
         self.scheduler.times.steady(workload_id, "started_at", started)
 

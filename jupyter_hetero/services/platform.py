@@ -68,7 +68,8 @@ class Platform:
         self.access = Access(self.repository)
         self.credentials = CredentialService(
             catalog=self.catalog, repository=self.repository, server_url=self.server_url,
-            inherited=self.inherited_environment, passthrough=self.workload_env_passthrough,
+            inherited=self.inherited_environment if self.backend.runs_here else {},
+            passthrough=self.workload_env_passthrough,
             server_secrets=(self.server_token,),
         )
         self.scheduler = Scheduler(
@@ -88,6 +89,7 @@ class Platform:
         self.scheduler.seal_environment = self.kernels.seal_environment = self._workload_environment
         self.loop = SchedulerLoop(self.scheduler, self.interval_s, on_start=self.kernels.reconcile,
                                   after_tick=self._after_tick)
+        self.backend.start(wake=self.loop.wake)  # a change in what the backend watches asks for a tick
         self.workloads = WorkloadService(
             self.catalog, self.repository, self.access, self.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake,
@@ -147,6 +149,7 @@ class Platform:
         """Stop ticking, end the engine process, close the store: the server's stop."""
         await self.loop.stop()
         await asyncio.get_running_loop().run_in_executor(None, self.scheduler.close)
+        await asyncio.get_running_loop().run_in_executor(None, self.backend.close)
         self.repository.close()
 
     def _after_tick(self, now: float) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..backends.base import Backend, Launch, ProcessHandle
+from ..backends.base import Backend, Launch, Placed, ProcessHandle
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
@@ -133,6 +133,16 @@ class Scheduler:
                 type="adopted" if alive else "reconciling", workload_id=row.id,
                 reason=f"server restarted; {len(alive)}/{len(handles)} processes still alive",
             )
+        held = [handle.pod for running in self._running.values() for handle in running.handles if handle.pod]
+        for orphan in self.backend.collect_orphans(held):
+            self.repository.append_event(type="orphan-deleted", reason=f"pod {orphan} held by no workload was deleted")
+
+    def _refresh_nodes(self) -> None:
+        """Nodes the backend discovers (a cluster's) join, change or leave the inventory as they do."""
+        update = self.backend.poll_nodes()
+        if update is not None:
+            capabilities, states = update
+            self.inventory.refresh(capabilities, states)
 
     # -- the loop body -----------------------------------------------------------------------
 
@@ -140,6 +150,7 @@ class Scheduler:
         now = self.clock()
         at, started = time.time(), time.perf_counter()  # for the tick log only; decisions use ``now``
         changed = self._workloads.sync()
+        self._refresh_nodes()
         synced = time.perf_counter()
         self._monitor(now)
         monitored = time.perf_counter()
@@ -425,6 +436,7 @@ class Scheduler:
                 env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
                 log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
                 devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
+                placed=self.placed(row, placement.flavor, slot, len(placement.slots)),
             )))
             # Stored per replica, so a crash half-way through the launch still leaves every pid to stop.
             self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in running.handles])
@@ -433,9 +445,10 @@ class Scheduler:
             if template and self.inventory.node(placement.slots[0].node) else None
         self.repository.update_workload(
             row.id, event="started",
-            reason=f"attempt {number} running as pid {', '.join(str(h.pid) for h in handles)}"
+            reason=f"attempt {number} running as {', '.join(h.label for h in handles)}"
             + (f", resuming from {checkpoint[0].name}" if checkpoint else ""),
             data={"attempt": number, "pids": [h.pid for h in handles], "image": image,
+                  **({"pods": [h.pod for h in handles]} if any(h.pod for h in handles) else {}),
                   "resume_from": str(checkpoint[0]) if checkpoint else None},
             state="running", started_at=started,
         )
@@ -453,7 +466,9 @@ class Scheduler:
         env = {
             **(variant.env if variant else {}),
             **row.spec.get("env", {}),
-            **device_environment(family.value if family else "cpu", slot.devices),
+            # A device plugin (the Kubernetes backend's) makes a replica's devices visible itself.
+            **(device_environment(family.value if family else "cpu", slot.devices) if self.backend.runs_here
+               else {}),
             "HETERO_WORKLOAD_ID": str(row.id),
             "HETERO_TENANT": row.tenant,
             "HETERO_USER": row.user,
@@ -473,6 +488,21 @@ class Scheduler:
         }
         measurable = bool(view and not view.capability.emulated and family is not None and family.value == "nvidia")
         return env, measurable
+
+    def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int) -> Placed:
+        """What a backend that sizes and labels its units needs to know of one replica."""
+        template = self.catalog.template(row.template)
+        view = self.inventory.node(slot.node)
+        accelerator = view.capability.accelerator if view else None
+        variant = template.variant_for(view.capability.family) if (template and view) else None
+        queue = self.catalog.queue(row.queue)
+        request = engine_workload(row, None, 0).request
+        return Placed(
+            kind=row.kind, tenant=row.tenant, user=row.user, queue=row.queue, template=row.template, flavor=flavor,
+            replicas=replicas, image=variant.image if variant else "", cpu_milli=request.cpu, memory_mib=request.mem,
+            devices=tuple((milli, mem) for _index, milli, mem in slot.devices), accelerator=accelerator,
+            priority_class=queue.priority_class if queue else None, kueue_queue=queue.kueue_queue if queue else None,
+        )
 
     # -- monitor -----------------------------------------------------------------------------
 
@@ -509,6 +539,8 @@ class Scheduler:
         started = self.times.steady(row.id, "started_at", row.started_at)
         if row.stopping is None and row.time_limit_s and started is not None and now >= started + row.time_limit_s:
             row = self._stop(row, "time-limit", f"time limit of {int(row.time_limit_s)} s reached", now + TIME_LIMIT_GRACE_S)
+        if row.stopping is None and (problem := next(filter(None, map(self.backend.problem, alive)), None)):
+            row = self._stop(row, "replica-failed", f"{problem}; the attempt was stopped", now)
         if row.stopping is None and len(alive) < len(running.handles):
             failed = running.failed_replica(self.backend, alive)
             if failed is not None:
@@ -552,12 +584,14 @@ class Scheduler:
         elif stopping == "replica-failed":
             self._finish(row.id, now, "failed", row.reason or "a replica failed", metrics, exit_code=running.failed_code)
         elif stopping == "node-lost" or any(code is None for code in codes):
-            self._finish(row.id, now, "lost", "its node was lost" if stopping else "the process vanished", metrics)
+            vanished = next((e.reason for e in exits if e.code is None and e.reason), "the process vanished")
+            self._finish(row.id, now, "lost", "its node was lost" if stopping else vanished, metrics)
         elif all(code == 0 for code in codes):
             self._finish(row.id, now, "succeeded", "exit code 0", metrics)
         else:
-            bad = next(code for code in codes if code != 0)
-            self._finish(row.id, now, "failed", f"exit code {bad}", metrics)
+            bad = next(e for e in exits if e.code != 0)
+            self._finish(row.id, now, "failed", f"exit code {bad.code}" + (f": {bad.reason}" if bad.reason else ""),
+                         metrics)
 
     def _finish(self, workload_id: int, now: float, outcome: str, reason: str, metrics: dict | None = None, *,
                 retryable: bool = True, exit_code: int | None = None) -> None:

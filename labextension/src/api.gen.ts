@@ -863,6 +863,10 @@ export interface components {
             reserved: {
                 [key: string]: number;
             };
+            /** @description Kubernetes PriorityClass of the queue's pods. */
+            priority_class: string | null;
+            /** @description Kueue LocalQueue that also admits the queue's pods, if any. */
+            kueue_queue: string | null;
             allowed: boolean;
             /** @description Workloads waiting in the queue: queued, preempted and inadmissible. */
             pending: number;

@@ -28,6 +28,7 @@ class LocalBackend:
     """This machine. Emulated nodes run here too, with their device environment set."""
 
     name = "local"
+    runs_here = True
 
     def __init__(self, *, usage_interval_s: float = USAGE_INTERVAL_S) -> None:
         self._children: dict[int, subprocess.Popen] = {}
@@ -35,6 +36,21 @@ class LocalBackend:
         self.usage_interval_s = usage_interval_s
         self._measured_at = float("-inf")  # monotonic time of the last pass over the process table
         psutil.cpu_percent(interval=None)  # the first reading only starts the measurement
+
+    def start(self, *, wake=None) -> None:
+        pass  # its node was discovered when the server started; its processes are its own children
+
+    def close(self) -> None:
+        pass
+
+    def poll_nodes(self) -> None:
+        return None
+
+    def problem(self, handle: ProcessHandle) -> str | None:
+        return None  # a process that started runs; how it ends is its exit code
+
+    def collect_orphans(self, keep: Iterable[str]) -> list[str]:
+        return []  # a server's processes end with their process group; none outlive it unknown
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
         """This machine's CPU and memory use, and its GPUs' where NVML measures them. Emulated

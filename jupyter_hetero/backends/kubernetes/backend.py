@@ -1,0 +1,342 @@
+"""The Kubernetes backend: replicas as pods on the nodes this engine chose, seen through the reflector.
+
+    backend = KubernetesBackend(config=KubernetesConfig(), api_client=client)
+    backend.start(wake=loop.wake)          # lists and watches nodes, our pods and their events
+    backend.poll_nodes()                   # the inventory, when the nodes changed since the last call
+    handle = backend.launch(launch)        # a pod with required node affinity to launch.node
+    backend.scan([handle])                 # alive by the reflector's cache: no API call per tick
+
+Every call that talks to the API server blocks: the scheduler calls them from its worker thread, the
+kernel provisioner through ``asyncio.to_thread``. Nothing here runs on the server's event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from ...capability import NodeCapability
+from ..base import Exit, Launch, Placed, ProcessHandle
+from .config import KubernetesConfig
+from .nodes import pod_requests, read_node
+from .factory import PodFactory
+from .pods import PodState, pod_problem, pod_state
+from .reflector import ClusterReflector
+
+__all__ = ["KubernetesBackend"]
+
+log = logging.getLogger(__name__)
+
+MANAGED_SELECTOR = "app.kubernetes.io/managed-by=jupyter-hetero"
+WORKLOAD_LABEL = "hetero.jupyter.org/workload-id"
+# Seconds a pod we created may be missing from the reflector's cache before it counts as gone: the
+# create answer comes before the watch event that shows it.
+UNSEEN_GRACE_S = 30.0
+
+
+class KubernetesBackend:
+    """Runs replicas as pods, placed by required node affinity to the engine's node; the reflector's
+    caches answer every question the scheduler asks each tick."""
+
+    name = "kubernetes"
+    runs_here = False  # the image gives a pod its environment, the device plugin its devices
+
+    def __init__(self, *, config: KubernetesConfig, work_dir: str = "", api_client=None,
+                 reflector: ClusterReflector | None = None, clock: Callable[[], float] = time.monotonic):
+        self.config = config
+        self.factory = PodFactory(config, work_dir)
+        # Where our objects may be: the configured namespace, or one per tenant (set from the catalog).
+        self.namespaces: tuple[str, ...] = () if config.per_tenant else (config.namespace,)
+        self.server_url = config.server_url  # where pods reach the hetero API ("": the server's own URL)
+        self.api_client = api_client or config.api_client()
+        self.core = client.CoreV1Api(self.api_client)
+        self.reflector = reflector or ClusterReflector(
+            self.api_client, namespace=None if config.per_tenant else config.namespace,
+            timeout_s=config.watch_timeout, resync_s=config.resync_interval, track_foreign=True,
+            requests_of=pod_requests,
+        )
+        self.clock = clock
+        self._unseen: dict[str, float] = {}  # pods created, not yet in the cache -> when created
+        self._nodes_seen: tuple[int, int] | None = None
+        self.findings: dict[str, tuple[str, ...]] = {}  # node -> what reading it found
+        self._followers: dict[str, threading.Thread] = {}
+        self._closed = threading.Event()
+        self._started = False
+        self._kernel_secrets: dict[str, str] = {}  # kernel pod -> its connection Secret
+        self._services: dict[str, str] = {}  # a multi-replica job's replica-0 pod -> its rendezvous Service
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, *, wake: Callable[[], None] | None = None, timeout: float = 30.0) -> None:
+        """List and watch (once); returns when the caches are synced, or raises after ``timeout``.
+        ``wake`` is called from the reflector's thread after changes."""
+        if wake is not None:
+            self.reflector.wake(wake)
+        if self._started:
+            return
+        self._started = True
+        self.reflector.start()
+        if not self.reflector.wait_synced(timeout):
+            raise TimeoutError(f"the Kubernetes API server did not answer the first lists within {timeout:g} s")
+
+    def close(self) -> None:
+        self._closed.set()
+        self.reflector.stop()
+
+    # -- inventory ---------------------------------------------------------------------------
+
+    def poll_nodes(self) -> tuple[list[NodeCapability], dict[str, str]] | None:
+        """The nodes as capability records and their admission states (admitted, cordoned, lost), when
+        nodes or the pods we did not place changed since the last call; None otherwise."""
+        seen = (self.reflector.nodes.version, self.reflector.foreign.version)
+        if seen == self._nodes_seen:
+            return None
+        self._nodes_seen = seen
+        foreign = self.reflector.requests_by_node()
+        capabilities, states, findings = [], {}, {}
+        for node in self.reflector.nodes.items().values():
+            reading = read_node(node, foreign=foreign.get(node["metadata"]["name"], _NO_REQUESTS),
+                                tolerated=self.config.tolerations)
+            if reading.findings:
+                findings[reading.name] = reading.findings
+            if reading.capability is None:
+                continue
+            capabilities.append(reading.capability)
+            states[reading.name] = node_admission(node, reading.schedulable)
+        for name, found in findings.items():
+            if self.findings.get(name) != found:
+                log.warning("jupyter-hetero: node %s: %s", name, "; ".join(found))
+        self.findings = findings
+        return capabilities, states
+
+    def node_utilisation(self, capability: NodeCapability) -> dict | None:
+        return None  # what a node uses is the metrics pipeline's business, not the API server's
+
+    # -- replicas ----------------------------------------------------------------------------
+
+    def launch(self, launch: Launch) -> ProcessHandle:
+        pod, service = self.factory.job_objects(launch)
+        namespace = pod.metadata.namespace
+        if service is not None:
+            self._create(lambda: self.core.create_namespaced_service(namespace, service))
+        key = f"{namespace}/{pod.metadata.name}"
+        self._unseen[key] = self.clock()
+        self._create(lambda: self.core.create_namespaced_pod(namespace, pod))
+        if service is not None:
+            self._services[key] = service.metadata.name
+        self.follow_log(key, launch.log_path)
+        return ProcessHandle(launch.replica, launch.node, 0, 0.0, str(launch.exit_path), launch.devices, False,
+                             pod=key)
+
+    def _create(self, call: Callable[[], object]) -> None:
+        """Create an object; one that exists already (a launch repeated after a crash) is taken as is."""
+        try:
+            call()
+        except ApiException as exc:
+            if exc.status != 409:
+                raise RuntimeError(f"the Kubernetes API refused: {_api_words(exc)}") from None
+
+    def pod(self, key: str) -> dict | None:
+        return self.reflector.pods.items().get(key)
+
+    def _alive(self, handle: ProcessHandle) -> bool:
+        pod = self.pod(handle.pod)
+        if pod is None:
+            created = self._unseen.get(handle.pod)
+            return created is not None and self.clock() - created < UNSEEN_GRACE_S
+        self._unseen.pop(handle.pod, None)
+        return pod_state(pod).alive
+
+    def running(self, handle: ProcessHandle) -> bool:
+        return self._alive(handle)
+
+    def scan(self, handles: Iterable[ProcessHandle]) -> dict[ProcessHandle, dict]:
+        return {handle: {} for handle in handles if self._alive(handle)}
+
+    def sample(self, handle: ProcessHandle) -> dict:
+        return {}
+
+    def exit(self, handle: ProcessHandle) -> Exit:
+        """How the replica's pod ended; the pod (and its job's rendezvous Service) is deleted once read,
+        its log having been copied."""
+        pod = self.pod(handle.pod)
+        state = pod_state(pod) if pod is not None else None
+        metrics = _exit_record(handle.exit_path)
+        follower = self._followers.get(handle.pod)
+        if follower is not None:
+            follower.join(timeout=2.0)  # the last lines of the log, before the pod goes
+        self.delete_pod(handle.pod, grace_s=0)
+        service = self._services.pop(handle.pod, None)
+        if service is not None:
+            self._delete(lambda: self.core.delete_namespaced_service(service, handle.pod.split("/", 1)[0]),
+                         f"service {service}")
+        if state is None:
+            return Exit(None, metrics, reason="its pod was deleted")
+        return Exit(state.exit_code, metrics, reason=state.reason)
+
+    def problem(self, handle: ProcessHandle) -> str | None:
+        """Why a live replica's pod cannot make progress (unschedulable, image not pullable), once it has
+        been so for longer than the configured patience; None otherwise."""
+        return self.problem_of(handle.pod)
+
+    def signal_stop(self, handle: ProcessHandle) -> None:
+        self.delete_pod(handle.pod, grace_s=None)
+
+    def kill(self, handle: ProcessHandle) -> None:
+        self.delete_pod(handle.pod, grace_s=0)
+
+    def delete_pod(self, key: str, *, grace_s: int | None) -> None:
+        """Delete a pod (None: with its own grace period: SIGTERM, then SIGKILL); a missing one is fine."""
+        namespace, name = key.split("/", 1)
+        options = client.V1DeleteOptions(grace_period_seconds=grace_s) if grace_s is not None else None
+        self._delete(lambda: self.core.delete_namespaced_pod(name, namespace, body=options), f"pod {key}")
+
+    def _delete(self, call: Callable[[], object], what: str) -> None:
+        try:
+            call()
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("jupyter-hetero: could not delete %s: %s", what, _api_words(exc))
+
+    def collect_orphans(self, keep: Iterable[str]) -> list[str]:
+        """Delete our pods that no live workload holds, and kernels' connection Secrets and jobs' Services
+        (left by a server that stopped uncleanly: kernels never outlive their server)."""
+        keep = set(keep)
+        orphans = [key for key in self.reflector.pods.items() if key not in keep]
+        for key in orphans:
+            self.delete_pod(key, grace_s=0)
+        held = {self.pod(key)["metadata"].get("labels", {}).get(WORKLOAD_LABEL) for key in keep if self.pod(key)}
+        namespaces = set(self.namespaces) | {key.split("/", 1)[0] for key in self.reflector.pods.items()}
+        for namespace in sorted(namespaces):
+            for kind, listing, delete in (("secret", self.core.list_namespaced_secret, self.core.delete_namespaced_secret),
+                                          ("service", self.core.list_namespaced_service,
+                                           self.core.delete_namespaced_service)):
+                response = listing(namespace, label_selector=MANAGED_SELECTOR, _preload_content=False)
+                for item in json.loads(response.data).get("items", []):
+                    metadata = item["metadata"]
+                    if metadata.get("labels", {}).get(WORKLOAD_LABEL) not in held:
+                        self._delete(lambda m=metadata, d=delete: d(m["name"], namespace),
+                                     f"{kind} {namespace}/{metadata['name']}")
+                        orphans.append(f"{namespace}/{metadata['name']}")
+        return orphans
+
+    # -- kernels -----------------------------------------------------------------------------
+
+    def launch_kernel(self, *, workload_id: int, attempt: int, node: str, placed: Placed, env: dict[str, str],
+                      connection: dict) -> str:
+        """A kernel's connection Secret, then its pod; the pod's "namespace/name". The server chose the key
+        and ports: nothing comes back from the pod but its IP, through the API server."""
+        secret, pod = self.factory.kernel_objects(workload_id=workload_id, attempt=attempt, node=node, placed=placed,
+                                                  env=env, connection=connection)
+        namespace = pod.metadata.namespace
+        key = f"{namespace}/{pod.metadata.name}"
+        self._unseen[key] = self.clock()
+        self._create(lambda: self.core.create_namespaced_secret(namespace, secret))
+        try:
+            self._create(lambda: self.core.create_namespaced_pod(namespace, pod))
+        except BaseException:
+            self._delete_secret(namespace, secret.metadata.name)
+            raise
+        self._kernel_secrets[key] = secret.metadata.name
+        return key
+
+    def delete_kernel(self, key: str, *, grace_s: int | None = 0) -> None:
+        """A kernel's pod and its connection Secret."""
+        self.delete_pod(key, grace_s=grace_s)
+        secret = self._kernel_secrets.pop(key, None)
+        if secret is not None:
+            self._delete_secret(key.split("/", 1)[0], secret)
+
+    def _delete_secret(self, namespace: str, name: str) -> None:
+        try:
+            self.core.delete_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("jupyter-hetero: could not delete secret %s/%s: %s", namespace, name, _api_words(exc))
+
+    def pod_state(self, key: str) -> PodState | None:
+        """The pod's state as last seen; None when it is gone (or not seen yet: see :meth:`seen`)."""
+        pod = self.pod(key)
+        return pod_state(pod) if pod is not None else None
+
+    def problem_of(self, key: str, *, patient: bool = True) -> str | None:
+        """Why a pod that should be starting is not: after the configured patience, or at once."""
+        pod = self.pod(key)
+        if pod is None:
+            return None
+        return pod_problem(pod, self.reflector.events_of(*key.split("/", 1)), now_wall=time.time(),
+                           unschedulable_s=self.config.unschedulable_timeout if patient else 0,
+                           image_pull_s=self.config.image_pull_timeout if patient else 0)
+
+    # -- logs --------------------------------------------------------------------------------
+
+    def follow_log(self, key: str, log_path: Path) -> None:
+        """Copy the pod's log into ``log_path`` as it is written (bytes as they come: never a character
+        split by decoding a chunk), from a daemon thread that ends with the pod."""
+        thread = threading.Thread(target=self._follow, args=(key, Path(log_path)), daemon=True,
+                                  name=f"hetero-log-{key}")
+        self._followers[key] = thread
+        thread.start()
+
+    def _follow(self, key: str, log_path: Path) -> None:
+        namespace, name = key.split("/", 1)
+        while not self._closed.is_set():
+            pod = self.pod(key)
+            if pod is not None and pod_state(pod).started:
+                break
+            if pod is None and key not in self._unseen:
+                return
+            if self._closed.wait(0.2):
+                return
+        try:
+            response = self.core.read_namespaced_pod_log(name, namespace, follow=True, _preload_content=False)
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "ab") as out:
+                for chunk in response.stream(4096):
+                    out.write(chunk)
+                    out.flush()
+                    if self._closed.is_set():
+                        break
+            response.release_conn()
+        except (ApiException, OSError) as exc:
+            log.warning("jupyter-hetero: the log of pod %s could not be followed: %s", key, exc)
+        finally:
+            self._followers.pop(key, None)
+
+
+_NO_REQUESTS = pod_requests({})
+
+
+def node_admission(node: dict, schedulable: bool) -> str:
+    """A node's admission state from the cluster: lost when not Ready, cordoned when it takes no new
+    work (cordoned, or tainted in a way our pods do not tolerate), else admitted."""
+    ready = next((c.get("status") for c in node.get("status", {}).get("conditions", ()) if c.get("type") == "Ready"),
+                 None)
+    if ready != "True":
+        return "lost"
+    return "admitted" if schedulable else "cordoned"
+
+
+def _exit_record(path: str) -> dict:
+    """What the runner left in the pod's exit file on the shared work volume (peak memory), if anything."""
+    try:
+        with open(path, encoding="utf-8") as record:
+            data = json.load(record)
+    except (OSError, ValueError):
+        return {}
+    return {"peak_rss_mib": data.get("peak_rss_mib")}
+
+
+def _api_words(exc: ApiException) -> str:
+    try:
+        return json.loads(exc.body).get("message") or exc.reason
+    except (TypeError, ValueError, AttributeError):
+        return str(exc.reason or exc.status)
+
