@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jupyter_hetero.backends.kubernetes.nodes import (
@@ -216,6 +216,9 @@ def edited(name: str, *, labels: dict | None = None, drop: tuple[str, ...] = (),
     pytest.param(edited("ascend-910b", drop=("node.kubernetes.io/npu.chip.name",)),
                  "node atlas-800t-a2-09 has no node.kubernetes.io/npu.chip.name label; model '910' from huawei.com/Ascend910",
                  "910", id="Ascend without a chip name"),
+    pytest.param(edited("intel-max", drop=("gpu.intel.com/product",)),
+                 "node pvc-max-01 has no gpu.intel.com/product label; model 'device 0bd5' from its PCI device id",
+                 "device 0bd5", id="Intel GPU without a product label"),
     pytest.param(edited("dgx-a100", allocatable={"nvidia.com/gpu": "two"}),
                  "node dgx-a100-01 resource nvidia.com/gpu: quantity 'two' is not a Kubernetes quantity such as "
                  "'500m', '16Gi' or '1e3'", None, id="a device resource that is not a quantity"),
@@ -244,6 +247,12 @@ def test_site_labels_fill_what_a_vendor_does_not_publish():
     accelerator = read_node(raw).capability.accelerator
     assert (accelerator.runtime, accelerator.driver_version, accelerator.memory_mib) == ("cann 8.0", "24.1.rc2", 65536)
     assert read_node(raw).findings == ()
+
+
+def test_a_hami_node_without_gpu_feature_discovery_reads_its_register_annotation():
+    raw = edited("hami-shared", drop=tuple(k for k in node("hami-shared")["metadata"]["labels"] if k.startswith("nvidia.com/")))
+    accelerator = read_node(raw).capability.accelerator
+    assert (accelerator.model, accelerator.count, accelerator.memory_mib, accelerator.sharing) == ("A10", 4, 23028, "milli")
 
 
 def test_hami_resources_in_allocatable_mark_a_shared_gpu_node():
@@ -329,7 +338,7 @@ _RESOURCES = st.sampled_from([
     "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe", "huawei.com/Ascend910", "huawei.com/Ascend310P",
     "cambricon.com/mlu", "hygon.com/dcu",
 ]) | st.text(max_size=12)
-_VALUES = st.one_of(st.sampled_from(["0", "1", "8", "500m", "16Gi", "1e3", "-1", "1.5", "192G", "true", "", "1e999"]),
+_VALUES = st.one_of(st.sampled_from(["0", "1", "8", "500m", "16Gi", "1e3", "-1", "1.5", "192G", "true", "", "1e999", "\u00b2"]),
                     st.text(max_size=8), st.integers(-10, 10**6), st.none(), st.booleans(), st.floats(allow_nan=True))
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
@@ -340,6 +349,8 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
 @given(labels=st.dictionaries(_KEYS, _VALUES, max_size=8), allocatable=st.dictionaries(_RESOURCES, _VALUES, max_size=6),
        annotations=st.dictionaries(st.sampled_from(["hami.io/node-nvidia-register", "x"]), _VALUES, max_size=2),
        spec=st.dictionaries(st.sampled_from(["taints", "unschedulable"]), _JSON, max_size=2), conditions=_JSON, foreign=st.dictionaries(_RESOURCES, st.integers(0, 100), max_size=3))
+@example(labels={"nvidia.com/gpu.count": "\u00b2"}, allocatable={"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+         annotations={}, spec={}, conditions=[], foreign={})  # a digit to str.isdigit, not to int()
 def test_read_node_never_raises_on_a_strange_node(labels, allocatable, annotations, spec, conditions, foreign):
     raw = {"metadata": {"name": "n", "labels": labels, "annotations": annotations}, "spec": spec,
            "status": {"allocatable": allocatable, "conditions": conditions}}
