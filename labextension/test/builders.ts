@@ -265,6 +265,7 @@ export function node(overrides: Partial<INode> = {}): INode {
       runtime: 'cuda 12.4',
       interconnect: 'nvlink',
       sharing: 'whole',
+      resource: null,
       frameworks: ['pytorch'],
       inference_engines: []
     },

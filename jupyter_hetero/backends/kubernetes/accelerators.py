@@ -97,7 +97,7 @@ def _int_label(name: str, labels: Mapping[str, str], key: str, findings: list[st
     value = labels.get(key)
     if value is None:
         return None
-    if str(value).isdigit():
+    if str(value).isascii() and str(value).isdigit():
         return int(value)
     findings.append(f"node {name} label {key}={value!r} is not a whole number")
     return None
@@ -137,7 +137,8 @@ def _nvidia(name, labels, annotations, allocatable, offered, findings) -> _Group
     if not product and registered:
         product = registered[0][0].replace(" ", "-")
     base, _, profile = product.removesuffix("-SHARED").partition("-MIG-")
-    base = base.removeprefix("NVIDIA-")
+    while base.startswith("NVIDIA-"):  # HAMi's device type repeats it: "NVIDIA-NVIDIA A10"
+        base = base.removeprefix("NVIDIA-")
     base = "Tesla " + base.removeprefix("Tesla-") if base.startswith("Tesla-") else base
     if not base:
         base = "unknown"
@@ -238,8 +239,9 @@ def _intel(name, labels, annotations, allocatable, offered, findings) -> _Group:
     resource, count = max(offered.items(), key=lambda item: item[1])
     model = str(labels.get("gpu.intel.com/product", "")).replace("_", " ")
     if not model:
-        ids = sorted(k.split(".")[2].split("-")[-1] for k in labels if k.startswith("gpu.intel.com/device-id.")
-                     and k.endswith(".present"))
+        # gpu.intel.com/device-id.<pci class>-<device id>.present
+        ids = sorted(key.removeprefix("gpu.intel.com/device-id.").removesuffix(".present").rpartition("-")[2]
+                     for key in labels if key.startswith("gpu.intel.com/device-id.") and key.endswith(".present"))
         model = f"device {ids[0]}" if ids else "unknown"
         findings.append(f"node {name} has no gpu.intel.com/product label; model {model!r} from its PCI device id")
     physical = _int_label(name, labels, "gpu.intel.com/device.count", findings)

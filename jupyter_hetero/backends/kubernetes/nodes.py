@@ -56,17 +56,18 @@ def pod_requests(pod: dict) -> Requests:
     pod's ``overhead``. A limit stands in for a missing request. Finished pods ask nothing.
     Memory is rounded up to whole MiB, so the room left is never more than the kubelet's.
     """
-    spec = pod.get("spec") or {}
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    pod = _mapping(pod)
+    spec = _mapping(pod.get("spec"))
+    if _mapping(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
         return Requests()
     total: dict[str, Fraction] = {}
-    for container in spec.get("containers") or ():
+    for container in _list(spec.get("containers")):
         _add(total, _container_requests(container))
     sidecars: dict[str, Fraction] = {}
     init_peak: dict[str, Fraction] = {}
-    for container in spec.get("initContainers") or ():
+    for container in _list(spec.get("initContainers")):
         own = _container_requests(container)
-        if container.get("restartPolicy") == "Always":  # a sidecar runs alongside the app containers
+        if _mapping(container).get("restartPolicy") == "Always":  # a sidecar runs alongside the app containers
             _add(sidecars, own)
             continue
         during = dict(sidecars)
@@ -80,15 +81,15 @@ def pod_requests(pod: dict) -> Requests:
     cpu = total.pop("cpu", Fraction(0))
     memory = total.pop("memory", Fraction(0))
     extended = {name: math.ceil(amount) for name, amount in total.items()
-                if "/" in name and not name.startswith(("kubernetes.io/", "requests."))}
-    return Requests(math.ceil(cpu * 1000), math.ceil(memory / _MIB), extended)
+                if "/" in name and amount > 0 and not name.startswith(("kubernetes.io/", "requests."))}
+    return Requests(max(math.ceil(cpu * 1000), 0), max(math.ceil(memory / _MIB), 0), extended)
 
 
-def _container_requests(container: dict) -> dict[str, Fraction]:
-    resources = container.get("resources") or {}
+def _container_requests(container: Any) -> dict[str, Fraction]:
+    resources = _mapping(_mapping(container).get("resources"))
     # Kubernetes defaults a missing request to the limit: a pod with only limits asks for its limits.
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})
+    merged = dict(_mapping(resources.get("limits")))
+    merged.update(_mapping(resources.get("requests")))
     return _quantities(merged)
 
 
@@ -134,6 +135,10 @@ def _mapping(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _strings(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in _mapping(value).items()}
 
@@ -142,7 +147,7 @@ def _read(name: str, metadata: dict, node: dict, foreign: Requests, tolerated: S
     findings: list[str] = []
     spec, status = _mapping(node.get("spec")), _mapping(node.get("status"))
     labels = _strings(metadata.get("labels"))
-    taints = tuple(t for t in spec.get("taints") or () if isinstance(t, dict))
+    taints = tuple(t for t in _list(spec.get("taints")) if isinstance(t, dict))
     schedulable = _schedulable(name, spec, status, taints, tolerated, findings)
     if name == "(unnamed)":
         findings.append("a node without metadata.name cannot be used")
@@ -197,12 +202,12 @@ def _held_devices(accelerator, foreign: Requests) -> int:
 def _schedulable(name: str, spec: dict, status: dict, taints: tuple[dict, ...], tolerated: Sequence[dict],
                  findings: list[str]) -> bool:
     ok = True
-    ready = next((c for c in status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Ready"), None)
+    ready = next((c for c in _list(status.get("conditions")) if isinstance(c, dict) and c.get("type") == "Ready"), None)
     if ready is None or ready.get("status") != "True":
         reason = f" ({ready.get('reason')}: {ready.get('message')})" if ready and ready.get("reason") else ""
         findings.append(f"node {name} is not Ready{reason}")
         ok = False
-    if spec.get("unschedulable"):
+    if spec.get("unschedulable") is True:
         findings.append(f"node {name} is cordoned (spec.unschedulable)")
         ok = False
     for taint in taints:

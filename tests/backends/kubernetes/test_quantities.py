@@ -6,7 +6,12 @@ from fractions import Fraction
 
 import pytest
 
-from jupyter_hetero.backends.kubernetes.quantities import count, cpu_milli, memory_mib, parse_quantity
+from jupyter_hetero.backends.kubernetes.quantities import (
+    count,
+    cpu_milli,
+    memory_mib,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(("text", "value"), [
