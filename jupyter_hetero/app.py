@@ -22,6 +22,7 @@ from traitlets import (
 )
 
 from .auth import hide_server_token_from_members
+from .backends.base import NodesSeen
 from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.processes import LocalBackend
 from .capability import NodeCapability
@@ -186,19 +187,19 @@ class HeteroApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         backend = self._backend()
-        states = None
         if backend.name == "local":
-            capabilities = self._node_capabilities()
+            seen = NodesSeen(self._node_capabilities(), {})
         else:
             backend.start()  # the first lists of the cluster's nodes and our pods
-            capabilities, states = backend.poll_nodes()
+            seen = backend.poll_nodes()
+        capabilities = seen.capabilities
         clock = self.clock_class()
         catalog = self._fit_defaults(load_catalog(self.catalog_file), capabilities)
         repository = Repository(self.db_url, clock=clock.wall)
         if backend.name == "kubernetes" and backend.config.per_tenant:
             backend.namespaces = tuple(sorted({backend.config.namespace_for(t.name) for t in catalog.tenants}))
         inventory = Inventory(catalog, repository)
-        inventory.refresh(capabilities, states)
+        inventory.refresh(seen.capabilities, seen.states, seen.held)
         self.settings["hetero_platform"] = Platform(
             catalog=catalog,
             repository=repository,

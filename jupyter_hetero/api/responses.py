@@ -210,16 +210,24 @@ class NodeUtilisation(Answer):
     gpu_memory_mib: float = Field(default=None, description="Device memory used on the node's GPUs.")
 
 
+class HeldByOthers(Answer):
+    cpu_milli: int
+    memory_mib: int
+    devices: int
+
+
 class NodeRecord(NodeCapability):
     """A node of the inventory as recorded: its capability, flavor and state."""
 
     # Aliased: the capability's own ``family`` is a property derived from its accelerator.
     family_: AcceleratorFamily = Field(alias="family")
     flavor: str | None
-    state: Literal["admitted", "pending", "lost"]
+    state: Literal["admitted", "pending", "cordoned", "lost"]
     schedulable: bool
     first_seen: float
     last_seen: float
+    held_by_others: HeldByOthers = Field(
+        description="What work this platform did not place holds of the node (a cluster's other pods).")
 
 
 class Node(NodeRecord):

@@ -13,7 +13,26 @@ from typing import Protocol
 
 from ..capability import Accelerator, NodeCapability
 
-__all__ = ["Backend", "Exit", "Launch", "Placed", "ProcessHandle"]
+__all__ = ["Backend", "Exit", "Held", "Launch", "NodesSeen", "Placed", "ProcessHandle"]
+
+
+@dataclass(frozen=True)
+class Held:
+    """What work this platform did not place holds on a node (a cluster's other pods): capacity the
+    engine must not count as free, though the node has it."""
+
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    devices: int = 0
+
+
+@dataclass(frozen=True)
+class NodesSeen:
+    """The nodes a backend discovers, as they are now."""
+
+    capabilities: list[NodeCapability]
+    states: dict[str, str]  # admission state per node: admitted, cordoned, lost
+    held: dict[str, Held] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -105,8 +124,8 @@ class Backend(Protocol):
         """Begin watching what the backend runs on; ``wake`` is called (from any thread) after changes."""
         ...
     def close(self) -> None: ...
-    def poll_nodes(self) -> tuple[list[NodeCapability], dict[str, str]] | None:
-        """The nodes and their admission states when they changed since the last call; None when they did
+    def poll_nodes(self) -> NodesSeen | None:
+        """The nodes when they (or what others hold of them) changed since the last call; None when they did
         not, or when the backend does not discover nodes (the local one: its node is discovered at start)."""
         ...
     def problem(self, handle: ProcessHandle) -> str | None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..backends.base import Held
 from ..capability import NodeCapability
 from ..catalog import Catalog
 from ..store import Repository
 
 __all__ = ["Inventory", "NodeView"]
+
+NOTHING_HELD = Held()
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class NodeView:
     state: str
     first_seen: float
     last_seen: float
+    held: Held = Held()  # what work we did not place holds of it (a cluster's other pods)
 
     @property
     def name(self) -> str:
@@ -33,6 +37,8 @@ class NodeView:
             "flavor": self.flavor,
             "state": self.state,
             "schedulable": self.state == "admitted" and self.flavor is not None,
+            "held_by_others": {"cpu_milli": self.held.cpu_milli, "memory_mib": self.held.memory_mib,
+                               "devices": self.held.devices},
             "first_seen": self.first_seen,
             "last_seen": self.last_seen,
         }
@@ -48,20 +54,23 @@ class Inventory:
         # Bumped on every change, so the scheduler re-checks running placements only when one happened.
         self.version = 0
 
-    def refresh(self, capabilities: list[NodeCapability], states: dict[str, str] | None = None) -> list[NodeView]:
+    def refresh(self, capabilities: list[NodeCapability], states: dict[str, str] | None = None,
+                held: dict[str, Held] | None = None) -> list[NodeView]:
         """Record these nodes as seen now; new ones get a `node-registered` event. ``states``: each node's
-        admission state as its source reports it (a cluster's Ready, cordoned), recorded when it changes.
+        admission state as its source reports it (a cluster's Ready, cordoned), recorded when it changes;
+        ``held``: what others hold of each node (not stored: the source says it again after a restart).
 
         Only new and changed nodes are written: a cluster's 5,000 nodes cost the few that changed."""
         known: dict | None = None  # the stored rows, read once the first node this inventory lacks shows up
-        states = states or {}
+        states, held = states or {}, held or {}
         views: dict[str, NodeView] = {}
         for capability in capabilities:
             name = capability.name
             view = self._nodes.get(name)
             state = states.get(name)
+            others = held.get(name, NOTHING_HELD)
             if view is not None and view.capability == capability and state in (None, view.state):
-                views[name] = view
+                views[name] = view if view.held == others else replace(view, held=others)
                 continue
             if view is None and known is None:
                 known = {row.name: row for row in self.repository.nodes()}
@@ -83,7 +92,7 @@ class Inventory:
                 self.repository.append_event(type=f"node-{state}", node=name,
                                              reason=f"{capability.source} reports the node {state}")
             views[name] = NodeView(capability=capability, flavor=written.flavor, state=state or written.state,
-                                   first_seen=written.first_seen, last_seen=written.last_seen)
+                                   first_seen=written.first_seen, last_seen=written.last_seen, held=others)
         self._nodes = views
         self.version += 1
         return self.nodes()
@@ -93,7 +102,7 @@ class Inventory:
         view = self._nodes[name]
         self.repository.set_node_state(name, "lost")
         self.repository.append_event(type="node-lost", node=name, reason=reason)
-        self._nodes[name] = NodeView(view.capability, view.flavor, "lost", view.first_seen, view.last_seen)
+        self._nodes[name] = replace(view, state="lost")
         self.version += 1
         return self._nodes[name]
 

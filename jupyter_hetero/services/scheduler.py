@@ -139,10 +139,9 @@ class Scheduler:
 
     def _refresh_nodes(self) -> None:
         """Nodes the backend discovers (a cluster's) join, change or leave the inventory as they do."""
-        update = self.backend.poll_nodes()
-        if update is not None:
-            capabilities, states = update
-            self.inventory.refresh(capabilities, states)
+        seen = self.backend.poll_nodes()
+        if seen is not None:
+            self.inventory.refresh(seen.capabilities, seen.states, seen.held)
 
     # -- the loop body -----------------------------------------------------------------------
 

@@ -79,19 +79,23 @@ def tenant_quotas(catalog: Catalog) -> dict[str, TenantQuota]:
 
 
 def node_state(view: NodeView) -> NodeState:
-    """A node at full capacity; the engine charges what runs on it."""
+    """A node at full capacity less what others hold of it (a cluster's other pods, on its last devices);
+    the engine charges what runs on it."""
     capability = view.capability
     accelerator = capability.accelerator
+    held = view.held
     devices = [Device(i, 1000, accelerator.memory_mib, accelerator.memory_mib) for i in range(accelerator.count)] \
         if accelerator else []
+    for device in devices[len(devices) - held.devices:] if held.devices else ():
+        device.free_milli = device.free_mem = 0
     frameworks = set(capability.frameworks) | set(accelerator.frameworks if accelerator else ())
     return NodeState(
         name=capability.name,
         flavor=view.flavor or "",
         cpu=capability.cpu_milli,
         mem=capability.memory_mib,
-        free_cpu=capability.cpu_milli,
-        free_mem=capability.memory_mib,
+        free_cpu=capability.cpu_milli - held.cpu_milli,
+        free_mem=capability.memory_mib - held.memory_mib,
         devices=devices,
         family=capability.family.value,
         model=accelerator.model if accelerator else "",

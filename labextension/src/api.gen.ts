@@ -580,6 +580,12 @@ export interface components {
             devices_free: number;
             cpu_free: number;
         };
+        /** HeldByOthers */
+        HeldByOthers: {
+            cpu_milli: number;
+            memory_mib: number;
+            devices: number;
+        };
         /**
          * KernelUsage
          * @description CPU, memory and, where measurable, device use of exactly one kernel's devices.
@@ -676,10 +682,12 @@ export interface components {
             family: components["schemas"]["AcceleratorFamily"];
             flavor: string | null;
             /** @enum {string} */
-            state: "admitted" | "pending" | "lost";
+            state: "admitted" | "pending" | "cordoned" | "lost";
             schedulable: boolean;
             first_seen: number;
             last_seen: number;
+            /** @description What work this platform did not place holds of the node (a cluster's other pods). */
+            held_by_others: components["schemas"]["HeldByOthers"];
             allocated: components["schemas"]["Allocation"];
             /** @description Null where it cannot be measured (emulated nodes). */
             utilisation: components["schemas"]["NodeUtilisation"] | null;
@@ -713,10 +721,12 @@ export interface components {
             family: components["schemas"]["AcceleratorFamily"];
             flavor: string | null;
             /** @enum {string} */
-            state: "admitted" | "pending" | "lost";
+            state: "admitted" | "pending" | "cordoned" | "lost";
             schedulable: boolean;
             first_seen: number;
             last_seen: number;
+            /** @description What work this platform did not place holds of the node (a cluster's other pods). */
+            held_by_others: components["schemas"]["HeldByOthers"];
         };
         /**
          * NodeUtilisation

@@ -23,7 +23,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from ...capability import NodeCapability
-from ..base import Exit, Launch, Placed, ProcessHandle
+from ..base import Exit, Launch, NodesSeen, Placed, ProcessHandle
 from .config import KubernetesConfig
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
@@ -92,15 +92,15 @@ class KubernetesBackend:
 
     # -- inventory ---------------------------------------------------------------------------
 
-    def poll_nodes(self) -> tuple[list[NodeCapability], dict[str, str]] | None:
-        """The nodes as capability records and their admission states (admitted, cordoned, lost), when
-        nodes or the pods we did not place changed since the last call; None otherwise."""
+    def poll_nodes(self) -> NodesSeen | None:
+        """The nodes as capability records, their admission states (admitted, cordoned, lost) and what pods we
+        did not place hold of them, when any of it changed since the last call; None otherwise."""
         seen = (self.reflector.nodes.version, self.reflector.foreign.version)
         if seen == self._nodes_seen:
             return None
         self._nodes_seen = seen
         foreign = self.reflector.requests_by_node()
-        capabilities, states, findings = [], {}, {}
+        capabilities, states, held, findings = [], {}, {}, {}
         for node in self.reflector.nodes.items().values():
             reading = read_node(node, foreign=foreign.get(node["metadata"]["name"], _NO_REQUESTS),
                                 tolerated=self.config.tolerations)
@@ -110,11 +110,12 @@ class KubernetesBackend:
                 continue
             capabilities.append(reading.capability)
             states[reading.name] = node_admission(node, reading.schedulable)
+            held[reading.name] = reading.held
         for name, found in findings.items():
             if self.findings.get(name) != found:
                 log.warning("jupyter-hetero: node %s: %s", name, "; ".join(found))
         self.findings = findings
-        return capabilities, states
+        return NodesSeen(capabilities, states, held)
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
         return None  # what a node uses is the metrics pipeline's business, not the API server's

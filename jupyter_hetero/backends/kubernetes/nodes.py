@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from ...capability import Network, NodeCapability
+from ..base import Held
 from . import quantities
 from .accelerators import read_accelerator
 
@@ -110,13 +111,15 @@ def _add(into: dict[str, Fraction], more: Mapping[str, Fraction]) -> None:
 
 @dataclass(frozen=True)
 class NodeReading:
-    """One node as read: its capability (None when unusable), findings, and whether pods may land on it."""
+    """One node as read: its capability (None when unusable), findings, whether pods may land on it, and
+    what pods we did not place hold of it."""
 
     name: str
     capability: NodeCapability | None
     findings: tuple[str, ...]
     schedulable: bool
     taints: tuple[dict, ...]
+    held: Held = field(default_factory=lambda: Held())
 
 
 def read_node(node: dict, *, foreign: Requests = Requests(), tolerated: Sequence[dict] = ()) -> NodeReading:
@@ -169,17 +172,14 @@ def _read(name: str, metadata: dict, node: dict, foreign: Requests, tolerated: S
         findings.append(f"node {name}: pods we did not place ask for more than it has allocatable")
     accelerator, device_findings = read_accelerator(name, labels, _strings(metadata.get("annotations")), allocatable)
     findings.extend(device_findings)
-    if accelerator is not None and accelerator.resource:
-        held = _held_devices(accelerator, foreign)
-        if held >= accelerator.count:
-            findings.append(f"node {name}: pods we did not place hold all {accelerator.count} {accelerator.resource} devices")
-            return NodeReading(name, None, tuple(findings), False, taints)
-        accelerator = accelerator.model_copy(update={"count": accelerator.count - held})
+    devices_held = _held_devices(accelerator, foreign) if accelerator is not None and accelerator.resource else 0
+    if devices_held and devices_held >= accelerator.count:
+        findings.append(f"node {name}: pods we did not place hold all {accelerator.count} {accelerator.resource} devices")
     machine = labels.get("kubernetes.io/arch") or str(_mapping(status.get("nodeInfo")).get("architecture") or "")
     capability = NodeCapability(
         name=name,
-        cpu_milli=max(cpu - foreign.cpu_milli, 0),
-        memory_mib=max(memory - foreign.memory_mib, 0),
+        cpu_milli=cpu,
+        memory_mib=memory,
         arch=_ARCH.get(machine, machine or "unknown"),
         labels=labels,
         accelerator=accelerator,
@@ -189,7 +189,9 @@ def _read(name: str, metadata: dict, node: dict, foreign: Requests, tolerated: S
         source="kubernetes",
         notes=findings,
     )
-    return NodeReading(name, capability, tuple(findings), schedulable, taints)
+    held = Held(min(foreign.cpu_milli, cpu), min(foreign.memory_mib, memory),
+                min(devices_held, accelerator.count if accelerator else 0))
+    return NodeReading(name, capability, tuple(findings), schedulable, taints, held)
 
 
 def _held_devices(accelerator, foreign: Requests) -> int:

@@ -10,6 +10,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from jupyter_hetero.backends.base import Held
 from jupyter_hetero.backends.kubernetes.nodes import (
     NodeReading,
     Requests,
@@ -147,26 +148,29 @@ def test_vendor_names_give_their_family(vendor, family):
     assert family_of(vendor) is family
 
 
-def test_pods_we_did_not_place_reduce_what_the_node_offers():
+def test_pods_we_did_not_place_are_held_beside_what_the_node_offers():
+    # The capability stays the node's (a placement's devices never vanish because another pod came); what
+    # other pods hold is reported beside it, for the engine to count as taken.
     foreign = Requests(cpu_milli=4000, memory_mib=16384, extended={"nvidia.com/gpu": 3})
-    capability = read_node(node("dgx-a100"), foreign=foreign).capability
-    assert (capability.cpu_milli, capability.memory_mib, capability.accelerator.count) == (250500, 2051780 - 16384, 5)
-    # MIG: only the slices of the profile in use count; HAMi: a GPU whose cores are all held is gone.
+    reading = read_node(node("dgx-a100"), foreign=foreign)
+    assert (reading.capability.cpu_milli, reading.capability.accelerator.count) == (254500, 8)
+    assert reading.held == Held(cpu_milli=4000, memory_mib=16384, devices=3)
+    # MIG: only the slices of the profile in use count; HAMi: a GPU whose cores are all held is taken.
     mig = read_node(node("mig-mixed-a100"), foreign=Requests(extended={"nvidia.com/mig-1g.5gb": 8, "nvidia.com/gpu": 2}))
-    assert mig.capability.accelerator.count == 20
+    assert mig.held.devices == 8
     hami = read_node(node("hami-shared"), foreign=Requests(extended={"nvidia.com/gpu": 5, "nvidia.com/gpucores": 250}))
-    assert hami.capability.accelerator.count == 2
+    assert hami.held.devices == 2
 
 
-def test_a_node_whose_devices_other_pods_hold_is_unusable_and_says_why():
+def test_a_node_whose_devices_other_pods_hold_stays_with_a_finding():
     reading = read_node(node("t4-old-gfd"), foreign=Requests(extended={"nvidia.com/gpu": 1}))
-    assert reading.capability is None and not reading.schedulable
+    assert reading.capability.accelerator.count == 1 and reading.held.devices == 1
     assert "node t4-infer-03: pods we did not place hold all 1 nvidia.com/gpu devices" in reading.findings
 
 
-def test_more_foreign_requests_than_allocatable_leave_nothing_and_a_finding():
+def test_more_foreign_requests_than_allocatable_hold_everything_and_a_finding():
     reading = read_node(node("cpu-only"), foreign=Requests(cpu_milli=70000, memory_mib=10))
-    assert reading.capability.cpu_milli == 0
+    assert reading.held.cpu_milli == reading.capability.cpu_milli
     assert "node cpu-worker-21: pods we did not place ask for more than it has allocatable" in reading.findings
 
 
