@@ -15,15 +15,17 @@ watchers see those changes exactly as they see changes made through HTTP.
 
 from __future__ import annotations
 
+import base64
 import copy
 import random
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable
-from typing import Self
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 
 import kubernetes
 import yaml
@@ -67,6 +69,7 @@ class FakeApiServer:
         self._connections: set = set()
         self._connections_lock = threading.Lock()
         self._random = random.Random()
+        self._last_event_stamp = 0
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeApiServer:
@@ -196,7 +199,7 @@ class FakeApiServer:
         event = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{metadata['name']}.{secrets.token_hex(8)}", "namespace": namespace},
+            "metadata": {"name": f"{metadata['name']}.{self._event_stamp():x}", "namespace": namespace},
             "involvedObject": {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -218,6 +221,12 @@ class FakeApiServer:
         if (pod.get("spec") or {}).get("nodeName") and component == "kubelet":
             event["source"]["host"] = pod["spec"]["nodeName"]
         return copy.deepcopy(self.store.write(event, old=None))
+
+    def _event_stamp(self) -> int:
+        """Nanoseconds, never repeated: event names sort in the order events happened, as the API's do."""
+        with self.store.changed:
+            self._last_event_stamp = max(self._last_event_stamp + 1, time.time_ns())
+            return self._last_event_stamp
 
     def serve_logs(self, namespace: str, pod: str, path: Path) -> None:
         """Serve ``path`` as the log of the pod's container (the kubelet calls this when it starts one)."""
@@ -248,7 +257,7 @@ class FakeApiServer:
             metadata.pop("namespace", None)
         for system_field in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp"):
             metadata.pop(system_field, None)
-        obj = {**body, "apiVersion": "v1", "kind": kind, "metadata": metadata}
+        obj = _secret_data({**body, "apiVersion": "v1", "kind": kind, "metadata": metadata})
         self._validate(obj)
         if kind == "Pod":
             obj = _with_pod_defaults(obj)
@@ -341,7 +350,7 @@ class FakeApiServer:
                 metadata[system_field] = old["metadata"][system_field]
             else:
                 metadata.pop(system_field, None)
-        new = {**new, "metadata": metadata}
+        new = _secret_data({**new, "metadata": metadata})
         if kind in WITH_STATUS and "status" in old:
             new["status"] = old["status"]
         if kind == "Pod":
@@ -395,6 +404,16 @@ class FakeApiServer:
         for pod in self.store.items("Pod"):
             if not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
                 self._schedule(pod)
+
+
+def _secret_data(obj: dict) -> dict:
+    """A Secret's ``stringData`` folded into ``data`` (base64), as the API stores it."""
+    if obj["kind"] != "Secret" or not obj.get("stringData"):
+        return obj
+    data = dict(obj.get("data") or {})
+    for key, value in obj["stringData"].items():
+        data[key] = base64.b64encode(value.encode()).decode()
+    return {**{k: v for k, v in obj.items() if k != "stringData"}, "data": data}
 
 
 def _with_pod_defaults(pod: dict) -> dict:
