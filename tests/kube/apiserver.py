@@ -1,0 +1,423 @@
+"""A Kubernetes API server for tests: real HTTP on 127.0.0.1, the core/v1 semantics clients rely on.
+
+```python
+server = FakeApiServer().start()
+v1 = kubernetes.client.CoreV1Api(server.api_client())
+server.put({"kind": "Node", "metadata": {"name": "node-a"}, "status": {...}})
+v1.list_node()                 # a NodeList with metadata.resourceVersion
+server.stop()
+```
+It keeps one global resourceVersion and a bounded history that watches replay, answers versions
+older than that history with 410 Expired, sends bookmarks, and plays kube-scheduler for new pods.
+The test hooks (``put``, ``patch_labels``, ``update_status``, ...) change objects in-process, and
+watchers see those changes exactly as they see changes made through HTTP.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+import secrets
+import threading
+from collections.abc import Callable
+from typing import Self
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import kubernetes
+import yaml
+
+from tests.kube import patches
+from tests.kube.scheduler import place
+from tests.kube.store import ObjectStore, now_rfc3339
+from tests.kube.wire import ApiError, ApiHandler
+
+__all__ = ["KINDS", "ApiError", "FakeApiServer"]
+
+# plural (as in the URL and RBAC) -> kind
+KINDS = {"nodes": "Node", "pods": "Pod", "events": "Event", "services": "Service", "secrets": "Secret"}
+PLURALS = {kind: plural for plural, kind in KINDS.items()}
+NAMESPACED = {"Pod", "Event", "Service", "Secret"}
+# Kinds whose `status` only the status subresource changes.
+WITH_STATUS = {"Node", "Pod", "Service"}
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_GENERATED_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes uses for generateName
+# Pod spec fields an update may change; the API forbids changing any other.
+_MUTABLE_POD_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+
+
+class FakeApiServer:
+    """A threading HTTP server speaking the core/v1 API for nodes, pods, events, services and secrets."""
+
+    def __init__(self, *, history: int = 20_000, bookmark_interval: float = 1.0) -> None:
+        self.store = ObjectStore(history=history)
+        self.bookmark_interval = bookmark_interval
+        self.token = secrets.token_hex(16)
+        self.requests: list[tuple[str, str, str]] = []
+        self.url = ""
+        self.stopping = False
+        self.watch_epoch = 0  # drop_watches() bumps it; a watch started in an older epoch ends
+        self._logs: dict[tuple[str, str], Path] = {}
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: set = set()
+        self._connections_lock = threading.Lock()
+        self._random = random.Random()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> FakeApiServer:
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), ApiHandler)
+        httpd.daemon_threads = True
+        httpd.block_on_close = False
+        httpd.api = self  # type: ignore[attr-defined]
+        self._httpd = httpd
+        self.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self.stopping = True
+        with self.store.changed:
+            self.store.changed.notify_all()
+        self._httpd.shutdown()
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(2)
+            except OSError:
+                pass
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+        self._httpd = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *_exc) -> None:
+        self.stop()
+
+    def track(self, connection, open_: bool) -> None:
+        with self._connections_lock:
+            (self._connections.add if open_ else self._connections.discard)(connection)
+
+    def kubeconfig(self, path: Path) -> Path:
+        """Write a kubeconfig with a bearer token pointing at this server; return its path."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {"token": self.token}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester", "namespace": "default"}}],
+            "current-context": "fake",
+        }
+        path = Path(path)
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        configuration = kubernetes.client.Configuration()
+        configuration.host = self.url
+        configuration.api_key = {"authorization": self.token}
+        configuration.api_key_prefix = {"authorization": "Bearer"}
+        return kubernetes.client.ApiClient(configuration)
+
+    # --- test hooks ------------------------------------------------------------------------------
+    def put(self, obj: dict) -> dict:
+        """Create or replace an object (kind from ``obj["kind"]``); a new pod goes through the scheduler."""
+        kind = obj["kind"]
+        metadata = obj.get("metadata") or {}
+        namespace = metadata.get("namespace") or ("default" if kind in NAMESPACED else "")
+        with self.store.changed:
+            old = self.store.get(kind, namespace, metadata["name"])
+            if old is None:
+                return copy.deepcopy(self.create(kind, namespace, copy.deepcopy(obj)))
+            body = copy.deepcopy(obj)
+            body["metadata"] = {**body.get("metadata", {}), "namespace": namespace} if namespace else body["metadata"]
+            stored = self.store.write({**body, "apiVersion": "v1", "kind": kind}, old=old)
+            if kind == "Node":
+                self._schedule_pending()
+            return copy.deepcopy(stored)
+
+    def patch_labels(self, kind: str, name: str, labels: dict, namespace: str | None = None) -> dict:
+        """Merge labels into an object (a None value removes the label)."""
+        patch = {"metadata": {"labels": labels}}
+        return copy.deepcopy(self.patch(kind, namespace or "", name, patch, "application/merge-patch+json"))
+
+    def update_status(self, kind: str, name: str, status: dict, namespace: str | None = None) -> dict:
+        """Replace an object's status as a PUT on its status subresource does (the kubelet's path)."""
+        with self.store.changed:
+            old = self._existing(kind, namespace or "", name)
+            return copy.deepcopy(self.store.write({**old, "status": copy.deepcopy(status)}, old=old))
+
+    def remove(self, kind: str, name: str, namespace: str | None = None) -> None:
+        """Delete an object at once (DELETED for watchers), whatever its state."""
+        self.store.delete((kind, namespace or "", name))
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        found = self.store.get(kind, namespace or "", name)
+        return copy.deepcopy(found) if found is not None else None
+
+    def list(self, kind: str, namespace: str | None = None) -> list[dict]:
+        return copy.deepcopy(self.store.items(kind, namespace))
+
+    def compact(self) -> None:
+        """Forget the history: watches and exact lists from an older version answer 410 Expired."""
+        self.store.compact()
+
+    def drop_watches(self) -> None:
+        """End every open watch now, as an API server restart or a load balancer would."""
+        with self.store.changed:
+            self.watch_epoch += 1
+            self.store.changed.notify_all()
+
+    def subscribe(self, callback: Callable[[str, dict], None]) -> None:
+        """Call ``callback(type, obj)`` after every change, in the thread that made it."""
+        self.store.subscribe(callback)
+
+    def unsubscribe(self, callback: Callable[[str, dict], None]) -> None:
+        self.store.unsubscribe(callback)
+
+    def record_event(
+        self, *, pod: dict, reason: str, message: str, type: str = "Warning", component: str = "kubelet"
+    ) -> dict:
+        """Create an Event about a pod, shaped as the scheduler and kubelet write them."""
+        metadata = pod["metadata"]
+        namespace = metadata.get("namespace") or "default"
+        now = now_rfc3339()
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{metadata['name']}.{secrets.token_hex(8)}", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": metadata["name"],
+                "namespace": namespace,
+                "uid": metadata.get("uid"),
+                "resourceVersion": metadata.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": type,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": "",
+        }
+        if (pod.get("spec") or {}).get("nodeName") and component == "kubelet":
+            event["source"]["host"] = pod["spec"]["nodeName"]
+        return copy.deepcopy(self.store.write(event, old=None))
+
+    def serve_logs(self, namespace: str, pod: str, path: Path) -> None:
+        """Serve ``path`` as the log of the pod's container (the kubelet calls this when it starts one)."""
+        self._logs[(namespace, pod)] = Path(path)
+
+    def log_path(self, namespace: str, pod: str) -> Path | None:
+        return self._logs.get((namespace, pod))
+
+    # --- the API's semantics (the HTTP layer in wire.py calls these) -----------------------------
+    def create(self, kind: str, namespace: str, body: dict) -> dict:
+        metadata = dict(body.get("metadata") or {})
+        if body.get("kind") not in (None, kind):
+            raise ApiError.bad_request(f"the kind of the body ({body.get('kind')}) is not {kind}")
+        if not metadata.get("name"):
+            if not metadata.get("generateName"):
+                raise ApiError.invalid(
+                    kind, "", "metadata.name: Required value: name or generateName is required"
+                )
+            suffix = "".join(self._random.choice(_GENERATED_SUFFIX) for _ in range(5))
+            metadata["name"] = metadata["generateName"] + suffix
+        if kind in NAMESPACED:
+            if metadata.get("namespace") and namespace and metadata["namespace"] != namespace:
+                raise ApiError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            metadata["namespace"] = namespace or metadata.get("namespace") or "default"
+        else:
+            metadata.pop("namespace", None)
+        for system_field in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp"):
+            metadata.pop(system_field, None)
+        obj = {**body, "apiVersion": "v1", "kind": kind, "metadata": metadata}
+        self._validate(obj)
+        if kind == "Pod":
+            obj = _with_pod_defaults(obj)
+        with self.store.changed:
+            if self.store.get(kind, metadata.get("namespace", ""), metadata["name"]) is not None:
+                raise ApiError(
+                    409, "AlreadyExists", f'{PLURALS[kind]} "{metadata["name"]}" already exists',
+                    {"name": metadata["name"], "kind": PLURALS[kind]},
+                )
+            stored = self.store.write(obj, old=None)
+            if kind == "Pod" and not stored["spec"].get("nodeName"):
+                self._schedule(stored)
+            elif kind == "Node":
+                self._schedule_pending()
+        return stored
+
+    def replace(self, kind: str, namespace: str, name: str, body: dict, subresource: str = "") -> dict:
+        if (body.get("metadata") or {}).get("name") not in (None, name):
+            raise ApiError.bad_request("the name of the object does not match the name on the URL")
+        with self.store.changed:
+            old = self._existing(kind, namespace, name)
+            self._check_version(old, body)
+            if subresource == "status":
+                return self.store.write({**old, "status": body.get("status") or {}}, old=old)
+            return self._write(kind, old, {**body, "apiVersion": "v1", "kind": kind})
+
+    def patch(self, kind: str, namespace: str, name: str, patch, content_type: str, subresource: str = "") -> dict:
+        with self.store.changed:
+            old = self._existing(kind, namespace, name)
+            patched = patches.apply(copy.deepcopy(old), patch, content_type)
+            if isinstance(patch, dict):
+                self._check_version(old, patch)
+            if subresource == "status":
+                return self.store.write({**old, "status": patched.get("status") or {}}, old=old)
+            return self._write(kind, old, patched)
+
+    def delete(self, kind: str, namespace: str, name: str, options: dict) -> dict:
+        grace = options.get("gracePeriodSeconds")
+        preconditions = options.get("preconditions") or {}
+        with self.store.changed:
+            old = self._existing(kind, namespace, name)
+            for field in ("uid", "resourceVersion"):
+                if preconditions.get(field) and preconditions[field] != old["metadata"].get(field):
+                    raise ApiError.conflict(
+                        kind, name, f"Precondition failed: {field}: {preconditions[field]}, "
+                        f"object's {field}: {old['metadata'].get(field)}",
+                    )
+            graceful = (
+                kind == "Pod"
+                and old["spec"].get("nodeName")
+                and (old.get("status") or {}).get("phase") not in TERMINAL_PHASES
+                and grace != 0
+            )
+            if not graceful:
+                return self.store.delete((kind, namespace, name))
+            if grace is None:
+                grace = old["spec"].get("terminationGracePeriodSeconds", 30)
+            current = old["metadata"].get("deletionGracePeriodSeconds")
+            if current is not None and current <= grace:
+                return old
+            metadata = {
+                **old["metadata"],
+                "deletionTimestamp": old["metadata"].get("deletionTimestamp") or now_rfc3339(),
+                "deletionGracePeriodSeconds": int(grace),
+            }
+            return self.store.write({**old, "metadata": metadata}, old=old)
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def _existing(self, kind: str, namespace: str, name: str) -> dict:
+        found = self.store.get(kind, namespace, name)
+        if found is None:
+            raise ApiError.not_found(PLURALS[kind], name)
+        return found
+
+    @staticmethod
+    def _check_version(old: dict, body: dict) -> None:
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise ApiError.conflict(
+                old["kind"], old["metadata"]["name"],
+                "the object has been modified; please apply your changes to the latest version and try again",
+            )
+
+    def _write(self, kind: str, old: dict, new: dict) -> dict:
+        """An update through the main resource: system metadata and (where a subresource owns it) status stay."""
+        metadata = dict(new.get("metadata") or {})
+        for system_field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                             "deletionGracePeriodSeconds"):
+            if system_field in old["metadata"]:
+                metadata[system_field] = old["metadata"][system_field]
+            else:
+                metadata.pop(system_field, None)
+        new = {**new, "metadata": metadata}
+        if kind in WITH_STATUS and "status" in old:
+            new["status"] = old["status"]
+        if kind == "Pod":
+            _check_pod_update(old, new)
+        self._validate(new)
+        stored = self.store.write(new, old=old)
+        if kind == "Node":
+            self._schedule_pending()
+        return stored
+
+    @staticmethod
+    def _validate(obj: dict) -> None:
+        name = obj["metadata"]["name"]
+        if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+            raise ApiError.invalid(
+                obj["kind"], name,
+                f"metadata.name: Invalid value: {name!r}: a lowercase RFC 1123 subdomain must consist of "
+                "lower case alphanumeric characters, '-' or '.'",
+            )
+        for key, value in ((obj["metadata"].get("labels")) or {}).items():
+            if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+                raise ApiError.invalid(
+                    obj["kind"], name, f"metadata.labels: Invalid value: {value!r}: a valid label value "
+                    f"(for {key}) must be 63 characters or less and consist of alphanumerics, '-', '_' or '.'",
+                )
+
+    def _schedule(self, pod: dict) -> None:
+        """Bind a new pod to the node its affinity allows, or mark it unschedulable with an event."""
+        node, why = place(pod, self.store.items("Node"))
+        status = dict(pod.get("status") or {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        now = now_rfc3339()
+        if node is not None:
+            conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
+            bound = {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": {**status, "conditions": conditions}}
+            bound = self.store.write(bound, old=pod)
+            namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            self.record_event(pod=bound, reason="Scheduled", type="Normal", component="default-scheduler",
+                              message=f"Successfully assigned {namespace}/{name} to {node}")
+            return
+        previous = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+        if previous and previous.get("message") == why:
+            return
+        conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                           "message": why, "lastTransitionTime": now})
+        pending = self.store.write({**pod, "status": {**status, "conditions": conditions}}, old=pod)
+        self.record_event(pod=pending, reason="FailedScheduling", message=why, component="default-scheduler")
+
+    def _schedule_pending(self) -> None:
+        """Retry unbound pods after a node changed, as kube-scheduler requeues unschedulable pods."""
+        for pod in self.store.items("Pod"):
+            if not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
+                self._schedule(pod)
+
+
+def _with_pod_defaults(pod: dict) -> dict:
+    spec = {
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "schedulerName": "default-scheduler",
+        "dnsPolicy": "ClusterFirst",
+        **(pod.get("spec") or {}),
+    }
+    return {**pod, "spec": spec, "status": {"phase": "Pending", **(pod.get("status") or {})}}
+
+
+def _check_pod_update(old: dict, new: dict) -> None:
+    def fixed(spec: dict) -> dict:
+        kept = {k: v for k, v in spec.items() if k not in _MUTABLE_POD_SPEC}
+        kept["containers"] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get("containers") or []]
+        return kept
+
+    if fixed(old.get("spec") or {}) != fixed(new.get("spec") or {}):
+        raise ApiError.invalid(
+            "Pod", old["metadata"]["name"],
+            "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+            "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), "
+            "`spec.terminationGracePeriodSeconds`",
+        )
