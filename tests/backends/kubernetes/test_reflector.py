@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -14,6 +16,7 @@ from jupyter_hetero.backends.kubernetes.reflector import (
     Backoff,
     ClusterReflector,
     Reflector,
+    trim_foreign_pod,
     trim_node,
 )
 from tests.harness import until
@@ -328,3 +331,21 @@ def test_without_a_namespace_the_cluster_keeps_our_pods_everywhere(server, clust
     server.put(pod("other", ours=False))
     reflector = cluster(namespace=None)
     assert sorted(reflector.pods.items()) == ["elsewhere/job-2", "hetero/job-1"]
+
+
+def test_a_trimmed_foreign_pod_asks_what_the_whole_pod_asks():
+    nodes = pytest.importorskip("jupyter_hetero.backends.kubernetes.nodes")
+    if not hasattr(nodes, "pod_requests"):
+        pytest.skip("nodes.pod_requests is not on this branch yet")
+    whole = {"metadata": {"name": "trainer", "namespace": "team", "labels": {"app": "x"}, "managedFields": [{}]},
+             "spec": {"nodeName": "gpu-a", "overhead": {"cpu": "100m"}, "volumes": [{"name": "data"}],
+                      "containers": [{"name": "main", "image": "x", "env": [{"name": "A", "value": "1"}],
+                                      "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                    "limits": {"nvidia.com/gpu": "2"}}}],
+                      "initContainers": [{"name": "setup", "resources": {"requests": {"cpu": "3"}}},
+                                         {"name": "proxy", "restartPolicy": "Always",
+                                          "resources": {"requests": {"memory": "512Mi"}}}]},
+             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    trimmed = trim_foreign_pod(copy.deepcopy(whole))
+    assert len(json.dumps(trimmed)) < len(json.dumps(whole))
+    assert nodes.pod_requests(trimmed) == nodes.pod_requests(whole)
