@@ -349,3 +349,12 @@ def test_a_trimmed_foreign_pod_asks_what_the_whole_pod_asks():
     trimmed = trim_foreign_pod(copy.deepcopy(whole))
     assert len(json.dumps(trimmed)) < len(json.dumps(whole))
     assert nodes.pod_requests(trimmed) == nodes.pod_requests(whole)
+
+
+def test_a_periodic_resync_relists_without_reporting_unchanged_objects(server, core, reflectors):
+    server.put(node("gpu-a"))
+    seen = Recorder()
+    reflector = node_reflector(core, reflectors, on_change=seen, resync_s=1.5)
+    until(lambda: reflector.stats["resyncs"] >= 1 and reflector.stats["lists"] >= 2, "a resync", timeout=15)
+    assert seen.changes == [("ADDED", "gpu-a")]
+    assert reflector.stats["relists_410"] == 0 and reflector.stats["reconnects"] == 0
