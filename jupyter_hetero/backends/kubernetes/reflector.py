@@ -375,7 +375,7 @@ class Reflector:
             if self._keep is not None and not self._keep(obj):
                 return None
             return self._trim(obj) if self._trim is not None else obj
-        except Exception:  # noqa: BLE001 - a strange object must not stop the cache
+        except Exception:  # a strange object must not stop the cache
             log.warning("reflector kind=%s cannot read %s; kept as sent", self.kind, key_of(obj), exc_info=True)
             return obj
 
@@ -401,7 +401,7 @@ class Reflector:
         for kind, obj in changes:
             try:
                 self.on_change(kind, obj)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 self.stats["callback_errors"] += 1
                 log.exception("reflector kind=%s change callback failed on %s", self.kind, key_of(obj))
 
@@ -422,7 +422,7 @@ class Reflector:
                 shutdown()
             response.close()
             response.release_conn()
-        except Exception:  # noqa: BLE001 - closing is best effort
+        except Exception:  # closing is best effort
             log.debug("reflector kind=%s closing the watch failed", self.kind, exc_info=True)
 
 
@@ -557,7 +557,7 @@ class ClusterReflector:
         if kind != "DELETED":
             try:
                 requests = self._requests_of(pod)
-            except Exception:  # noqa: BLE001 - one strange pod must not stop the cache
+            except Exception:  # one strange pod must not stop the cache
                 log.warning("cannot read the requests of pod %s; counted as none", key, exc_info=True)
         with self._index_lock:
             # A pod never moves between nodes, but drop it everywhere in case a replacement reused its name.
@@ -583,5 +583,5 @@ class ClusterReflector:
             for callback in list(self._callbacks):
                 try:
                     callback()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("reflector wake callback failed")
