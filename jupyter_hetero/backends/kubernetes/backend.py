@@ -169,7 +169,7 @@ class KubernetesBackend:
         its log having been copied."""
         pod = self.pod(handle.pod)
         state = pod_state(pod) if pod is not None else None
-        metrics = _exit_record(handle.exit_path)
+        record = _exit_record(handle.exit_path)
         follower = self._followers.get(handle.pod)
         if follower is not None:
             follower.join(timeout=2.0)  # the last lines of the log, before the pod goes
@@ -178,9 +178,13 @@ class KubernetesBackend:
         if service is not None:
             self._delete(lambda: self.core.delete_namespaced_service(service, handle.pod.split("/", 1)[0]),
                          f"service {service}")
+        metrics = {"peak_rss_mib": record.get("peak_rss_mib")}
         if state is None:
             return Exit(None, metrics, reason="its pod was deleted")
-        return Exit(state.exit_code, metrics, reason=state.reason)
+        # The runner in the pod records the job's own exit code (its container's is only 0 or 1); when the
+        # container was ended from outside (out of memory, evicted), the pod's word stands.
+        code = record["exit_code"] if state.reason is None and "exit_code" in record else state.exit_code
+        return Exit(code, metrics, reason=state.reason)
 
     def problem(self, handle: ProcessHandle) -> str | None:
         """Why a live replica's pod cannot make progress (unschedulable, image not pullable), once it has
@@ -326,13 +330,13 @@ def node_admission(node: dict, schedulable: bool) -> str:
 
 
 def _exit_record(path: str) -> dict:
-    """What the runner left in the pod's exit file on the shared work volume (peak memory), if anything."""
+    """What the runner left in the pod's exit file on the shared work volume (exit code, peak memory)."""
     try:
         with open(path, encoding="utf-8") as record:
             data = json.load(record)
     except (OSError, ValueError):
         return {}
-    return {"peak_rss_mib": data.get("peak_rss_mib")}
+    return data if isinstance(data, dict) else {}
 
 
 def _api_words(exc: ApiException) -> str:

@@ -20,10 +20,19 @@ IMAGE_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName
 # Waiting reasons that no amount of waiting fixes (a missing secret or config map, a bad command).
 CONFIG_REASONS = frozenset({"CreateContainerConfigError", "CreateContainerError", "RunContainerError"})
 
+# Pod-level reasons for an end the work did not cause (node pressure, node shutdown, kube-scheduler's own
+# preemption): the replica is lost, not failed, and its queue's node-loss rule applies.
+DISRUPTIONS = frozenset({"Evicted", "Preempting", "NodeLost", "NodeShutdown", "Shutdown", "Terminated"})
+
 # How an ended pod's reason reads to the person whose work it was.
 _ENDED = {
     "OOMKilled": "out of memory: the container went past its memory limit (OOMKilled)",
     "Evicted": "evicted by the kubelet",
+    "Preempting": "preempted by kube-scheduler for a pod of higher priority",
+    "NodeLost": "its node stopped answering",
+    "NodeShutdown": "its node shut down",
+    "Shutdown": "its node shut down",
+    "Terminated": "its node shut down",
     "DeadlineExceeded": "its active deadline was exceeded",
     "ContainerCannotRun": "its container could not run",
     "StartError": "its container could not start",
@@ -56,6 +65,10 @@ def pod_state(pod: dict) -> PodState:
     if not alive:
         why = status.get("reason") or (terminated or {}).get("reason")
         message = status.get("message") or (terminated or {}).get("message")
+        disrupted = why in DISRUPTIONS or any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+                                              for c in status.get("conditions") or ())
+        if disrupted:
+            exit_code = None  # not the work's own ending: lost, as with its node
         if why in _ENDED:
             reason = _ENDED[why] + (f": {message}" if message else "")
     return PodState(alive=alive, started=started, ready=ready and alive, ip=status.get("podIP"),

@@ -53,8 +53,9 @@ def test_an_ended_pod_gives_its_exit_code_and_only_telling_reasons():
 def test_out_of_memory_eviction_and_deadlines_are_named():
     oom = pod_state(_pod("Failed", container={"state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}))
     assert oom.exit_code == 137 and oom.reason.startswith("out of memory") and "OOMKilled" in oom.reason
-    evicted = pod_state(_pod("Failed", reason="Evicted", message="The node was low on resource: memory."))
-    assert evicted.exit_code is None
+    evicted = pod_state(_pod("Failed", reason="Evicted", message="The node was low on resource: memory.",
+                             container={"state": {"terminated": {"exitCode": 137, "reason": "Error"}}}))
+    assert evicted.exit_code is None  # a disruption, not the work's own end: lost rather than failed
     assert evicted.reason == "evicted by the kubelet: The node was low on resource: memory."
     deadline = pod_state(_pod("Failed", reason="DeadlineExceeded", message="Pod was active on the node longer"))
     assert deadline.reason.startswith("its active deadline was exceeded")
