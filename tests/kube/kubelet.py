@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+import psutil
+
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.containers import (
     POD_IP,
@@ -38,13 +40,24 @@ from tests.kube.containers import (
 from tests.kube.nodes import ready_node
 from tests.kube.store import now_rfc3339
 
-__all__ = ["LocalKubelet"]
+__all__ = ["LocalKubelet", "leftover_processes"]
 
 log = logging.getLogger(__name__)
 
 IMAGE_PULL_BACKOFF_S = 0.3
 PROBE_INTERVAL_S = 0.1
 UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def leftover_processes(root: Path) -> list[psutil.Process]:
+    """Live processes working under ``root``: every pod without a ``workingDir`` starts in its directory there."""
+    found = []
+    for process in psutil.process_iter(["cwd", "status"]):
+        cwd = process.info.get("cwd") or ""
+        if process.info.get("status") != psutil.STATUS_ZOMBIE and cwd.startswith(str(root)):
+            found.append(process)
+    return found
+
 
 
 @dataclass

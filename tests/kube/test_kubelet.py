@@ -13,8 +13,7 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from tests.harness import free_port, until
-from tests.kube.fixtures import leftover_processes
-from tests.kube.kubelet import LocalKubelet
+from tests.kube.kubelet import LocalKubelet, leftover_processes
 
 pytest_plugins = ("tests.kube.fixtures",)
 
