@@ -127,7 +127,11 @@ def test_followed_logs_stream_whole_characters_until_the_container_ends(kube_api
         sys.stdout.write("长" * 40000)   # one line longer than a chunk, no newline until the end
         sys.stdout.flush()
         time.sleep(0.2)
-        print("完")
+        half = "完".encode()
+        sys.stdout.buffer.write(half[:1])   # a character's bytes written apart, as a pipe may pass them
+        sys.stdout.flush()
+        time.sleep(0.2)
+        sys.stdout.buffer.write(half[1:] + b"\\n")
     """
     v1.create_namespaced_pod(NS, pod_manifest("talker", code))
     until(lambda: phase(kube_api, "talker") == "Running", "the pod to run")
