@@ -70,6 +70,7 @@ class FakeApiServer:
         self._connections_lock = threading.Lock()
         self._random = random.Random()
         self._last_event_stamp = 0
+        self._services_allocated = 0
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeApiServer:
@@ -261,6 +262,8 @@ class FakeApiServer:
         self._validate(obj)
         if kind == "Pod":
             obj = _with_pod_defaults(obj)
+        elif kind == "Service":
+            obj = self._with_cluster_ip(obj)
         with self.store.changed:
             if self.store.get(kind, metadata.get("namespace", ""), metadata["name"]) is not None:
                 raise ApiError(
@@ -399,6 +402,16 @@ class FakeApiServer:
         pending = self.store.write({**pod, "status": {**status, "conditions": conditions}}, old=pod)
         self.record_event(pod=pending, reason="FailedScheduling", message=why, component="default-scheduler")
 
+    def _with_cluster_ip(self, service: dict) -> dict:
+        """A Service gets a virtual IP from the service range unless it is headless (``clusterIP: None``)."""
+        spec = dict(service.get("spec") or {})
+        if not spec.get("clusterIP"):
+            self._services_allocated += 1
+            spec["clusterIP"] = f"10.96.{self._services_allocated // 250}.{self._services_allocated % 250 + 1}"
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        spec.setdefault("type", "ClusterIP")
+        return {**service, "spec": spec}
+
     def _schedule_pending(self) -> None:
         """Retry unbound pods after a node changed, as kube-scheduler requeues unschedulable pods."""
         for pod in self.store.items("Pod"):
@@ -424,7 +437,22 @@ def _with_pod_defaults(pod: dict) -> dict:
         "dnsPolicy": "ClusterFirst",
         **(pod.get("spec") or {}),
     }
-    return {**pod, "spec": spec, "status": {"phase": "Pending", **(pod.get("status") or {})}}
+    status = {"phase": "Pending", "qosClass": _qos_class(spec), **(pod.get("status") or {})}
+    return {**pod, "spec": spec, "status": status}
+
+
+def _qos_class(spec: dict) -> str:
+    """Guaranteed when every container's cpu and memory limits equal its requests, BestEffort with none."""
+    containers = spec.get("containers") or []
+    resources = [c.get("resources") or {} for c in containers]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    for r in resources:
+        limits, requests = r.get("limits") or {}, r.get("requests") or {}
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                return "Burstable"
+    return "Guaranteed"
 
 
 def _check_pod_update(old: dict, new: dict) -> None:

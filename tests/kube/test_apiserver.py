@@ -464,3 +464,18 @@ def test_logs_are_served_whole_tailed_and_followed(kube_api, v1, tmp_path):
     threading.Timer(0.3, finish).start()
     response = v1.read_namespaced_pod_log("talker", NS, follow=True, tail_lines=2, _preload_content=False)
     assert response.data.decode() == "二\n三\n四\n"
+
+
+def test_services_get_a_cluster_ip_and_pods_a_qos_class(v1):
+    plain = v1.create_namespaced_service(NS, {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    headless = v1.create_namespaced_service(NS, {"metadata": {"name": "peers"},
+                                                 "spec": {"clusterIP": "None", "selector": {"job": "1"}}})
+    assert plain.spec.cluster_ip.startswith("10.96.") and headless.spec.cluster_ip == "None"
+    exact = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    guaranteed = pod_manifest("exact")
+    guaranteed["spec"]["containers"][0]["resources"] = exact
+    burstable = pod_manifest("loose")
+    burstable["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    classes = [v1.create_namespaced_pod(NS, body).status.qos_class
+               for body in (guaranteed, burstable, pod_manifest("none"))]
+    assert classes == ["Guaranteed", "Burstable", "BestEffort"]

@@ -349,6 +349,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")
+        # A stream ends with its connection, so a client's pool never reuses one the server closes.
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.flush()
 
