@@ -73,6 +73,7 @@ class _Run:
     ending: str = ""  # "" | "deleting" | "oom" | "evicted" | "lost"
     message: str = ""
     ready: bool = False
+    waiting_for_config: bool = False  # held by a missing secret: retried when secrets change
     timers: list[threading.Timer] = field(default_factory=list)
 
     def alive(self) -> bool:
@@ -157,10 +158,7 @@ class LocalKubelet:
         if obj["kind"] == "Pod":
             self._queue.put(("pod", obj["metadata"]["namespace"], obj["metadata"]["name"]))
         elif obj["kind"] == "Secret":
-            # A pod waiting for a secret may start now; retrying the pods not started is enough.
-            for pod in self.server.list("Pod", obj["metadata"]["namespace"]):
-                if pod["spec"].get("nodeName") in self.nodes and not pod.get("status", {}).get("startTime"):
-                    self._queue.put(("pod", pod["metadata"]["namespace"], pod["metadata"]["name"]))
+            self._queue.put(("secrets", obj["metadata"]["namespace"]))
 
     def _call(self, action: Callable[[], None]) -> None:
         done = threading.Event()
@@ -181,6 +179,8 @@ class LocalKubelet:
                         item[2].set()
                 elif item[0] == "pod":
                     self._reconcile(item[1], item[2])
+                elif item[0] == "secrets":
+                    self._retry_config(item[1])
                 else:  # ("exited" | "ready" | "backoff", namespace, name, uid)
                     handler = {"exited": self._exited, "ready": self._ready, "backoff": self._backoff}[item[0]]
                     run = self._runs.get((item[1], item[2]))
@@ -207,6 +207,13 @@ class LocalKubelet:
             self._delete(pod, run)
         elif run is None and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
             self._start(pod)
+
+    def _retry_config(self, namespace: str) -> None:
+        """A secret changed: pods held for a missing one try again."""
+        for (pod_namespace, name), run in list(self._runs.items()):
+            if pod_namespace == namespace and run.waiting_for_config:
+                del self._runs[(pod_namespace, name)]
+                self._reconcile(pod_namespace, name)
 
     def _delete(self, pod: dict, run: _Run | None) -> None:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -245,7 +252,8 @@ class LocalKubelet:
             launch = materialise(pod, secrets=lambda secret: self.server.get("Secret", secret, namespace),
                                  pod_dir=self.root / name, claims_dir=self.root / "claims")
         except ConfigError as error:
-            # Not remembered as a run: the next change to the pod or a secret retries it.
+            run.waiting_for_config = True
+            self._runs[(namespace, name)] = run
             self._waiting(pod, error.reason, error.message, now)
             self.server.record_event(pod=pod, reason=error.event_reason, message=error.message)
             return

@@ -275,6 +275,7 @@ def test_a_missing_secret_holds_the_pod_until_it_exists(kube_api, kubelet, v1):
     kube_api.put(pod_manifest("patient", "import os; print(os.environ['TOKEN'])", container={"env": env}))
     until(lambda: state(kube_api, "patient").get("waiting", {}).get("reason") == "CreateContainerConfigError",
           "the pod to wait for its secret")
+    assert [reason for _t, reason, _m in events(v1, "patient")] == ["Scheduled", "Failed"]  # reported once
     kube_api.put({"kind": "Secret", "metadata": {"name": "later", "namespace": NS},
                   "data": {"token": base64.b64encode(b"now").decode()}})
     until(lambda: phase(kube_api, "patient") == "Succeeded", "the pod to run once the secret exists")
