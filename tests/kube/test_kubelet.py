@@ -305,3 +305,35 @@ def test_stop_leaves_nothing_running(kube_api, tmp_path):
 
     until(lambda: all(gone(pid) for pid in pids), "every process the kubelet started to end", timeout=5)
     assert leftover_processes(kubelet.root) == []
+
+
+def test_a_kernel_runs_in_a_pod_from_its_mounted_connection_file(kube_api, kubelet, v1):
+    from jupyter_client import BlockingKernelClient  # noqa: PLC0415 - only this test needs it
+
+    connection = {"ip": "127.0.0.1", "transport": "tcp", "signature_scheme": "hmac-sha256", "key": "k" * 32,
+                  **{name: free_port() for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")}}
+    v1.create_namespaced_secret(NS, {"metadata": {"name": "kernel-1"}, "stringData": {"connection.json": json.dumps(connection)}})
+    container = {"command": ["python", "-m", "ipykernel_launcher", "-f", "/var/run/hetero/kernel/connection.json"],
+                 "volumeMounts": [{"name": "connection", "mountPath": "/var/run/hetero/kernel", "readOnly": True}]}
+    body = pod_manifest("kernel-1", "", container=container,
+                        volumes=[{"name": "connection", "secret": {"secretName": "kernel-1"}}])
+    v1.create_namespaced_pod(NS, body)
+    until(lambda: phase(kube_api, "kernel-1") == "Running", "the kernel pod to run")
+    client = BlockingKernelClient()
+    client.load_connection_info(connection)
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=20)
+        printed = []
+
+        def output(message):
+            if message["msg_type"] == "stream":
+                printed.append(message["content"]["text"])
+
+        reply = client.execute_interactive("import os; print(os.environ['HOSTNAME'])", timeout=10, output_hook=output)
+        assert reply["content"]["status"] == "ok"
+        assert "".join(printed) == "kernel-1\n"
+    finally:
+        client.stop_channels()
+    v1.delete_namespaced_pod("kernel-1", NS)
+    until(lambda: kube_api.get("Pod", "kernel-1", NS) is None, "the kernel pod to stop on SIGTERM", timeout=10)
