@@ -308,7 +308,7 @@ def test_stop_leaves_nothing_running(kube_api, tmp_path):
 
 
 def test_a_kernel_runs_in_a_pod_from_its_mounted_connection_file(kube_api, kubelet, v1):
-    from jupyter_client import BlockingKernelClient  # noqa: PLC0415 - only this test needs it
+    from jupyter_client import BlockingKernelClient
 
     connection = {"ip": "127.0.0.1", "transport": "tcp", "signature_scheme": "hmac-sha256", "key": "k" * 32,
                   **{name: free_port() for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")}}
