@@ -161,10 +161,20 @@ class LocalKubelet:
             self._queue.put(("secrets", obj["metadata"]["namespace"]))
 
     def _call(self, action: Callable[[], None]) -> None:
-        done = threading.Event()
-        self._queue.put(("call", action, done))
+        """Run ``action`` in the worker, between its status writes; its exception is raised here."""
+        done, failure = threading.Event(), []
+
+        def guarded() -> None:
+            try:
+                action()
+            except Exception as error:  # noqa: BLE001 - raised again in the caller
+                failure.append(error)
+
+        self._queue.put(("call", guarded, done))
         if not done.wait(10):
             raise TimeoutError("the local kubelet did not act within 10 s")
+        if failure:
+            raise failure[0]
 
     def _work(self) -> None:
         while True:

@@ -162,6 +162,8 @@ def test_oom_kill(kube_api, kubelet):
     until(lambda: phase(kube_api, "hungry") == "Failed", "the pod to fail")
     terminated = state(kube_api, "hungry")["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (137, "OOMKilled")
+    with pytest.raises(LookupError, match="not running"):
+        kubelet.oom_kill(NS, "hungry")
 
 
 def test_eviction(kube_api, kubelet, v1):
