@@ -15,10 +15,8 @@ watchers see those changes exactly as they see changes made through HTTP.
 
 from __future__ import annotations
 
-import base64
 import copy
 import random
-import re
 import secrets
 import threading
 import time
@@ -31,6 +29,12 @@ import kubernetes
 import yaml
 
 from tests.kube import patches
+from tests.kube.admission import (
+    check_pod_update,
+    secret_data,
+    validate,
+    with_pod_defaults,
+)
 from tests.kube.scheduler import place
 from tests.kube.store import ObjectStore, now_rfc3339
 from tests.kube.wire import ApiError, ApiHandler
@@ -45,11 +49,7 @@ NAMESPACED = {"Pod", "Event", "Service", "Secret"}
 WITH_STATUS = {"Node", "Pod", "Service"}
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _GENERATED_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes uses for generateName
-# Pod spec fields an update may change; the API forbids changing any other.
-_MUTABLE_POD_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
 
 
 class FakeApiServer:
@@ -70,6 +70,7 @@ class FakeApiServer:
         self._connections_lock = threading.Lock()
         self._random = random.Random()
         self._last_event_stamp = 0
+        self._services_allocated = 0
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeApiServer:
@@ -257,10 +258,12 @@ class FakeApiServer:
             metadata.pop("namespace", None)
         for system_field in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp"):
             metadata.pop(system_field, None)
-        obj = _secret_data({**body, "apiVersion": "v1", "kind": kind, "metadata": metadata})
-        self._validate(obj)
+        obj = secret_data({**body, "apiVersion": "v1", "kind": kind, "metadata": metadata})
+        validate(obj)
         if kind == "Pod":
-            obj = _with_pod_defaults(obj)
+            obj = with_pod_defaults(obj)
+        elif kind == "Service":
+            obj = self._with_cluster_ip(obj)
         with self.store.changed:
             if self.store.get(kind, metadata.get("namespace", ""), metadata["name"]) is not None:
                 raise ApiError(
@@ -350,32 +353,16 @@ class FakeApiServer:
                 metadata[system_field] = old["metadata"][system_field]
             else:
                 metadata.pop(system_field, None)
-        new = _secret_data({**new, "metadata": metadata})
+        new = secret_data({**new, "metadata": metadata})
         if kind in WITH_STATUS and "status" in old:
             new["status"] = old["status"]
         if kind == "Pod":
-            _check_pod_update(old, new)
-        self._validate(new)
+            check_pod_update(old, new)
+        validate(new)
         stored = self.store.write(new, old=old)
         if kind == "Node":
             self._schedule_pending()
         return stored
-
-    @staticmethod
-    def _validate(obj: dict) -> None:
-        name = obj["metadata"]["name"]
-        if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
-            raise ApiError.invalid(
-                obj["kind"], name,
-                f"metadata.name: Invalid value: {name!r}: a lowercase RFC 1123 subdomain must consist of "
-                "lower case alphanumeric characters, '-' or '.'",
-            )
-        for key, value in ((obj["metadata"].get("labels")) or {}).items():
-            if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-                raise ApiError.invalid(
-                    obj["kind"], name, f"metadata.labels: Invalid value: {value!r}: a valid label value "
-                    f"(for {key}) must be 63 characters or less and consist of alphanumerics, '-', '_' or '.'",
-                )
 
     def _schedule(self, pod: dict) -> None:
         """Bind a new pod to the node its affinity allows, or mark it unschedulable with an event."""
@@ -399,44 +386,19 @@ class FakeApiServer:
         pending = self.store.write({**pod, "status": {**status, "conditions": conditions}}, old=pod)
         self.record_event(pod=pending, reason="FailedScheduling", message=why, component="default-scheduler")
 
+    def _with_cluster_ip(self, service: dict) -> dict:
+        """A Service gets a virtual IP from the service range unless it is headless (``clusterIP: None``)."""
+        spec = dict(service.get("spec") or {})
+        if not spec.get("clusterIP"):
+            self._services_allocated += 1
+            spec["clusterIP"] = f"10.96.{self._services_allocated // 250}.{self._services_allocated % 250 + 1}"
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        spec.setdefault("type", "ClusterIP")
+        return {**service, "spec": spec}
+
     def _schedule_pending(self) -> None:
         """Retry unbound pods after a node changed, as kube-scheduler requeues unschedulable pods."""
         for pod in self.store.items("Pod"):
             if not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
                 self._schedule(pod)
 
-
-def _secret_data(obj: dict) -> dict:
-    """A Secret's ``stringData`` folded into ``data`` (base64), as the API stores it."""
-    if obj["kind"] != "Secret" or not obj.get("stringData"):
-        return obj
-    data = dict(obj.get("data") or {})
-    for key, value in obj["stringData"].items():
-        data[key] = base64.b64encode(value.encode()).decode()
-    return {**{k: v for k, v in obj.items() if k != "stringData"}, "data": data}
-
-
-def _with_pod_defaults(pod: dict) -> dict:
-    spec = {
-        "restartPolicy": "Always",
-        "terminationGracePeriodSeconds": 30,
-        "schedulerName": "default-scheduler",
-        "dnsPolicy": "ClusterFirst",
-        **(pod.get("spec") or {}),
-    }
-    return {**pod, "spec": spec, "status": {"phase": "Pending", **(pod.get("status") or {})}}
-
-
-def _check_pod_update(old: dict, new: dict) -> None:
-    def fixed(spec: dict) -> dict:
-        kept = {k: v for k, v in spec.items() if k not in _MUTABLE_POD_SPEC}
-        kept["containers"] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get("containers") or []]
-        return kept
-
-    if fixed(old.get("spec") or {}) != fixed(new.get("spec") or {}):
-        raise ApiError.invalid(
-            "Pod", old["metadata"]["name"],
-            "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
-            "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), "
-            "`spec.terminationGracePeriodSeconds`",
-        )

@@ -11,16 +11,13 @@ def test_a_job_runs(kube_api, kubelet):
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import psutil
 import pytest
 
 from tests.kube.apiserver import FakeApiServer
-from tests.kube.kubelet import LocalKubelet
+from tests.kube.kubelet import LocalKubelet, leftover_processes
 from tests.kube.nodes import ready_node
 
-__all__ = ["KUBELET_NODES", "kube_api", "kubelet", "leftover_processes"]
+__all__ = ["KUBELET_NODES", "kube_api", "kubelet"]
 
 KUBELET_NODES = ("node-a", "node-b")
 
@@ -44,12 +41,3 @@ def kubelet(kube_api, tmp_path):
     local.stop()
     assert leftover_processes(local.root) == [], "the local kubelet left processes running"
 
-
-def leftover_processes(root: Path) -> list[psutil.Process]:
-    """Live processes working under ``root`` (every pod process starts in its pod's directory there)."""
-    found = []
-    for process in psutil.process_iter(["cwd", "status"]):
-        cwd = process.info.get("cwd") or ""
-        if process.info.get("status") != psutil.STATUS_ZOMBIE and cwd.startswith(str(root)):
-            found.append(process)
-    return found

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+import psutil
+
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.containers import (
     POD_IP,
@@ -38,13 +40,24 @@ from tests.kube.containers import (
 from tests.kube.nodes import ready_node
 from tests.kube.store import now_rfc3339
 
-__all__ = ["LocalKubelet"]
+__all__ = ["LocalKubelet", "leftover_processes"]
 
 log = logging.getLogger(__name__)
 
 IMAGE_PULL_BACKOFF_S = 0.3
 PROBE_INTERVAL_S = 0.1
 UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def leftover_processes(root: Path) -> list[psutil.Process]:
+    """Live processes working under ``root``: every pod without a ``workingDir`` starts in its directory there."""
+    found = []
+    for process in psutil.process_iter(["cwd", "status"]):
+        cwd = process.info.get("cwd") or ""
+        if process.info.get("status") != psutil.STATUS_ZOMBIE and cwd.startswith(str(root)):
+            found.append(process)
+    return found
+
 
 
 @dataclass
@@ -60,6 +73,7 @@ class _Run:
     ending: str = ""  # "" | "deleting" | "oom" | "evicted" | "lost"
     message: str = ""
     ready: bool = False
+    waiting_for_config: bool = False  # held by a missing secret: retried when secrets change
     timers: list[threading.Timer] = field(default_factory=list)
 
     def alive(self) -> bool:
@@ -144,16 +158,23 @@ class LocalKubelet:
         if obj["kind"] == "Pod":
             self._queue.put(("pod", obj["metadata"]["namespace"], obj["metadata"]["name"]))
         elif obj["kind"] == "Secret":
-            # A pod waiting for a secret may start now; retrying the pods not started is enough.
-            for pod in self.server.list("Pod", obj["metadata"]["namespace"]):
-                if pod["spec"].get("nodeName") in self.nodes and not pod.get("status", {}).get("startTime"):
-                    self._queue.put(("pod", pod["metadata"]["namespace"], pod["metadata"]["name"]))
+            self._queue.put(("secrets", obj["metadata"]["namespace"]))
 
     def _call(self, action: Callable[[], None]) -> None:
-        done = threading.Event()
-        self._queue.put(("call", action, done))
+        """Run ``action`` in the worker, between its status writes; its exception is raised here."""
+        done, failure = threading.Event(), []
+
+        def guarded() -> None:
+            try:
+                action()
+            except Exception as error:  # noqa: BLE001 - raised again in the caller
+                failure.append(error)
+
+        self._queue.put(("call", guarded, done))
         if not done.wait(10):
             raise TimeoutError("the local kubelet did not act within 10 s")
+        if failure:
+            raise failure[0]
 
     def _work(self) -> None:
         while True:
@@ -168,6 +189,8 @@ class LocalKubelet:
                         item[2].set()
                 elif item[0] == "pod":
                     self._reconcile(item[1], item[2])
+                elif item[0] == "secrets":
+                    self._retry_config(item[1])
                 else:  # ("exited" | "ready" | "backoff", namespace, name, uid)
                     handler = {"exited": self._exited, "ready": self._ready, "backoff": self._backoff}[item[0]]
                     run = self._runs.get((item[1], item[2]))
@@ -194,6 +217,13 @@ class LocalKubelet:
             self._delete(pod, run)
         elif run is None and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
             self._start(pod)
+
+    def _retry_config(self, namespace: str) -> None:
+        """A secret changed: pods held for a missing one try again."""
+        for (pod_namespace, name), run in list(self._runs.items()):
+            if pod_namespace == namespace and run.waiting_for_config:
+                del self._runs[(pod_namespace, name)]
+                self._reconcile(pod_namespace, name)
 
     def _delete(self, pod: dict, run: _Run | None) -> None:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -232,7 +262,8 @@ class LocalKubelet:
             launch = materialise(pod, secrets=lambda secret: self.server.get("Secret", secret, namespace),
                                  pod_dir=self.root / name, claims_dir=self.root / "claims")
         except ConfigError as error:
-            # Not remembered as a run: the next change to the pod or a secret retries it.
+            run.waiting_for_config = True
+            self._runs[(namespace, name)] = run
             self._waiting(pod, error.reason, error.message, now)
             self.server.record_event(pod=pod, reason=error.event_reason, message=error.message)
             return

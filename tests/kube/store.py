@@ -10,7 +10,7 @@ import copy
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -58,21 +58,19 @@ class ObjectStore:
         self.oldest_replayable = 1
         self._history: deque[Change] = deque()
         self._history_limit = history
-        self._objects: dict[Key, dict] = {}
+        self._objects: dict[str, dict[tuple[str, str], dict]] = {}  # kind -> (namespace, name) -> object
         self._subscribers: list[Callable[[str, dict], None]] = []
 
     # --- reads -----------------------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> dict | None:
         with self.changed:
-            return self._objects.get((kind, namespace or "", name))
+            return self._objects.get(kind, {}).get((namespace or "", name))
 
     def items(self, kind: str, namespace: str | None = None) -> list[dict]:
         """The stored objects of a kind (in one namespace if given), sorted by namespace and name."""
         with self.changed:
             found = [
-                obj
-                for (k, ns, _name), obj in self._objects.items()
-                if k == kind and (namespace is None or ns == namespace)
+                obj for (ns, _name), obj in self._objects.get(kind, {}).items() if namespace is None or ns == namespace
             ]
         return sorted(found, key=lambda obj: (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
 
@@ -103,7 +101,8 @@ class ObjectStore:
                 metadata["uid"] = old["metadata"]["uid"]
                 metadata["creationTimestamp"] = old["metadata"]["creationTimestamp"]
             stored = {**obj, "metadata": metadata}
-            self._objects[key_of(stored)] = stored
+            kind, namespace, name = key_of(stored)
+            self._objects.setdefault(kind, {})[(namespace, name)] = stored
             change = Change(self.version, "ADDED" if old is None else "MODIFIED", stored, old)
             self._record(change)
         self._notify(change)
@@ -112,7 +111,7 @@ class ObjectStore:
     def delete(self, key: Key) -> dict | None:
         """Remove an object; DELETED carries its last state under a new version."""
         with self.changed:
-            old = self._objects.pop(key, None)
+            old = self._objects.get(key[0], {}).pop((key[1], key[2]), None)
             if old is None:
                 return None
             self.version += 1
@@ -149,6 +148,3 @@ class ObjectStore:
         for callback in subscribers:
             callback(change.type, copy.deepcopy(change.obj))
 
-    def __iter__(self) -> Iterator[dict]:
-        with self.changed:
-            return iter(list(self._objects.values()))

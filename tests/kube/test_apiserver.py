@@ -464,3 +464,44 @@ def test_logs_are_served_whole_tailed_and_followed(kube_api, v1, tmp_path):
     threading.Timer(0.3, finish).start()
     response = v1.read_namespaced_pod_log("talker", NS, follow=True, tail_lines=2, _preload_content=False)
     assert response.data.decode() == "二\n三\n四\n"
+
+
+def test_services_get_a_cluster_ip_and_pods_a_qos_class(v1):
+    plain = v1.create_namespaced_service(NS, {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    headless = v1.create_namespaced_service(NS, {"metadata": {"name": "peers"},
+                                                 "spec": {"clusterIP": "None", "selector": {"job": "1"}}})
+    assert plain.spec.cluster_ip.startswith("10.96.") and headless.spec.cluster_ip == "None"
+    exact = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    guaranteed = pod_manifest("exact")
+    guaranteed["spec"]["containers"][0]["resources"] = exact
+    burstable = pod_manifest("loose")
+    burstable["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    classes = [v1.create_namespaced_pod(NS, body).status.qos_class
+               for body in (guaranteed, burstable, pod_manifest("none"))]
+    assert classes == ["Guaranteed", "Burstable", "BestEffort"]
+
+
+def test_a_watch_sees_every_concurrent_change_once_and_in_order(kube_api, v1):
+    for index in range(4):
+        kube_api.put(ready_node(f"node-{index}"))
+    version = raw(v1.list_node(_preload_content=False))["metadata"]["resourceVersion"]
+
+    def churn(index: int) -> None:
+        for step in range(100):
+            kube_api.patch_labels("Node", f"node-{index}", {"step": str(step)})
+
+    writers = [threading.Thread(target=churn, args=(index,)) for index in range(4)]
+    for writer in writers:
+        writer.start()
+    seen = []
+    watch = kubernetes.watch.Watch()
+    for event in watch.stream(v1.list_node, resource_version=version, timeout_seconds=10):
+        seen.append((int(event["raw_object"]["metadata"]["resourceVersion"]), event["raw_object"]["metadata"]["name"],
+                     event["raw_object"]["metadata"]["labels"]["step"]))
+        if len(seen) == 400:
+            watch.stop()
+    for writer in writers:
+        writer.join()
+    assert [v for v, _n, _s in seen] == list(range(int(version) + 1, int(version) + 401))
+    for index in range(4):
+        assert [s for _v, n, s in seen if n == f"node-{index}"] == [str(step) for step in range(100)]

@@ -13,8 +13,7 @@ import pytest
 from kubernetes.client import CoreV1Api
 
 from tests.harness import free_port, until
-from tests.kube.fixtures import leftover_processes
-from tests.kube.kubelet import LocalKubelet
+from tests.kube.kubelet import LocalKubelet, leftover_processes
 
 pytest_plugins = ("tests.kube.fixtures",)
 
@@ -128,7 +127,11 @@ def test_followed_logs_stream_whole_characters_until_the_container_ends(kube_api
         sys.stdout.write("长" * 40000)   # one line longer than a chunk, no newline until the end
         sys.stdout.flush()
         time.sleep(0.2)
-        print("完")
+        half = "完".encode()
+        sys.stdout.buffer.write(half[:1])   # a character's bytes written apart, as a pipe may pass them
+        sys.stdout.flush()
+        time.sleep(0.2)
+        sys.stdout.buffer.write(half[1:] + b"\\n")
     """
     v1.create_namespaced_pod(NS, pod_manifest("talker", code))
     until(lambda: phase(kube_api, "talker") == "Running", "the pod to run")
@@ -159,6 +162,8 @@ def test_oom_kill(kube_api, kubelet):
     until(lambda: phase(kube_api, "hungry") == "Failed", "the pod to fail")
     terminated = state(kube_api, "hungry")["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (137, "OOMKilled")
+    with pytest.raises(LookupError, match="not running"):
+        kubelet.oom_kill(NS, "hungry")
 
 
 def test_eviction(kube_api, kubelet, v1):
@@ -272,6 +277,7 @@ def test_a_missing_secret_holds_the_pod_until_it_exists(kube_api, kubelet, v1):
     kube_api.put(pod_manifest("patient", "import os; print(os.environ['TOKEN'])", container={"env": env}))
     until(lambda: state(kube_api, "patient").get("waiting", {}).get("reason") == "CreateContainerConfigError",
           "the pod to wait for its secret")
+    assert [reason for _t, reason, _m in events(v1, "patient")] == ["Scheduled", "Failed"]  # reported once
     kube_api.put({"kind": "Secret", "metadata": {"name": "later", "namespace": NS},
                   "data": {"token": base64.b64encode(b"now").decode()}})
     until(lambda: phase(kube_api, "patient") == "Succeeded", "the pod to run once the secret exists")
@@ -301,3 +307,35 @@ def test_stop_leaves_nothing_running(kube_api, tmp_path):
 
     until(lambda: all(gone(pid) for pid in pids), "every process the kubelet started to end", timeout=5)
     assert leftover_processes(kubelet.root) == []
+
+
+def test_a_kernel_runs_in_a_pod_from_its_mounted_connection_file(kube_api, kubelet, v1):
+    from jupyter_client import BlockingKernelClient
+
+    connection = {"ip": "127.0.0.1", "transport": "tcp", "signature_scheme": "hmac-sha256", "key": "k" * 32,
+                  **{name: free_port() for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")}}
+    v1.create_namespaced_secret(NS, {"metadata": {"name": "kernel-1"}, "stringData": {"connection.json": json.dumps(connection)}})
+    container = {"command": ["python", "-m", "ipykernel_launcher", "-f", "/var/run/hetero/kernel/connection.json"],
+                 "volumeMounts": [{"name": "connection", "mountPath": "/var/run/hetero/kernel", "readOnly": True}]}
+    body = pod_manifest("kernel-1", "", container=container,
+                        volumes=[{"name": "connection", "secret": {"secretName": "kernel-1"}}])
+    v1.create_namespaced_pod(NS, body)
+    until(lambda: phase(kube_api, "kernel-1") == "Running", "the kernel pod to run")
+    client = BlockingKernelClient()
+    client.load_connection_info(connection)
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=20)
+        printed = []
+
+        def output(message):
+            if message["msg_type"] == "stream":
+                printed.append(message["content"]["text"])
+
+        reply = client.execute_interactive("import os; print(os.environ['HOSTNAME'])", timeout=10, output_hook=output)
+        assert reply["content"]["status"] == "ok"
+        assert "".join(printed) == "kernel-1\n"
+    finally:
+        client.stop_channels()
+    v1.delete_namespaced_pod("kernel-1", NS)
+    until(lambda: kube_api.get("Pod", "kernel-1", NS) is None, "the kernel pod to stop on SIGTERM", timeout=10)

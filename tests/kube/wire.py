@@ -236,7 +236,8 @@ class ApiHandler(BaseHTTPRequestHandler):
     def _watch(self, kind: str, namespace: str, query: dict) -> None:
         api, store = self.api, self.api.store
         matches = self._matcher(kind, namespace, query)
-        timeout = float(query.get("timeoutSeconds") or 1800)
+        # Unset or 0: the API server's own limit (30 to 60 minutes there; stop() ends these here).
+        timeout = float(query.get("timeoutSeconds") or 0) or 1800.0
         bookmarks = query.get("allowWatchBookmarks") in _TRUE
         deadline = time.monotonic() + timeout
         wanted = query.get("resourceVersion") or "0"
@@ -300,6 +301,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         container = query.get("container") or (containers[0] if containers else "")
         if container not in containers:
             raise ApiError.bad_request(f"container {container} is not valid for pod {name}")
+        if query.get("previous") in _TRUE:  # restartPolicy Never: there is never a previous container
+            raise ApiError.bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
         path = api.log_path(namespace, name)
         if path is None or not path.exists():
             statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
@@ -349,6 +352,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")
+        # A stream ends with its connection, so a client's pool never reuses one the server closes.
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.flush()
 
