@@ -131,6 +131,10 @@ class Backend(Protocol):
     def problem(self, handle: ProcessHandle) -> str | None:
         """Why a live replica cannot make progress (its image cannot be pulled ...), or None."""
         ...
+    def adopt(self, handles: list[ProcessHandle], log_path: Path) -> list[ProcessHandle]:
+        """Take back an attempt's replicas after a restart (their log keeps being written to ``log_path``);
+        the ones still alive."""
+        ...
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
         """Stop what the backend runs for no live workload (``keep``: the units that are held)."""
         ...

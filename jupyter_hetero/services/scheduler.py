@@ -128,7 +128,7 @@ class Scheduler:
                 continue
             handles = [ProcessHandle.from_json(p) for p in current.processes]
             self._running[row.id] = RunningAttempt(handles, current.id)
-            alive = [h for h in handles if self.backend.running(h)]
+            alive = self.backend.adopt(handles, Path(current.log_path))
             self.repository.append_event(
                 type="adopted" if alive else "reconciling", workload_id=row.id,
                 reason=f"server restarted; {len(alive)}/{len(handles)} processes still alive",

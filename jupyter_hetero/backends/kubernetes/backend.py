@@ -158,6 +158,17 @@ class KubernetesBackend:
     def running(self, handle: ProcessHandle) -> bool:
         return self._alive(handle)
 
+    def adopt(self, handles: list[ProcessHandle], log_path: Path) -> list[ProcessHandle]:
+        """After a restart: the attempt's log is copied again from the start of each pod's log (the API
+        server has all of it), so nothing is lost or doubled whenever the last server stopped."""
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_bytes(b"")
+        for handle in handles:
+            if self.pod(handle.pod) is not None:
+                self.follow_log(handle.pod, log_path)
+        return [handle for handle in handles if self._alive(handle)]
+
     def scan(self, handles: Iterable[ProcessHandle]) -> dict[ProcessHandle, dict]:
         return {handle: {} for handle in handles if self._alive(handle)}
 

@@ -49,6 +49,9 @@ class LocalBackend:
     def problem(self, handle: ProcessHandle) -> str | None:
         return None  # a process that started runs; how it ends is its exit code
 
+    def adopt(self, handles: list[ProcessHandle], log_path) -> list[ProcessHandle]:
+        return [handle for handle in handles if self.running(handle)]  # they write their log file themselves
+
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
         return []  # a server's processes end with their process group; none outlive it unknown
 
