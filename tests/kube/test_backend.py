@@ -38,7 +38,9 @@ class Cluster:
     kubelet: LocalKubelet
 
     def pods(self) -> list[dict]:
-        return self.api.list("Pod", NAMESPACE)
+        """Our pods, in whichever namespace."""
+        return [pod for pod in self.api.list("Pod")
+                if pod["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") == "jupyter-hetero"]
 
     def pod_of(self, workload_id: int) -> dict | None:
         return next((p for p in self.pods()
@@ -49,10 +51,10 @@ def node_object(name: str) -> dict:
     return yaml.safe_load((NODE_DATA / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
-def kubernetes_settings(api: FakeApiServer, tmp_path: Path, work_dir: str) -> dict:
+def kubernetes_settings(api: FakeApiServer, tmp_path: Path, work_dir: str, namespace: str = NAMESPACE) -> dict:
     return {
         "kubeconfig": str(api.kubeconfig(tmp_path / "kubeconfig")),
-        "namespace": NAMESPACE,
+        "namespace": namespace,
         "work_volume": {"host_path": work_dir},
         "image_pull_timeout": 0.5,
         "watch_timeout": 5,
@@ -61,14 +63,20 @@ def kubernetes_settings(api: FakeApiServer, tmp_path: Path, work_dir: str) -> di
 
 
 @pytest.fixture
-def cluster(kube_api, tmp_path, hetero_config, server_config):  # noqa: F811 - the imported fixture
+def namespace() -> str:
+    """The server's namespace setting; a test parametrizes it to try one namespace per tenant."""
+    return NAMESPACE
+
+
+@pytest.fixture
+def cluster(kube_api, tmp_path, hetero_config, server_config, namespace):  # noqa: F811 - the imported fixture
     """A CPU node and a DGX A100 node run by a local kubelet; the server (started after) on the kubernetes
     backend. Every call the backend made must be one rbac.yaml grants."""
     for name in ("cpu-only", "dgx-a100"):
         kube_api.put(node_object(name))
     kubelet = LocalKubelet(kube_api, (CPU_NODE, GPU_NODE), tmp_path / "kubelet").start()
     hetero_config.update(backend="kubernetes", emulated_nodes_file="", discover_local=False)
-    server_config["KubernetesConfig"] = kubernetes_settings(kube_api, tmp_path, hetero_config["work_dir"])
+    server_config["KubernetesConfig"] = kubernetes_settings(kube_api, tmp_path, hetero_config["work_dir"], namespace)
     yield Cluster(kube_api, kubelet)
     kubelet.stop()
     used = {(verb, f"{resource}/{sub}" if sub else resource) for verb, resource, sub in kube_api.requests}
@@ -250,3 +258,31 @@ async def test_a_kernel_runs_in_a_pod_is_interrupted_restarted_and_shut_down(clu
     await until_async(pod_gone(cluster, workload["id"]), "the kernel's pod to go with its shutdown")
     assert not [s for s in cluster.api.list("Secret", NAMESPACE)], "a kernel's connection Secret was left behind"
     assert (await api(f"workloads/{workload['id']}"))["state"] == "succeeded"
+
+
+async def test_a_multi_replica_job_gets_one_pod_per_replica_and_a_headless_service(cluster, api, wait_for):
+    services: list[dict] = []
+    cluster.api.subscribe(lambda kind, obj: services.append(obj) if obj.get("kind") == "Service" else None)
+    code = "import os; print('replica', os.environ['HETERO_REPLICA'], 'of', os.environ['HETERO_REPLICAS'], " \
+           "'at', os.environ['HETERO_RENDEZVOUS_HOST'])"
+    job = await api("workloads", "POST", {"kind": "job", "template": "training", "parameters": {"devices": 2, "replicas": 2},
+                                          "command": ["python", "-c", code]})
+    done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
+    assert done["state"] == "succeeded", done
+    service = f"hetero-job-{job['id']}-a1"
+    log = await api.text(f"workloads/{job['id']}/logs")
+    for replica in (0, 1):  # replica 0's pod (its name ends with the user's, whoever runs the tests) in the Service
+        assert re.search(rf"replica {replica} of 2 at hetero-job-{job['id']}-a1-r0(-[a-z0-9-]+)?\.{service}\n", log), log
+    created = next(s for s in services if s["metadata"]["name"] == service)
+    assert created["spec"]["clusterIP"] == "None"
+    await until_async(lambda: cluster.api.get("Service", service, NAMESPACE) is None, "the job's Service to be deleted")
+
+
+@pytest.mark.parametrize("namespace", ["hetero-{tenant}"])
+async def test_with_a_namespace_per_tenant_a_job_runs_in_its_tenants(cluster, api, wait_for):
+    job = await api("workloads", "POST", python_job("print('in my namespace')"))
+    pod = await until_async(lambda: cluster.pod_of(job["id"]), "the job's pod")
+    assert pod["metadata"]["namespace"] == f"hetero-{job['tenant']}"
+    done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
+    assert done["state"] == "succeeded", done
+    assert "in my namespace" in await api.text(f"workloads/{job['id']}/logs")

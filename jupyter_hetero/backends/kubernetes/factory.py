@@ -9,6 +9,8 @@ API server and what ``jupyter hetero k8s render`` prints, from the same code.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kubernetes.client import V1Pod, V1Secret, V1Service
 
 from ..base import Launch, Placed
@@ -20,6 +22,7 @@ from .objects import (
     make_job_pod,
     make_kernel_pod,
     make_rendezvous_service,
+    pod_name,
 )
 
 __all__ = ["KERNEL_PORTS", "PodFactory"]
@@ -55,11 +58,15 @@ class PodFactory:
         )
         settings = self.settings_for(placed)
         service = make_rendezvous_service(identity=identity, settings=settings) if placed.replicas > 1 else None
+        env = dict(launch.env)
+        if service is not None:
+            # Where replica 0 listens for its peers (torchrun's --master-addr, MPI's first host).
+            env["HETERO_RENDEZVOUS_HOST"] = f"{pod_name(replace(identity, replica=0))}.{service.metadata.name}"
         pod = make_job_pod(
             identity=identity, settings=settings, node=launch.node, image=placed.image,
             command=["python", "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path),
                      *launch.argv],
-            env=launch.env, cpu_milli=placed.cpu_milli, memory_mib=placed.memory_mib, devices=placed.devices,
+            env=env, cpu_milli=placed.cpu_milli, memory_mib=placed.memory_mib, devices=placed.devices,
             accelerator=placed.accelerator, subdomain=service.metadata.name if service else None,
         )
         return pod, service if launch.replica == 0 else None
