@@ -152,6 +152,14 @@ def test_a_failing_pod_reports_its_exit_code(kube_api, kubelet, v1):
     assert v1.read_namespaced_pod_log("fails", NS) == "bad\n"
 
 
+def gone(pid: int) -> bool:
+    """The process has ended (a zombie not yet reaped counts)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 SLEEPER = "import os, time\nprint(f'pid={os.getpid()}', flush=True)\ntime.sleep(60)"
 
 
@@ -182,8 +190,7 @@ def test_node_loss(kube_api, kubelet, v1):
     until(lambda: pids_in_log(kube_api, "stranded"), "the pod to start")
     [pid] = pids_in_log(kube_api, "stranded")
     kubelet.lose_node("node-a")
-    until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
-          "the pod's process to die")
+    until(lambda: gone(pid), "the pod's process to die")
     node = v1.read_node("node-a")
     assert [(c.type, c.status) for c in node.status.conditions if c.type == "Ready"] == [("Ready", "Unknown")]
     assert {(t.key, t.effect) for t in node.spec.taints} == {("node.kubernetes.io/unreachable", "NoSchedule"),
@@ -298,12 +305,6 @@ def test_stop_leaves_nothing_running(kube_api, tmp_path):
                      "the pod and its child to start")
         assert all(psutil.pid_exists(pid) for pid in pids)
         assert len(leftover_processes(kubelet.root)) == 2  # the check below can see them
-
-    def gone(pid: int) -> bool:
-        try:
-            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
 
     until(lambda: all(gone(pid) for pid in pids), "every process the kubelet started to end", timeout=5)
     assert leftover_processes(kubelet.root) == []

@@ -255,39 +255,43 @@ class ApiHandler(BaseHTTPRequestHandler):
         self._start_chunked("application/json")
         self.close_connection = True
         self._send_events(initial)
-        next_bookmark = time.monotonic() + api.bookmark_interval
+        next_bookmark = time.monotonic() + api.bookmark_interval if bookmarks else None
         while True:
-            with store.changed:
+            outcome, payload = self._next(cursor, epoch, deadline, next_bookmark)
+            if outcome == "end":
+                break
+            if outcome == "expired":
+                self._send_events([{"type": "ERROR", "object": status(410, "Expired", payload)}])
+                break
+            if outcome == "bookmark":
+                cursor = payload
+                mark = {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(cursor)}}
+                self._send_events([{"type": "BOOKMARK", "object": mark}])
+                next_bookmark = time.monotonic() + api.bookmark_interval
+                continue
+            self._send_events([event for change in payload if (event := _event_for(change, matches))])
+            cursor = payload[-1].version
+        self._end_chunked()
+
+    def _next(self, cursor: int, epoch: int, deadline: float, next_bookmark: float | None):
+        """Wait for what a watch at ``cursor`` sends next: ("changes", [...]), ("bookmark", version),
+        ("expired", message), or ("end", None) at its deadline, on drop_watches() or when the server stops."""
+        api, store = self.api, self.api.store
+        with store.changed:
+            while True:
+                now = time.monotonic()
+                if api.stopping or epoch != api.watch_epoch or now >= deadline:
+                    return "end", None
                 try:
                     changes = store.changes_after(cursor)
                 except Expired as expired:
-                    error = status(410, "Expired", str(expired))
-                    changes, ended = None, [{"type": "ERROR", "object": error}]
-                else:
-                    ended = None
-                    if not changes:
-                        now = time.monotonic()
-                        if api.stopping or epoch != api.watch_epoch or now >= deadline:
-                            break
-                        if bookmarks and now >= next_bookmark:
-                            cursor = max(cursor, store.version)
-                            mark = {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(cursor)}}
-                            ended = [{"type": "BOOKMARK", "object": mark}]
-                        else:
-                            wake = min(deadline, next_bookmark) if bookmarks else deadline
-                            store.changed.wait(max(0.0, wake - now))
-                            continue
-            if changes is None:
-                self._send_events(ended)
-                break
-            if ended:  # a bookmark
-                self._send_events(ended)
-                next_bookmark = time.monotonic() + api.bookmark_interval
-                continue
-            events = [event for change in changes if (event := _event_for(change, matches))]
-            cursor = changes[-1].version
-            self._send_events(events)
-        self._end_chunked()
+                    return "expired", str(expired)
+                if changes:
+                    return "changes", changes
+                if next_bookmark is not None and now >= next_bookmark:
+                    return "bookmark", max(cursor, store.version)
+                wake = deadline if next_bookmark is None else min(deadline, next_bookmark)
+                store.changed.wait(wake - now)
 
     def _send_events(self, events: list[dict]) -> None:
         if events:
