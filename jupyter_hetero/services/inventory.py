@@ -64,12 +64,14 @@ class Inventory:
         known: dict | None = None  # the stored rows, read once the first node this inventory lacks shows up
         states, held = states or {}, held or {}
         views: dict[str, NodeView] = {}
+        writes, events, changed = [], [], []
         for capability in capabilities:
             name = capability.name
             view = self._nodes.get(name)
             state = states.get(name)
             others = held.get(name, NOTHING_HELD)
-            if view is not None and view.capability == capability and state in (None, view.state):
+            same = view is not None and (view.capability is capability or view.capability == capability)
+            if same and state in (None, view.state):
                 views[name] = view if view.held == others else replace(view, held=others)
                 continue
             if view is None and known is None:
@@ -77,22 +79,21 @@ class Inventory:
             row = known.get(name) if view is None else None
             was = view.state if view is not None else (row.state if row is not None else None)
             flavor = self.catalog.flavor_of(capability)
-            written = self.repository.upsert_node(
-                name=name, source=capability.source, emulated=capability.emulated,
-                flavor=flavor.name if flavor else None, capability=capability.model_dump(mode="json"),
-            )
+            writes.append({"name": name, "source": capability.source, "emulated": capability.emulated,
+                           "flavor": flavor.name if flavor else None, "capability": capability.model_dump(mode="json"),
+                           "state": state})
             if was is None:
-                self.repository.append_event(
-                    type="node-registered", node=name,
-                    reason=f"{capability.source} node mapped to flavor {flavor.name if flavor else 'none'}",
-                    data={"emulated": capability.emulated},
-                )
+                events.append({"type": "node-registered", "node": name, "data": {"emulated": capability.emulated},
+                               "reason": f"{capability.source} node mapped to flavor {flavor.name if flavor else 'none'}"})
             if state is not None and state != (was or "admitted"):
-                self.repository.set_node_state(name, state)
-                self.repository.append_event(type=f"node-{state}", node=name,
-                                             reason=f"{capability.source} reports the node {state}")
-            views[name] = NodeView(capability=capability, flavor=written.flavor, state=state or written.state,
-                                   first_seen=written.first_seen, last_seen=written.last_seen, held=others)
+                events.append({"type": f"node-{state}", "node": name,
+                               "reason": f"{capability.source} reports the node {state}"})
+            changed.append((capability, others))
+        written = self.repository.record_nodes(writes, events) if writes else {}
+        for capability, others in changed:
+            row = written[capability.name]
+            views[capability.name] = NodeView(capability=capability, flavor=row.flavor, state=row.state,
+                                              first_seen=row.first_seen, last_seen=row.last_seen, held=others)
         self._nodes = views
         self.version += 1
         return self.nodes()

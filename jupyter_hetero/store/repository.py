@@ -111,18 +111,26 @@ class Repository:
 
     # -- nodes -------------------------------------------------------------------------------
 
-    def upsert_node(self, *, name: str, source: str, emulated: bool, flavor: str | None,
-                    capability: dict[str, Any], state: str = "admitted") -> NodeRow:
-        """Record a node as seen now; its admission state is kept if it was known before."""
+    def record_nodes(self, nodes: list[dict[str, Any]], events: list[dict[str, Any]]) -> dict[str, NodeRow]:
+        """Record many nodes as seen now, and their events, in one transaction (a cluster's nodes change by the
+        thousand when a labeller restarts). Each node: ``name``, ``source``, ``emulated``, ``flavor``,
+        ``capability`` and, where its source says, ``state``; a known node keeps its state otherwise."""
         now = self.clock()
+        written = {}
         with self.session(write=True) as session:
-            row = session.get(NodeRow, name)
-            if row is None:
-                row = NodeRow(name=name, first_seen=now, state=state)
-                session.add(row)
-            row.source, row.emulated, row.flavor = source, emulated, flavor
-            row.capability, row.last_seen = capability, now
-            return row
+            for node in nodes:
+                row = session.get(NodeRow, node["name"])
+                if row is None:
+                    row = NodeRow(name=node["name"], first_seen=now, state=node.get("state") or "admitted")
+                    session.add(row)
+                row.source, row.emulated, row.flavor = node["source"], node["emulated"], node["flavor"]
+                row.capability, row.last_seen = node["capability"], now
+                if node.get("state"):
+                    row.state = node["state"]
+                written[row.name] = row
+            session.add_all(EventRow(workload_id=None, node=event["node"], at=now, type=event["type"],
+                                     reason=event["reason"], data=event.get("data") or {}) for event in events)
+        return written
 
     def nodes(self) -> list[NodeRow]:
         with self.session() as session:

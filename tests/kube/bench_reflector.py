@@ -147,6 +147,12 @@ def _serve(nodes: int, seed: int, commands, url_out) -> None:
         elif command == "compact":
             server.compact()
             commands.send(None)
+        elif command == "foreign":
+            server.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "someone-else", "namespace": "other"},
+                        "spec": {"nodeName": argument, "containers": [{"name": "c", "image": "x", "resources": {
+                            "requests": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
+                            "limits": {"nvidia.com/gpu": "1"}}}]}})
+            commands.send(None)
         elif command == "kubeconfig":
             commands.send(str(server.kubeconfig(Path(argument))))
         else:
@@ -194,6 +200,49 @@ def _disconnect(reflector: Reflector, gate: threading.Event, commands) -> None:
     commands.send(("drop", None))
     commands.recv()
     _wait(lambda: reflector.stats["reconnects"] > 0 and reflector._response is None and reflector.stats["watches"] == watches)
+
+
+def _inventory(commands, workdir: Path) -> dict:
+    """What a scheduler tick pays to bring the inventory in line with the cluster: the backend's
+    `poll_nodes` (every node read into a capability record) and `Inventory.refresh`, as the server runs
+    them, at start, after one node's labels changed, and after another pod took a GPU somewhere."""
+    from jupyter_hetero.backends.kubernetes.backend import KubernetesBackend
+    from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
+    from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
+    from jupyter_hetero.services.inventory import Inventory
+    from jupyter_hetero.store import Repository
+
+    commands.send(("kubeconfig", str(workdir / "kubeconfig")))
+    backend = KubernetesBackend(config=KubernetesConfig(kubeconfig=commands.recv(), watch_timeout=300))
+    inventory = Inventory(load_catalog(DEFAULT_CATALOG_PATH), Repository(f"sqlite:///{workdir / 'bench.sqlite'}",
+                                                                         clock=time.time))
+    started = time.monotonic()
+    backend.start(timeout=600)
+    synced_s = time.monotonic() - started
+
+    def refresh() -> float:
+        began = time.monotonic()
+        seen = backend.poll_nodes()
+        inventory.refresh(seen.capabilities, seen.states, seen.held)
+        return time.monotonic() - began
+
+    first_s = refresh()
+    mapped = sum(1 for view in inventory.nodes() if view.flavor)
+    version = backend.reflector.nodes.version
+    commands.send(("burst", 1))
+    commands.recv()
+    _wait(lambda: backend.reflector.nodes.version != version)
+    label_s = refresh()
+    version = backend.reflector.foreign.version
+    commands.send(("foreign", "node-00000"))
+    commands.recv()
+    _wait(lambda: backend.reflector.foreign.version != version)
+    foreign_s = refresh()
+    backend.close()
+    return {"inventory_synced_s": round(synced_s, 3), "inventory_first_refresh_s": round(first_s, 3),
+            "inventory_nodes_with_flavor": mapped, "inventory_nodes_with_findings": len(backend.findings),
+            "inventory_refresh_after_label_change_s": round(label_s, 4),
+            "inventory_refresh_after_foreign_pod_s": round(foreign_s, 4)}
 
 
 def run(nodes: int, burst: int, seed: int, workdir: Path) -> dict:
@@ -269,6 +318,7 @@ def run(nodes: int, burst: int, seed: int, workdir: Path) -> dict:
     # and without dropping what the backend never reads.
     cache_traced_mib = _traced_cache_mib(list_node, trim_node)
     untrimmed_traced_mib = _traced_cache_mib(list_node, None)
+    inventory = _inventory(parent, workdir)
     result = {
         "nodes": nodes,
         "list_wire_mib": round(wire_bytes / 2**20, 1),
@@ -287,6 +337,7 @@ def run(nodes: int, burst: int, seed: int, workdir: Path) -> dict:
         "events_per_reflector_cpu_s": round(backlog / backlog_cpu_s),
         "relist_after_410_s": round(relist_s, 3),
         "stats": stats,
+        **inventory,
         "cpus": os.cpu_count(),
     }
     parent.send(("stop", None))

@@ -101,12 +101,15 @@ def test_a_database_from_a_newer_release_is_refused(repo, db_path):
         Repository(f"sqlite:///{db_path}", clock=lambda: 0.0)
 
 
-def test_upsert_keeps_first_seen_and_admission_state(repo):
-    repo.upsert_node(name="n1", source="emulated", emulated=True, flavor="t4", capability={"a": 1}, state="pending")
-    row = repo.upsert_node(name="n1", source="emulated", emulated=True, flavor="t4", capability={"a": 2})
+def test_recording_nodes_keeps_first_seen_and_the_admission_state_unless_told(repo):
+    node = {"name": "n1", "source": "emulated", "emulated": True, "flavor": "t4"}
+    repo.record_nodes([{**node, "capability": {"a": 1}, "state": "pending"}], [])
+    row = repo.record_nodes([{**node, "capability": {"a": 2}}], [{"type": "x", "node": "n1", "reason": "r"}])["n1"]
     assert row.state == "pending"
     assert row.first_seen < row.last_seen
     assert [n.capability for n in repo.nodes()] == [{"a": 2}]
+    assert [e.type for e in repo.events(node="n1")] == ["x"]
+    assert repo.record_nodes([{**node, "capability": {"a": 2}, "state": "cordoned"}], [])["n1"].state == "cordoned"
 
 
 def test_events_are_appended_in_order(repo):

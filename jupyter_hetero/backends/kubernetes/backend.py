@@ -65,6 +65,7 @@ class KubernetesBackend:
         self.clock = clock
         self._unseen: dict[str, float] = {}  # pods created, not yet in the cache -> when created
         self._nodes_seen: tuple[int, int] | None = None
+        self._readings: dict[str, tuple[dict, object, object]] = {}  # node -> (object, foreign requests, reading)
         self.findings: dict[str, tuple[str, ...]] = {}  # node -> what reading it found
         self._followers: dict[str, threading.Thread] = {}
         self._closed = threading.Event()
@@ -101,9 +102,16 @@ class KubernetesBackend:
         self._nodes_seen = seen
         foreign = self.reflector.requests_by_node()
         capabilities, states, held, findings = [], {}, {}, {}
+        readings = {}
         for node in self.reflector.nodes.items().values():
-            reading = read_node(node, foreign=foreign.get(node["metadata"]["name"], _NO_REQUESTS),
-                                tolerated=self.config.tolerations)
+            others = foreign.get(node["metadata"]["name"], _NO_REQUESTS)
+            # The caches replace an object that changes, never edit it: the same objects read the same.
+            known = self._readings.get(node["metadata"]["name"])
+            if known is not None and known[0] is node and known[1] is others:
+                reading = known[2]
+            else:
+                reading = read_node(node, foreign=others, tolerated=self.config.tolerations)
+            readings[reading.name] = (node, others, reading)
             if reading.findings:
                 findings[reading.name] = reading.findings
             if reading.capability is None:
@@ -114,7 +122,7 @@ class KubernetesBackend:
         for name, found in findings.items():
             if self.findings.get(name) != found:
                 log.warning("jupyter-hetero: node %s: %s", name, "; ".join(found))
-        self.findings = findings
+        self.findings, self._readings = findings, readings
         return NodesSeen(capabilities, states, held)
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
