@@ -1462,7 +1462,7 @@ export interface operations {
                 flavor?: string | null;
                 family?: components["schemas"]["AcceleratorFamily"] | null;
                 emulated?: boolean | null;
-                state?: ("admitted" | "pending" | "lost") | null;
+                state?: ("admitted" | "pending" | "cordoned" | "lost") | null;
             };
             header?: never;
             path?: never;

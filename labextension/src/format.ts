@@ -186,6 +186,8 @@ export function nodeStateLabel(state: string, trans: TranslationBundle): string 
       return trans.__('admitted');
     case 'pending':
       return trans.__('pending onboarding');
+    case 'cordoned':
+      return trans.__('cordoned: takes no new work');
     case 'lost':
       return trans.__('lost');
     default:

@@ -190,6 +190,8 @@ export function queue(overrides: Partial<IQueueStatus> = {}): IQueueStatus {
     failure: failure(),
     borrowing: true,
     reserved: {},
+    priority_class: null,
+    kueue_queue: null,
     allowed: true,
     pending: 1,
     running: 2,
@@ -280,6 +282,7 @@ export function node(overrides: Partial<INode> = {}): INode {
     schedulable: true,
     first_seen: 1000,
     last_seen: 1000,
+    held_by_others: { cpu_milli: 0, memory_mib: 0, devices: 0 },
     allocated: { cpu_milli: 8000, memory_mib: 65536, device_milli: 1000, devices: [], workloads: 1 },
     utilisation: null,
     ...overrides

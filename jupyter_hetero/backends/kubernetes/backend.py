@@ -121,7 +121,7 @@ class KubernetesBackend:
             held[reading.name] = reading.held
         for name, found in findings.items():
             if self.findings.get(name) != found:
-                log.warning("jupyter-hetero: node %s: %s", name, "; ".join(found))
+                log.warning("jupyter-hetero: %s", "; ".join(found))
         self.findings, self._readings = findings, readings
         return NodesSeen(capabilities, states, held)
 

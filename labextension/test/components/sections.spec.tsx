@@ -80,6 +80,24 @@ describe('NodesSection', () => {
     expect(rendered.host.textContent).toContain('2 nodes, 1 of them emulated');
   });
 
+  it('marks cluster nodes, a cordoned one, and what other pods hold of a node', () => {
+    const held = build.node({
+      name: 'dgx-a100-01',
+      emulated: false,
+      source: 'kubernetes',
+      state: 'cordoned',
+      held_by_others: { cpu_milli: 4000, memory_mib: 1024, devices: 2 }
+    });
+    const free = build.node({ name: 'cpu-worker-21', emulated: false, source: 'kubernetes', accelerator: null });
+    rendered = render(<NodesSection nodes={[held, free]} trans={trans} />);
+    const [cpu, gpu] = [...rendered.host.querySelectorAll('.jp-hetero-node')];
+    expect(gpu.querySelector('.jp-hetero-mod-cluster.jp-hetero-badge')?.textContent).toBe('cluster node');
+    expect(gpu.querySelector('.jp-hetero-node-state')?.textContent).toBe('cordoned: takes no new work');
+    expect(gpu.querySelector('.jp-hetero-node-held')?.textContent).toBe('2 devices, 4 cores, 1 GiB');
+    expect(cpu.querySelector('.jp-hetero-node-held')).toBeNull();
+    expect(cpu.textContent).not.toContain('this machine');
+  });
+
   it('says "unknown" for a driver or runtime the node does not report', () => {
     const base = build.node();
     const accelerator = base.accelerator ? { ...base.accelerator, driver_version: null, runtime: null } : null;

@@ -41,6 +41,35 @@ function Utilisation(props: INodeCardProps): JSX.Element {
   );
 }
 
+/** Where the node comes from: this machine, an emulated declaration, or the Kubernetes cluster. */
+function SourceBadge(props: INodeCardProps): JSX.Element {
+  const { node, trans } = props;
+  if (node.emulated) {
+    return (
+      <span
+        className="jp-hetero-badge jp-hetero-mod-emulated"
+        title={trans.__('Emulated node: work placed here runs on this machine')}
+      >
+        {trans.__('emulated')}
+      </span>
+    );
+  }
+  if (node.source === 'kubernetes') {
+    return (
+      <span className="jp-hetero-badge jp-hetero-mod-cluster" title={trans.__('A node of the Kubernetes cluster')}>
+        {trans.__('cluster node')}
+      </span>
+    );
+  }
+  return <span className="jp-hetero-badge jp-hetero-mod-real">{trans.__('this machine')}</span>;
+}
+
+/** Whether pods this platform did not place hold any of the node. */
+function heldByOthers(node: INode): boolean {
+  const held = node.held_by_others;
+  return !!held && (held.devices > 0 || held.cpu_milli > 0 || held.memory_mib > 0);
+}
+
 /** One node: flavor, capability, state, what admitted work holds, what it uses, and whether it is emulated. */
 export function NodeCard(props: INodeCardProps): JSX.Element {
   const { node, trans } = props;
@@ -59,16 +88,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
         <h4 className="jp-hetero-card-title" id={titleId}>
           {node.name}
         </h4>
-        {node.emulated ? (
-          <span
-            className="jp-hetero-badge jp-hetero-mod-emulated"
-            title={trans.__('Emulated node: work placed here runs on this machine')}
-          >
-            {trans.__('emulated')}
-          </span>
-        ) : (
-          <span className="jp-hetero-badge jp-hetero-mod-real">{trans.__('this machine')}</span>
-        )}
+        <SourceBadge node={node} trans={trans} />
         <span className={`jp-hetero-badge jp-hetero-node-state jp-hetero-mod-${node.state}`}>
           {nodeStateLabel(node.state, trans)}
         </span>
@@ -99,6 +119,19 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
           {trans.__('%1 cores', formatCpu(node.cpu_milli))} / {formatMemory(node.memory_mib)}
           {node.arch ? ` · ${node.arch}` : ''}
         </dd>
+        {heldByOthers(node) && (
+          <>
+            <dt>{trans.__('Held by other pods')}</dt>
+            <dd className="jp-hetero-node-held">
+              {trans.__(
+                '%1 devices, %2 cores, %3',
+                node.held_by_others.devices,
+                formatCpu(node.held_by_others.cpu_milli),
+                formatMemory(node.held_by_others.memory_mib)
+              )}
+            </dd>
+          </>
+        )}
         {frameworks.length > 0 && (
           <>
             <dt>{trans.__('Frameworks')}</dt>
