@@ -17,7 +17,7 @@ __all__ = ["STATIC_KINDS", "capacity_blocker", "inadmissible", "quota_blocker", 
 # accelerator, driver, runtime, frameworks, interconnect or labels, or none onboarded yet. Only a
 # change of the inventory can lift them; quota, capacity, holds and preemption are a matter of time.
 STATIC_KINDS = frozenset({
-    "no-nodes", "not-admitted", "no-accelerator", "device-memory", "device-count", "flavor-devices",
+    "no-nodes", "not-admitted", "no-accelerator", "device-memory", "device-count", "device-sharing", "flavor-devices",
     "interconnect", "variant", "driver", "runtime", "frameworks", "labels", "node-cpu", "node-memory",
 })
 

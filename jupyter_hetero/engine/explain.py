@@ -56,6 +56,7 @@ _MESSAGES: dict[str, str] = {
     "interconnect": N_("interconnect: template needs {need}, nodes of flavor {flavor} have {have}"),
     "labels": N_("labels: nodes of flavor {flavor} do not satisfy {need} (have {have})"),
     "device-count": N_("capacity: a replica needs {need} devices on one node, nodes of flavor {flavor} have {have}"),
+    "device-sharing": N_("sharing: a replica needs a share of a device; nodes of flavor {flavor} give whole devices only"),
     "flavor-devices": N_("capacity: {need} devices are needed in all; the nodes of flavor {flavor} that could run it have {have} together"),
     "node-cpu": N_("capacity: {need} must fit on one node; the largest node of flavor {flavor} has {have}"),
     "node-memory": N_("capacity: {need} memory must fit on one node; the largest node of flavor {flavor} has {have}"),

@@ -66,6 +66,8 @@ def mismatch(node: NodeState, request: Request, constraints: Constraints) -> Mis
             return Mismatch("device-memory", format_memory(request.device_mem), format_memory(device_mem))
         if request.devices > len(node.devices):
             return Mismatch("device-count", str(request.devices), str(len(node.devices)))
+        if request.device_milli and not node.shares_devices:
+            return Mismatch("device-sharing", "a share of a device", "whole devices only")
         if request.replicas > 1 or request.devices > 1:
             if constraints.interconnect and node.interconnect not in constraints.interconnect:
                 return Mismatch("interconnect", "|".join(constraints.interconnect), node.interconnect)

@@ -155,6 +155,7 @@ class NodeState:
     labels: dict[str, str] = field(default_factory=dict)
     domain: str = ""  # interconnect domain; gangs with placement=same-interconnect stay inside one
     schedulable: bool = True
+    shares_devices: bool = True  # whether a replica may have a fraction of a device here (MPS, HAMi ...)
 
     def clone(self) -> NodeState:
         """A copy whose free capacity can change without touching this one (cheaper than deepcopy)."""

@@ -392,8 +392,8 @@ class KernelService:
     def _measurable_devices(self, row: WorkloadRow) -> list[int]:
         placement = placement_from_json(row.placement) if row.placement else None
         view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
-        if view is None or view.capability.emulated:
-            return []
+        if view is None or view.capability.emulated or not self.scheduler.backend.runs_here:
+            return []  # only this machine's devices can be sampled here
         return [index for index, _m, _mem in placement.slots[0].devices]
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:

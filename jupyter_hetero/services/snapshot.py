@@ -106,6 +106,7 @@ def node_state(view: NodeView) -> NodeState:
         labels=dict(capability.labels),
         domain=capability.labels.get(DOMAIN_LABEL, capability.name),
         schedulable=view.state == "admitted" and view.flavor is not None,
+        shares_devices=accelerator is not None and accelerator.sharing != "whole",
     )
 
 

@@ -184,3 +184,19 @@ def test_every_replica_goes_to_the_best_ranked_eligible_node(fleet, policy):
     for n in nodes:
         assert n.free_cpu >= 0 and n.free_mem >= 0
         assert all(0 <= d.free_milli <= 1000 and d.free_mem >= 0 for d in n.devices)
+
+
+def test_a_share_of_a_device_goes_only_to_nodes_that_share_their_devices():
+    whole = node("whole-0").gpus(8).build()
+    whole.shares_devices = False  # a cluster node without HAMi: a pod gets whole devices or none
+    shared = node("shared-0").gpus(8).build()
+    snap = snapshot(nodes=[whole, shared], pending=[job(1).fraction(500)], tenants=[TEAM], queue_policies=NO_RESERVATION)
+    [admission] = Engine().cycle(snap).admissions
+    assert admission.placement.slots[0].node == "shared-0"
+
+    alone = snapshot(nodes=[node("whole-1").gpus(8).build()], pending=[job(2).fraction(500)], tenants=[TEAM],
+                     queue_policies=NO_RESERVATION)
+    alone.nodes[0].shares_devices = False
+    decisions = Engine().cycle(alone)
+    assert not decisions.admissions
+    assert [b.kind for b in decisions.pending[2].blockers] == ["device-sharing"]

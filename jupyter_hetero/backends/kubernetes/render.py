@@ -31,14 +31,17 @@ _DEVICES = 8
 _SAMPLE_PORTS = (52700, 52701, 52702, 52703, 52704)
 
 
-def synthetic_node(flavor: Flavor) -> NodeCapability:
-    """A node that the flavor's selector accepts: 8 devices of its first model, 96 cores, 1 TiB."""
+def synthetic_node(flavor: Flavor, *, shared: bool = False) -> NodeCapability:
+    """A node that the flavor's selector accepts: 8 devices of its first model, 96 cores, 1 TiB; with
+    ``shared``, NVIDIA devices shared by HAMi (the only devices a pod can have a share of)."""
     selector = flavor.selector
     accelerator = None
     if selector.family != AcceleratorFamily.CPU:
         memory = selector.min_device_memory_mib or selector.max_device_memory_mib or 81920
         model = selector.models[0] if selector.models else _DEFAULT_MODEL.get(selector.family, "generic")
-        accelerator = Accelerator(vendor=selector.family.value, model=model, count=_DEVICES, memory_mib=memory)
+        hami = shared and selector.family == AcceleratorFamily.NVIDIA
+        accelerator = Accelerator(vendor=selector.family.value, model=model, count=_DEVICES, memory_mib=memory,
+                                  sharing="milli" if hami else "whole", resource="nvidia.com/gpu" if hami else None)
     labels = {requirement.key: (requirement.values or ["true"])[0] for requirement in selector.labels
               if requirement.operator in ("In", "Exists")}
     return NodeCapability(name=f"synthetic-{flavor.name}", cpu_milli=96_000, memory_mib=1024 * 1024,
@@ -60,8 +63,13 @@ def render(catalog: Catalog, template_name: str, *, flavor_name: str | None = No
                          f"eligible: {', '.join(template.flavors)}")
     if kernel and not template.interactive:
         raise ValueError(f"template {template_name!r} does not run kernels")
-    node = synthetic_node(catalog.flavor(flavor_name))
     request = resolve(template, {}, catalog).request
+    node = synthetic_node(catalog.flavor(flavor_name), shared=bool(request.device_milli))
+    if (request.devices or request.device_milli) and node.accelerator is None:
+        raise ValueError(f"template {template_name!r} asks for devices, and flavor {flavor_name!r} has none")
+    if request.device_milli and node.accelerator is not None and node.accelerator.sharing == "whole":
+        raise ValueError(f"template {template_name!r} asks for a share of a device, and pods can have a share only "
+                         f"of HAMi-shared NVIDIA GPUs, not of flavor {flavor_name!r}'s")
     variant = template.variant_for(node.family)
     queue = catalog.queue(template.queue)
     per_device = request.device_memory_mib or 0
