@@ -1,8 +1,19 @@
 """The Kubernetes backend: the fleet's nodes as inventory, workloads as pods placed by this engine.
 
-    quantities.py   Kubernetes quantity strings as milli-cores, MiB and counts
-    nodes.py        a Node's labels, resources and taints as a capability record (and findings)
-    objects.py      pure builders of the pods, secrets and services the backend creates
-    reflector.py    list/watch caches of nodes, our pods and their events, off the event loop
-    backend.py      the Backend protocol over those: create, watch and delete pods
+    config.py        KubernetesConfig: how to reach the cluster, where pods go, what they carry
+    quantities.py    Kubernetes quantity strings as milli-cores, MiB and counts
+    accelerators.py  a node's device-plugin resources and vendor labels as one accelerator group
+    nodes.py         a Node's labels, resources and taints as a capability record (and findings);
+                     what a pod requests of its node
+    identity.py      pod names, labels and the workload annotation from a workload's identity
+    devices.py       placed devices as the device plugin's extended resources
+    objects.py       pure builders of the pods, secrets and services the backend creates
+    factory.py       PodFactory: one launch's objects from the configuration and the placement
+    pods.py          a pod's status in the scheduler's terms: alive, how it ended, why it is stuck
+    reflector.py     list/watch caches of nodes, our pods and their events, off the event loop
+    backend.py       the Backend protocol over those: create, watch and delete pods, copy their logs
+    render.py        `jupyter hetero k8s render`: the objects a template's launch would create
+    rbac.py          rbac.yaml (the server's ServiceAccount and roles) read as the permissions it grants
+
+See docs/kubernetes.md.
 """
