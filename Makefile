@@ -22,6 +22,8 @@ $(STAMP): $(PY) pyproject.toml labextension/package.json labextension/package-lo
 	$(PY) -m pip install --quiet -e ".[test,lab]"
 	# pip skips the extension build when one exists; rebuild it so source edits always show.
 	cd labextension && PATH="$(abspath $(VENV))/bin:$$PATH" npm run build --silent
+	# The environment serves that build itself (a link), not the copy pip made of the previous one.
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite . >/dev/null
 	touch $(STAMP)
 
 install: $(STAMP)

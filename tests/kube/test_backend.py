@@ -254,6 +254,15 @@ async def test_a_kernel_runs_in_a_pod_is_interrupted_restarted_and_shut_down(clu
     assert (await run_code(jp_serverapp, kernel_id, "print(6 * 7)")).strip() == "42"
     assert cluster.api.get("Pod", first["metadata"]["name"], NAMESPACE) is None
 
+    # The magics, unchanged: the kernel in its pod submits a job with its workload credential; it runs in a pod too.
+    printed = await run_code(jp_serverapp, kernel_id, "%load_ext jupyter_hetero\ndata = [1, 2, 3]")
+    printed = await run_code(jp_serverapp, kernel_id, "%%hetero_submit --template data-preprocessing --push data "
+                                                      "--pull total --wait\ntotal = sum(data) * 2")
+    assert "pulled total from workload" in printed, printed
+    assert (await run_code(jp_serverapp, kernel_id, "print('total is', total)")).strip() == "total is 12"
+    [job] = await api("workloads", kind="job")
+    assert (await api(f"workloads/{job['id']}"))["attempts"][0]["node"] == CPU_NODE
+
     await jp_fetch("api", "kernels", kernel_id, method="DELETE")
     await until_async(pod_gone(cluster, workload["id"]), "the kernel's pod to go with its shutdown")
     assert not [s for s in cluster.api.list("Secret", NAMESPACE)], "a kernel's connection Secret was left behind"

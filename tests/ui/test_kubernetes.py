@@ -179,6 +179,7 @@ def test_the_panel_runs_a_job_and_a_kernel_in_pods_on_the_clusters_nodes(kube_la
     expect(gpu.locator(".jp-hetero-node-flavor")).to_have_text("a100-80g")
     expect(gpu.locator(".jp-hetero-node-accelerator")).to_contain_text("8× ")
     expect(panel.locator(".jp-hetero-node.jp-hetero-mod-emulated")).to_have_count(0)
+    expect(panel.locator(".jp-hetero-node .jp-hetero-mod-cluster.jp-hetero-badge")).to_have_text(["cluster node"] * 2)
     page.screenshot(path=str(ui_output / "kubernetes-nodes.png"))
     # The launch preview counts the cluster's devices.
     panel = open_panel(page)

@@ -85,8 +85,8 @@ def pod_problem(pod: dict, events: Iterable[dict], *, now_wall: float, unschedul
     created = _time(pod.get("metadata", {}).get("creationTimestamp")) or now_wall
     if not (pod.get("spec") or {}).get("nodeName"):
         condition = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), {})
-        if condition.get("status") != "False":
-            return None
+        if condition.get("status") != "False" or condition.get("reason") == "SchedulingGated":
+            return None  # not refused: waiting for a gate to be lifted (Kueue admitting it, say)
         since = _time(condition.get("lastTransitionTime")) or created
         if now_wall - since < unschedulable_s:
             return None

@@ -72,6 +72,12 @@ def test_an_unbound_pod_is_a_problem_only_after_the_patience_and_says_what_kube_
     assert "condition message" in pod_problem(pending, [], now_wall=NOW, unschedulable_s=0, image_pull_s=0)
 
 
+def test_a_pod_held_at_a_scheduling_gate_is_waiting_not_refused():
+    gated = _pod(node=None, conditions=[{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                                         "lastTransitionTime": _at(600), "message": "Scheduling is blocked"}])
+    assert pod_problem(gated, [], now_wall=NOW, unschedulable_s=60, image_pull_s=60) is None
+
+
 def test_an_image_that_cannot_be_pulled_is_a_problem_from_the_first_failed_pull():
     pod = _pod(container={"state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}})
     events = [{"reason": "Failed", "message": "ErrImagePull", "firstTimestamp": _at(50), "lastTimestamp": _at(5)},
