@@ -48,7 +48,8 @@ def test_a_restart_re_adopts_running_pods_and_deletes_orphans(tmp_path):
         with start(layout, "before") as server:
             client = HeteroClient(server.base_url, server.token)
             until(lambda: api.get("Pod", "hetero-kernel-999-a1-r0", NAMESPACE) is None, "the orphan pod to go")
-            assert api.get("Secret", "hetero-kernel-999-a1-r0-connection", NAMESPACE) is None
+            until(lambda: api.get("Secret", "hetero-kernel-999-a1-r0-connection", NAMESPACE) is None,
+                  "the orphan secret to go")  # deleted right after the pods
             job = client.submit(template="data-preprocessing", script={"path": "hold.py", "args": [str(release)]})
             until(lambda: client.workload(job["id"])["state"] == "running", "the job to run")
             pod = until(lambda: next((p for p in api.list("Pod", NAMESPACE) if p.get("status", {}).get("phase") == "Running"),

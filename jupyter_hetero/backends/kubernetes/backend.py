@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 from kubernetes import client
@@ -134,10 +135,10 @@ class KubernetesBackend:
         pod, service = self.factory.job_objects(launch)
         namespace = pod.metadata.namespace
         if service is not None:
-            self._create(lambda: self.core.create_namespaced_service(namespace, service))
+            self._create(partial(self.core.create_namespaced_service, namespace, service))
         key = f"{namespace}/{pod.metadata.name}"
         self._unseen[key] = self.clock()
-        self._create(lambda: self.core.create_namespaced_pod(namespace, pod))
+        self._create(partial(self.core.create_namespaced_pod, namespace, pod))
         if service is not None:
             self._services[key] = service.metadata.name
         self.follow_log(key, launch.log_path)
@@ -195,7 +196,7 @@ class KubernetesBackend:
         self.delete_pod(handle.pod, grace_s=0)
         service = self._services.pop(handle.pod, None)
         if service is not None:
-            self._delete(lambda: self.core.delete_namespaced_service(service, handle.pod.split("/", 1)[0]),
+            self._delete(partial(self.core.delete_namespaced_service, service, handle.pod.split("/", 1)[0]),
                          f"service {service}")
         metrics = {"peak_rss_mib": record.get("peak_rss_mib")}
         if state is None:
@@ -220,7 +221,7 @@ class KubernetesBackend:
         """Delete a pod (None: with its own grace period: SIGTERM, then SIGKILL); a missing one is fine."""
         namespace, name = key.split("/", 1)
         options = client.V1DeleteOptions(grace_period_seconds=grace_s) if grace_s is not None else None
-        self._delete(lambda: self.core.delete_namespaced_pod(name, namespace, body=options), f"pod {key}")
+        self._delete(partial(self.core.delete_namespaced_pod, name, namespace, body=options), f"pod {key}")
 
     def _delete(self, call: Callable[[], object], what: str) -> None:
         try:
@@ -238,17 +239,16 @@ class KubernetesBackend:
             self.delete_pod(key, grace_s=0)
         held = {self.pod(key)["metadata"].get("labels", {}).get(WORKLOAD_LABEL) for key in keep if self.pod(key)}
         namespaces = set(self.namespaces) | {key.split("/", 1)[0] for key in self.reflector.pods.items()}
+        kinds = (("secret", self.core.list_namespaced_secret, self.core.delete_namespaced_secret),
+                 ("service", self.core.list_namespaced_service, self.core.delete_namespaced_service))
         for namespace in sorted(namespaces):
-            for kind, listing, delete in (("secret", self.core.list_namespaced_secret, self.core.delete_namespaced_secret),
-                                          ("service", self.core.list_namespaced_service,
-                                           self.core.delete_namespaced_service)):
+            for kind, listing, delete in kinds:
                 response = listing(namespace, label_selector=MANAGED_SELECTOR, _preload_content=False)
                 for item in json.loads(response.data).get("items", []):
-                    metadata = item["metadata"]
-                    if metadata.get("labels", {}).get(WORKLOAD_LABEL) not in held:
-                        self._delete(lambda m=metadata, d=delete: d(m["name"], namespace),
-                                     f"{kind} {namespace}/{metadata['name']}")
-                        orphans.append(f"{namespace}/{metadata['name']}")
+                    name = item["metadata"]["name"]
+                    if item["metadata"].get("labels", {}).get(WORKLOAD_LABEL) not in held:
+                        self._delete(partial(delete, name, namespace), f"{kind} {namespace}/{name}")
+                        orphans.append(f"{namespace}/{name}")
         return orphans
 
     # -- kernels -----------------------------------------------------------------------------
@@ -262,9 +262,9 @@ class KubernetesBackend:
         namespace = pod.metadata.namespace
         key = f"{namespace}/{pod.metadata.name}"
         self._unseen[key] = self.clock()
-        self._create(lambda: self.core.create_namespaced_secret(namespace, secret))
+        self._create(partial(self.core.create_namespaced_secret, namespace, secret))
         try:
-            self._create(lambda: self.core.create_namespaced_pod(namespace, pod))
+            self._create(partial(self.core.create_namespaced_pod, namespace, pod))
         except BaseException:
             self._delete_secret(namespace, secret.metadata.name)
             raise

@@ -18,6 +18,7 @@ from .config import KubernetesConfig
 from .objects import (
     PodIdentity,
     PodSettings,
+    Replica,
     make_connection_secret,
     make_job_pod,
     make_kernel_pod,
@@ -63,11 +64,10 @@ class PodFactory:
             # Where replica 0 listens for its peers (torchrun's --master-addr, MPI's first host).
             env["HETERO_RENDEZVOUS_HOST"] = f"{pod_name(replace(identity, replica=0))}.{service.metadata.name}"
         pod = make_job_pod(
-            identity=identity, settings=settings, node=launch.node, image=placed.image,
+            identity=identity, settings=settings, replica=_replica(placed, launch.node, placed.image, env),
             command=["python", "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path),
                      *launch.argv],
-            env=env, cpu_milli=placed.cpu_milli, memory_mib=placed.memory_mib, devices=placed.devices,
-            accelerator=placed.accelerator, subdomain=service.metadata.name if service else None,
+            subdomain=service.metadata.name if service else None,
         )
         return pod, service if launch.replica == 0 else None
 
@@ -82,9 +82,13 @@ class PodFactory:
         settings = self.settings_for(placed)
         secret = make_connection_secret(identity=identity, settings=settings, connection={**connection, "ip": "0.0.0.0"})
         pod = make_kernel_pod(
-            identity=identity, settings=settings, node=node, image=self.config.kernel_image or placed.image, env=env,
-            cpu_milli=placed.cpu_milli, memory_mib=placed.memory_mib, devices=placed.devices,
-            accelerator=placed.accelerator, connection_secret=secret.metadata.name,
-            ports=[connection[name] for name in KERNEL_PORTS],
+            identity=identity, settings=settings,
+            replica=_replica(placed, node, self.config.kernel_image or placed.image, env),
+            connection_secret=secret.metadata.name, ports=[connection[name] for name in KERNEL_PORTS],
         )
         return secret, pod
+
+
+def _replica(placed: Placed, node: str, image: str, env: dict[str, str]) -> Replica:
+    return Replica(node=node, image=image, env=env, cpu_milli=placed.cpu_milli, memory_mib=placed.memory_mib,
+                   devices=placed.devices, accelerator=placed.accelerator)

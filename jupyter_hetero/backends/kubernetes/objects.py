@@ -74,6 +74,7 @@ __all__ = [
     "WORKLOAD_ANNOTATION",
     "PodIdentity",
     "PodSettings",
+    "Replica",
     "device_resources",
     "labels_of",
     "make_connection_secret",
@@ -200,18 +201,26 @@ def _volume(spec: Mapping) -> tuple[V1Volume, V1VolumeMount]:
 # --- pods -------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Replica:
+    """What one pod is given: the node the engine chose, the image, the environment and the resources
+    (``devices``: (milli, memory MiB) per placed device of ``accelerator``)."""
+
+    node: str
+    image: str
+    env: Mapping[str, str]
+    cpu_milli: int
+    memory_mib: int
+    devices: Sequence[tuple[int, int]] = ()
+    accelerator: Accelerator | None = None
+
+
 def _pod(
     *,
     identity: PodIdentity,
     settings: PodSettings,
-    node: str,
-    image: str,
+    replica: Replica,
     command: Sequence[str],
-    env: Mapping[str, str],
-    cpu_milli: int,
-    memory_mib: int,
-    devices: Sequence[tuple[int, int]],
-    accelerator: Accelerator | None,
     ports: Sequence[V1ContainerPort] = (),
     volumes: Sequence[tuple[V1Volume, V1VolumeMount]] = (),
     readiness_probe: V1Probe | None = None,
@@ -225,11 +234,12 @@ def _pod(
     mounted = [_volume(spec) for spec in settings.volumes] + list(volumes)
     container = V1Container(
         name=identity.kind,
-        image=image,
+        image=replica.image,
         command=list(command),
-        env=[V1EnvVar(name=key, value=str(value)) for key, value in env.items() if key not in DEVICE_PINNING] or None,
+        env=[V1EnvVar(name=key, value=str(value)) for key, value in replica.env.items()
+             if key not in DEVICE_PINNING] or None,
         ports=list(ports) or None,
-        resources=_resources(cpu_milli, memory_mib, devices, accelerator),
+        resources=_resources(replica.cpu_milli, replica.memory_mib, replica.devices, replica.accelerator),
         volume_mounts=[mount for _, mount in mounted] or None,
         readiness_probe=readiness_probe,
         security_context=V1SecurityContext(
@@ -243,7 +253,7 @@ def _pod(
     spec = V1PodSpec(
         containers=[container],
         restart_policy="Never",
-        affinity=node_affinity(node),
+        affinity=node_affinity(replica.node),
         tolerations=[_toleration(spec) for spec in settings.tolerations] or None,
         priority_class_name=settings.priority_class,
         service_account_name=settings.service_account,
@@ -266,106 +276,32 @@ def _pod(
     )
 
 
-def make_job_pod(
-    *,
-    identity: PodIdentity,
-    settings: PodSettings,
-    node: str,
-    image: str,
-    command: list[str],
-    env: dict[str, str],
-    cpu_milli: int,
-    memory_mib: int,
-    devices: Sequence[tuple[int, int]],
-    accelerator: Accelerator | None,
-    subdomain: str | None = None,
-) -> V1Pod:
+def make_job_pod(*, identity: PodIdentity, settings: PodSettings, replica: Replica, command: list[str],
+                 subdomain: str | None = None) -> V1Pod:
     """One replica of a job; with ``subdomain`` (the attempt's headless Service) it is ``<pod>.<subdomain>``."""
-    return _pod(
-        identity=identity,
-        settings=settings,
-        node=node,
-        image=image,
-        command=command,
-        env=env,
-        cpu_milli=cpu_milli,
-        memory_mib=memory_mib,
-        devices=devices,
-        accelerator=accelerator,
-        subdomain=subdomain,
-    )
+    return _pod(identity=identity, settings=settings, replica=replica, command=command, subdomain=subdomain)
 
 
-def make_kernel_pod(
-    *,
-    identity: PodIdentity,
-    settings: PodSettings,
-    node: str,
-    image: str,
-    env: dict[str, str],
-    cpu_milli: int,
-    memory_mib: int,
-    devices: Sequence[tuple[int, int]],
-    accelerator: Accelerator | None,
-    connection_secret: str,
-    ports: Sequence[int],
-) -> V1Pod:
+def make_kernel_pod(*, identity: PodIdentity, settings: PodSettings, replica: Replica, connection_secret: str,
+                    ports: Sequence[int]) -> V1Pod:
     """An ipykernel listening on the server-chosen ``ports``, its connection file from a Secret."""
-    secret = V1Volume(
-        name=_CONNECTION_VOLUME, secret=V1SecretVolumeSource(secret_name=connection_secret)
-    )
+    secret = V1Volume(name=_CONNECTION_VOLUME, secret=V1SecretVolumeSource(secret_name=connection_secret))
     mount = V1VolumeMount(name=_CONNECTION_VOLUME, mount_path=KERNEL_CONNECTION_DIR, read_only=True)
     return _pod(
-        identity=identity,
-        settings=settings,
-        node=node,
-        image=image,
+        identity=identity, settings=settings, replica=replica,
         command=["python", "-m", "ipykernel_launcher", "-f", f"{KERNEL_CONNECTION_DIR}/{_CONNECTION_KEY}"],
-        env=env,
-        cpu_milli=cpu_milli,
-        memory_mib=memory_mib,
-        devices=devices,
-        accelerator=accelerator,
-        ports=[V1ContainerPort(container_port=port, protocol="TCP") for port in ports],
-        volumes=[(secret, mount)],
+        ports=[V1ContainerPort(container_port=port, protocol="TCP") for port in ports], volumes=[(secret, mount)],
     )
 
 
-def make_server_pod(
-    *,
-    identity: PodIdentity,
-    settings: PodSettings,
-    node: str,
-    image: str,
-    command: list[str],
-    env: dict[str, str],
-    cpu_milli: int,
-    memory_mib: int,
-    devices: Sequence[tuple[int, int]],
-    accelerator: Accelerator | None,
-    port: int = 8888,
-    probe_path: str = "/api",
-) -> V1Pod:
+def make_server_pod(*, identity: PodIdentity, settings: PodSettings, replica: Replica, command: list[str],
+                    port: int = 8888, probe_path: str = "/api") -> V1Pod:
     """A Jupyter server on ``port``, ready once ``probe_path`` (the server's unauthenticated ``/api``) answers."""
-    probe = V1Probe(
-        http_get=V1HTTPGetAction(path=probe_path, port="http"),
-        period_seconds=3,
-        timeout_seconds=2,
-        failure_threshold=3,
-    )
+    probe = V1Probe(http_get=V1HTTPGetAction(path=probe_path, port="http"), period_seconds=3, timeout_seconds=2,
+                    failure_threshold=3)
     return _pod(
-        identity=identity,
-        settings=settings,
-        node=node,
-        image=image,
-        command=command,
-        env=env,
-        cpu_milli=cpu_milli,
-        memory_mib=memory_mib,
-        devices=devices,
-        accelerator=accelerator,
-        ports=[V1ContainerPort(name="http", container_port=port, protocol="TCP")],
-        readiness_probe=probe,
+        identity=identity, settings=settings, replica=replica, command=command,
+        ports=[V1ContainerPort(name="http", container_port=port, protocol="TCP")], readiness_probe=probe,
     )
 
 

@@ -19,6 +19,7 @@ from jupyter_hetero.backends.kubernetes.objects import (
     KERNEL_CONNECTION_DIR,
     PodIdentity,
     PodSettings,
+    Replica,
     device_resources,
     labels_of,
     make_connection_secret,
@@ -76,6 +77,16 @@ def valid(obj) -> dict:
     return document
 
 
+REPLICA_FIELDS = {"node", "image", "env", "cpu_milli", "memory_mib", "devices", "accelerator"}
+
+
+def build(builder, arguments: dict, overrides: dict):
+    """``builder`` with the arguments, the Replica's fields among them (and among the overrides) gathered."""
+    merged = {**arguments, **overrides}
+    replica = Replica(**{name: merged.pop(name) for name in REPLICA_FIELDS})
+    return builder(replica=replica, **merged)
+
+
 def job_pod(identity=JOB, settings=FULL, **overrides):
     arguments = {
         "identity": identity, "settings": settings, "node": "gpu-a100-3", "image": "registry.example/train:2.4",
@@ -84,7 +95,7 @@ def job_pod(identity=JOB, settings=FULL, **overrides):
         "cpu_milli": 8000, "memory_mib": 65536, "devices": [(1000, 0), (1000, 0)], "accelerator": A100,
         "subdomain": "hetero-job-42-a2",
     }
-    return make_job_pod(**{**arguments, **overrides})
+    return build(make_job_pod, arguments, overrides)
 
 
 def kernel_pod(identity=KERNEL, settings=PLAIN, **overrides):
@@ -93,7 +104,7 @@ def kernel_pod(identity=KERNEL, settings=PLAIN, **overrides):
         "env": {"HETERO_WORKLOAD_ID": "42"}, "cpu_milli": 2000, "memory_mib": 8192, "devices": [(250, 4096)],
         "accelerator": HAMI_T4, "connection_secret": "hetero-kernel-42-a1-r0-ann-connection", "ports": PORTS,
     }
-    return make_kernel_pod(**{**arguments, **overrides})
+    return build(make_kernel_pod, arguments, overrides)
 
 
 def server_pod(identity=SERVER, settings=PLAIN, **overrides):
@@ -102,7 +113,7 @@ def server_pod(identity=SERVER, settings=PLAIN, **overrides):
         "command": ["jupyter", "server", "--ip=0.0.0.0", "--port=8888"], "env": {}, "cpu_milli": 1000,
         "memory_mib": 2048, "devices": [], "accelerator": None,
     }
-    return make_server_pod(**{**arguments, **overrides})
+    return build(make_server_pod, arguments, overrides)
 
 
 def annotation(identity: PodIdentity) -> str:
