@@ -29,7 +29,7 @@ _SHIPPED_CATALOG = str(Path(__file__).resolve().parent.parent / "catalog" / "def
 _LAZY_COMMANDS = {
     "simulate": ("jupyter_hetero.sim.cli", "add_simulate_parser", "replay public traces against the scheduling engine"),
     "bench": ("jupyter_hetero.sim.bench_cli", "add_bench_parser", "measure the scheduling engine"),
-    "k8s": ("jupyter_hetero.backends.kubernetes.render", "add_k8s_parser",
+    "k8s": ("jupyter_hetero.cli.k8s", "add_k8s_parser",
             "show the Kubernetes objects the backend would create"),
 }
 

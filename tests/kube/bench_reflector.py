@@ -24,7 +24,8 @@ from pathlib import Path
 import psutil
 from kubernetes.client import CoreV1Api
 
-from jupyter_hetero.backends.kubernetes.reflector import Reflector, trim_node
+from jupyter_hetero.backends.kubernetes.cluster import trim_node
+from jupyter_hetero.backends.kubernetes.reflector import Reflector
 
 _NFD = {f"feature.node.kubernetes.io/cpu-cpuid.{flag}": "true"
         for flag in ("AVX", "AVX2", "AVX512F", "AVX512BW", "AVX512VNNI", "AMXBF16", "AMXTILE", "FMA3", "VAES")}

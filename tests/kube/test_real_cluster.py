@@ -23,7 +23,7 @@ from jupyter_hetero.backends.kubernetes.backend import KubernetesBackend, node_a
 from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
 from jupyter_hetero.backends.kubernetes.factory import PodFactory
 from jupyter_hetero.backends.kubernetes.nodes import Requests, read_node
-from jupyter_hetero.backends.kubernetes.render import render
+from jupyter_hetero.cli.k8s import render
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 
 from ..harness import until

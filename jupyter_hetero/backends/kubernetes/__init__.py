@@ -10,9 +10,9 @@
     objects.py       pure builders of the pods, secrets and services the backend creates
     factory.py       PodFactory: one launch's objects from the configuration and the placement
     pods.py          a pod's status in the scheduler's terms: alive, how it ended, why it is stuck
-    reflector.py     list/watch caches of nodes, our pods and their events, off the event loop
+    reflector.py     a list/watch cache of one kind of object, kept by a worker thread
+    cluster.py       ClusterReflector: nodes, our pods, their events, the pods we did not place
     backend.py       the Backend protocol over those: create, watch and delete pods, copy their logs
-    render.py        `jupyter hetero k8s render`: the objects a template's launch would create
     rbac.py          rbac.yaml (the server's ServiceAccount and roles) read as the permissions it grants
 
 See docs/kubernetes.md.

@@ -29,7 +29,7 @@ from .config import KubernetesConfig
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
 from .pods import PodState, pod_problem, pod_state
-from .reflector import ClusterReflector
+from .cluster import ClusterReflector
 
 __all__ = ["KubernetesBackend"]
 

@@ -494,14 +494,14 @@ _CALL = re.compile(r"\bcore\.(list|create|delete|read|patch|replace)_(?:namespac
 
 def used_by_the_backend() -> set[tuple[str, str]]:
     """Every (verb, resource) the backend's code calls the API server with, read from its source: the
-    reflector's lists are watched too."""
+    cluster's lists are watched too."""
     used = set()
     for path in PACKAGE.glob("*.py"):
         for action, noun in _CALL.findall(path.read_text(encoding="utf-8")):
             resource = "pods/log" if noun == "pod_log" else _RESOURCE[noun]
             verb = {"read": "get", "replace": "update"}.get(action, action)
             used.add((verb, resource))
-            if path.name == "reflector.py" and verb == "list":
+            if path.name == "cluster.py" and verb == "list":  # the reflectors watch what they list
                 used.add(("watch", resource))
     return used
 

@@ -12,13 +12,8 @@ import pytest
 import urllib3
 from kubernetes.client import CoreV1Api
 
-from jupyter_hetero.backends.kubernetes.reflector import (
-    Backoff,
-    ClusterReflector,
-    Reflector,
-    trim_foreign_pod,
-    trim_node,
-)
+from jupyter_hetero.backends.kubernetes.cluster import ClusterReflector, trim_foreign_pod, trim_node
+from jupyter_hetero.backends.kubernetes.reflector import Backoff, Reflector
 from tests.harness import until
 from tests.kube.apiserver import FakeApiServer
 

@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from jupyter_hetero.backends.kubernetes.render import render
+from jupyter_hetero.cli.k8s import render
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 
 KUBERNETES = "1.35"

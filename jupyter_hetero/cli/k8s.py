@@ -14,11 +14,12 @@ import sys
 
 import yaml
 
-from ...capability import Accelerator, AcceleratorFamily, NodeCapability
-from ...catalog import Catalog, CatalogError, Flavor, load_catalog
-from ..base import Launch, Placed
-from .config import KubernetesConfig
-from .factory import PodFactory
+from ..backends.base import Launch, Placed
+from ..backends.kubernetes.config import KubernetesConfig
+from ..backends.kubernetes.factory import PodFactory
+from ..capability import Accelerator, AcceleratorFamily, NodeCapability
+from ..catalog import Catalog, CatalogError, Flavor, load_catalog
+from ..services.resolve import resolve
 
 __all__ = ["add_k8s_parser", "render", "synthetic_node"]
 
@@ -52,8 +53,6 @@ def synthetic_node(flavor: Flavor, *, shared: bool = False) -> NodeCapability:
 def render(catalog: Catalog, template_name: str, *, flavor_name: str | None = None, kernel: bool = False,
            config: KubernetesConfig | None = None, tenant: str | None = None, user: str = "user") -> list[dict]:
     """The objects, as the API server would receive them (ValueError for an unknown or unfit name)."""
-    from ...services.resolve import resolve  # the request as a submission with no parameters resolves it
-
     template = catalog.template(template_name)
     if template is None:
         raise ValueError(f"unknown template {template_name!r}; known: {', '.join(t.name for t in catalog.templates)}")
@@ -115,7 +114,7 @@ def add_k8s_parser(commands) -> None:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from ...catalog import DEFAULT_CATALOG_PATH
+    from ..catalog import DEFAULT_CATALOG_PATH
 
     try:
         catalog = load_catalog(args.catalog or DEFAULT_CATALOG_PATH)

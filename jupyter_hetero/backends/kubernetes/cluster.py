@@ -1,0 +1,218 @@
+"""The cluster as the backend follows it: nodes, our pods, their events and the pods we did not place.
+
+    cluster = ClusterReflector(api_client, namespace="hetero", track_foreign=True)
+    cluster.wake(loop.wake)                # called (coalesced) from a worker thread after changes
+    cluster.start(); cluster.wait_synced(30)
+    cluster.nodes.items()                  # {"gpu-a1": {...raw Node JSON...}}
+    cluster.requests_by_node()             # what other pods ask of each node
+
+What the caches keep of each object (see `trim_node`, `trim_pod`, `trim_foreign_pod`): the API's
+`metadata.managedFields` never, a Node's `status.images` never (together about half of a GPU node's
+JSON), and of pods we did not place only what their requests and node need.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .reflector import Backoff, Reflector, _rv_order, key_of
+
+__all__ = ["MANAGED_BY", "ClusterReflector", "event_pod_key", "trim_foreign_pod", "trim_node", "trim_pod"]
+
+log = logging.getLogger(__name__)
+
+MANAGED_BY = "app.kubernetes.io/managed-by=jupyter-hetero"
+_LIVE_PHASES = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def trim_node(node: dict) -> dict:
+    """A Node without what the backend never reads (managed fields, the image list)."""
+    node.get("metadata", {}).pop("managedFields", None)
+    node.get("status", {}).pop("images", None)
+    return node
+
+
+def trim_pod(pod: dict) -> dict:
+    pod.get("metadata", {}).pop("managedFields", None)
+    return pod
+
+
+def trim_foreign_pod(pod: dict) -> dict:
+    """What a pod we did not place costs its node: name, node, phase and the containers' resources."""
+    meta, spec = pod.get("metadata", {}), pod.get("spec") or {}
+
+    def resources(containers: list | None) -> list[dict]:
+        return [{"name": c.get("name"), "resources": c.get("resources") or {},
+                 **({"restartPolicy": c["restartPolicy"]} if "restartPolicy" in c else {})}
+                for c in containers or ()]
+
+    kept_spec: dict[str, Any] = {"nodeName": spec.get("nodeName"), "containers": resources(spec.get("containers"))}
+    if spec.get("initContainers"):
+        kept_spec["initContainers"] = resources(spec["initContainers"])
+    if spec.get("overhead"):
+        kept_spec["overhead"] = spec["overhead"]
+    return {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta},
+            "spec": kept_spec, "status": {"phase": (pod.get("status") or {}).get("phase")}}
+
+
+def _event_time(event: dict) -> str:
+    # RFC 3339 strings in UTC sort as text; series events update lastTimestamp or series.lastObservedTime.
+    series = event.get("series") or {}
+    return (series.get("lastObservedTime") or event.get("lastTimestamp") or event.get("eventTime")
+            or event.get("metadata", {}).get("creationTimestamp") or "")
+
+
+def event_pod_key(event: dict) -> str:
+    involved = event.get("involvedObject") or {}
+    return f"{involved.get('namespace') or event.get('metadata', {}).get('namespace')}/{involved.get('name')}"
+
+
+def _event_order(event: dict) -> tuple[str, tuple[int, str]]:
+    return (_event_time(event), _rv_order(event))
+
+
+
+
+class ClusterReflector:
+    """Nodes, our pods and their events (and, with `track_foreign`, every other live pod), kept current.
+
+    Pods are ours by label (`MANAGED_BY`) in `namespace`, or in every namespace when it is None.
+    Events are those of pods in the same scope, only the newest `events_per_pod` of each pod.
+    """
+
+    def __init__(self, api_client: Any, *, namespace: str | None, track_foreign: bool = False,
+                 requests_of: Callable[[dict], Any] | None = None, events_per_pod: int = 20,
+                 timeout_s: int = 300, resync_s: float = 600, wake_delay_s: float = 0.05,
+                 backoff: Callable[[], Backoff] = Backoff):
+        from kubernetes.client import CoreV1Api
+
+        core = CoreV1Api(api_client)
+        self.namespace = namespace
+        if namespace:
+            pods_call = functools.partial(core.list_namespaced_pod, namespace)
+            events_call = functools.partial(core.list_namespaced_event, namespace)
+        else:
+            pods_call, events_call = core.list_pod_for_all_namespaces, core.list_event_for_all_namespaces
+        common = {"timeout_s": timeout_s, "resync_s": resync_s}
+        self.nodes = Reflector(list_call=core.list_node, kind="Node", trim=trim_node, backoff=backoff(),
+                               on_change=self._changed, **common)
+        self.pods = Reflector(list_call=pods_call, kind="Pod", label_selector=MANAGED_BY, trim=trim_pod,
+                              backoff=backoff(), on_change=self._changed, **common)
+        self.events = Reflector(list_call=events_call, kind="Event", field_selector="involvedObject.kind=Pod",
+                                trim=trim_pod, group_by=event_pod_key, keep_latest=events_per_pod,
+                                order_by=_event_order, backoff=backoff(), on_change=self._changed, **common)
+        self.foreign: Reflector | None = None
+        if track_foreign:
+            if requests_of is None:
+                from .nodes import pod_requests as requests_of
+            self._requests_of = requests_of
+            # Every namespace: what other pods hold on a node is not ours to scope. The phase filter runs
+            # on the server; `_is_foreign` repeats it and drops unbound pods and our own.
+            self.foreign = Reflector(list_call=core.list_pod_for_all_namespaces, kind="Pod",
+                                     field_selector=_LIVE_PHASES, trim=trim_foreign_pod, keep=self._is_foreign,
+                                     backoff=backoff(), on_change=self._foreign_changed, **common)
+        self._by_node: dict[str, dict[str, Any]] = {}
+        self._sums: dict[str, Any] = {}
+        self._index_lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self._dirty = threading.Event()
+        self._stop = threading.Event()
+        self._wake_delay_s = wake_delay_s
+        self._waker: threading.Thread | None = None
+
+    @property
+    def reflectors(self) -> list[Reflector]:
+        return [r for r in (self.nodes, self.pods, self.events, self.foreign) if r is not None]
+
+    def start(self) -> None:
+        self._waker = threading.Thread(target=self._wake_loop, name="hetero-reflector-wake", daemon=True)
+        self._waker.start()
+        for reflector in self.reflectors:
+            reflector.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._dirty.set()
+        for reflector in self.reflectors:
+            reflector._stop.set()
+            reflector._close_response()
+        for reflector in self.reflectors:
+            reflector.stop()
+        if self._waker is not None and self._waker is not threading.current_thread():
+            self._waker.join(5)
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(r.wait_synced(max(0.0, deadline - time.monotonic())) for r in self.reflectors)
+
+    def wake(self, callback: Callable[[], None]) -> None:
+        """Call `callback` from the wake thread after changes; a burst of changes makes one call."""
+        self._callbacks.append(callback)
+
+    def events_of(self, namespace: str, pod: str) -> list[dict]:
+        """The cached events of one pod, oldest first."""
+        return self.events.group(f"{namespace}/{pod}")
+
+    def requests_by_node(self) -> dict[str, Any]:
+        """What pods we did not place request of each node (`requests_of` summed), by node name."""
+        with self._index_lock:
+            for node in [n for n in self._by_node if n not in self._sums]:
+                pods = list(self._by_node[node].values())
+                total = pods[0]
+                for requests in pods[1:]:
+                    total = total + requests
+                self._sums[node] = total
+            return dict(self._sums)
+
+    # -- from the reflectors' threads --------------------------------------------------------------
+    def _changed(self, kind: str, obj: dict) -> None:
+        self._dirty.set()
+
+    def _is_foreign(self, pod: dict) -> bool:
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return False
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return False
+        meta = pod.get("metadata") or {}
+        ours = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "jupyter-hetero"
+        return not (ours and (self.namespace is None or meta.get("namespace") == self.namespace))
+
+    def _foreign_changed(self, kind: str, pod: dict) -> None:
+        key, node = key_of(pod), (pod.get("spec") or {}).get("nodeName")
+        requests = None
+        if kind != "DELETED":
+            try:
+                requests = self._requests_of(pod)
+            except Exception:  # one strange pod must not stop the cache
+                log.warning("cannot read the requests of pod %s; counted as none", key, exc_info=True)
+        with self._index_lock:
+            # A pod never moves between nodes, but drop it everywhere in case a replacement reused its name.
+            for name, pods in list(self._by_node.items()):
+                if key in pods and (name != node or requests is None):
+                    del pods[key]
+                    self._sums.pop(name, None)
+                    if not pods:
+                        del self._by_node[name]
+            if requests is not None and node:
+                self._by_node.setdefault(node, {})[key] = requests
+                self._sums.pop(node, None)
+        self._dirty.set()
+
+    def _wake_loop(self) -> None:
+        while not self._stop.is_set():
+            self._dirty.wait()
+            if self._stop.is_set():
+                return
+            # A short pause gathers a burst of changes into one call.
+            self._stop.wait(self._wake_delay_s)
+            self._dirty.clear()
+            for callback in list(self._callbacks):
+                try:
+                    callback()
+                except Exception:
+                    log.exception("reflector wake callback failed")
