@@ -226,6 +226,8 @@ async def test_a_kernel_runs_in_a_pod_is_interrupted_restarted_and_shut_down(clu
     first = cluster.pod_of(workload["id"])
     secret = cluster.api.get("Secret", f"{first['metadata']['name']}-connection", NAMESPACE)
     assert secret is not None and "connection.json" in secret["data"]
+    [owner] = secret["metadata"]["ownerReferences"]  # Kubernetes deletes it with its pod, whatever we do
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("Pod", first["metadata"]["name"], first["metadata"]["uid"])
     assert json.loads(base64.b64decode(secret["data"]["connection.json"]))["ip"] == "0.0.0.0"
     printed = await run_code(jp_serverapp, kernel_id, "import os; print(os.environ['HETERO_NODE'], 'ok')")
     assert printed.split() == [CPU_NODE, "ok"]
@@ -284,6 +286,8 @@ async def test_a_multi_replica_job_gets_one_pod_per_replica_and_a_headless_servi
         assert re.search(rf"replica {replica} of 2 at hetero-job-{job['id']}-a1-r0(-[a-z0-9-]+)?\.{service}\n", log), log
     created = next(s for s in services if s["metadata"]["name"] == service)
     assert created["spec"]["clusterIP"] == "None"
+    [owner] = created["metadata"]["ownerReferences"]
+    assert owner["kind"] == "Pod" and owner["name"].startswith(f"hetero-job-{job['id']}-a1-r0")  # replica 0's
     await until_async(lambda: cluster.api.get("Service", service, NAMESPACE) is None, "the job's Service to be deleted")
 
 

@@ -28,6 +28,7 @@ from ..base import Exit, Launch, NodesSeen, Placed, ProcessHandle
 from .config import KubernetesConfig
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
+from .objects import owned_by_pod
 from .pods import PodState, pod_problem, pod_state
 from .cluster import ClusterReflector
 
@@ -134,24 +135,28 @@ class KubernetesBackend:
     def launch(self, launch: Launch) -> ProcessHandle:
         pod, service = self.factory.job_objects(launch)
         namespace = pod.metadata.namespace
-        if service is not None:
-            self._create(partial(self.core.create_namespaced_service, namespace, service))
         key = f"{namespace}/{pod.metadata.name}"
         self._unseen[key] = self.clock()
-        self._create(partial(self.core.create_namespaced_pod, namespace, pod))
-        if service is not None:
+        uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
+        if service is not None:  # replica 0's: Kubernetes deletes it with that pod, should we not
+            self._create(partial(self.core.create_namespaced_service, namespace,
+                                 owned_by_pod(service, pod, uid) if uid else service))
             self._services[key] = service.metadata.name
         self.follow_log(key, launch.log_path)
         return ProcessHandle(launch.replica, launch.node, 0, 0.0, str(launch.exit_path), launch.devices, False,
                              pod=key)
 
-    def _create(self, call: Callable[[], object]) -> None:
-        """Create an object; one that exists already (a launch repeated after a crash) is taken as is."""
+    def _create(self, call: Callable[[], object]) -> str | None:
+        """Create an object and return its uid; one that exists already (a launch repeated after a crash) is
+        taken as is (None)."""
         try:
-            call()
+            created = call()
         except ApiException as exc:
             if exc.status != 409:
                 raise RuntimeError(f"the Kubernetes API refused: {_api_words(exc)}") from None
+            return None
+        metadata = created.get("metadata", {}) if isinstance(created, dict) else getattr(created, "metadata", None)
+        return (metadata.get("uid") if isinstance(metadata, dict) else getattr(metadata, "uid", None)) or None
 
     def pod(self, key: str) -> dict | None:
         return self.reflector.pods.items().get(key)
@@ -255,20 +260,22 @@ class KubernetesBackend:
 
     def launch_kernel(self, *, workload_id: int, attempt: int, node: str, placed: Placed, env: dict[str, str],
                       connection: dict) -> str:
-        """A kernel's connection Secret, then its pod; the pod's "namespace/name". The server chose the key
-        and ports: nothing comes back from the pod but its IP, through the API server."""
+        """A kernel's pod, then its connection Secret, owned by the pod (Kubernetes deletes it with the pod,
+        should we not); the pod's "namespace/name". The server chose the key and ports: nothing comes back
+        from the pod but its IP, through the API server. The kubelet holds the pod until its Secret is there."""
         secret, pod = self.factory.kernel_objects(workload_id=workload_id, attempt=attempt, node=node, placed=placed,
                                                   env=env, connection=connection)
         namespace = pod.metadata.namespace
         key = f"{namespace}/{pod.metadata.name}"
         self._unseen[key] = self.clock()
-        self._create(partial(self.core.create_namespaced_secret, namespace, secret))
-        try:
-            self._create(partial(self.core.create_namespaced_pod, namespace, pod))
-        except BaseException:
-            self._delete_secret(namespace, secret.metadata.name)
-            raise
+        uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
         self._kernel_secrets[key] = secret.metadata.name
+        try:
+            self._create(partial(self.core.create_namespaced_secret, namespace,
+                                 owned_by_pod(secret, pod, uid) if uid else secret))
+        except BaseException:
+            self.delete_kernel(key)
+            raise
         return key
 
     def delete_kernel(self, key: str, *, grace_s: int | None = 0) -> None:

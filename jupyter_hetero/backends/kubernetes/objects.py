@@ -18,6 +18,7 @@ does I/O.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ __all__ = [
     "make_rendezvous_service",
     "make_server_pod",
     "node_affinity",
+    "owned_by_pod",
     "pod_name",
     "rendezvous_name",
 ]
@@ -134,6 +136,15 @@ def _owner_reference(owner: Mapping) -> V1OwnerReference:
         controller=owner.get("controller"),
         block_owner_deletion=owner.get("blockOwnerDeletion"),
     )
+
+
+def owned_by_pod(obj, pod: V1Pod, uid: str):
+    """A copy of ``obj`` (a Secret or Service that lives for ``pod``) that Kubernetes deletes with it."""
+    metadata = copy.copy(obj.metadata)
+    metadata.owner_references = [V1OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name, uid=uid)]
+    owned = copy.copy(obj)
+    owned.metadata = metadata
+    return owned
 
 
 # --- resources and placement ------------------------------------------------------------------

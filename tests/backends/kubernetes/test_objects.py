@@ -28,6 +28,7 @@ from jupyter_hetero.backends.kubernetes.objects import (
     make_rendezvous_service,
     make_server_pod,
     node_affinity,
+    owned_by_pod,
     pod_name,
 )
 from jupyter_hetero.capability import Accelerator
@@ -525,3 +526,13 @@ def test_the_rbac_file_grants_exactly_the_verbs_the_backend_uses():
     cluster = next(document for document in rbac.documents() if document["kind"] == "ClusterRole")
     assert {verb for rule in cluster["rules"] for verb in rule["verbs"]} == {"list", "watch"}  # reads only
     assert not any("secrets" in rule["resources"] for rule in cluster["rules"])  # never every namespace's secrets
+
+
+def test_a_companion_owned_by_its_pod_names_the_pod_and_changes_nothing_else():
+    secret = make_connection_secret(identity=KERNEL, settings=PLAIN, connection=CONNECTION)
+    pod = kernel_pod()
+    owned = valid(owned_by_pod(secret, pod, "0a1b-2c3d"))
+    assert owned["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name, "uid": "0a1b-2c3d"}]
+    assert as_dict(secret).get("metadata", {}).get("ownerReferences") is None  # the original is untouched
+    assert {k: v for k, v in owned["metadata"].items() if k != "ownerReferences"} == as_dict(secret)["metadata"]
