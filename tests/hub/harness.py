@@ -1,0 +1,183 @@
+"""A real JupyterHub for the tests: configurable-http-proxy, DummyAuthenticator, SimpleLocalProcessSpawner.
+
+    with HubProcess.start(tmp_path, groups={"vision": ["ann"], "nlp": ["bob"]}) as hub:
+        hub.api("users/ann/server", "POST")                  # as the tests' admin service
+        token = hub.token_for("ann")
+        hub.get("user/ann/hetero/api/v1/version", token)     # through the proxy, as ann
+
+The hub runs in its own process group on 127.0.0.1 with every port free a moment before; its proxy
+is the project's own `configurable-http-proxy` (labextension's devDependencies). Users' servers are
+`jupyterhub-singleuser` processes with the extension loaded, as a hub's users would have them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..conftest import REPO
+from ..harness import free_port
+
+__all__ = ["CHP", "HubProcess"]
+
+CHP = REPO / "labextension" / "node_modules" / ".bin" / "configurable-http-proxy"
+PASSWORD = "hetero-test"
+
+
+@dataclass
+class HubProcess:
+    process: subprocess.Popen
+    url: str
+    admin_token: str
+    root: Path
+
+    @classmethod
+    def start(cls, root: Path, *, groups: dict[str, list[str]], server_args: tuple[str, ...] = (),
+              timeout: float = 60.0) -> HubProcess:
+        root.mkdir(parents=True, exist_ok=True)
+        port, hub_port, api_port = free_port(), free_port(), free_port()
+        admin_token = secrets.token_hex(16)
+        config = root / "jupyterhub_config.py"
+        config.write_text(_config(root, port, hub_port, api_port, admin_token, groups, server_args), encoding="utf-8")
+        log = (root / "hub.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=root, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "CONFIGPROXY_AUTH_TOKEN": secrets.token_hex(16)},
+        )
+        hub = cls(process, f"http://127.0.0.1:{port}/", admin_token, root)
+        try:
+            hub._wait(lambda: hub._status("hub/health") == 200, "the hub to answer", timeout)
+        except BaseException:
+            hub.stop()
+            raise
+        return hub
+
+    def __enter__(self) -> HubProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """The hub, its proxy and every user's server (each in the hub's process group or its own)."""
+        for name in self._users():
+            self._request(f"hub/api/users/{name}/server", "DELETE", token=self.admin_token, check=False)
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def log(self) -> str:
+        return (self.root / "hub.log").read_text(encoding="utf-8", errors="replace")[-6000:]
+
+    # -- the hub's REST API, as the tests' admin service ------------------------------------------
+
+    def api(self, path: str, method: str = "GET", body: Any = None) -> Any:
+        return self._request(f"hub/api/{path}", method, body, token=self.admin_token)
+
+    def token_for(self, user: str) -> str:
+        """A new API token of ``user`` (what their server and kernels would hold)."""
+        return self.api(f"users/{user}/tokens", "POST", {"note": "tests", "expires_in": 3600})["token"]
+
+    def spawn(self, user: str, timeout: float = 90.0) -> None:
+        """Start ``user``'s server and wait until the hub says it is ready."""
+        self._request(f"hub/api/users/{user}/server", "POST", token=self.admin_token, check=False)
+        self._wait(lambda: (self.api(f"users/{user}").get("servers", {}).get("", {}) or {}).get("ready"),
+                   f"{user}'s server to be ready", timeout)
+
+    # -- through the proxy, as a user --------------------------------------------------------------
+
+    def get(self, path: str, token: str) -> tuple[int, Any]:
+        """GET through the proxy with ``token``: (status, decoded JSON or text)."""
+        return self._request(path, token=token, check=False, with_status=True)
+
+    def _users(self) -> list[str]:
+        try:
+            return [user["name"] for user in self.api("users")]
+        except (OSError, urllib.error.URLError, ValueError):
+            return []
+
+    def _status(self, path: str) -> int | None:
+        try:
+            return self._request(path, check=False, with_status=True)[0]
+        except (OSError, urllib.error.URLError):
+            return None
+
+    def _request(self, path: str, method: str = "GET", body: Any = None, *, token: str | None = None,
+                 check: bool = True, with_status: bool = False) -> Any:
+        data = json.dumps(body).encode() if body is not None else (b"" if method in ("POST", "PUT") else None)
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        if token:
+            request.add_header("Authorization", f"token {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            if check:
+                raise AssertionError(f"{method} {path}: {error.code} {error.read()[:500]!r}") from None
+            status, raw = error.code, error.read()
+        try:
+            decoded = json.loads(raw) if raw else None
+        except ValueError:
+            decoded = raw.decode(errors="replace")
+        return (status, decoded) if with_status else decoded
+
+    def _wait(self, predicate, what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the hub exited ({self.process.returncode}) waiting for {what}:\n{self.log()}")
+            try:
+                if predicate():
+                    return
+            except (OSError, urllib.error.URLError, AssertionError):
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}:\n{self.log()}")
+            time.sleep(0.2)
+
+
+def _config(root: Path, port: int, hub_port: int, api_port: int, admin_token: str,
+            groups: dict[str, list[str]], server_args: tuple[str, ...]) -> str:
+    users = sorted({user for members in groups.values() for user in members})
+    return f"""
+import sys
+c = get_config()  # noqa: F821
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {port}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {hub_port}
+c.JupyterHub.db_url = "sqlite:///{root / 'hub.sqlite'}"
+c.JupyterHub.cookie_secret_file = "{root / 'cookie_secret'}"
+c.ConfigurableHTTPProxy.command = ["{CHP}"]
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{api_port}"
+c.ConfigurableHTTPProxy.pid_file = "{root / 'proxy.pid'}"
+c.JupyterHub.authenticator_class = "dummy"
+c.DummyAuthenticator.password = "{PASSWORD}"
+c.Authenticator.allowed_users = {set(users)!r}
+c.JupyterHub.load_groups = {{name: {{"users": members}} for name, members in {groups!r}.items()}}
+c.JupyterHub.spawner_class = "simple"
+c.SimpleLocalProcessSpawner.home_dir_template = "{root / 'homes'}/{{username}}"
+c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+c.Spawner.args = ["--allow-root", *{list(server_args)!r}]  # the tests may run as root
+c.Spawner.start_timeout = 90
+c.Spawner.http_timeout = 90
+c.JupyterHub.services = [{{"name": "tests", "api_token": "{admin_token}"}}]
+c.JupyterHub.load_roles = [{{"name": "tests", "services": ["tests"],
+                            "scopes": ["admin:users", "admin:servers", "tokens", "read:users", "read:groups"]}}]
+"""
