@@ -49,7 +49,9 @@ __all__ = [
     "priority_class_name",
 ]
 
-API_VERSION = "kueue.x-k8s.io/v1beta1"  # served and stored by Kueue v0.9 to v0.15, still served by later ones
+# All five kinds are served and stored in v1beta1 by Kueue v0.13 to v0.15 (Cohort was v1alpha1 before);
+# v0.16 and later still serve it, deprecated in favour of v1beta2.
+API_VERSION = "kueue.x-k8s.io/v1beta1"
 DEFAULT_NAMESPACE = "hetero-{tenant}"  # as c.KubernetesConfig.namespace with one namespace per tenant
 DEFAULT_PREFIX = "hetero-"  # of cluster-scoped names, so the export cannot overwrite a site's own objects
 UNEXPRESSED_ANNOTATION = "hetero.jupyter.org/unexpressed"
