@@ -9,7 +9,9 @@ server reads them, checked here with jsonschema plus what the API server adds to
 - ``x-kubernetes-validations`` (CEL) rules are checked by the Python predicate written for each rule's
   text below, after Kueue's defaults; rules on ``oldSelf`` only judge updates and are skipped, and a
   rule with no predicate fails the test, so a newer schema cannot pass unread.
-Formats (``int32``, ``date-time``) are annotations for jsonschema and are not checked.
+Formats (``int32``, ``date-time``) are annotations for jsonschema and are not checked. Kueue's
+admission webhook adds rules for ClusterQueues that no schema says (``kueue_webhook_errors``, from
+``pkg/webhooks/clusterqueue_webhook.go`` of the same release).
 """
 
 from __future__ import annotations
@@ -166,6 +168,33 @@ def crd_errors(obj: dict) -> list[str]:
     return errors
 
 
+def kueue_webhook_errors(obj: dict) -> list[str]:
+    """Why Kueue's webhook would refuse a ClusterQueue that its schema accepts; empty when it would not."""
+    if obj["kind"] != "ClusterQueue":
+        return []
+    spec, errors = obj["spec"], []
+    covered_before, flavors_before = set(), set()
+    for group in spec.get("resourceGroups", []):
+        errors += [f"resource {r} is covered twice" for r in group["coveredResources"] if r in covered_before]
+        covered_before |= set(group["coveredResources"])
+        for flavor in group["flavors"]:
+            if flavor["name"] in flavors_before:
+                errors.append(f"flavor {flavor['name']} is listed twice")
+            flavors_before.add(flavor["name"])
+            for row, covered in zip(flavor["resources"], group["coveredResources"]):
+                where = f"{flavor['name']} {row['name']}"
+                if row["name"] != covered:
+                    errors.append(f"{where}: must match the name in coveredResources ({covered})")
+                amounts = {key: quantities.parse_quantity(row[key])
+                           for key in ("nominalQuota", "borrowingLimit", "lendingLimit") if key in row}
+                errors += [f"{where}: {key} is negative" for key, amount in amounts.items() if amount < 0]
+                if "cohort" not in spec:
+                    errors += [f"{where}: {key} needs a cohort" for key in ("borrowingLimit", "lendingLimit") if key in row]
+                if amounts.get("lendingLimit", 0) > amounts["nominalQuota"]:
+                    errors.append(f"{where}: lendingLimit is above nominalQuota")
+    return errors
+
+
 @pytest.fixture(scope="module")
 def shipped():
     catalog = load_catalog(DEFAULT_CATALOG_PATH)
@@ -210,6 +239,7 @@ def test_every_exported_object_is_valid_for_kueues_crds(which, request):
     assert {o["kind"] for o in objects} == set(SCHEMA)
     for obj in objects:
         assert crd_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
+        assert kueue_webhook_errors(obj) == [], obj["metadata"]["name"]
 
 
 def _broken(objects, kind, change):
@@ -239,6 +269,10 @@ BREAKAGES = [
     pytest.param("ClusterQueue", lambda o: (o["spec"].pop("cohort"),
                                             _cq_flavor(o)["resources"][0].update(borrowingLimit="1")),
                  "borrowingLimit must be nil", id="a borrowing limit without a cohort (CEL)"),
+    pytest.param("ClusterQueue", lambda o: _cq_flavor(o)["resources"][0].update(lendingLimit="100000"),
+                 "lendingLimit is above nominalQuota", id="lending more than the nominal quota (webhook)"),
+    pytest.param("ClusterQueue", lambda o: _cq_flavor(o)["resources"].reverse(), "must match the name",
+                 id="resources out of the covered order (webhook)"),
     pytest.param("ResourceFlavor", lambda o: o["spec"].update(nodeLabel={"a": "b"}), "unknown field 'nodeLabel'",
                  id="a misspelled field"),
     pytest.param("ResourceFlavor", lambda o: o["spec"].update(
@@ -263,7 +297,8 @@ BREAKAGES = [
 def test_a_broken_object_fails_validation(shipped, kind, change, reason):
     _, objects = shipped
     assert crd_errors(next(o for o in objects if o["kind"] == kind)) == []
-    errors = crd_errors(_broken(objects, kind, change))
+    broken = _broken(objects, kind, change)
+    errors = crd_errors(broken) or kueue_webhook_errors(broken)  # the webhook sees what the schema passed
     assert any(reason in error for error in errors), errors
 
 
@@ -304,9 +339,12 @@ def test_each_tenants_quotas_are_the_catalogs(which, request):
                     assert rows[resource] == {"name": resource, "nominalQuota": "0"}
                     continue
                 assert _amount(rows[resource]["nominalQuota"], resource) == getattr(quota.nominal, field)
+                nominal = getattr(quota.nominal, field)
                 for key, limit in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
                     if limit is None:
                         assert key not in rows[resource]
+                    elif key == "lendingLimit":  # above the nominal quota the engine lends it all, as Kueue does
+                        assert _amount(rows[resource][key], resource) == min(getattr(limit, field), nominal)
                     else:
                         assert _amount(rows[resource][key], resource) == getattr(limit, field)
         # Kueue's webhook: a resource is covered by one group, and each flavor has its device resource there.
@@ -323,6 +361,16 @@ def test_fractions_and_limits_are_kubernetes_quantities(teams):
     assert rows["cpu"] == {"name": "cpu", "nominalQuota": "12500m", "borrowingLimit": "4", "lendingLimit": "0"}
     assert rows["memory"] == {"name": "memory", "nominalQuota": "1536Mi", "borrowingLimit": "8Gi", "lendingLimit": "0"}
     assert rows["huawei.com/Ascend910"] == {"name": "huawei.com/Ascend910", "nominalQuota": "0"}
+
+
+def test_a_lending_limit_above_the_nominal_quota_lends_it_all(tmp_path):
+    path = team_catalog(tmp_path, vision={"quotas": {
+        "t4": {"nominal": {"devices": 1, "cpu": 16, "memory": "64Gi"}, "lending_limit": {"devices": 3, "cpu": 8}}}})
+    objects = kueue_objects(load_catalog(path))
+    queue = _of(objects, "ClusterQueue")[(None, "hetero-vision")]
+    rows = {r["name"]: r["lendingLimit"] for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
+    assert rows == {"cpu": "8", "memory": "0", "nvidia.com/gpu": "1"}
+    assert crd_errors(queue) == [] and kueue_webhook_errors(queue) == []
 
 
 @pytest.mark.parametrize("which", ["shipped", "teams"])

@@ -194,7 +194,7 @@ def _cluster_queue(catalog: Catalog, tenant: Tenant, namespace: str, prefix: str
 
 
 def _flavor_resources(flavor: Flavor, tenant: Tenant, covered: list[str]) -> list[dict]:
-    # All resources of a group must be listed for every flavor in it; another vendor's device is zero.
+    # All resources of a group must be listed for every flavor in it, in its order; another vendor's device is zero.
     quota = tenant.quotas[flavor.name]
     own = device_resource(flavor)
     rows = []
@@ -202,21 +202,24 @@ def _flavor_resources(flavor: Flavor, tenant: Tenant, covered: list[str]) -> lis
         if name not in (_CPU, _MEMORY, own):
             rows.append({"name": name, "nominalQuota": "0"})
             continue
-        row = {"name": name, "nominalQuota": _quantity(quota.nominal, name)}
+        nominal = _amount(quota.nominal, name)
+        row = {"name": name, "nominalQuota": _quantity(nominal, name)}
         if quota.borrowing_limit is not None:
-            row["borrowingLimit"] = _quantity(quota.borrowing_limit, name)
+            row["borrowingLimit"] = _quantity(_amount(quota.borrowing_limit, name), name)
         if quota.lending_limit is not None:
-            row["lendingLimit"] = _quantity(quota.lending_limit, name)
+            # Kueue refuses a lending limit above the nominal quota; the engine lends all of it then, as here.
+            row["lendingLimit"] = _quantity(min(_amount(quota.lending_limit, name), nominal), name)
         rows.append(row)
     return rows
 
 
-def _quantity(resources: Resources, name: str) -> str:
-    if name == _CPU:
-        return _milli(resources.cpu_milli)
-    if name == _MEMORY:
-        return _mebibytes(resources.memory_mib)
-    return _milli(resources.device_milli)
+def _amount(resources: Resources, name: str) -> int:
+    """Milli-cores, MiB or milli-devices of one resource."""
+    return {_CPU: resources.cpu_milli, _MEMORY: resources.memory_mib}.get(name, resources.device_milli)
+
+
+def _quantity(amount: int, name: str) -> str:
+    return _mebibytes(amount) if name == _MEMORY else _milli(amount)
 
 
 def _milli(value: int) -> str:
