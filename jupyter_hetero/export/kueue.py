@@ -25,12 +25,15 @@ the flavor's device resource). What has no Kueue equivalent is said where it is 
   kernels); quota lent to the cohort is reclaimed from lower-priority borrowers (the engine also
   reclaims at equal priority). Escalation after ``max_wait_s``, ``borrowing: false``, reserved
   capacity and failure policies have no equivalent and stay with this engine.
+- Lending limits above the nominal quota. Kueue refuses them; the engine lends the whole nominal
+  quota then, so that is what is exported.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+
 from ..backends.kubernetes.accelerators import DEVICE_RESOURCES
 from ..backends.kubernetes.config import DEFAULT_TOLERATIONS
 from ..backends.kubernetes.identity import MANAGED_BY
