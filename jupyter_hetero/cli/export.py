@@ -1,0 +1,70 @@
+"""``jupyter hetero export kueue``: the catalog as Kueue objects, for ``kubectl apply``.
+
+    jupyter hetero export kueue [--catalog FILE] [--namespace PATTERN] [-o DIR]
+
+Without ``-o`` the objects are printed as one multi-document YAML stream; with it, one file per kind
+is written into DIR, numbered so that ``kubectl apply -f DIR`` creates what an object refers to first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from ..catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
+from ..export.kueue import DEFAULT_NAMESPACE, DEFAULT_PREFIX, KINDS, kueue_objects
+
+__all__ = ["add_export_parser", "kind_file_name"]
+
+
+def kind_file_name(kind: str) -> str:
+    """``ClusterQueue`` -> ``3-clusterqueues.yaml``: apply order, then the kind's plural."""
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    return f"{KINDS.index(kind) + 1}-{plural}.yaml"
+
+
+def add_export_parser(commands) -> None:
+    export = commands.add_parser("export", help="write the catalog as another scheduler's objects")
+    targets = export.add_subparsers(dest="export_target", required=True)
+    kueue = targets.add_parser("kueue", help="ResourceFlavors, Cohorts, ClusterQueues, LocalQueues and "
+                                             "WorkloadPriorityClasses for Kueue (kueue.x-k8s.io/v1beta1)")
+    kueue.add_argument("--catalog", help="catalog YAML (default: the shipped one)")
+    kueue.add_argument("--namespace", default=DEFAULT_NAMESPACE,
+                       help=f"namespace of each tenant's LocalQueues, '{{tenant}}' replaced by its name, as "
+                            f"c.KubernetesConfig.namespace (default: {DEFAULT_NAMESPACE})")
+    kueue.add_argument("--prefix", default=DEFAULT_PREFIX,
+                       help=f"prefix of the cluster-wide names (default: {DEFAULT_PREFIX})")
+    kueue.add_argument("-o", "--output", metavar="DIR", help="write one YAML file per kind into DIR instead")
+    kueue.set_defaults(run=_export_kueue)
+
+
+def _export_kueue(args: argparse.Namespace) -> int:
+    try:
+        catalog = load_catalog(args.catalog or DEFAULT_CATALOG_PATH)
+        objects = kueue_objects(catalog, namespace=args.namespace, prefix=args.prefix)
+    except (CatalogError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.output is None:
+        print(_dump(objects), end="")
+        return 0
+    directory = Path(args.output)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for kind in KINDS:
+            of_kind = [o for o in objects if o["kind"] == kind]
+            if of_kind:
+                path = directory / kind_file_name(kind)
+                path.write_text(_dump(of_kind), encoding="utf-8")
+                print(f"{path}: {len(of_kind)} {kind}")
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _dump(objects: list[dict]) -> str:
+    return yaml.safe_dump_all(objects, sort_keys=False, allow_unicode=True, width=120)
