@@ -68,7 +68,11 @@ class PostgresServer:
         self._names = itertools.count(1)
         self._as_user: list[str] = []
         if os.geteuid() == 0:
-            account = pwd.getpwnam(_SUPERUSER)
+            try:
+                account = pwd.getpwnam(_SUPERUSER)
+            except KeyError:
+                raise RuntimeError(f"initdb refuses root and there is no {_SUPERUSER!r} user to run it as "
+                                   "(Debian's postgresql package creates one)") from None
             os.chown(self.root, account.pw_uid, account.pw_gid)
             self._as_user = ["runuser", "-u", _SUPERUSER, "--"]
 
