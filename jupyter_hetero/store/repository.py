@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, func, select
+from sqlalchemy import create_engine, event, func, make_url, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -84,8 +84,9 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    if url.startswith("postgresql"):
-        # Like SQLite's busy timeout: a writer stuck behind another for 10 s fails rather than hangs.
+    if url.startswith("postgresql") and "options" not in make_url(url).query:
+        # Like SQLite's busy timeout: a writer stuck behind another for 10 s fails rather than hangs
+        # (a URL's own ?options=... is left as it is).
         return create_engine(url, pool_pre_ping=True, connect_args={"options": "-c lock_timeout=10s"})
     return create_engine(url, pool_pre_ping=True)
 

@@ -125,3 +125,10 @@ def test_the_audit_chain_detects_an_edited_row(repo, db_url):
     assert repo.verify_audit() is None
     _execute(db_url, "UPDATE audit SET outcome='denied' WHERE id=2")
     assert repo.verify_audit() == 2
+
+
+def test_on_postgresql_a_writer_waits_at_most_the_lock_timeout(postgres_url):
+    repository = Repository(postgres_url, clock=lambda: 0.0)
+    with repository.engine.connect() as connection:
+        assert connection.execute(text("SHOW lock_timeout")).scalar() == "10s"
+    repository.close()
