@@ -1,6 +1,7 @@
 # jupyter-hetero: two commands do all the set-up on a fresh machine.
 #   make demo   installs into .venv/ and starts JupyterLab with the extension and a demo catalog
-#   make test   installs into .venv/ (and Debian's chromium for the browser tests) and runs every test
+#   make test   installs into .venv/ (and Debian's chromium and postgresql for the browser and store tests)
+#               and runs every test
 
 VENV   ?= .venv
 PYTHON ?= python3
@@ -10,7 +11,7 @@ SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT   ?= 8888
 
-.PHONY: install browser demo test test-fast lint clean i18n i18n-check
+.PHONY: install browser postgres demo test test-fast lint clean i18n i18n-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,12 @@ install: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
 
+# Debian's postgresql: the store tests start a private server from its binaries (Debian keeps them
+# off PATH, in /usr/lib/postgresql/<version>/bin), so no cluster of the machine is used.
+postgres:
+	@command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql)
+
 demo: install
 	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--HeteroApp.emulated_nodes_file=binder/demo-nodes.yaml
@@ -46,7 +53,7 @@ i18n: install
 i18n-check: install
 	$(PY) scripts/i18n.py check
 
-test: install browser i18n-check
+test: install browser postgres i18n-check
 	cd labextension && npm test
 	$(PY) -m pytest
 

@@ -53,6 +53,13 @@ def test_every_import_is_declared_and_every_dependency_imported():
     assert required - imported - _RUN_NOT_IMPORTED == set()
 
 
+def test_the_postgresql_driver_is_an_extra_that_the_tests_install_too():
+    # SQLAlchemy imports it for a postgresql+psycopg:// URL, so no import names it.
+    extras = _project()["optional-dependencies"]
+    assert "psycopg[binary]>=3.1" in extras["postgres"]
+    assert "psycopg[binary]>=3.1" in extras["test"]
+
+
 def test_the_jupyterlab_floor_is_the_one_the_extension_is_built_against():
     package = json.loads((REPO / "labextension" / "package.json").read_text(encoding="utf-8"))
     built_against = package["dependencies"]["@jupyterlab/application"].lstrip("^~")

@@ -90,7 +90,7 @@ repository = Repository(db_url, clock=time.time)
 mix = [("data-preprocessing", {})] * 4 + [("training", {"flavor": "a100-80g"})]
 resolved = {name: resolve(catalog.template(name), params, catalog) for name, params in mix}
 now = time.time()
-with repository.session() as session:
+with repository.session(write=True) as session:
     rows = []
     for i in range(int(count)):
         name, _params = mix[i % len(mix)]

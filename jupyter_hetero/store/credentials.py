@@ -28,7 +28,7 @@ class CredentialStore:
 
     def add(self, *, workload_id: int, digest: str) -> int:
         """Record a credential (committed before the caller hands it out) and return its id."""
-        with self.repository.session() as session:
+        with self.repository.session(write=True) as session:
             row = CredentialRow(workload_id=workload_id, digest=digest, issued_at=self.repository.clock())
             session.add(row)
             session.flush()
@@ -50,5 +50,5 @@ class CredentialStore:
         statement = update(CredentialRow).where(
             CredentialRow.revoked_at.is_(None), CredentialRow.workload_id.in_(ended),
         ).values(revoked_at=self.repository.clock())
-        with self.repository.session() as session:
+        with self.repository.session(write=True) as session:
             return session.execute(statement).rowcount or 0

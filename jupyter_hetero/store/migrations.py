@@ -18,11 +18,12 @@ class SchemaTooNew(RuntimeError):
     """The database was written by a newer jupyter-hetero; refusing to guess its meaning."""
 
 
-# Version 1's tables as they were released; later columns arrive through later steps.
+# Version 1's tables as they were released; later columns arrive through later steps. The
+# placeholders are what SQLite and PostgreSQL spell differently (see _dialect_words).
 _V1_WORKLOADS = """
 CREATE TABLE workloads (
-    id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, kind VARCHAR(16) NOT NULL, name VARCHAR(253),
-    tenant VARCHAR(63) NOT NULL, user VARCHAR(253) NOT NULL, template VARCHAR(63) NOT NULL,
+    id {serial}, kind VARCHAR(16) NOT NULL, name VARCHAR(253),
+    tenant VARCHAR(63) NOT NULL, {user} VARCHAR(253) NOT NULL, template VARCHAR(63) NOT NULL,
     queue VARCHAR(63) NOT NULL, request JSON NOT NULL, spec JSON NOT NULL, state VARCHAR(16) NOT NULL,
     reason TEXT, flavor VARCHAR(63), node VARCHAR(253), placement JSON, held_cpu_milli INTEGER NOT NULL,
     held_memory_mib INTEGER NOT NULL, held_device_milli INTEGER NOT NULL, attempts INTEGER NOT NULL,
@@ -30,20 +31,24 @@ CREATE TABLE workloads (
 )"""
 
 
-def _v1_initial(connection: Connection) -> None:
+def _dialect_words(connection: Connection) -> dict[str, str]:
     if connection.dialect.name == "sqlite":
-        connection.execute(text(_V1_WORKLOADS))
-        connection.execute(text("CREATE INDEX ix_workloads_tenant ON workloads (tenant)"))
-        connection.execute(text('CREATE INDEX ix_workloads_user ON workloads ("user")'))
-        connection.execute(text("CREATE INDEX ix_workloads_state_queue ON workloads (state, queue)"))
-    else:
-        Base.metadata.tables["workloads"].create(connection)
+        return {"serial": "INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT", "user": "user", "false": "0"}
+    # PostgreSQL: "user" is reserved, and a boolean's default is not an integer.
+    return {"serial": "SERIAL PRIMARY KEY", "user": '"user"', "false": "FALSE"}
+
+
+def _v1_initial(connection: Connection) -> None:
+    connection.execute(text(_V1_WORKLOADS.format(**_dialect_words(connection))))
+    connection.execute(text("CREATE INDEX ix_workloads_tenant ON workloads (tenant)"))
+    connection.execute(text('CREATE INDEX ix_workloads_user ON workloads ("user")'))
+    connection.execute(text("CREATE INDEX ix_workloads_state_queue ON workloads (state, queue)"))
     Base.metadata.create_all(connection, tables=[Base.metadata.tables[name] for name in ("nodes", "events", "audit")])
 
 
 _V2_WORKLOAD_COLUMNS = (
     "priority_boost INTEGER NOT NULL DEFAULT 0",
-    "escalated BOOLEAN NOT NULL DEFAULT 0",
+    "escalated BOOLEAN NOT NULL DEFAULT {false}",
     "not_before FLOAT",
     "time_limit_s FLOAT",
     "runtime_s FLOAT",
@@ -51,15 +56,19 @@ _V2_WORKLOAD_COLUMNS = (
     "stopping VARCHAR(16)",
     "preempted_for INTEGER",
     "checkpoint_at FLOAT",
-    "idle BOOLEAN NOT NULL DEFAULT 0",
+    "idle BOOLEAN NOT NULL DEFAULT {false}",
 )
 
 
-def _v2_attempts_and_lifecycle(connection: Connection) -> None:
+def _add_workload_columns(connection: Connection, columns: tuple[str, ...]) -> None:
     existing = {column["name"] for column in inspect(connection).get_columns("workloads")}
-    for column in _V2_WORKLOAD_COLUMNS:
+    for column in columns:
         if column.split()[0] not in existing:
-            connection.execute(text(f"ALTER TABLE workloads ADD COLUMN {column}"))
+            connection.execute(text(f"ALTER TABLE workloads ADD COLUMN {column.format(**_dialect_words(connection))}"))
+
+
+def _v2_attempts_and_lifecycle(connection: Connection) -> None:
+    _add_workload_columns(connection, _V2_WORKLOAD_COLUMNS)
     Base.metadata.tables["attempts"].create(connection, checkfirst=True)
 
 
@@ -75,10 +84,7 @@ _V3_COUNTED = {"failed": "failures", "preempted": "preemptions", "lost": "node_l
 
 def _v3_attempt_outcome_counts(connection: Connection) -> None:
     """Separate counts of failures, preemptions and node losses, filled in from the attempts so far."""
-    existing = {column["name"] for column in inspect(connection).get_columns("workloads")}
-    for column in _V3_WORKLOAD_COLUMNS:
-        if column.split()[0] not in existing:
-            connection.execute(text(f"ALTER TABLE workloads ADD COLUMN {column}"))
+    _add_workload_columns(connection, _V3_WORKLOAD_COLUMNS)
     counts: dict[int, dict[str, int]] = {}
     preempted: dict[int, list[float]] = {}
     for workload_id, outcome, ended_at in connection.execute(

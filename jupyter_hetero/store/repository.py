@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event, func, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import create_engine, event, func, make_url, select
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from .migrations import migrate
 from .tables import AttemptRow, AuditRow, EventRow, NodeRow, WorkloadRow
 
-__all__ = ["ACTIVE_STATES", "FEED_LOOKBACK_S", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository"]
+__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository"]
 
 Clock = Callable[[], float]
 
@@ -37,8 +37,8 @@ ACTIVE_STATES = ("admitted", "starting", "running")
 _GENESIS = "0" * 64
 # Execution option naming how a SQLite transaction begins ("IMMEDIATE" for writes that read first).
 _BEGIN = "hetero_sqlite_begin"
-# Seconds within which a transaction may commit after one that took a higher event id (not SQLite).
-FEED_LOOKBACK_S = 10.0
+# The transaction-scoped advisory lock every PostgreSQL write transaction holds ("hetero" in ASCII).
+_WRITE_LOCK = 0x68657465726F
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def _sqlite_begin(connection) -> None:
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite files get WAL and their folder is created."""
+    """An engine for ``url``; SQLite files get WAL and their folder is created, PostgreSQL a lock timeout."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -84,7 +84,19 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
+    if url.startswith("postgresql") and "options" not in make_url(url).query:
+        # Like SQLite's busy timeout: a writer stuck behind another for 10 s fails rather than hangs
+        # (a URL's own ?options=... is left as it is).
+        return create_engine(url, pool_pre_ping=True, connect_args={"options": "-c lock_timeout=10s"})
     return create_engine(url, pool_pre_ping=True)
+
+
+def _hold_write_lock(connection: Connection | Session) -> None:
+    # PostgreSQL's counterpart of SQLite's BEGIN IMMEDIATE: one writer at a time, from its first read
+    # to its commit. Row locks (SELECT ... FOR UPDATE) would not do: two audit appends would both
+    # lock the same last row and fork the chain, and the change feed needs event ids to commit in
+    # the order they are taken. The lock is released by COMMIT after the rows became visible.
+    connection.execute(select(func.pg_advisory_xact_lock(_WRITE_LOCK)))
 
 
 class Repository:
@@ -94,10 +106,16 @@ class Repository:
         self.url = url
         self.clock = clock
         self.engine = make_engine(url)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._locks_writes = self.engine.dialect.name == "postgresql"
+        # Reads see one snapshot, as on SQLite (PostgreSQL's default gives each statement its own).
+        reads = {"isolation_level": "REPEATABLE READ"} if self._locks_writes else {}
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False, execution_options=reads)
         self._write_sessions = sessionmaker(self.engine, expire_on_commit=False,
                                             execution_options={_BEGIN: "IMMEDIATE"})
-        with self.engine.begin() as connection:
+        # Two processes starting on one new database apply each step once.
+        with self.engine.execution_options(**{_BEGIN: "IMMEDIATE"}).begin() as connection:
+            if self._locks_writes:
+                _hold_write_lock(connection)
             self.migrations_applied = migrate(connection, clock())
 
     def close(self) -> None:
@@ -107,6 +125,8 @@ class Repository:
     def session(self, *, write: bool = False) -> Iterator[Session]:
         """One transaction; ``write=True`` for one that reads rows and then changes them."""
         with (self._write_sessions if write else self._sessions).begin() as session:
+            if write and self._locks_writes:
+                _hold_write_lock(session)
             yield session
 
     # -- nodes -------------------------------------------------------------------------------
@@ -179,21 +199,17 @@ class Repository:
         workload in ``states`` when ``after`` is None), in any state; pass ``cursor`` as the next ``after``.
 
         Every workload write records an event in the same transaction, so the events table is the
-        feed. The cursor is read before the rows: a row changed meanwhile comes back now and again
-        next time, never not at all. SQLite has one writer at a time, so event ids commit in order;
-        other databases may commit a lower id after a higher one, so rows with events from the last
-        :data:`FEED_LOOKBACK_S` seconds are read again as well."""
+        feed. Events are written only in write transactions, one at a time (SQLite's write lock,
+        PostgreSQL's advisory lock), so event ids commit in the order they are taken: no id below
+        the cursor can appear later. Cursor and rows come from one snapshot."""
         with self.session() as session:
             cursor = session.scalar(select(func.max(EventRow.id))) or 0
             if after is None:
                 query = select(WorkloadRow).where(WorkloadRow.state.in_(states))
-            elif cursor <= after and self.engine.dialect.name == "sqlite":
+            elif cursor <= after:
                 return cursor, []
             else:
-                recent = EventRow.id > after
-                if self.engine.dialect.name != "sqlite":
-                    recent = recent | (EventRow.at >= self.clock() - FEED_LOOKBACK_S)
-                changed = select(EventRow.workload_id).where(recent, EventRow.workload_id.is_not(None))
+                changed = select(EventRow.workload_id).where(EventRow.id > after, EventRow.workload_id.is_not(None))
                 query = select(WorkloadRow).where(WorkloadRow.id.in_(changed))
             return max(cursor, after or 0), list(session.scalars(query.order_by(WorkloadRow.id)))
 

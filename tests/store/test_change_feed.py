@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from jupyter_hetero.store import Repository
 from jupyter_hetero.store.tables import WorkloadRow
 
 SCHEDULED = ("queued", "preempted", "admitted", "starting", "running")
-
-
-@pytest.fixture
-def repo(tmp_path):
-    clock = iter(range(1000, 100000))
-    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=lambda: float(next(clock)))
-    yield repository
-    repository.close()
 
 
 def _add(repo: Repository, name: str, state: str = "queued") -> WorkloadRow:

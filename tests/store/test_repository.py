@@ -1,4 +1,4 @@
-"""The store on real SQLite files: migrations, node upserts, aggregates and the audit chain."""
+"""The store on real databases (a SQLite file, a PostgreSQL): migrations, node upserts, aggregates and the audit chain."""
 
 from __future__ import annotations
 
@@ -6,36 +6,36 @@ import sqlite3
 
 import pytest
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from jupyter_hetero.store import SCHEMA_VERSION, Repository, SchemaTooNew
 from jupyter_hetero.store.migrations import MIGRATIONS, migrate
 
 
-@pytest.fixture
-def db_path(tmp_path):
-    return tmp_path / "nested" / "hetero.sqlite"
+def _execute(url: str, sql: str) -> None:
+    """Write behind the repository's back, as another program (or an intruder) would."""
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text(sql))
+    engine.dispose()
 
 
-@pytest.fixture
-def repo(db_path):
-    clock = iter(range(1000, 100000))
-    repository = Repository(f"sqlite:///{db_path}", clock=lambda: float(next(clock)))
-    yield repository
-    repository.close()
-
-
-def test_a_new_database_is_created_at_the_latest_schema_in_wal_mode(repo, db_path):
+def test_a_new_database_is_created_at_the_latest_schema(repo):
     assert repo.migrations_applied == [version for version, _step in MIGRATIONS]
     assert repo.migrations_applied[-1] == SCHEMA_VERSION
-    connection = sqlite3.connect(db_path)
-    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    with repo.engine.connect() as connection:
+        tables = set(inspect(connection).get_table_names())
     assert {"nodes", "workloads", "events", "audit", "credentials", "schema_version"} <= tables
 
 
-def test_a_version_1_database_is_upgraded_in_place_keeping_its_rows(tmp_path):
-    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+def test_a_sqlite_file_is_in_wal_mode_in_a_folder_made_for_it(tmp_path):
+    path = tmp_path / "nested" / "hetero.sqlite"
+    Repository(f"sqlite:///{path}", clock=lambda: 0.0).close()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_version_1_database_is_upgraded_in_place_keeping_its_rows(db_url):
+    url = db_url
     engine = create_engine(url)
     with engine.begin() as connection:  # what release 1 created, with one workload in it
         from jupyter_hetero.store.tables import SchemaVersionRow
@@ -44,12 +44,13 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_rows(tmp_path):
         MIGRATIONS[0][1](connection)
         connection.execute(text("INSERT INTO schema_version VALUES (1, 0)"))
         connection.execute(text(
-            "INSERT INTO workloads (kind, tenant, user, template, queue, request, spec, state, held_cpu_milli,"
-            " held_memory_mib, held_device_milli, attempts, created_at, updated_at)"
+            'INSERT INTO workloads (kind, tenant, "user", template, queue, request, spec, state, held_cpu_milli,'
+            ' held_memory_mib, held_device_milli, attempts, created_at, updated_at)'
             " VALUES ('job', 'vision', 'ada', 'training', 'training', '{}', '{}', 'queued', 0, 0, 0, 0, 1, 1)"
         ))
     with engine.begin() as connection:
         assert migrate(connection, now=2.0) == [version for version, _step in MIGRATIONS if version > 1]
+    engine.dispose()
     repository = Repository(url, clock=lambda: 3.0)
     with repository.session() as session:
         from jupyter_hetero.store.tables import WorkloadRow
@@ -59,8 +60,8 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_rows(tmp_path):
     repository.close()
 
 
-def test_version_3_counts_why_earlier_attempts_ended(tmp_path):
-    url = f"sqlite:///{tmp_path / 'v2.sqlite'}"
+def test_version_3_counts_why_earlier_attempts_ended(db_url):
+    url = db_url
     engine = create_engine(url)
     with engine.begin() as connection:  # what release 2 left: a workload whose attempts ended three ways
         from jupyter_hetero.store.tables import SchemaVersionRow
@@ -70,8 +71,8 @@ def test_version_3_counts_why_earlier_attempts_ended(tmp_path):
             step(connection)
             connection.execute(text("INSERT INTO schema_version VALUES (:v, 0)"), {"v": version})
         connection.execute(text(
-            "INSERT INTO workloads (kind, tenant, user, template, queue, request, spec, state, held_cpu_milli,"
-            " held_memory_mib, held_device_milli, attempts, created_at, updated_at)"
+            'INSERT INTO workloads (kind, tenant, "user", template, queue, request, spec, state, held_cpu_milli,'
+            ' held_memory_mib, held_device_milli, attempts, created_at, updated_at)'
             " VALUES ('job', 'vision', 'ada', 'training', 'training', '{}', '{}', 'queued', 0, 0, 0, 4, 1, 1)"
         ))
         for number, outcome in enumerate(["preempted", "failed", "lost", "preempted"], 1):
@@ -81,24 +82,23 @@ def test_version_3_counts_why_earlier_attempts_ended(tmp_path):
             ), {"n": number, "ended": number + 0.5, "outcome": outcome})
     with engine.begin() as connection:
         assert migrate(connection, now=2.0) == [version for version, _step in MIGRATIONS[2:]]
+    engine.dispose()
     repository = Repository(url, clock=lambda: 3.0)
     row = repository.workload(1)
     assert (row.failures, row.preemptions, row.node_losses, row.preempted_at) == (1, 2, 1, [1.5, 4.5])
     repository.close()
 
 
-def test_reopening_applies_nothing(repo, db_path):
-    again = Repository(f"sqlite:///{db_path}", clock=lambda: 0.0)
+def test_reopening_applies_nothing(repo, db_url):
+    again = Repository(db_url, clock=lambda: 0.0)
     assert again.migrations_applied == []
     again.close()
 
 
-def test_a_database_from_a_newer_release_is_refused(repo, db_path):
-    connection = sqlite3.connect(db_path)
-    connection.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, 0)", (SCHEMA_VERSION + 1,))
-    connection.commit()
+def test_a_database_from_a_newer_release_is_refused(repo, db_url):
+    _execute(db_url, f"INSERT INTO schema_version (version, applied_at) VALUES ({SCHEMA_VERSION + 1}, 0)")
     with pytest.raises(SchemaTooNew, match="newer"):
-        Repository(f"sqlite:///{db_path}", clock=lambda: 0.0)
+        Repository(db_url, clock=lambda: 0.0)
 
 
 def test_recording_nodes_keeps_first_seen_and_the_admission_state_unless_told(repo):
@@ -119,11 +119,16 @@ def test_events_are_appended_in_order(repo):
     assert [e.reason for e in repo.events(node="n1")] == ["first", "second"]
 
 
-def test_the_audit_chain_detects_an_edited_row(repo, db_path):
+def test_the_audit_chain_detects_an_edited_row(repo, db_url):
     for action in ("catalog.reload", "tenant.quota", "node.admit"):
-        repo.record_audit(actor="root", action=action, target="x", outcome="allowed", detail={"n": 1})
+        repo.record_audit(actor="root", action=action, target="x", outcome="allowed", detail={"n": 1, "at": 0.1})
     assert repo.verify_audit() is None
-    connection = sqlite3.connect(db_path)
-    connection.execute("UPDATE audit SET outcome='denied' WHERE id=2")
-    connection.commit()
+    _execute(db_url, "UPDATE audit SET outcome='denied' WHERE id=2")
     assert repo.verify_audit() == 2
+
+
+def test_on_postgresql_a_writer_waits_at_most_the_lock_timeout(postgres_url):
+    repository = Repository(postgres_url, clock=lambda: 0.0)
+    with repository.engine.connect() as connection:
+        assert connection.execute(text("SHOW lock_timeout")).scalar() == "10s"
+    repository.close()
