@@ -73,10 +73,16 @@ class HeteroApp(ExtensionApp):
     platform_admins = List(
         Unicode(), config=True, help="Users who are platform admins in addition to the catalog's platform_admins."
     )
+    mode = CaselessStrEnum(
+        ["single-server", "service"], "single-server", config=True,
+        help="'single-server': this server's own scheduler (the embedded default). 'service': the one shared "
+        "scheduler of a JupyterHub, run as a hub-managed service by `jupyter hetero service` (hub users are who "
+        "the hub says, their groups map to tenants; no one is the server's owner).",
+    )
     owner_is_platform_admin = Bool(
-        True, config=True,
+        config=True,
         help="Whether the server's owner (whoever holds its own token or password) is a platform admin "
-        "(the single-user default).",
+        "(true by default on a single server, false for the hub service).",
     )
     owner_name = Unicode(
         config=True,
@@ -170,6 +176,10 @@ class HeteroApp(ExtensionApp):
             raise TraitError(f"preemption_window must not be negative, not {proposal['value']}")
         return proposal["value"]
 
+    @default("owner_is_platform_admin")
+    def _default_owner_is_platform_admin(self) -> bool:
+        return self.mode != "service"
+
     @default("db_url")
     def _default_db_url(self) -> str:
         return f"sqlite:///{Path(jupyter_data_dir()) / 'hetero' / 'hetero.sqlite'}"
@@ -205,6 +215,7 @@ class HeteroApp(ExtensionApp):
             repository=repository,
             inventory=inventory,
             backend=backend,
+            mode=self.mode,
             clock=clock,
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),

@@ -42,13 +42,15 @@ class HubProcess:
     root: Path
 
     @classmethod
-    def start(cls, root: Path, *, groups: dict[str, list[str]], server_args: tuple[str, ...] = (),
-              timeout: float = 60.0) -> HubProcess:
+    def start(cls, root: Path, *, groups: dict[str, list[str]], users: tuple[str, ...] = (),
+              server_args: tuple[str, ...] = (), extra_config: str = "", timeout: float = 60.0) -> HubProcess:
+        """``users``: users in no group; ``extra_config``: more lines of jupyterhub_config.py (services)."""
         root.mkdir(parents=True, exist_ok=True)
         port, hub_port, api_port = free_port(), free_port(), free_port()
         admin_token = secrets.token_hex(16)
         config = root / "jupyterhub_config.py"
-        config.write_text(_config(root, port, hub_port, api_port, admin_token, groups, server_args), encoding="utf-8")
+        text = _config(root, port, hub_port, api_port, admin_token, groups, users, server_args) + extra_config
+        config.write_text(text, encoding="utf-8")
         log = (root / "hub.log").open("wb")
         process = subprocess.Popen(
             [sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=root, stdin=subprocess.DEVNULL,
@@ -153,8 +155,8 @@ class HubProcess:
 
 
 def _config(root: Path, port: int, hub_port: int, api_port: int, admin_token: str,
-            groups: dict[str, list[str]], server_args: tuple[str, ...]) -> str:
-    users = sorted({user for members in groups.values() for user in members})
+            groups: dict[str, list[str]], loners: tuple[str, ...], server_args: tuple[str, ...]) -> str:
+    users = sorted({user for members in groups.values() for user in members} | set(loners))
     return f"""
 import sys
 c = get_config()  # noqa: F821

@@ -1,0 +1,97 @@
+"""The hub service: one shared scheduler for every hub user (`jupyter hetero service` as a hub-managed
+service), each request the hub user it names, their hub groups mapped to tenants, one set of quotas."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from ..builders import team_catalog
+from ..conftest import DEMO_NODES
+from ..harness import free_port
+from .harness import CHP, HubProcess
+
+pytestmark = pytest.mark.slow
+
+API = "services/hetero/hetero/api/v1/"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    if not CHP.exists():
+        pytest.fail(f"configurable-http-proxy is not installed at {CHP}: run `make install`")
+    root = tmp_path_factory.mktemp("hub-service")
+    catalog = team_catalog(root)  # vision: alice and carol by name, A100 quota 1; nlp: the hub group nlp-team
+    command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
+               f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
+               f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
+               "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2"]
+    service = f"""
+c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{free_port()}", "command": {command!r}}})
+c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero"]}})
+"""
+    with HubProcess.start(root, groups={"nlp-team": ["bob"]}, users=("alice", "carol", "eve"),
+                          extra_config=service) as running:
+        running.tokens = {name: running.token_for(name) for name in ("alice", "carol", "bob", "eve")}
+        deadline = time.monotonic() + 90
+        while hub_call(running, "alice", "version")[0] != 200:
+            assert time.monotonic() < deadline, f"the hetero service never answered:\n{running.log()}"
+            time.sleep(0.3)
+        yield running
+
+
+def hub_call(hub, user: str, route: str, method: str = "GET", body=None):
+    if method == "GET":
+        return hub.get(API + route, hub.tokens[user])
+    return hub._request(API + route, method, body, token=hub.tokens[user], check=False, with_status=True)
+
+
+def until_state(hub, user: str, workload_id: int, states: tuple[str, ...], timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        status, workload = hub_call(hub, user, f"workloads/{workload_id}")
+        if status == 200 and workload["state"] in states:
+            return workload
+        assert time.monotonic() < deadline, f"workload {workload_id} never reached {states}: {workload}"
+        time.sleep(0.2)
+
+
+def test_each_hub_user_is_who_the_hub_says_with_the_tenant_of_their_name_or_group(hub):
+    assert hub_call(hub, "alice", "tenants/me")[1]["tenant"] == "vision"
+    assert hub_call(hub, "bob", "tenants/me")[1]["tenant"] == "nlp"  # by his hub group nlp-team
+    status, answer = hub_call(hub, "eve", "tenants/me")
+    assert status == 403 and answer["reason"] == "no-tenant", answer
+    status, version = hub_call(hub, "alice", "version")
+    assert (status, version["mode"]) == (200, "service")
+
+
+def test_one_scheduler_for_everyone_with_each_ones_work_their_own(hub):
+    status, job = hub_call(hub, "alice", "workloads", "POST", {
+        "kind": "job", "template": "data-preprocessing", "command": ["python", "-c", "print('from alice')"]})
+    assert status in (200, 201), job
+    done = until_state(hub, "alice", job["id"], ("succeeded", "failed"))
+    assert (done["state"], done["user"], done["tenant"]) == ("succeeded", "alice", "vision"), done
+    status, _answer = hub_call(hub, "bob", f"workloads/{job['id']}")
+    assert status in (403, 404)
+    assert job["id"] not in [w["id"] for w in hub_call(hub, "bob", "workloads")[1]]
+    status, _answer = hub_call(hub, "bob", f"workloads/{job['id']}", "DELETE")
+    assert status in (403, 404)
+
+
+def test_a_tenants_quota_holds_across_its_users(hub):
+    hold = {"kind": "job", "template": "training", "parameters": {"devices": 1, "flavor": "a100-80g"},
+            "command": ["python", "-c", "import time; time.sleep(120)"]}
+    status, first = hub_call(hub, "alice", "workloads", "POST", hold)
+    assert status in (200, 201), first
+    until_state(hub, "alice", first["id"], ("running",))
+    status, second = hub_call(hub, "carol", "workloads", "POST", hold)  # the same tenant, another user
+    waiting = until_state(hub, "carol", second["id"], ("queued",))
+    deadline = time.monotonic() + 30
+    while not waiting.get("blockers") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        waiting = hub_call(hub, "carol", f"workloads/{second['id']}")[1]
+    assert any("quota" in blocker["message"] for blocker in waiting["blockers"]), waiting
+    for user, workload in (("alice", first), ("carol", second)):
+        assert hub_call(hub, user, f"workloads/{workload['id']}", "DELETE")[0] in (200, 202, 204)
