@@ -4,6 +4,7 @@
     jupyter hetero catalog validate my_catalog.yaml
     jupyter hetero nodes [--emulated-nodes-file binder/demo-nodes.yaml] [--json]
     jupyter hetero k8s render --template fine-tuning [--flavor a100-80g] [--kernel]
+    jupyter hetero hub-config [--z2jh]
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _LAZY_COMMANDS = {
     "bench": ("jupyter_hetero.sim.bench_cli", "add_bench_parser", "measure the scheduling engine"),
     "k8s": ("jupyter_hetero.cli.k8s", "add_k8s_parser",
             "show the Kubernetes objects the backend would create"),
+    "hub-config": ("jupyter_hetero.cli.hub", "add_hub_config_parser",
+                   "print the JupyterHub configuration for the hetero service and profiles"),
 }
 
 
