@@ -15,6 +15,7 @@ import functools
 import html
 import json
 import os
+import time
 from typing import Any
 
 from tornado import web
@@ -32,6 +33,8 @@ __all__ = ["HeteroHub", "SpawnRefused", "options_form", "options_from_form", "pr
 API_PATH = "hetero/api/v1/"
 # The scope a user's short-lived token needs to reach the hetero service through the hub.
 TOKEN_SCOPES = ["access:services!service=hetero"]
+TOKEN_LIFETIME_S = 300
+TOKEN_REUSE_S = 240
 
 _REFUSALS = {
     "none": Localized(en="You have no compute profile: {reason}", zh="你没有可用的计算规格：{reason}"),
@@ -147,10 +150,21 @@ def _groups(user) -> frozenset[str]:
 
 
 async def _token(spawner, hub: HeteroHub) -> str:
+    """A hub token of the spawning user, reused for a few minutes (a spawn asks three times: form, hook, start)."""
+    kept = getattr(spawner, "_hetero_token", None)
+    if kept is not None and time.monotonic() - kept[1] < TOKEN_REUSE_S:
+        return kept[0]
     user = spawner.user
-    if hasattr(user, "new_api_token"):
-        return user.new_api_token(note="jupyter-hetero spawn profiles", expires_in=300, scopes=TOKEN_SCOPES)
-    return hub.service_token
+    if not hasattr(user, "new_api_token"):
+        return hub.service_token
+    try:
+        token = user.new_api_token(note="jupyter-hetero spawn profiles", expires_in=TOKEN_LIFETIME_S,
+                                   scopes=TOKEN_SCOPES)
+    except ValueError as exc:  # the user does not hold the scope: JupyterHub.extra_user_scopes lacks it
+        hub.log.warning("no hub token for hetero profiles user=%s error=%s", user.name, exc)
+        return hub.service_token
+    spawner._hetero_token = (token, time.monotonic())
+    return token
 
 
 async def profiles_for(spawner) -> tuple[list[dict[str, Any]], str, str]:
