@@ -28,8 +28,10 @@ CPU_ONLY_NLP = {"nlp": {"quotas": {"cpu-standard": {"nominal": {"cpu": 64, "memo
 
 @pytest.fixture
 def fake_kubeconfig(monkeypatch):
-    """KubeSpawner loads a kube config when it is made; offline there is none, and nothing calls the cluster."""
+    """KubeSpawner loads a kube config and makes an API client when it is made; offline there is no cluster,
+    and nothing these tests do calls one (building the pod is pure)."""
     monkeypatch.setattr("kubespawner.spawner.load_config", lambda **_: None)
+    monkeypatch.setattr("kubespawner.spawner.shared_client", lambda *_, **__: None)
 
 
 @pytest.fixture
@@ -41,6 +43,13 @@ def hub_settings(jp_http_port, jp_base_url, hetero_config):
     config.HeteroHub.service_url = f"http://localhost:{jp_http_port}{jp_base_url}"
     config.HeteroHub.catalog_file = hetero_config["catalog_file"]
     return config
+
+
+class _Page:
+    """The spawn page's request as a spawner's ``handler`` carries it: only its Accept-Language matters here."""
+
+    def __init__(self, accept_language: str):
+        self.request = type("Request", (), {"headers": {"Accept-Language": accept_language}})()
 
 
 def as_sent(pod) -> dict:
@@ -211,29 +220,23 @@ async def test_a_user_in_no_tenant_is_refused(team, api, hub_settings, fake_kube
 # --- hub-config ---------------------------------------------------------------------------------
 
 
-def test_hub_config_fragment_compiles_and_z2jh_loads():
-    fragment = hub_config(z2jh=False)
+def test_hub_config_fragment_compiles_and_z2jh_loads(capsys):
+    from jupyter_hetero.cli.main import main
+
+    assert main(["hub-config"]) == 0
+    fragment = capsys.readouterr().out
+    assert fragment == hub_config()
     compile(fragment, "jupyterhub_config.py", "exec")
-    assert "HeteroKubeSpawner" in fragment and "read:services!service=hetero" in fragment
+    assert "HeteroKubeSpawner" in fragment and '"command": ["jupyter", "hetero", "service"]' in fragment
     names = {node.attr for node in ast.walk(ast.parse(fragment)) if isinstance(node, ast.Attribute)}
-    assert {"profile_list", "pre_spawn_hook", "services", "server_token_scopes", "extra_user_scopes"} <= names
-    values = yaml.safe_load(hub_config(z2jh=True))
-    extra = values["hub"]["extraConfig"]["hetero"]
-    compile(extra, "extraConfig", "exec")
-    assert values["hub"]["services"]["hetero"]["command"][:3] == ["jupyter", "hetero", "service"]
-
-
-@pytest.mark.team(**CPU_ONLY_NLP)
-async def test_local_spawner_form_offers_the_same_choices(team, api, hub_settings, fake_kubeconfig):
-    from jupyterhub.spawner import LocalProcessSpawner
-
-    from jupyter_hetero.hub import options_form, options_from_form
-
-    bob = LocalProcessSpawner(user=HubUser("bob", ("nlp-team",), TOKENS), config=hub_settings,
-                              options_form=options_form, options_from_form=options_from_form)
-    form = await bob.get_options_form()
-    kube = spawner_for(hub_settings, "bob", ("nlp-team",))
-    assert [p["slug"] for p in await profile_list(kube)] == [
-        "data-preprocessing--cpu-standard", "interactive--cpu-standard"]
-    assert form.count('type="radio"') == 2 and 'value="interactive--cpu-standard"' in form and "cores free" in form
-    assert bob.options_from_form({"profile": ["interactive--cpu-standard"]}) == {"profile": "interactive--cpu-standard"}
+    assert {"profile_list", "pre_spawn_hook", "services", "load_roles", "server_token_scopes",
+            "extra_user_scopes"} <= names
+    assert main(["hub-config", "--z2jh", "--port", "10202"]) == 0
+    values = yaml.safe_load(capsys.readouterr().out)
+    hub = values["hub"]
+    compile(hub["extraConfig"]["hetero"], "extraConfig", "exec")
+    assert "read:services!service=hetero" in hub["extraConfig"]["hetero"]
+    assert hub["services"]["hetero"] == {"url": "http://hub:10202", "command": ["jupyter", "hetero", "service"],
+                                         "oauth_no_confirm": True}
+    assert hub["loadRoles"]["hetero-service"]["scopes"] == ["list:users", "read:users", "read:groups"]
+    assert hub["service"]["extraPorts"] == [{"name": "hetero", "port": 10202, "targetPort": 10202}]
