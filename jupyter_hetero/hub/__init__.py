@@ -11,7 +11,14 @@ the command line never import it.
 from __future__ import annotations
 
 from .profiles import build_profiles
-from .service import HeteroHub, SpawnRefused, options_form, options_from_form, pre_spawn_hook, profile_list
+from .service import (
+    HeteroHub,
+    SpawnRefused,
+    options_form,
+    options_from_form,
+    pre_spawn_hook,
+    profile_list,
+)
 
 __all__ = ["HeteroHub", "HeteroKubeSpawner", "SpawnRefused", "build_profiles", "options_form", "options_from_form",
            "pre_spawn_hook", "profile_list"]

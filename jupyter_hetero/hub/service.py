@@ -106,15 +106,21 @@ class HeteroHub(LoggingConfigurable):
         if not self.service_url or not token:
             return UNAVAILABLE
         try:
-            me, *previews = await asyncio.gather(
-                self._call(token, "tenants/me"),
-                *(self._call(token, "previews", {"template": name, "parameters": parameters, "kind": "kernel"})
-                  for name, parameters in templates),
-            )
+            me = await self._call(token, "tenants/me")
         except (HTTPClientError, OSError, asyncio.TimeoutError) as exc:
             self.log.warning("hetero service unavailable for profiles url=%s error=%s", self.service_url, exc)
             return UNAVAILABLE
-        return Live.from_api(tenant_me=me, previews=previews)
+        previews = await asyncio.gather(*(self._preview(token, name, parameters) for name, parameters in templates))
+        return Live.from_api(tenant_me=me, previews=[preview for preview in previews if preview is not None])
+
+    async def _preview(self, token: str, template: str, parameters: dict[str, Any]) -> dict | None:
+        # One template the service refuses to preview (its catalog differs, a parameter is out of bounds)
+        # leaves that template's profiles without live numbers, not every profile.
+        try:
+            return await self._call(token, "previews", {"template": template, "parameters": parameters, "kind": "kernel"})
+        except (HTTPClientError, OSError, asyncio.TimeoutError) as exc:
+            self.log.warning("no hetero preview for profiles template=%s error=%s", template, exc)
+            return None
 
     async def _call(self, token: str, route: str, body: dict | None = None) -> Any:
         request = HTTPRequest(
@@ -177,7 +183,8 @@ async def profiles_for(spawner) -> tuple[list[dict[str, Any]], str, str]:
         raise SpawnRefused(_REFUSALS["none"].text(language).format(reason=exc.detail.get("message_zh", exc.message) if language == "zh" else exc.message)) from None
     asked = sorted({
         (template.name, json.dumps(parameters, sort_keys=True))
-        for template in catalog.templates if template.interactive and tenant.allows_template(template.name)
+        for template in catalog.templates
+        if template.interactive and tenant.allows_template(template.name) and tenant.allows_queue(template.queue)
         for flavor in template.flavors if flavor in tenant.quotas
         if (parameters := profile_parameters(template, catalog.flavor(flavor))) is not None
     })

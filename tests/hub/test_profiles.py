@@ -240,3 +240,39 @@ def test_hub_config_fragment_compiles_and_z2jh_loads(capsys):
                                          "oauth_no_confirm": True}
     assert hub["loadRoles"]["hetero-service"]["scopes"] == ["list:users", "read:users", "read:groups"]
     assert hub["service"]["extraPorts"] == [{"name": "hetero", "port": 10202, "targetPort": 10202}]
+
+
+@pytest.mark.team(**CPU_ONLY_NLP)
+async def test_local_spawner_form_offers_the_same_choices(team, api, hub_settings, fake_kubeconfig):
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    from jupyter_hetero.hub import options_form, options_from_form
+
+    bob = LocalProcessSpawner(user=HubUser("bob", ("nlp-team",), TOKENS), config=hub_settings,
+                              options_form=options_form, options_from_form=options_from_form)
+    bob.handler = _Page("zh-CN,zh;q=0.9,en;q=0.5")  # the spawn page's request, as the hub sets it
+    form = await bob.get_options_form()
+    assert "交互式笔记本 · CPU" in form and "核空闲" in form
+    kube = spawner_for(hub_settings, "bob", ("nlp-team",))
+    assert [p["slug"] for p in await profile_list(kube)] == [
+        "data-preprocessing--cpu-standard", "interactive--cpu-standard"]
+    assert form.count('type="radio"') == 2 and 'value="interactive--cpu-standard"' in form
+    assert bob.options_from_form({"profile": ["interactive--cpu-standard"]}) == {"profile": "interactive--cpu-standard"}
+
+
+async def test_without_the_service_profiles_are_listed_without_live_numbers(tmp_path, fake_kubeconfig):
+    import socket
+
+    from traitlets.config import Config
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = Config()
+    config.HeteroHub.service_url = f"http://127.0.0.1:{port}/"
+    config.HeteroHub.catalog_file = team_catalog(tmp_path)
+    alice = spawner_for(config, "alice")
+    profiles = await profile_list(alice)
+    assert profiles and all("live capacity unavailable" in p["description"] for p in profiles)
+    alice.user_options = {"profile": "interactive--a100-80g"}
+    await pre_spawn_hook(alice)  # nothing known to be over quota: the admission decides
