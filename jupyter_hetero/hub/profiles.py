@@ -24,7 +24,8 @@ from ..cli.k8s import synthetic_node
 from ..errors import HeteroError
 from ..services.resolve import resolve
 
-__all__ = ["LABEL_PREFIX", "FlavorLive", "Live", "build_profiles", "profile_parameters", "texts"]
+__all__ = ["LABEL_PREFIX", "UNAVAILABLE", "FlavorLive", "Live", "build_profiles", "flavor_affinity", "profile_parameters",
+           "texts"]
 
 LABEL_PREFIX = "hetero.jupyter.org/"
 

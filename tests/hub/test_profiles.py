@@ -276,3 +276,20 @@ async def test_without_the_service_profiles_are_listed_without_live_numbers(tmp_
     assert profiles and all("live capacity unavailable" in p["description"] for p in profiles)
     alice.user_options = {"profile": "interactive--a100-80g"}
     await pre_spawn_hook(alice)  # nothing known to be over quota: the admission decides
+
+
+async def test_hub_config_fragment_configures_jupyterhub_and_the_spawner(tmp_path, fake_kubeconfig):
+    from jupyterhub.app import JupyterHub
+
+    from jupyter_hetero.hub import HeteroKubeSpawner
+
+    path = tmp_path / "jupyterhub_config.py"
+    path.write_text(hub_config())
+    hub = JupyterHub()
+    hub.load_config_file(str(path))
+    assert hub.spawner_class is HeteroKubeSpawner
+    assert hub.extra_user_scopes == {"access:services!service=hetero", "read:services!service=hetero"}
+    assert [s["name"] for s in hub.services] == ["hetero"] and hub.load_roles[0]["services"] == ["hetero"]
+    spawner = hub.spawner_class(_mock=True, config=hub.config)
+    assert spawner.profile_list is profile_list and spawner.pre_spawn_hook is pre_spawn_hook
+    assert {"access:servers!server", "read:services!service=hetero"} <= set(spawner.server_token_scopes)
