@@ -22,7 +22,7 @@ from jupyter_hetero.engine import Decisions, Engine, Snapshot
 from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.store import Repository
 
-__all__ = ["FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
+__all__ = ["FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "HubUser",
            "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine"]
 
 
@@ -215,3 +215,23 @@ class InterposingRepository(Repository):
     def update_workload_if(self, workload_id: int, when, **fields):
         self._interpose(workload_id)
         return super().update_workload_if(workload_id, when, **fields)
+
+
+class HubUser:
+    """Shaped like the hub's ``jupyterhub.user.User`` as a spawner sees it: a name, ORM-like groups, and
+    ``new_api_token``, which here lends the member's personal token of the team server (``tokens``)."""
+
+    class Group:
+        def __init__(self, name: str):
+            self.name = name
+
+    def __init__(self, name: str, groups: tuple[str, ...] = (), tokens: dict | None = None):
+        self.name, self.id, self.url = name, 1, f"/user/{name}/"
+        self.groups = [self.Group(group) for group in groups]
+        self._token = next((token for token, entry in (tokens or {}).items()
+                            if (entry if isinstance(entry, str) else entry["name"]) == name), "")
+        self.tokens_asked: list[dict] = []
+
+    def new_api_token(self, **options) -> str:
+        self.tokens_asked.append(options)
+        return self._token

@@ -76,10 +76,10 @@ def test_help_starts_without_the_engine_pydantic_or_jupyter_client():
              "from jupyter_hetero.cli import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pydantic', 'jupyter_client', "
-             "'sqlalchemy', 'yaml', 'psutil'}))")
+             "'sqlalchemy', 'yaml', 'psutil', 'jupyterhub', 'kubespawner'}))")
     result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "simulate" in result.stdout and "bench" in result.stdout
+    assert "simulate" in result.stdout and "bench" in result.stdout and "hub-config" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
 

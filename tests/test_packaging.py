@@ -14,7 +14,7 @@ from .conftest import REPO
 tomllib = pytest.importorskip("tomllib")
 
 # Import names whose distribution is spelt otherwise.
-_DISTRIBUTION = {"yaml": "pyyaml", "IPython": "ipython", "pynvml": "nvidia-ml-py"}
+_DISTRIBUTION = {"yaml": "pyyaml", "IPython": "ipython", "pynvml": "nvidia-ml-py", "kubespawner": "jupyterhub-kubespawner"}
 # Declared without being imported: the kernel that the shipped kernelspecs run.
 _RUN_NOT_IMPORTED = {"ipykernel"}
 

@@ -5,6 +5,7 @@
     jupyter hetero nodes [--emulated-nodes-file binder/demo-nodes.yaml] [--json]
     jupyter hetero k8s render --template fine-tuning [--flavor a100-80g] [--kernel]
     jupyter hetero export kueue [--catalog FILE] [--namespace hetero-{tenant}] [-o DIR]
+    jupyter hetero hub-config [--z2jh]
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _LAZY_COMMANDS = {
     "k8s": ("jupyter_hetero.cli.k8s", "add_k8s_parser",
             "show the Kubernetes objects the backend would create"),
     "export": ("jupyter_hetero.cli.export", "add_export_parser", "write the catalog as another scheduler's objects"),
+    "hub-config": ("jupyter_hetero.cli.hub", "add_hub_config_parser",
+                   "print the JupyterHub configuration for the hetero service and profiles"),
 }
 
 

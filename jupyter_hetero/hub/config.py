@@ -1,0 +1,104 @@
+"""What ``jupyter hetero hub-config`` prints: the hub's wiring of the hetero service and profiles.
+
+    print(hub_config())             # a jupyterhub_config.py fragment
+    print(hub_config(z2jh=True))    # a Zero-to-JupyterHub values.yaml snippet
+
+Pure text: nothing of jupyterhub or kubespawner is imported to write it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+__all__ = ["SERVICE_PORT", "SERVICE_SCOPES", "USER_SCOPES", "hub_config"]
+
+SERVICE_PORT = 10101
+# What the service itself may read of the hub: who users are and which groups (tenants) they are in.
+SERVICE_SCOPES = ["list:users", "read:users", "read:groups"]
+# What every user's server token also carries, so the extension in it finds and reaches the service.
+USER_SCOPES = ["access:services!service=hetero", "read:services!service=hetero"]
+
+_FRAGMENT = '''\
+# jupyter-hetero: one shared scheduler service, tenant profiles on the spawn page.
+import jupyter_hetero.hub
+
+c = get_config()  # noqa: F821 (given by JupyterHub)
+
+# The hetero service: the engine, the store and the REST API, managed by the hub.
+c.JupyterHub.services = [
+    {{
+        "name": "hetero",
+        "url": "http://127.0.0.1:{port}",
+        "command": ["jupyter", "hetero", "service"],
+        "oauth_no_confirm": True,
+    }},
+]
+c.JupyterHub.load_roles = [
+    {{"name": "hetero-service", "scopes": {service_scopes}, "services": ["hetero"]}},
+]
+# Users reach the service (panel, magics, kernels), and their servers' tokens may look it up.
+c.JupyterHub.extra_user_scopes = {user_scopes}
+c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", *c.JupyterHub.extra_user_scopes]
+
+# Servers from the tenant's profiles: live capacity and ETA, over-quota choices refused.
+c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroKubeSpawner"
+c.KubeSpawner.profile_list = jupyter_hetero.hub.profile_list
+c.Spawner.pre_spawn_hook = jupyter_hetero.hub.pre_spawn_hook
+c.HeteroHub.service_url = "http://127.0.0.1:{port}/services/hetero/"
+# c.HeteroHub.catalog_file = "/etc/jupyter-hetero/catalog.yaml"  # the service's catalog
+# A hub without Kubernetes: c.JupyterHub.spawner_class = "simple"; c.Spawner.options_form =
+# jupyter_hetero.hub.options_form; c.Spawner.options_from_form = jupyter_hetero.hub.options_from_form
+'''
+
+
+def hub_config(*, z2jh: bool = False, port: int = SERVICE_PORT) -> str:
+    """The fragment (Python) or, with ``z2jh``, the Helm values (YAML) wiring jupyter-hetero into a hub."""
+    fragment = _FRAGMENT.format(port=port, service_scopes=json.dumps(SERVICE_SCOPES), user_scopes=json.dumps(USER_SCOPES))
+    if not z2jh:
+        return fragment
+    # The chart makes the service's token and proxy route from its values; the rest is Python config.
+    values = {
+        "hub": {
+            "services": {"hetero": {"url": f"http://hub:{port}", "command": ["jupyter", "hetero", "service"],
+                                    "oauth_no_confirm": True}},
+            "loadRoles": {"hetero-service": {"scopes": SERVICE_SCOPES, "services": ["hetero"]}},
+            "extraConfig": {"hetero": _python_only(fragment, port)},
+            # The service runs in the hub's pod: the proxy reaches it through the hub's Service.
+            "service": {"extraPorts": [{"name": "hetero", "port": port, "targetPort": port}]},
+            "networkPolicy": {"ingress": [{"ports": [{"port": port}], "from": [{"podSelector": {
+                "matchLabels": {"hub.jupyter.org/network-access-hub": "true"}}}]}]},
+        },
+    }
+    return ("# Zero-to-JupyterHub values.yaml: jupyter-hetero (the hub image needs `pip install jupyter-hetero[hub]`)\n"
+            + yaml.dump(values, Dumper=_LiteralDumper, sort_keys=False, allow_unicode=True, width=120))
+
+
+class _LiteralDumper(yaml.SafeDumper):
+    """Writes multi-line strings (the Python of extraConfig) as literal blocks, readable and editable."""
+
+
+def _literal(dumper: yaml.SafeDumper, text: str):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+
+
+_LiteralDumper.add_representer(str, _literal)
+
+
+def _python_only(fragment: str, port: int) -> str:
+    """The fragment's lines the chart has no values for (services and roles are values there)."""
+    lines, skipping = [], False
+    for line in fragment.splitlines():
+        if line.startswith(("c.JupyterHub.services", "c.JupyterHub.load_roles", "# The hetero service:")):
+            skipping = True
+            continue
+        if skipping:
+            skipping = line != "]"
+            continue
+        if line.startswith("# The hetero service:"):
+            continue
+        if line.startswith("c = get_config()"):
+            continue
+        lines.append(line.replace(f"http://127.0.0.1:{port}", f"http://hub:{port}"))
+    return "\n".join(lines) + "\n"

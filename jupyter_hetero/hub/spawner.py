@@ -1,0 +1,62 @@
+"""``HeteroKubeSpawner``: KubeSpawner whose pod is the chosen tenant profile, pinned to its placement.
+
+    c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroKubeSpawner"
+    c.KubeSpawner.profile_list = jupyter_hetero.hub.profile_list
+
+The profile gives the image, CPU and memory, the device as an extended resource and its tolerations
+(see ``profiles.py``). Once the hetero service admits the server and names a node, the pod gets a
+required affinity to that node (kube-scheduler still binds it; never ``nodeName``), as the backend's
+own pods do (``backends/kubernetes/objects.node_affinity``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubespawner import KubeSpawner
+from traitlets import Dict
+
+__all__ = ["HeteroKubeSpawner"]
+
+
+class HeteroKubeSpawner(KubeSpawner):
+    """KubeSpawner over hetero profiles: ``hetero_profile`` is the chosen one's template, flavor, queue."""
+
+    hetero_profile = Dict(help="The chosen profile's hetero identifiers (tenant, template, flavor, queue, request); "
+                               "set when the user's options are loaded.")
+
+    def _load_profile(self, slug, profile_list):
+        # KubeSpawner applies the profile's overrides here; the hetero part of the profile is kept beside them.
+        super()._load_profile(slug, profile_list)
+        self.hetero_profile = copy.deepcopy(self._get_profile(slug, profile_list).get("hetero", {}))
+
+    async def placement(self) -> dict[str, Any] | None:
+        """Where the hetero service placed this server: ``{"node": ..., "image"?: ..., "resources"?: {...}}``.
+
+        None today: the server is not yet a workload the service admits, so the pod goes wherever the
+        profile's resources, tolerations and flavor labels let kube-scheduler put it. Submitting the
+        server and waiting for its admission belong here."""
+        return None
+
+    def apply_placement(self, placement: dict[str, Any]) -> None:
+        """Pins the pod to the placed node (a required affinity by name, added to every term) and takes the
+        placement's image and device resources where it names them."""
+        node = placement.get("node")
+        if node:
+            pin = {"key": "metadata.name", "operator": "In", "values": [node]}
+            terms = [copy.deepcopy(term) for term in self.node_affinity_required] or [{}]
+            for term in terms:
+                term["matchFields"] = [*term.get("matchFields", []), pin]
+            self.node_affinity_required = terms
+        if placement.get("image"):
+            self.image = placement["image"]
+        if placement.get("resources"):
+            self.extra_resource_limits = dict(placement["resources"])
+            self.extra_resource_guarantees = dict(placement["resources"])
+
+    async def get_pod_manifest(self):
+        placed = await self.placement()
+        if placed:
+            self.apply_placement(placed)
+        return await super().get_pod_manifest()
