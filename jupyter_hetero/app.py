@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import os
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
@@ -32,6 +33,7 @@ from .engine import Engine, Policy
 from .engine.fragmentation import typical_mix
 from .engine.scoring import FragmentationScorer, shape_of
 from .handlers import default_handlers
+from .handlers.forward import HubService, forward_handlers
 from .services.clock import Clock
 from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.inventory import Inventory
@@ -74,10 +76,18 @@ class HeteroApp(ExtensionApp):
         Unicode(), config=True, help="Users who are platform admins in addition to the catalog's platform_admins."
     )
     mode = CaselessStrEnum(
-        ["single-server", "service"], "single-server", config=True,
+        ["single-server", "service", "hub-user"], "single-server", config=True,
         help="'single-server': this server's own scheduler (the embedded default). 'service': the one shared "
         "scheduler of a JupyterHub, run as a hub-managed service by `jupyter hetero service` (hub users are who "
-        "the hub says, their groups map to tenants; no one is the server's owner).",
+        "the hub says, their groups map to tenants; no one is the server's owner). 'hub-user': a hub user's "
+        "server with no scheduler of its own, passing every hetero API call to the service at service_url "
+        "(the default when service_url is set).",
+    )
+    service_url = Unicode(
+        config=True,
+        help="URL of the hub's hetero service (e.g. http://127.0.0.1:10101/services/hetero/), for a hub user's "
+        "server; defaults to $JUPYTER_HETERO_SERVICE_URL. Its calls carry the server's hub token "
+        "($JUPYTERHUB_API_TOKEN), which needs the scope access:services!service=hetero (Spawner.server_token_scopes).",
     )
     owner_is_platform_admin = Bool(
         config=True,
@@ -176,6 +186,14 @@ class HeteroApp(ExtensionApp):
             raise TraitError(f"preemption_window must not be negative, not {proposal['value']}")
         return proposal["value"]
 
+    @default("service_url")
+    def _default_service_url(self) -> str:
+        return os.environ.get("JUPYTER_HETERO_SERVICE_URL", "")
+
+    @default("mode")
+    def _default_mode(self) -> str:
+        return "hub-user" if self.service_url else "single-server"
+
     @default("owner_is_platform_admin")
     def _default_owner_is_platform_admin(self) -> bool:
         return self.mode != "service"
@@ -196,6 +214,9 @@ class HeteroApp(ExtensionApp):
         return str(Path(jupyter_data_dir()) / "hetero" / "work")
 
     def initialize_settings(self) -> None:
+        if self.mode == "hub-user":
+            self._forward_to_service()
+            return
         backend = self._backend()
         if backend.name == "local":
             seen = NodesSeen(self._node_capabilities(), {})
@@ -280,12 +301,21 @@ class HeteroApp(ExtensionApp):
             nodes += load_emulated_nodes(list(self.emulated_nodes))
         return nodes
 
+    def _forward_to_service(self) -> None:
+        token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+        if not self.service_url or not token:
+            raise TraitError("HeteroApp.mode 'hub-user' needs service_url (or $JUPYTER_HETERO_SERVICE_URL) and the "
+                             "server's hub token $JUPYTERHUB_API_TOKEN")
+        self.settings["hetero_service"] = HubService(self.service_url, token)
+        self.log.info("jupyter-hetero: every hetero API call goes to the hub's service at %s", self.service_url)
+
     def initialize_handlers(self) -> None:
-        self.handlers.extend(default_handlers)
+        self.handlers.extend(forward_handlers if self.mode == "hub-user" else default_handlers)
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:
         # Reconcile with what survived a restart, and schedule, as soon as the server runs.
-        self.settings["hetero_platform"].loop.start()
+        if "hetero_platform" in self.settings:
+            self.settings["hetero_platform"].loop.start()
 
     async def stop_extension(self) -> None:
         platform = self.settings.get("hetero_platform")

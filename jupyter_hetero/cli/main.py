@@ -6,6 +6,7 @@
     jupyter hetero k8s render --template fine-tuning [--flavor a100-80g] [--kernel]
     jupyter hetero export kueue [--catalog FILE] [--namespace hetero-{tenant}] [-o DIR]
     jupyter hetero hub-config [--z2jh]
+    jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
 
 from __future__ import annotations

@@ -58,7 +58,9 @@ def current_kernels() -> KernelService:
         return _current["service"]
     except KeyError:
         raise RuntimeError(
-            "the hetero kernel provisioner needs the jupyter_hetero server extension, which is not loaded here"
+            "the hetero kernel provisioner needs the jupyter_hetero server extension with a scheduler of its own; "
+            "it is not loaded here, or this is a JupyterHub user's server, whose work the hub's hetero service "
+            "places (choose a hetero profile when starting the server)"
         ) from None
 
 

@@ -28,9 +28,14 @@ def hub(tmp_path_factory):
                f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
                f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
                "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2"]
+    port = free_port()
+    # Users reach the service; their servers' tokens do too, and the servers are told where it is.
     service = f"""
-c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{free_port()}", "command": {command!r}}})
+c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
 c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero"]}})
+c.JupyterHub.load_roles.append({{"name": "server", "scopes": ["users:activity!user", "access:servers!server",
+                                                            "access:services!service=hetero"]}})
+c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "http://127.0.0.1:{port}/services/hetero/"}}
 """
     with HubProcess.start(root, groups={"nlp-team": ["bob"]}, users=("alice", "carol", "eve"),
                           extra_config=service) as running:
@@ -95,3 +100,23 @@ def test_a_tenants_quota_holds_across_its_users(hub):
     assert any("quota" in blocker["message"] for blocker in waiting["blockers"]), waiting
     for user, workload in (("alice", first), ("carol", second)):
         assert hub_call(hub, user, f"workloads/{workload['id']}", "DELETE")[0] in (200, 202, 204)
+
+
+def test_a_users_server_passes_the_hetero_api_to_the_service_as_its_user(hub):
+    hub.spawn("alice")
+    hub.spawn("bob")
+    own = "user/alice/hetero/api/v1/"
+    status, version = hub.get(own + "version", hub.tokens["alice"])
+    assert (status, version["mode"]) == (200, "service")  # the service's answer, through alice's server
+    status, me = hub.get(own + "tenants/me", hub.tokens["alice"])
+    assert (status, me["user"], me["tenant"]) == (200, "alice", "vision")
+    status, job = hub._request(own + "workloads", "POST", {
+        "kind": "job", "template": "data-preprocessing", "command": ["python", "-c", "print('via my server')"]},
+        token=hub.tokens["alice"], check=False, with_status=True)
+    assert status in (200, 201), job
+    done = until_state(hub, "alice", job["id"], ("succeeded", "failed"))  # asked of the service itself
+    assert (done["state"], done["user"]) == ("succeeded", "alice")
+    status, log = hub.get(own + f"workloads/{job['id']}/logs", hub.tokens["alice"])
+    assert status == 200 and "via my server" in log
+    status, _answer = hub.get(f"user/bob/hetero/api/v1/workloads/{job['id']}", hub.tokens["bob"])
+    assert status in (403, 404)  # bob's server asks as bob

@@ -1,0 +1,111 @@
+"""In a JupyterHub user's server: every hetero API call goes to the hub's one hetero service, as this user.
+
+The panel and the magics call ``/hetero/api/v1/...`` on their own server as everywhere; here that
+server has no scheduler of its own and passes each call on, method, query, body and language
+unchanged, with the server's hub token (the user's, scoped to reach the service), and relays the
+answer as it comes (a followed log included). The service decides who the user is and what they may do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import httpclient, web
+
+from .base import API_PREFIX
+
+__all__ = ["HubService", "forward_handlers"]
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_RELAYED_HEADERS = frozenset({"content-type", "content-disposition", "cache-control"})
+
+
+@dataclass(frozen=True)
+class HubService:
+    """Where the hub's hetero service answers, and the token this server reaches it with."""
+
+    url: str  # e.g. http://hub:8081/services/hetero/
+    token: str
+
+    def endpoint(self, path: str, query: str) -> str:
+        return f"{self.url.rstrip('/')}/{API_PREFIX}/{path}" + (f"?{query}" if query else "")
+
+
+class ForwardHandler(ExtensionHandlerMixin, APIHandler):
+    auth_resource = "hetero"
+
+    @property
+    def service(self) -> HubService:
+        return self.settings["hetero_service"]
+
+    @web.authenticated
+    @authorized
+    async def get(self, path: str) -> None:
+        await self._forward(path)
+
+    @web.authenticated
+    @authorized
+    async def post(self, path: str) -> None:
+        await self._forward(path)
+
+    @web.authenticated
+    @authorized
+    async def put(self, path: str) -> None:
+        await self._forward(path)
+
+    @web.authenticated
+    @authorized
+    async def patch(self, path: str) -> None:
+        await self._forward(path)
+
+    @web.authenticated
+    @authorized
+    async def delete(self, path: str) -> None:
+        await self._forward(path)
+
+    async def _forward(self, path: str) -> None:
+        method = self.request.method
+        headers = {"Authorization": f"token {self.service.token}"}
+        for name in ("Content-Type", "Accept-Language", "Accept"):
+            if name in self.request.headers:
+                headers[name] = self.request.headers[name]
+        started: list[bool] = []
+
+        def header(line: str) -> None:
+            # The status line and each header of the service's answer, before its body.
+            line = line.strip()
+            if line.startswith("HTTP/"):
+                self.set_status(int(line.split()[1]))
+            elif ":" in line:
+                name, _, value = line.partition(":")
+                if name.strip().lower() in _RELAYED_HEADERS:
+                    self.set_header(name.strip(), value.strip())
+
+        def relay(chunk: bytes) -> None:
+            started.append(True)
+            self.write(chunk)
+            self.flush()
+
+        request = httpclient.HTTPRequest(
+            self.service.endpoint(path, self.request.query), method=method, headers=headers,
+            body=self.request.body if method in _BODY_METHODS else None, allow_nonstandard_methods=True,
+            header_callback=header, streaming_callback=relay, request_timeout=3600, connect_timeout=10,
+        )
+        try:
+            await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
+        except OSError as exc:
+            if started:
+                return  # the answer was under way: it ends where the connection did
+            self.set_status(502)
+            self.set_header("Content-Type", "application/json")
+            self.write(json.dumps({"message": f"the hub's hetero service did not answer: {exc}",
+                                   "message_zh": f"JupyterHub 的 hetero 服务没有响应：{exc}",
+                                   "reason": "service-unreachable"}))
+        self.finish()
+
+
+forward_handlers = [(rf"/{API_PREFIX}/(.*)", ForwardHandler)]
