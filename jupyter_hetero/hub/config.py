@@ -41,6 +41,8 @@ c.JupyterHub.load_roles = [
 # Users reach the service (panel, magics, kernels), and their servers' tokens may look it up.
 c.JupyterHub.extra_user_scopes = {user_scopes}
 c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", *c.JupyterHub.extra_user_scopes]
+# Users' servers have no scheduler of their own: the extension passes every hetero call to the service.
+c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "{server_url}"}}
 
 # Servers from the tenant's profiles: live capacity and ETA, over-quota choices refused.
 c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroKubeSpawner"
@@ -55,7 +57,10 @@ c.HeteroHub.service_url = "http://127.0.0.1:{port}/services/hetero/"
 
 def hub_config(*, z2jh: bool = False, port: int = SERVICE_PORT) -> str:
     """The fragment (Python) or, with ``z2jh``, the Helm values (YAML) wiring jupyter-hetero into a hub."""
-    fragment = _FRAGMENT.format(port=port, service_scopes=json.dumps(SERVICE_SCOPES), user_scopes=json.dumps(USER_SCOPES))
+    # Users' servers reach the service where the hub runs it: beside them, or in the hub's pod (Z2JH).
+    server_url = f"http://{'hub' if z2jh else '127.0.0.1'}:{port}/services/hetero/"
+    fragment = _FRAGMENT.format(port=port, service_scopes=json.dumps(SERVICE_SCOPES),
+                                user_scopes=json.dumps(USER_SCOPES), server_url=server_url)
     if not z2jh:
         return fragment
     # The chart makes the service's token and proxy route from its values; the rest is Python config.
