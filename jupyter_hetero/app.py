@@ -83,6 +83,12 @@ class HeteroApp(ExtensionApp):
         "server with no scheduler of its own, passing every hetero API call to the service at service_url "
         "(the default when service_url is set).",
     )
+    user_root_template = Unicode(
+        "", config=True,
+        help="The hub service: the directory of each user's files (the scripts, notebooks and working directories "
+        "their jobs name), '{username}' replaced, e.g. /home/{username}: their server's root. Empty: the server's "
+        "own root directory, for everyone.",
+    )
     service_url = Unicode(
         config=True,
         help="URL of the hub's hetero service (e.g. http://127.0.0.1:10101/services/hetero/), for a hub user's "
@@ -237,6 +243,7 @@ class HeteroApp(ExtensionApp):
             inventory=inventory,
             backend=backend,
             mode=self.mode,
+            user_root_template=self.user_root_template,
             clock=clock,
             work_dir=Path(self.work_dir),
             root_dir=Path(self.serverapp.root_dir),

@@ -52,6 +52,7 @@ class Platform:
     engine_process_start_s: float = 30.0  # a new child's allowance for its first answer, on top
     interval_s: float = 2.0
     mode: str = "single-server"
+    user_root_template: str = ""  # the hub service: where each user's files are ("/home/{username}")
     platform_admins: frozenset[str] = frozenset()
     owner_is_platform_admin: bool = True
     owner: str = "owner"
@@ -92,7 +93,7 @@ class Platform:
         self.backend.start(wake=self.loop.wake)  # a change in what the backend watches asks for a tick
         self.workloads = WorkloadService(
             self.catalog, self.repository, self.access, self.root_dir,
-            pending_info=self.scheduler.waiting, wake=self.loop.wake,
+            pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=self.user_root_template,
         )
 
     @property

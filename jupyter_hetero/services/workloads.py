@@ -39,11 +39,13 @@ class WorkloadService:
     """The workloads API: everything but the scheduling loop."""
 
     def __init__(self, catalog: Catalog, repository: Repository, access: Access, root_dir: Path,
-                 pending_info: Callable[[int], Pending | None], wake: Callable[[], None]):
+                 pending_info: Callable[[int], Pending | None], wake: Callable[[], None], user_root_template: str = ""):
         self.catalog = catalog
         self.repository = repository
         self.access = access
         self.root_dir = root_dir.resolve()
+        # The hub service reads each user's files where their server keeps them ("/home/{username}").
+        self.user_root_template = user_root_template
         self.pending_info = pending_info
         self.wake = wake
 
@@ -67,7 +69,7 @@ class WorkloadService:
             self.access.deny(identity, "workload.submit", f"template/{template.name}",
                              Message(N_("tenant {tenant} has no quota for any flavor of template {template} ({flavors})"),
                                      tenant=tenant.name, template=template.name, flavors=", ".join(resolved.flavors)))
-        spec = self._spec(body)
+        spec = self._spec(body, self._root_of(identity))
         runtime = self._duration(body.runtime, "runtime")
         row = WorkloadRow(
             kind=body.kind, name=body.name, tenant=tenant.name, user=identity.user, template=template.name,
@@ -124,9 +126,19 @@ class WorkloadService:
         except ValueError as exc:
             raise InvalidRequest(Message(N_("{field}: {problem}"), field=field, problem=exc), field=field) from None
 
-    def _inside_root(self, relative: str, field: str, suffix: str | None = None) -> Path:
-        path = (self.root_dir / relative).resolve()
-        if not path.is_relative_to(self.root_dir):
+    def _root_of(self, identity: Identity) -> Path:
+        """Where the submitter's files are: the server's root, or (the hub service) their own."""
+        if not self.user_root_template:
+            return self.root_dir
+        if not identity.user or "/" in identity.user or identity.user.startswith("."):
+            raise InvalidRequest(Message(N_("user name {user!r} cannot name a directory"), user=identity.user),
+                                 field="user")
+        return Path(self.user_root_template.replace("{username}", identity.user)).resolve()
+
+    def _inside_root(self, relative: str, field: str, suffix: str | None = None, root: Path | None = None) -> Path:
+        root = root or self.root_dir
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root):
             raise InvalidRequest(Message(N_("{field}: {path!r} is outside the server's root directory"), field=field,
                                          path=relative), field=field)
         if suffix is not None:
@@ -138,7 +150,7 @@ class WorkloadService:
                                      field=field)
         return path
 
-    def _spec(self, body: SubmitWorkload) -> dict[str, Any]:
+    def _spec(self, body: SubmitWorkload, root: Path) -> dict[str, Any]:
         for name in body.env:
             if not name.isidentifier():
                 raise InvalidRequest(Message(N_("env: {name!r} is not a valid variable name"), name=name),
@@ -146,14 +158,17 @@ class WorkloadService:
             if name in _RESERVED_ENV or name.startswith("HETERO_"):
                 raise InvalidRequest(Message(N_("env: {name} is set by the scheduler for the job's placement"), name=name),
                                      field=f"env.{name}")
-        cwd = self._inside_root(body.cwd or ".", "cwd")
-        if not cwd.is_dir():
-            raise InvalidRequest(Message(N_("cwd: {cwd!r} is not a directory"), cwd=body.cwd), field="cwd")
-        spec: dict[str, Any] = {"payload": body.payload, "env": body.env, "cwd": str(cwd)}
+        if body.cwd:
+            cwd = self._inside_root(body.cwd, "cwd", root=root)
+            if not cwd.is_dir():
+                raise InvalidRequest(Message(N_("cwd: {cwd!r} is not a directory"), cwd=body.cwd), field="cwd")
+        else:  # the root; on the hub service a user who never started a server has none: the attempt's folder
+            cwd = root if root.is_dir() else None
+        spec: dict[str, Any] = {"payload": body.payload, "env": body.env, "cwd": str(cwd) if cwd else ""}
         if body.command is not None:
             spec["command"] = body.command
         elif body.script is not None:
-            spec["script"] = {"path": str(self._inside_root(body.script.path, "script.path", ".py")),
+            spec["script"] = {"path": str(self._inside_root(body.script.path, "script.path", ".py", root)),
                               "args": body.script.args}
         elif body.code is not None:
             try:
@@ -163,7 +178,7 @@ class WorkloadService:
                                              problem=exc.msg), field="code") from None
             spec["code"] = body.code
         else:
-            path = self._inside_root(body.notebook.path, "notebook.path", ".ipynb")
+            path = self._inside_root(body.notebook.path, "notebook.path", ".ipynb", root)
             try:
                 cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
             except (ValueError, KeyError, OSError):

@@ -27,7 +27,8 @@ def hub(tmp_path_factory):
     command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
                f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
                f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
-               "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2"]
+               "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
+               f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}"]
     port = free_port()
     # Users reach the service; their servers' tokens do too, and the servers are told where it is.
     service = f"""
@@ -120,3 +121,18 @@ def test_a_users_server_passes_the_hetero_api_to_the_service_as_its_user(hub):
     assert status == 200 and "via my server" in log
     status, _answer = hub.get(f"user/bob/hetero/api/v1/workloads/{job['id']}", hub.tokens["bob"])
     assert status in (403, 404)  # bob's server asks as bob
+
+
+def test_a_users_files_are_read_from_their_own_root_and_nowhere_else(hub):
+    homes = hub.root / "homes"
+    for user in ("alice", "bob"):
+        (homes / user).mkdir(parents=True, exist_ok=True)
+        (homes / user / "mine.py").write_text(f"print('{user} wrote this')\n", encoding="utf-8")
+    status, job = hub_call(hub, "alice", "workloads", "POST",
+                           {"kind": "job", "template": "data-preprocessing", "script": {"path": "mine.py"}})
+    assert status in (200, 201), job
+    until_state(hub, "alice", job["id"], ("succeeded",))
+    assert "alice wrote this" in hub_call(hub, "alice", f"workloads/{job['id']}/logs")[1]
+    status, error = hub_call(hub, "alice", "workloads", "POST",
+                             {"kind": "job", "template": "data-preprocessing", "script": {"path": "../bob/mine.py"}})
+    assert status == 400 and "outside" in error["message"] and error.get("field") == "script.path", error
