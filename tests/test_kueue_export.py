@@ -493,3 +493,20 @@ def test_cli_reports_a_bad_namespace_or_catalog(tmp_path):
     assert result.returncode == 1 and "not a DNS label" in result.stderr
     result = hetero("export", "kueue", "--catalog", str(tmp_path / "missing.yaml"))
     assert result.returncode == 1 and "cannot read file" in result.stderr
+
+
+def test_pods_of_a_kueue_queue_name_the_exported_local_queue_and_priority_class(tmp_path):
+    from jupyter_hetero.catalog import load_catalog
+    from jupyter_hetero.cli.k8s import render
+    from jupyter_hetero.export.kueue import kueue_objects, pod_admission
+
+    catalog = load_catalog(team_catalog(tmp_path, queues={"batch": {"kueue_queue": "vision-batch"}}))
+    batch, experiment = catalog.queue("batch"), catalog.queue("experiment")
+    assert pod_admission(experiment) == (None, None)  # this engine alone admits it
+    queue_name, priority_class = pod_admission(batch)
+    exported = kueue_objects(catalog)
+    assert queue_name in {o["metadata"]["name"] for o in exported if o["kind"] == "LocalQueue"}
+    assert priority_class in {o["metadata"]["name"] for o in exported if o["kind"] == "WorkloadPriorityClass"}
+    [pod] = render(catalog, "data-preprocessing")  # its queue is batch: the backend's own factory
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == queue_name
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == priority_class

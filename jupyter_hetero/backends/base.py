@@ -54,6 +54,7 @@ class Placed:
     accelerator: Accelerator | None = None
     priority_class: str | None = None
     kueue_queue: str | None = None
+    kueue_priority_class: str | None = None
 
 
 @dataclass(frozen=True)

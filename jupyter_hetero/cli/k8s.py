@@ -19,6 +19,7 @@ from ..backends.kubernetes.config import KubernetesConfig
 from ..backends.kubernetes.factory import PodFactory
 from ..capability import Accelerator, AcceleratorFamily, NodeCapability
 from ..catalog import Catalog, CatalogError, Flavor, load_catalog
+from ..export.kueue import pod_admission
 from ..services.resolve import resolve
 
 __all__ = ["add_k8s_parser", "render", "synthetic_node"]
@@ -71,6 +72,7 @@ def render(catalog: Catalog, template_name: str, *, flavor_name: str | None = No
                          f"of HAMi-shared NVIDIA GPUs, not of flavor {flavor_name!r}'s")
     variant = template.variant_for(node.family)
     queue = catalog.queue(template.queue)
+    kueue_queue, kueue_priority_class = pod_admission(queue)
     per_device = request.device_memory_mib or 0
     devices = ((1000, per_device),) * request.devices if request.devices else (
         ((request.device_milli, per_device),) if request.device_milli else ())
@@ -79,7 +81,8 @@ def render(catalog: Catalog, template_name: str, *, flavor_name: str | None = No
         user=user, queue=template.queue, template=template.name, flavor=flavor_name,
         replicas=1 if kernel else request.replicas, image=variant.image if variant else "",
         cpu_milli=request.cpu_milli, memory_mib=request.memory_mib, devices=devices, accelerator=node.accelerator,
-        priority_class=queue.priority_class if queue else None, kueue_queue=queue.kueue_queue if queue else None,
+        priority_class=queue.priority_class if queue else None, kueue_queue=kueue_queue,
+        kueue_priority_class=kueue_priority_class,
     )
     factory = PodFactory(config or KubernetesConfig(), work_dir="/srv/hetero/work")
     env = dict(variant.env) if variant else {}

@@ -101,6 +101,14 @@ def priority_class_name(queue: Queue, prefix: str = DEFAULT_PREFIX) -> str:
     return _dns_name(prefix + queue.name)
 
 
+def pod_admission(queue: Queue | None) -> tuple[str | None, str | None]:
+    """The LocalQueue and WorkloadPriorityClass a queue's pods name when Kueue admits them (its
+    ``kueue_queue`` is set), as this export makes them; (None, None) when this engine alone admits."""
+    if queue is None or not queue.kueue_queue:
+        return None, None
+    return local_queue_name(queue), priority_class_name(queue)
+
+
 def device_resource(flavor: Flavor) -> str | None:
     """The device plugin's extended resource of a flavor's devices; None for a CPU flavor."""
     family = flavor.family.value

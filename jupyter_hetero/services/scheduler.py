@@ -21,6 +21,7 @@ from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
+from ..export.kueue import pod_admission
 from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
 from .engine_mirror import MirroredWorkload, SnapshotDelta
@@ -496,11 +497,13 @@ class Scheduler:
         variant = template.variant_for(view.capability.family) if (template and view) else None
         queue = self.catalog.queue(row.queue)
         request = engine_workload(row, None, 0).request
+        kueue_queue, kueue_priority_class = pod_admission(queue)
         return Placed(
             kind=row.kind, tenant=row.tenant, user=row.user, queue=row.queue, template=row.template, flavor=flavor,
             replicas=replicas, image=variant.image if variant else "", cpu_milli=request.cpu, memory_mib=request.mem,
             devices=tuple((milli, mem) for _index, milli, mem in slot.devices), accelerator=accelerator,
-            priority_class=queue.priority_class if queue else None, kueue_queue=queue.kueue_queue if queue else None,
+            priority_class=queue.priority_class if queue else None, kueue_queue=kueue_queue,
+            kueue_priority_class=kueue_priority_class,
         )
 
     # -- monitor -----------------------------------------------------------------------------

@@ -45,6 +45,7 @@ class PodFactory:
             namespace=self.config.namespace_for(placed.tenant), service_account=self.config.service_account or None,
             image_pull_secrets=tuple(self.config.image_pull_secrets), tolerations=tuple(self.config.tolerations),
             priority_class=placed.priority_class, kueue_queue=placed.kueue_queue,
+            kueue_priority_class=placed.kueue_priority_class,
             run_as_user=self.config.run_as_user, volumes=tuple(volumes),
         )
 

@@ -70,6 +70,7 @@ from .identity import (
 
 __all__ = [
     "KERNEL_CONNECTION_DIR",
+    "KUEUE_PRIORITY_LABEL",
     "KUEUE_QUEUE_LABEL",
     "MANAGED_BY",
     "WORKLOAD_ANNOTATION",
@@ -91,6 +92,7 @@ __all__ = [
 
 KERNEL_CONNECTION_DIR = "/var/run/hetero/kernel"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 _CONNECTION_KEY = "connection.json"
 _CONNECTION_VOLUME = "kernel-connection"
 
@@ -105,6 +107,7 @@ class PodSettings:
     tolerations: tuple[dict, ...] = ()  # V1Toleration-shaped dicts (camelCase keys)
     priority_class: str | None = None
     kueue_queue: str | None = None  # set -> label kueue.x-k8s.io/queue-name
+    kueue_priority_class: str | None = None  # with it -> label kueue.x-k8s.io/priority-class
     run_as_user: int = 1000
     volumes: tuple[dict, ...] = ()  # {"name", "mount_path", one of "claim" | "host_path", "read_only"?}
     owner: dict | None = None  # an ownerReference dict (apiVersion, kind, name, uid)
@@ -242,6 +245,8 @@ def _pod(
     labels = labels_of(identity)
     if settings.kueue_queue:
         labels[KUEUE_QUEUE_LABEL] = settings.kueue_queue
+        if settings.kueue_priority_class:
+            labels[KUEUE_PRIORITY_LABEL] = settings.kueue_priority_class
     mounted = [_volume(spec) for spec in settings.volumes] + list(volumes)
     container = V1Container(
         name=identity.kind,

@@ -51,6 +51,7 @@ FULL = PodSettings(
     tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
     priority_class="hetero-batch",
     kueue_queue="vision-batch",
+    kueue_priority_class="hetero-batch",
     run_as_user=2000,
     volumes=(
         {"name": "checkpoints", "mount_path": "/checkpoints", "claim": "vision-checkpoints"},
@@ -160,6 +161,7 @@ def test_a_job_replica_is_the_whole_pod_the_engine_placed():
                 "hetero.jupyter.org/attempt": "2",
                 "hetero.jupyter.org/replica": "1",
                 "kueue.x-k8s.io/queue-name": "vision-batch",
+                "kueue.x-k8s.io/priority-class": "hetero-batch",
             },
             "annotations": {"hetero.jupyter.org/workload": annotation(JOB)},
             "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "hetero-owner", "uid": "0a1b-2c3d"}],
@@ -277,6 +279,7 @@ def test_optional_settings_leave_no_trace_when_unset():
                    "hostname", "subdomain"):
         assert absent not in pod["spec"], absent
     assert "kueue.x-k8s.io/queue-name" not in pod["metadata"]["labels"]
+    assert "kueue.x-k8s.io/priority-class" not in pod["metadata"]["labels"]
     assert "ownerReferences" not in pod["metadata"]
     assert pod["spec"]["automountServiceAccountToken"] is False
 
