@@ -28,7 +28,7 @@ from typing import Any
 from ..conftest import REPO
 from ..harness import free_port
 
-__all__ = ["CHP", "HubProcess"]
+__all__ = ["CHP", "HubProcess", "hetero_service"]
 
 CHP = REPO / "labextension" / "node_modules" / ".bin" / "configurable-http-proxy"
 PASSWORD = "hetero-test"
@@ -152,6 +152,25 @@ class HubProcess:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}:\n{self.log()}")
             time.sleep(0.2)
+
+
+def hetero_service(root: Path, catalog: str, nodes: Path) -> tuple[str, str]:
+    """The hub configuration that runs `jupyter hetero service` (with ``catalog`` and emulated ``nodes``),
+    lets users and their servers' tokens reach it, and tells the servers where it is; and its URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/services/hetero/"
+    command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
+               f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
+               f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={nodes}",
+               "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
+               f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}"]  # each user's server's root
+    return f"""
+c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
+c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero"]}})
+c.JupyterHub.load_roles.append({{"name": "server", "scopes": ["users:activity!user", "access:servers!server",
+                                                            "access:services!service=hetero"]}})
+c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "{url}"}}
+""", url
 
 
 def _config(root: Path, port: int, hub_port: int, api_port: int, admin_token: str,

@@ -3,15 +3,13 @@ service), each request the hub user it names, their hub groups mapped to tenants
 
 from __future__ import annotations
 
-import sys
 import time
 
 import pytest
 
 from ..builders import team_catalog
 from ..conftest import DEMO_NODES
-from ..harness import free_port
-from .harness import CHP, HubProcess
+from .harness import CHP, HubProcess, hetero_service
 
 pytestmark = pytest.mark.slow
 
@@ -24,20 +22,7 @@ def hub(tmp_path_factory):
         pytest.fail(f"configurable-http-proxy is not installed at {CHP}: run `make install`")
     root = tmp_path_factory.mktemp("hub-service")
     catalog = team_catalog(root)  # vision: alice and carol by name, A100 quota 1; nlp: the hub group nlp-team
-    command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
-               f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
-               f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
-               "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
-               f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}"]
-    port = free_port()
-    # Users reach the service; their servers' tokens do too, and the servers are told where it is.
-    service = f"""
-c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
-c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero"]}})
-c.JupyterHub.load_roles.append({{"name": "server", "scopes": ["users:activity!user", "access:servers!server",
-                                                            "access:services!service=hetero"]}})
-c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "http://127.0.0.1:{port}/services/hetero/"}}
-"""
+    service, _url = hetero_service(root, catalog, DEMO_NODES)
     with HubProcess.start(root, groups={"nlp-team": ["bob"]}, users=("alice", "carol", "eve"),
                           extra_config=service) as running:
         running.tokens = {name: running.token_for(name) for name in ("alice", "carol", "bob", "eve")}

@@ -4,15 +4,13 @@ service, through the user's own server), and submit a job that the service runs.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from playwright.sync_api import expect
 
 from ..builders import team_catalog
 from ..conftest import DEMO_NODES
-from ..harness import free_port, wait_for_lab_shell
-from ..hub.harness import CHP, PASSWORD, HubProcess
+from ..harness import wait_for_lab_shell
+from ..hub.harness import CHP, PASSWORD, HubProcess, hetero_service
 from .conftest import _save_failure_evidence
 from .test_panel_sections import choose_template, open_panel, submit_job, workload_row
 
@@ -27,20 +25,9 @@ def hub(tmp_path_factory):
         pytest.fail(f"configurable-http-proxy is not installed at {CHP}: run `make install`")
     root = tmp_path_factory.mktemp("hub-ui")
     catalog = team_catalog(root)
-    port = free_port()
-    command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
-               f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
-               f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
-               "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
-               f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}"]  # each user's server's root
-    service_url = f"http://127.0.0.1:{port}/services/hetero/"
-    extra = f"""
+    service, service_url = hetero_service(root, catalog, DEMO_NODES)
+    extra = service + f"""
 import jupyter_hetero.hub
-c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
-c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero"]}})
-c.JupyterHub.load_roles.append({{"name": "server", "scopes": ["users:activity!user", "access:servers!server",
-                                                            "access:services!service=hetero"]}})
-c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "{service_url}"}}
 c.Spawner.default_url = "/lab"
 c.Spawner.options_form = jupyter_hetero.hub.options_form
 c.Spawner.options_from_form = jupyter_hetero.hub.options_from_form
