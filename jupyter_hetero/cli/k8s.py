@@ -16,39 +16,15 @@ import yaml
 
 from ..backends.base import Launch, Placed
 from ..backends.kubernetes.config import KubernetesConfig
-from ..backends.kubernetes.factory import PodFactory
-from ..capability import Accelerator, AcceleratorFamily, NodeCapability
-from ..catalog import Catalog, CatalogError, Flavor, load_catalog
+from ..backends.kubernetes.factory import KERNEL_PORTS, PodFactory
+from ..catalog import Catalog, CatalogError, load_catalog
+from ..catalog.synthetic import synthetic_node
 from ..export.kueue import pod_admission
 from ..services.resolve import resolve
 
-__all__ = ["add_k8s_parser", "render", "synthetic_node"]
+__all__ = ["add_k8s_parser", "render"]
 
-# What a synthetic node of a flavor has when the flavor's selector does not say.
-_DEFAULT_MODEL = {
-    AcceleratorFamily.NVIDIA: "A100-SXM4-80GB", AcceleratorFamily.AMD: "MI300X", AcceleratorFamily.ASCEND: "910B3",
-    AcceleratorFamily.CAMBRICON: "MLU370-X8", AcceleratorFamily.HYGON: "K100", AcceleratorFamily.INTEL: "Max-1550",
-}
-_DEVICES = 8
 _SAMPLE_PORTS = (52700, 52701, 52702, 52703, 52704)
-
-
-def synthetic_node(flavor: Flavor, *, shared: bool = False) -> NodeCapability:
-    """A node that the flavor's selector accepts: 8 devices of its first model, 96 cores, 1 TiB; with
-    ``shared``, NVIDIA devices shared by HAMi (the only devices a pod can have a share of)."""
-    selector = flavor.selector
-    accelerator = None
-    if selector.family != AcceleratorFamily.CPU:
-        memory = selector.min_device_memory_mib or selector.max_device_memory_mib or 81920
-        model = selector.models[0] if selector.models else _DEFAULT_MODEL.get(selector.family, "generic")
-        hami = shared and selector.family == AcceleratorFamily.NVIDIA
-        accelerator = Accelerator(vendor=selector.family.value, model=model, count=_DEVICES, memory_mib=memory,
-                                  sharing="milli" if hami else "whole", resource="nvidia.com/gpu" if hami else None)
-    labels = {requirement.key: (requirement.values or ["true"])[0] for requirement in selector.labels
-              if requirement.operator in ("In", "Exists")}
-    return NodeCapability(name=f"synthetic-{flavor.name}", cpu_milli=96_000, memory_mib=1024 * 1024,
-                          arch=(selector.arch or ["x86_64"])[0], labels=labels, accelerator=accelerator,
-                          source="synthetic")
 
 
 def render(catalog: Catalog, template_name: str, *, flavor_name: str | None = None, kernel: bool = False,
@@ -88,7 +64,7 @@ def render(catalog: Catalog, template_name: str, *, flavor_name: str | None = No
     env = dict(variant.env) if variant else {}
     if kernel:
         connection = {"transport": "tcp", "signature_scheme": "hmac-sha256", "key": "<generated at launch>",
-                      **dict(zip(("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"), _SAMPLE_PORTS))}
+                      **dict(zip(KERNEL_PORTS, _SAMPLE_PORTS))}
         objects = factory.kernel_objects(workload_id=0, attempt=1, node=node.name, placed=placed, env=env,
                                          connection=connection)
     else:

@@ -20,7 +20,7 @@ from ..backends.kubernetes.config import DEFAULT_TOLERATIONS
 from ..backends.kubernetes.devices import device_resources
 from ..capability import AcceleratorFamily
 from ..catalog import Catalog, Flavor, Localized, ResourceRequest, Template, Tenant
-from ..cli.k8s import synthetic_node
+from ..catalog.synthetic import synthetic_node
 from ..errors import HeteroError
 from ..services.resolve import resolve
 
