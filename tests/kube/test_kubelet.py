@@ -310,6 +310,19 @@ def test_stop_leaves_nothing_running(kube_api, tmp_path):
     assert leftover_processes(kubelet.root) == []
 
 
+def kernel_info_reply(client) -> bool:
+    from queue import Empty
+
+    client.kernel_info()
+    try:
+        if client.get_shell_msg(timeout=1)["msg_type"] != "kernel_info_reply":
+            return False
+        client.get_iopub_msg(timeout=1)  # IOPub is connected too: the cell's output will not be missed
+        return True
+    except Empty:
+        return False
+
+
 def test_a_kernel_runs_in_a_pod_from_its_mounted_connection_file(kube_api, kubelet, v1):
     from jupyter_client import BlockingKernelClient
 
@@ -326,7 +339,9 @@ def test_a_kernel_runs_in_a_pod_from_its_mounted_connection_file(kube_api, kubel
     client.load_connection_info(connection)
     client.start_channels()
     try:
-        client.wait_for_ready(timeout=20)
+        # Asked on the shell channel until it answers: wait_for_ready also reads a missed heartbeat (a busy
+        # machine misses one now and then) as a dead kernel.
+        until(lambda: kernel_info_reply(client), "the kernel in the pod to answer kernel_info", timeout=60)
         printed = []
 
         def output(message):
