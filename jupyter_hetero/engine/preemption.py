@@ -44,7 +44,9 @@ def preemptible(workload: Workload, policy: QueuePolicy | None) -> bool:
     """Whether the workload's queue lets it be evicted by priority now (idle-only queues: idle kernels only)."""
     if policy is None or not policy.preemptible:
         return False
-    return not (policy.idle_kernels_only and workload.kind == WorkloadKind.KERNEL and not workload.idle)
+    # A user's server is interactive too; it is never marked idle, so idle-only queues never evict it.
+    interactive = workload.kind in (WorkloadKind.KERNEL, WorkloadKind.SERVER)
+    return not (policy.idle_kernels_only and interactive and not workload.idle)
 
 
 def protected_until(workload: Workload, now: float, limit: int, window_s: float) -> float | None:
