@@ -110,7 +110,8 @@ class RequestServer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     template: str = Field(min_length=1)
-    parameters: dict[str, Any] = Field(default_factory=dict, description="Advanced parameters (flavor, devices...).")
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Advanced parameters (devices, cpu...).")
+    flavor: str | None = Field(default=None, description="One of the template's flavors (a profile's); any by default.")
     queue: str | None = Field(default=None, description="Defaults to the template's queue.")
     name: str | None = Field(default=None, max_length=253)
 

@@ -9,6 +9,7 @@ server stops. While held it counts against its tenant's quota like any workload.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,13 @@ class ServerService:
         queue = body.queue or template.queue
         self.workloads.check_access(identity, template.name, queue)
         resolved = resolve(template, body.parameters, self.catalog)
+        if body.flavor is not None:
+            # A spawn profile is one template on one flavor: the server must land on that flavor only.
+            if body.flavor not in resolved.flavors:
+                raise InvalidRequest(Message(N_("flavor {flavor!r} is not one template {template} may use here ({flavors})"),
+                                             flavor=body.flavor, template=template.name,
+                                             flavors=", ".join(resolved.flavors)), field="flavor")
+            resolved = dataclasses.replace(resolved, flavors=(body.flavor,))
         if not any(flavor in identity.tenant.quotas for flavor in resolved.flavors):
             self.workloads.access.deny(
                 identity, "server.request", f"template/{template.name}",

@@ -957,10 +957,15 @@ export interface components {
          */
         RequestServer: {
             template: string;
-            /** @description Advanced parameters (flavor, devices...). */
+            /** @description Advanced parameters (devices, cpu...). */
             parameters?: {
                 [key: string]: unknown;
             };
+            /**
+             * @description One of the template's flavors (a profile's); any by default.
+             * @default null
+             */
+            flavor?: string | null;
             /**
              * @description Defaults to the template's queue.
              * @default null

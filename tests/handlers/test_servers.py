@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("team")
 
-A100 = {"template": "interactive", "parameters": {"flavor": "a100-80g", "devices": 1}}
+A100 = {"template": "interactive", "flavor": "a100-80g", "parameters": {"devices": 1}}
 
 
 async def _placed(wait_for, workload_id: int, user: str) -> dict:
@@ -61,6 +61,8 @@ async def test_only_the_owner_starts_a_server_and_another_tenant_sees_nothing(ap
         pytest.param({"template": "interactive", "image": "x"}, 400, "image", id="unknown field"),
         pytest.param({"template": "interactive", "parameters": {"devices": 99}}, 400, "parameters.devices",
                      id="a parameter out of bounds"),
+        pytest.param({"template": "fine-tuning", "flavor": "cpu-standard"}, 400, "flavor",
+                     id="a flavor the template does not run on"),
     ],
 )
 async def test_bad_server_requests_name_the_field(api_error, body, status, field):
@@ -70,10 +72,9 @@ async def test_bad_server_requests_name_the_field(api_error, body, status, field
 
 
 async def test_a_waiting_server_cannot_start_and_a_job_is_not_a_server(api, api_error, wait_for):
-    big = {"template": "interactive", "parameters": {"flavor": "a100-80g", "devices": 1}}
-    first = await api("servers", "POST", big, as_user="alice")
+    first = await api("servers", "POST", A100, as_user="alice")
     await _placed(wait_for, first["id"], "alice")
-    second = await api("servers", "POST", big, as_user="alice")  # over vision's one A100: waits
+    second = await api("servers", "POST", A100, as_user="alice")  # over vision's one A100: waits
     status, error = await api_error(f"servers/{second['id']}/started", "POST", {}, as_user="alice")
     assert (status, error["reason"]) == (409, "not-placed") and "not placed" in error["message"], error
     abandoned = await api(f"servers/{second['id']}", "DELETE", as_user="alice")

@@ -175,13 +175,34 @@ async def test_placement_pins_the_pod_to_the_placed_node(team, api, hub_settings
         async def placement(self):
             return {"node": "gpu-a100-0"}
 
-    assert await HeteroKubeSpawner.placement(None) is None  # nothing places servers yet
+    assert await spawner_for(hub_settings, "bob", cls=HeteroKubeSpawner).placement() is None  # not placed yet
     alice = spawner_for(hub_settings, "alice", cls=Placed)
     alice.user_options = {"profile": "interactive--a100-80g"}
     await alice.load_user_options()
     pod = as_sent(await alice.get_pod_manifest())
     terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-a100-0"]}]}]
+
+
+async def test_the_kube_spawner_has_the_service_place_its_server_and_pins_the_pod_there(
+        team, api, hub_settings, fake_kubeconfig):
+    from jupyter_hetero.hub import HeteroKubeSpawner
+
+    alice = spawner_for(hub_settings, "alice", cls=HeteroKubeSpawner)
+    alice.user_options = {"profile": "interactive--a100-80g"}
+    await alice.load_user_options()
+    workload = (await alice.hetero_place())["workload"]  # what start() does before KubeSpawner's own start
+    assert (workload["kind"], workload["state"], workload["user"], workload["flavor"]) == (
+        "server", "running", "alice", "a100-80g")
+    placed = await alice.placement()
+    assert placed == {"node": "gpu-a100-0", "devices": [d["index"] for d in workload["placement"]["slots"][0]["devices"]]}
+    pod = as_sent(await alice.get_pod_manifest())
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert all({"key": "metadata.name", "operator": "In", "values": ["gpu-a100-0"]} in t["matchFields"] for t in terms)
+    env = {item["name"]: item.get("value") for item in pod["spec"]["containers"][0]["env"]}
+    assert env["HETERO_WORKLOAD_ID"] == str(workload["id"])
+    await alice.hetero_stop(lambda now: asyncio.sleep(0), now=False)  # KubeSpawner's stop needs a cluster
+    assert (await api(f"workloads/{workload['id']}", as_user="alice"))["state"] == "succeeded"
 
 
 async def test_over_quota_profile_is_shown_last_and_refused(team, api, hub_settings, fake_kubeconfig):
