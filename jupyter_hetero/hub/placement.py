@@ -14,6 +14,7 @@ spawn-pending page meanwhile; ``stop()`` and a failed or cancelled start give it
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -88,11 +89,19 @@ class HeteroPlacement(Configurable):
 
     async def hetero_place(self) -> dict[str, Any]:
         """Ask for the server's workload and wait until it is placed; the service's started answer."""
+        self._hetero_seen = None  # progress() must not show an earlier spawn's placement
         choice = await self.hetero_choice()
-        workload = await self._hetero_call("servers", {
-            "template": choice["template"], "flavor": choice["flavor"], "parameters": choice.get("parameters") or {},
-            "queue": choice.get("queue"), "name": f"server of {self.user.name}" + (f" ({self.name})" if self.name else ""),
-        })
+        try:
+            workload = await self._hetero_call("servers", {
+                "template": choice["template"], "flavor": choice["flavor"],
+                "parameters": choice.get("parameters") or {}, "queue": choice.get("queue"),
+                "name": f"server of {self.user.name}" + (f" ({self.name})" if self.name else ""),
+            })
+        except HTTPClientError as exc:
+            if exc.response is None or exc.code >= 500:
+                raise
+            # The service's own sentence (a forbidden template, a bad parameter) is what the user needs to read.
+            raise ServerNotPlaced(f"the hetero service refused the server: {_message(exc)}") from None
         self.hetero_workload = workload["id"]
         self._hetero_seen = workload
         self.log.info("hetero server workload=%s user=%s template=%s flavor=%s", workload["id"], self.user.name,
@@ -183,6 +192,13 @@ class HeteroPlacement(Configurable):
             await asyncio.sleep(self.hetero_poll_s)
         async for event in super().progress():  # the spawner's own (a pod's events, for KubeSpawner)
             yield event
+
+
+def _message(error: HTTPClientError) -> str:
+    try:
+        return json.loads(error.response.body).get("message") or str(error)
+    except (ValueError, AttributeError):
+        return str(error)
 
 
 class HeteroLocalSpawner(HeteroPlacement, SimpleLocalProcessSpawner):

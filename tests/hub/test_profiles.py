@@ -205,6 +205,20 @@ async def test_the_kube_spawner_has_the_service_place_its_server_and_pins_the_po
     assert (await api(f"workloads/{workload['id']}", as_user="alice"))["state"] == "succeeded"
 
 
+async def test_a_server_the_service_refuses_fails_its_start_with_the_services_reason(
+        team, api, hub_settings, fake_kubeconfig):
+    from jupyter_hetero.hub import HeteroKubeSpawner
+    from jupyter_hetero.hub.placement import ServerNotPlaced
+
+    bob = spawner_for(hub_settings, "bob", cls=HeteroKubeSpawner)
+    # A forged choice: nlp may start no A100 server of a template that runs no kernels.
+    bob.hetero_profile = {"template": "training", "flavor": "a100-80g", "parameters": {}, "queue": None}
+    with pytest.raises(ServerNotPlaced, match="template training does not run servers"):
+        await bob.hetero_place()
+    assert bob.hetero_workload is None
+    assert await api("workloads", as_user="bob", kind="server") == []
+
+
 async def test_over_quota_profile_is_shown_last_and_refused(team, api, hub_settings, fake_kubeconfig):
     job = await api("workloads", "POST", {"kind": "job", "template": "fine-tuning",
                                           "command": ["python", "-c", "import time; time.sleep(60)"]}, as_user="alice")
