@@ -219,6 +219,25 @@ async def test_a_server_the_service_refuses_fails_its_start_with_the_services_re
     assert await api("workloads", as_user="bob", kind="server") == []
 
 
+async def test_a_server_not_placed_within_start_timeout_fails_and_gives_up_its_place(
+        team, api, hub_settings, fake_kubeconfig):
+    from jupyter_hetero.hub import HeteroKubeSpawner
+    from jupyter_hetero.hub.placement import ServerNotPlaced
+
+    holder = spawner_for(hub_settings, "alice", cls=HeteroKubeSpawner)
+    holder.hetero_profile = {"template": "interactive", "flavor": "a100-80g", "parameters": {"devices": 1}}
+    await holder.hetero_place()  # vision's one A100
+    waiter = spawner_for(hub_settings, "carol", cls=HeteroKubeSpawner, start_timeout=2)
+    waiter.hetero_profile = dict(holder.hetero_profile)
+    launched = []
+    with pytest.raises(ServerNotPlaced, match="not placed within 2 s: Waiting in queue experiment"):
+        await waiter.hetero_start(lambda: launched.append(True))
+    assert launched == [] and waiter.hetero_workload is None
+    (gave_up,) = await api("workloads", as_user="carol", kind="server", mine="true")
+    assert gave_up["state"] == "cancelled", gave_up
+    await holder.hetero_release()
+
+
 async def test_over_quota_profile_is_shown_last_and_refused(team, api, hub_settings, fake_kubeconfig):
     job = await api("workloads", "POST", {"kind": "job", "template": "fine-tuning",
                                           "command": ["python", "-c", "import time; time.sleep(60)"]}, as_user="alice")
