@@ -19,7 +19,9 @@ __all__ = [
     "FilesQuery",
     "PreemptQuery",
     "PreviewWorkload",
+    "RequestServer",
     "ScriptSpec",
+    "ServerStarted",
     "StartKernel",
     "SubmitWorkload",
 ]
@@ -100,6 +102,26 @@ class StartKernel(BaseModel):
     wait_timeout: float = Field(default=60, gt=0, le=3600, description="Seconds the start may wait for a placement.")
     kernel_name: str | None = Field(default=None, description="A hetero kernelspec; the generic one by default.")
     path: str | None = Field(default=None, description="Working directory of the kernel, under the server root.")
+
+
+class RequestServer(BaseModel):
+    """``POST /servers``: a hub user's server from an interactive template, placed by the scheduler first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    template: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Advanced parameters (devices, cpu...).")
+    flavor: str | None = Field(default=None, description="One of the template's flavors (a profile's); any by default.")
+    queue: str | None = Field(default=None, description="Defaults to the template's queue.")
+    name: str | None = Field(default=None, max_length=253)
+
+
+class ServerStarted(BaseModel):
+    """``POST /servers/{id}/started``: the spawner started the placed server."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    where: str | None = Field(default=None, max_length=253, description="What runs it (a pid, a pod).")
 
 
 class PreviewWorkload(BaseModel):

@@ -201,6 +201,11 @@ def kernel(wid: int) -> WorkloadBuilder:
     return WorkloadBuilder(wid, WorkloadKind.KERNEL).queue("experiment")
 
 
+def server(wid: int) -> WorkloadBuilder:
+    """A hub user's server, interactive like a kernel."""
+    return WorkloadBuilder(wid, WorkloadKind.SERVER).queue("experiment")
+
+
 class TenantBuilder:
     def __init__(self, name: str):
         self._name, self._cohort, self._weight = name, "default", 1.0

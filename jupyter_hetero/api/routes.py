@@ -19,6 +19,8 @@ from ..models import (
     LogsQuery,
     PreemptQuery,
     PreviewWorkload,
+    RequestServer,
+    ServerStarted,
     StartKernel,
     SubmitWorkload,
 )
@@ -121,6 +123,20 @@ ROUTES: tuple[Route, ...] = (
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
           conflict="No placement within wait_timeout (the message names the blockers and the ETA), or at once when no "
                    "node of the inventory could ever hold the request (the message gives the reason)"),
+    Route("/servers", "post", "requestServer",
+          "A hub spawner asks, as its user, for a server from an interactive template; it waits in the queue like "
+          "any workload (follow it with getWorkload) and counts against the tenant's quota once placed", w.Workload,
+          status=201, body=RequestServer, answer_description="Stored; state is queued",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/servers/{workload_id}/started", "post", "reportServerStarted",
+          "The spawner started the placed server (its owner only); the answer carries the variables its process "
+          "needs, device visibility included", w.StartedServer, body=ServerStarted, path_parameters=_WORKLOAD,
+          answer_description="The server's workload, running, and its environment",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The server's workload is not placed (waiting or ended)"),
+    Route("/servers/{workload_id}", "delete", "releaseServer",
+          "The server stopped, or its start was abandoned: its devices are given back at once", w.Workload,
+          path_parameters=_WORKLOAD, answer_description="The server's workload, ended",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",
           "CPU, memory and (where measurable) device use of exactly this kernel's devices", w.KernelUsage,
           path_parameters={"kernel_id": "string"}, answer_description="Usage", errors=(NOT_FOUND,)),

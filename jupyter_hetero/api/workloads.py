@@ -24,6 +24,7 @@ __all__ = [
     "PreemptionDryRun",
     "Preview",
     "StartedKernel",
+    "StartedServer",
     "Workload",
 ]
 
@@ -222,6 +223,14 @@ class StartedKernel(Answer):
     kernel_id: str
     workload_id: int | None
     placement: Placement | None
+
+
+class StartedServer(Answer):
+    """``POST /servers/{id}/started``: the server's workload, and the variables its process must get."""
+
+    workload: Workload
+    environment: dict[str, str] = Field(description="Placement and, on the scheduler's machine, device visibility "
+                                                    "(CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...).")
 
 
 class KernelUsage(Answer):

@@ -270,6 +270,7 @@ class WorkloadKind(str, Enum):
     KERNEL = "kernel"
     JOB = "job"
     SERVICE = "service"
+    SERVER = "server"  # a hub user's single-user server, started by its spawner once placed
 
 
 class Template(_Model):
@@ -302,6 +303,10 @@ class Template(_Model):
     @property
     def interactive(self) -> bool:
         return WorkloadKind.KERNEL in self.kinds
+
+    def runs(self, kind: WorkloadKind) -> bool:
+        """Whether the template runs ``kind``: interactive templates run users' servers as well as kernels."""
+        return kind in self.kinds or (kind == WorkloadKind.SERVER and self.interactive)
 
 
 class QueueClass(str, Enum):

@@ -62,6 +62,7 @@ class WorkloadKind(str, Enum):
     KERNEL = "kernel"
     JOB = "job"
     SERVICE = "service"
+    SERVER = "server"  # a hub user's single-user server: interactive, like a kernel, but never idle here
 
 
 @dataclass(frozen=True, slots=True)

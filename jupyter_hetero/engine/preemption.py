@@ -44,6 +44,8 @@ def preemptible(workload: Workload, policy: QueuePolicy | None) -> bool:
     """Whether the workload's queue lets it be evicted by priority now (idle-only queues: idle kernels only)."""
     if policy is None or not policy.preemptible:
         return False
+    if workload.kind == WorkloadKind.SERVER:
+        return False  # a hub user's server is stopped by the hub only: nothing here could evict it
     return not (policy.idle_kernels_only and workload.kind == WorkloadKind.KERNEL and not workload.idle)
 
 
@@ -70,6 +72,8 @@ def eviction_reason(preemptor: Workload, victim: Workload, policies: dict[str, Q
     """
     if victim.preempting_until is not None or victim.placement is None or victim.id == preemptor.id:
         return None
+    if victim.kind == WorkloadKind.SERVER:
+        return None  # a hub user's server is stopped by the hub only, whatever it borrowed or reserved
     mine, theirs = policies[preemptor.queue], policies.get(victim.queue)
     if theirs is None or not theirs.preemptible or theirs.priority > mine.priority:
         return None

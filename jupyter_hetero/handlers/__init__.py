@@ -1,6 +1,6 @@
 """Thin REST handlers, one module per resource, under ``/hetero/api/v1``."""
 
-from . import catalog, kernels, meta, nodes, tenants, workloads
+from . import catalog, kernels, meta, nodes, servers, tenants, workloads
 
 __all__ = ["default_handlers"]
 
@@ -11,4 +11,5 @@ default_handlers = [
     *nodes.default_handlers,
     *workloads.default_handlers,
     *kernels.default_handlers,
+    *servers.default_handlers,
 ]

@@ -4,6 +4,8 @@
     c.KubeSpawner.profile_list = jupyter_hetero.hub.profile_list
     c.Spawner.pre_spawn_hook = jupyter_hetero.hub.pre_spawn_hook
 
+    c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroLocalSpawner"   # a single-machine hub
+
 Only this package imports jupyterhub and kubespawner (the ``hub`` extra); the server extension and
 the command line never import it.
 """
@@ -20,7 +22,7 @@ from .service import (
     profile_list,
 )
 
-__all__ = ["HeteroHub", "HeteroKubeSpawner", "SpawnRefused", "build_profiles", "options_form", "options_from_form",
+__all__ = ["HeteroHub", "HeteroKubeSpawner", "HeteroLocalSpawner", "SpawnRefused", "build_profiles", "options_form", "options_from_form",
            "pre_spawn_hook", "profile_list"]
 
 
@@ -30,4 +32,8 @@ def __getattr__(name: str):
         from .spawner import HeteroKubeSpawner
 
         return HeteroKubeSpawner
+    if name == "HeteroLocalSpawner":
+        from .placement import HeteroLocalSpawner
+
+        return HeteroLocalSpawner
     raise AttributeError(name)

@@ -122,9 +122,10 @@ class HeteroHub(LoggingConfigurable):
             self.log.warning("no hetero preview for profiles template=%s error=%s", template, exc)
             return None
 
-    async def _call(self, token: str, route: str, body: dict | None = None) -> Any:
+    async def _call(self, token: str, route: str, body: dict | None = None, method: str | None = None) -> Any:
         request = HTTPRequest(
-            self.service_url.rstrip("/") + "/" + API_PATH + route, method="POST" if body is not None else "GET",
+            self.service_url.rstrip("/") + "/" + API_PATH + route,
+            method=method or ("POST" if body is not None else "GET"),
             body=json.dumps(body) if body is not None else None, request_timeout=self.request_timeout,
             headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
         )

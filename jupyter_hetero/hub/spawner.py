@@ -4,9 +4,9 @@
     c.KubeSpawner.profile_list = jupyter_hetero.hub.profile_list
 
 The profile gives the image, CPU and memory, the device as an extended resource and its tolerations
-(see ``profiles.py``). Once the hetero service admits the server and names a node, the pod gets a
-required affinity to that node (kube-scheduler still binds it; never ``nodeName``), as the backend's
-own pods do (``backends/kubernetes/objects.node_affinity``).
+(see ``profiles.py``). ``start()`` first has the hetero service place the server (``placement.py``);
+once it names a node, the pod gets a required affinity to that node (kube-scheduler still binds it;
+never ``nodeName``), as the backend's own pods do (``backends/kubernetes/objects.node_affinity``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from typing import Any
 from kubespawner import KubeSpawner
 from traitlets import Dict
 
+from .placement import HeteroPlacement
+
 __all__ = ["HeteroKubeSpawner"]
 
 
-class HeteroKubeSpawner(KubeSpawner):
+class HeteroKubeSpawner(HeteroPlacement, KubeSpawner):
     """KubeSpawner over hetero profiles: ``hetero_profile`` is the chosen one's template, flavor, queue."""
 
     hetero_profile = Dict(help="The chosen profile's hetero identifiers (tenant, template, flavor, queue, request); "
@@ -32,12 +34,23 @@ class HeteroKubeSpawner(KubeSpawner):
         self.hetero_profile = copy.deepcopy(self._get_profile(slug, profile_list).get("hetero", {}))
 
     async def placement(self) -> dict[str, Any] | None:
-        """Where the hetero service placed this server: ``{"node": ..., "image"?: ..., "resources"?: {...}}``.
+        """Where the hetero service placed this server: ``{"node": ..., "devices": [...]}``, or None before
+        ``start()`` has it placed (a manifest made outside a start, as in an offline render)."""
+        workload = (self.hetero_started or {}).get("workload") or {}
+        slots = (workload.get("placement") or {}).get("slots") or []
+        if not slots:
+            return None
+        return {"node": slots[0]["node"], "devices": [share["index"] for share in slots[0]["devices"]]}
 
-        None today: the server is not yet a workload the service admits, so the pod goes wherever the
-        profile's resources, tolerations and flavor labels let kube-scheduler put it. Submitting the
-        server and waiting for its admission belong here."""
-        return None
+    async def hetero_choice(self) -> dict[str, Any]:
+        # KubeSpawner has loaded the chosen profile already; its hetero part says what to ask for.
+        return self.hetero_profile or await super().hetero_choice()
+
+    async def start(self):
+        return await self.hetero_start(super().start)
+
+    async def stop(self, now: bool = False) -> None:
+        await self.hetero_stop(super().stop, now)
 
     def apply_placement(self, placement: dict[str, Any]) -> None:
         """Pins the pod to the placed node (a required affinity by name, added to every term) and takes the

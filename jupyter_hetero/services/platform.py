@@ -27,6 +27,7 @@ from .engine_process import EngineProcess
 from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
+from .servers import ServerService
 from .loop import SchedulerLoop
 from .scheduler import Scheduler
 from .workloads import WorkloadService
@@ -95,6 +96,10 @@ class Platform:
             self.catalog, self.repository, self.access, self.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=self.user_root_template,
         )
+        self.servers = ServerService(
+            catalog=self.catalog, repository=self.repository, workloads=self.workloads, clock=self.clock,
+            family_of=self._family_of, devices_visible_here=lambda: self.backend.runs_here, wake=self.loop.wake,
+        )
 
     @property
     def backend_name(self) -> str:
@@ -142,6 +147,10 @@ class Platform:
                 # Jupyter's own kernels and sessions handlers answer HTTP errors; ours would be a 500 there.
                 raise web.HTTPError(403, exc.message) from None
         return self.identify(user or self.owner, frozenset(groups), owner=user is None)
+
+    def _family_of(self, node: str) -> str | None:
+        view = self.inventory.node(node)
+        return view.capability.family.value if view else None
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
         return self.credentials.environment(row.id, env)

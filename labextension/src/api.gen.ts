@@ -332,6 +332,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A hub spawner asks, as its user, for a server from an interactive template; it waits in the queue like any workload (follow it with getWorkload) and counts against the tenant's quota once placed */
+        post: operations["requestServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/servers/{workload_id}/started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The spawner started the placed server (its owner only); the answer carries the variables its process needs, device visibility included */
+        post: operations["reportServerStarted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/servers/{workload_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** The server stopped, or its start was abandoned: its devices are given back at once */
+        delete: operations["releaseServer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/kernels/{kernel_id}/usage": {
         parameters: {
             query?: never;
@@ -901,6 +952,29 @@ export interface components {
             used: components["schemas"]["Resources"];
         };
         /**
+         * RequestServer
+         * @description ``POST /servers``: a hub user's server from an interactive template, placed by the scheduler first.
+         */
+        RequestServer: {
+            template: string;
+            /** @description Advanced parameters (devices, cpu...). */
+            parameters?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description One of the template's flavors (a profile's); any by default.
+             * @default null
+             */
+            flavor?: string | null;
+            /**
+             * @description Defaults to the template's queue.
+             * @default null
+             */
+            queue?: string | null;
+            /** @default null */
+            name?: string | null;
+        };
+        /**
          * ResourceRequest
          * @description What one replica of a workload asks for.
          */
@@ -991,6 +1065,17 @@ export interface components {
             args?: string[];
         };
         /**
+         * ServerStarted
+         * @description ``POST /servers/{id}/started``: the spawner started the placed server.
+         */
+        ServerStarted: {
+            /**
+             * @description What runs it (a pid, a pod).
+             * @default null
+             */
+            where?: string | null;
+        };
+        /**
          * Slot
          * @description One replica's node and devices.
          */
@@ -1034,6 +1119,17 @@ export interface components {
             kernel_id: string;
             workload_id: number | null;
             placement: components["schemas"]["Placement"] | null;
+        };
+        /**
+         * StartedServer
+         * @description ``POST /servers/{id}/started``: the server's workload, and the variables its process must get.
+         */
+        StartedServer: {
+            workload: components["schemas"]["Workload"];
+            /** @description Placement and, on the scheduler's machine, device visibility (CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...). */
+            environment: {
+                [key: string]: string;
+            };
         };
         /**
          * SubmitWorkload
@@ -1247,7 +1343,7 @@ export interface components {
          * WorkloadKind
          * @enum {string}
          */
-        WorkloadKind: "kernel" | "job" | "service";
+        WorkloadKind: "kernel" | "job" | "service" | "server";
         /**
          * WorkloadRequest
          * @description The resolved request of a workload: resources, eligible flavors and the parameters given.
@@ -1846,6 +1942,96 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    requestServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RequestServer"];
+            };
+        };
+        responses: {
+            /** @description Stored; state is queued */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    reportServerStarted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServerStarted"];
+            };
+        };
+        responses: {
+            /** @description The server's workload, running, and its environment */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StartedServer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The server's workload is not placed (waiting or ended) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    releaseServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The server's workload, ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     getKernelUsage: {

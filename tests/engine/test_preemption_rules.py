@@ -8,7 +8,7 @@ import pytest
 
 from jupyter_hetero.engine import Engine, render
 
-from ..builders import ServiceLoop, job, kernel, node, queues, snapshot, tenant
+from ..builders import ServiceLoop, job, kernel, node, queues, server, snapshot, tenant
 
 LENDER_BORROWER = [tenant("lender").quota("a100-80g", devices=2), tenant("borrower").quota("a100-80g", devices=2)]
 
@@ -102,6 +102,14 @@ def _borrowed(builder, own: str = "training"):
                       job(13).queue("urgent").gpus(1).flavors("t4").on("t1", 1)],
                      job(1).tenant("lender").queue("inference").gpus(1).flavors("t4"),
                      [(12, "reservation")], id="so is a busy kernel"),
+        pytest.param(_borrowed(server(11)), job(1).tenant("lender").queue("training").gpus(1),
+                     [], id="a hub user's server keeps even what it borrowed (only the hub stops it)"),
+        pytest.param([server(11).tenant("borrower").idle().gpus(4).on("a1", 0, 1, 2, 3)],
+                     job(1).tenant("lender").queue("urgent").gpus(1), [], id="and is never preempted by priority"),
+        pytest.param([server(12).gpus(1).flavors("t4").on("t1", 0, on_reservation=True),
+                      job(13).queue("urgent").gpus(1).flavors("t4").on("t1", 1)],
+                     job(1).tenant("lender").queue("inference").gpus(1).flavors("t4"),
+                     [], id="nor taken off a reservation"),
     ],
 )
 def test_reclaim_and_reservations_respect_priority_and_the_preemptible_flag(running, pending, victims):

@@ -175,13 +175,67 @@ async def test_placement_pins_the_pod_to_the_placed_node(team, api, hub_settings
         async def placement(self):
             return {"node": "gpu-a100-0"}
 
-    assert await HeteroKubeSpawner.placement(None) is None  # nothing places servers yet
+    assert await spawner_for(hub_settings, "bob", cls=HeteroKubeSpawner).placement() is None  # not placed yet
     alice = spawner_for(hub_settings, "alice", cls=Placed)
     alice.user_options = {"profile": "interactive--a100-80g"}
     await alice.load_user_options()
     pod = as_sent(await alice.get_pod_manifest())
     terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-a100-0"]}]}]
+
+
+async def test_the_kube_spawner_has_the_service_place_its_server_and_pins_the_pod_there(
+        team, api, hub_settings, fake_kubeconfig):
+    from jupyter_hetero.hub import HeteroKubeSpawner
+
+    alice = spawner_for(hub_settings, "alice", cls=HeteroKubeSpawner)
+    alice.user_options = {"profile": "interactive--a100-80g"}
+    await alice.load_user_options()
+    workload = (await alice.hetero_place())["workload"]  # what start() does before KubeSpawner's own start
+    assert (workload["kind"], workload["state"], workload["user"], workload["flavor"]) == (
+        "server", "running", "alice", "a100-80g")
+    placed = await alice.placement()
+    assert placed == {"node": "gpu-a100-0", "devices": [d["index"] for d in workload["placement"]["slots"][0]["devices"]]}
+    pod = as_sent(await alice.get_pod_manifest())
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert all({"key": "metadata.name", "operator": "In", "values": ["gpu-a100-0"]} in t["matchFields"] for t in terms)
+    env = {item["name"]: item.get("value") for item in pod["spec"]["containers"][0]["env"]}
+    assert env["HETERO_WORKLOAD_ID"] == str(workload["id"])
+    await alice.hetero_stop(lambda now: asyncio.sleep(0), now=False)  # KubeSpawner's stop needs a cluster
+    assert (await api(f"workloads/{workload['id']}", as_user="alice"))["state"] == "succeeded"
+
+
+async def test_a_server_the_service_refuses_fails_its_start_with_the_services_reason(
+        team, api, hub_settings, fake_kubeconfig):
+    from jupyter_hetero.hub import HeteroKubeSpawner
+    from jupyter_hetero.hub.placement import ServerNotPlaced
+
+    bob = spawner_for(hub_settings, "bob", cls=HeteroKubeSpawner)
+    # A forged choice: nlp may start no A100 server of a template that runs no kernels.
+    bob.hetero_profile = {"template": "training", "flavor": "a100-80g", "parameters": {}, "queue": None}
+    with pytest.raises(ServerNotPlaced, match="template training does not run servers"):
+        await bob.hetero_place()
+    assert bob.hetero_workload is None
+    assert await api("workloads", as_user="bob", kind="server") == []
+
+
+async def test_a_server_not_placed_within_start_timeout_fails_and_gives_up_its_place(
+        team, api, hub_settings, fake_kubeconfig):
+    from jupyter_hetero.hub import HeteroKubeSpawner
+    from jupyter_hetero.hub.placement import ServerNotPlaced
+
+    holder = spawner_for(hub_settings, "alice", cls=HeteroKubeSpawner)
+    holder.hetero_profile = {"template": "interactive", "flavor": "a100-80g", "parameters": {"devices": 1}}
+    await holder.hetero_place()  # vision's one A100
+    waiter = spawner_for(hub_settings, "carol", cls=HeteroKubeSpawner, start_timeout=2)
+    waiter.hetero_profile = dict(holder.hetero_profile)
+    launched = []
+    with pytest.raises(ServerNotPlaced, match="not placed within 2 s: Waiting in queue experiment"):
+        await waiter.hetero_start(lambda: launched.append(True))
+    assert launched == [] and waiter.hetero_workload is None
+    (gave_up,) = await api("workloads", as_user="carol", kind="server", mine="true")
+    assert gave_up["state"] == "cancelled", gave_up
+    await holder.hetero_release()
 
 
 async def test_over_quota_profile_is_shown_last_and_refused(team, api, hub_settings, fake_kubeconfig):

@@ -1,0 +1,45 @@
+"""Hub users' servers as workloads: what a hetero spawner calls, as the spawning user."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..models import RequestServer, ServerStarted
+from .base import API_PREFIX, HeteroHandler
+from .workloads import _id
+
+
+class ServersHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.body(RequestServer)
+        # Stored in a worker thread like a job's submission; the loop is woken here (see WorkloadsHandler).
+        requested = await self.off_loop(partial(self.platform.servers.request, self.identity, body))
+        self.platform.loop.wake()
+        self.reply(requested, status=201)
+
+
+class ServerHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def delete(self, workload_id: str) -> None:
+        self.reply(self.platform.servers.release(self.identity, _id(workload_id)))
+
+
+class ServerStartedHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self, workload_id: str) -> None:
+        body = self.body(ServerStarted)
+        self.reply(self.platform.servers.started(self.identity, _id(workload_id), body.where))
+
+
+default_handlers = [
+    (rf"/{API_PREFIX}/servers", ServersHandler),
+    (rf"/{API_PREFIX}/servers/(?P<workload_id>[^/]+)", ServerHandler),
+    (rf"/{API_PREFIX}/servers/(?P<workload_id>[^/]+)/started", ServerStartedHandler),
+]
