@@ -33,7 +33,7 @@ from .engine import Engine, Policy
 from .engine.fragmentation import typical_mix
 from .engine.scoring import FragmentationScorer, shape_of
 from .handlers import default_handlers
-from .handlers.forward import HubService, forward_handlers
+from .handlers.forward import HubService, find_service_url, forward_handlers
 from .services.clock import Clock
 from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.inventory import Inventory
@@ -194,7 +194,8 @@ class HeteroApp(ExtensionApp):
 
     @default("service_url")
     def _default_service_url(self) -> str:
-        return os.environ.get("JUPYTER_HETERO_SERVICE_URL", "")
+        # Configured, or (a hub user's server) asked of the hub once, at start-up.
+        return os.environ.get("JUPYTER_HETERO_SERVICE_URL") or find_service_url(os.environ)
 
     @default("mode")
     def _default_mode(self) -> str:

@@ -9,6 +9,8 @@ answer as it comes (a followed log included). The service decides who the user i
 from __future__ import annotations
 
 import json
+import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jupyter_server.auth.decorator import authorized
@@ -18,7 +20,7 @@ from tornado import httpclient, web
 
 from .base import API_PREFIX
 
-__all__ = ["HubService", "forward_handlers"]
+__all__ = ["HubService", "find_service_url", "forward_handlers"]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _RELAYED_HEADERS = frozenset({"content-type", "content-disposition", "cache-control"})
@@ -33,6 +35,22 @@ class HubService:
 
     def endpoint(self, path: str, query: str) -> str:
         return f"{self.url.rstrip('/')}/{API_PREFIX}/{path}" + (f"?{query}" if query else "")
+
+
+def find_service_url(environ: Mapping[str, str], name: str = "hetero", timeout: float = 5.0) -> str:
+    """Where the hub's ``name`` service answers, asked of the hub's API with the server's token (which needs
+    ``read:services!service=<name>``); "" outside a hub, or when the hub has no such service or does not say."""
+    api, token = environ.get("JUPYTERHUB_API_URL"), environ.get("JUPYTERHUB_API_TOKEN")
+    if not api or not token:
+        return ""
+    request = urllib.request.Request(f"{api.rstrip('/')}/services/{name}", headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            service = json.loads(response.read())
+    except (OSError, ValueError):
+        return ""
+    url, prefix = service.get("url"), service.get("prefix") or f"/services/{name}/"
+    return f"{url.rstrip('/')}{prefix}" if url else ""
 
 
 class ForwardHandler(ExtensionHandlerMixin, APIHandler):

@@ -166,10 +166,13 @@ def hetero_service(root: Path, catalog: str, nodes: Path) -> tuple[str, str]:
                f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}"]  # each user's server's root
     return f"""
 c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
-c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero"]}})
+c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero",
+                                                          "read:services!service=hetero"]}})
 c.JupyterHub.load_roles.append({{"name": "server", "scopes": ["users:activity!user", "access:servers!server",
-                                                            "access:services!service=hetero"]}})
-c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "{url}"}}
+                                                            "access:services!service=hetero",
+                                                            "read:services!service=hetero"]}})
+# Told where the service is, but for carol: her server asks the hub's API for it.
+c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": lambda spawner: "" if spawner.user.name == "carol" else "{url}"}}
 """, url
 
 

@@ -121,3 +121,11 @@ def test_a_users_files_are_read_from_their_own_root_and_nowhere_else(hub):
     status, error = hub_call(hub, "alice", "workloads", "POST",
                              {"kind": "job", "template": "data-preprocessing", "script": {"path": "../bob/mine.py"}})
     assert status == 400 and "outside" in error["message"] and error.get("field") == "script.path", error
+
+
+def test_a_users_server_not_told_where_the_service_is_asks_the_hub(hub):
+    hub.spawn("carol")  # her server's environment names no service: it reads GET /hub/api/services/hetero
+    status, version = hub.get("user/carol/hetero/api/v1/version", hub.tokens["carol"])
+    assert (status, version["mode"]) == (200, "service")
+    status, me = hub.get("user/carol/hetero/api/v1/tenants/me", hub.tokens["carol"])
+    assert (status, me["user"], me["tenant"]) == (200, "carol", "vision")
