@@ -92,7 +92,8 @@ class HeteroApp(ExtensionApp):
     service_url = Unicode(
         config=True,
         help="URL of the hub's hetero service (e.g. http://127.0.0.1:10101/services/hetero/), for a hub user's "
-        "server; defaults to $JUPYTER_HETERO_SERVICE_URL. Its calls carry the server's hub token "
+        "server; defaults to $JUPYTER_HETERO_SERVICE_URL, else to what the hub's API says of its 'hetero' service. "
+        "Its calls carry the server's hub token "
         "($JUPYTERHUB_API_TOKEN), which needs the scope access:services!service=hetero (Spawner.server_token_scopes).",
     )
     owner_is_platform_admin = Bool(
