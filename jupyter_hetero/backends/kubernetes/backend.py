@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -336,7 +337,7 @@ class KubernetesBackend:
                     if self._closed.is_set():
                         break
             response.release_conn()
-        except (ApiException, OSError) as exc:
+        except (ApiException, OSError, urllib3.exceptions.HTTPError) as exc:  # a pod deleted mid-stream, say
             log.warning("jupyter-hetero: the log of pod %s could not be followed: %s", key, exc)
         finally:
             self._followers.pop(key, None)
