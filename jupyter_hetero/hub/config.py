@@ -44,23 +44,30 @@ c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server",
 # Users' servers have no scheduler of their own: the extension passes every hetero call to the service.
 c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "{server_url}"}}
 
-# Servers from the tenant's profiles: live capacity and ETA, over-quota choices refused.
-c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroKubeSpawner"
-c.KubeSpawner.profile_list = jupyter_hetero.hub.profile_list
-c.Spawner.pre_spawn_hook = jupyter_hetero.hub.pre_spawn_hook
+# Servers from the tenant's choices (live capacity and ETA), each placed by the service before it starts.
+{spawner}c.Spawner.pre_spawn_hook = jupyter_hetero.hub.pre_spawn_hook  # refuses over-quota choices at once
 c.HeteroHub.service_url = "http://127.0.0.1:{port}/services/hetero/"
 # c.HeteroHub.catalog_file = "/etc/jupyter-hetero/catalog.yaml"  # the service's catalog
-# A hub without Kubernetes: c.JupyterHub.spawner_class = "simple"; c.Spawner.options_form =
-# jupyter_hetero.hub.options_form; c.Spawner.options_from_form = jupyter_hetero.hub.options_from_form
 '''
 
+_KUBE_SPAWNER = """c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroKubeSpawner"
+c.KubeSpawner.profile_list = jupyter_hetero.hub.profile_list
+"""
+# One machine: servers are local processes that see only their devices.
+_LOCAL_SPAWNER = """c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroLocalSpawner"
+c.Spawner.options_form = jupyter_hetero.hub.options_form
+c.Spawner.options_from_form = jupyter_hetero.hub.options_from_form
+"""
 
-def hub_config(*, z2jh: bool = False, port: int = SERVICE_PORT) -> str:
-    """The fragment (Python) or, with ``z2jh``, the Helm values (YAML) wiring jupyter-hetero into a hub."""
+
+def hub_config(*, z2jh: bool = False, local: bool = False, port: int = SERVICE_PORT) -> str:
+    """The fragment (Python) or, with ``z2jh``, the Helm values (YAML) wiring jupyter-hetero into a hub;
+    ``local``: a hub on one machine (local processes) rather than Kubernetes."""
     # Users' servers reach the service where the hub runs it: beside them, or in the hub's pod (Z2JH).
     server_url = f"http://{'hub' if z2jh else '127.0.0.1'}:{port}/services/hetero/"
     fragment = _FRAGMENT.format(port=port, service_scopes=json.dumps(SERVICE_SCOPES),
-                                user_scopes=json.dumps(USER_SCOPES), server_url=server_url)
+                                user_scopes=json.dumps(USER_SCOPES), server_url=server_url,
+                                spawner=_LOCAL_SPAWNER if local and not z2jh else _KUBE_SPAWNER)
     if not z2jh:
         return fragment
     # The chart makes the service's token and proxy route from its values; the rest is Python config.

@@ -347,3 +347,20 @@ async def test_hub_config_fragment_configures_jupyterhub_and_the_spawner(tmp_pat
     spawner = hub.spawner_class(_mock=True, config=hub.config)
     assert spawner.profile_list is profile_list and spawner.pre_spawn_hook is pre_spawn_hook
     assert {"access:servers!server", "read:services!service=hetero"} <= set(spawner.server_token_scopes)
+
+
+def test_hub_config_for_one_machine_configures_the_local_spawner(tmp_path):
+    from jupyterhub.app import JupyterHub
+
+    from jupyter_hetero.hub import HeteroLocalSpawner, options_form, options_from_form
+
+    path = tmp_path / "jupyterhub_config.py"
+    path.write_text(hub_config(local=True))
+    hub = JupyterHub()
+    hub.load_config_file(str(path))
+    assert hub.spawner_class is HeteroLocalSpawner
+    spawner = hub.spawner_class(config=hub.config)
+    assert spawner.options_form is options_form and spawner.options_from_form is options_from_form
+    assert spawner.pre_spawn_hook is pre_spawn_hook
+    assert spawner.environment["JUPYTER_HETERO_SERVICE_URL"] == "http://127.0.0.1:10101/services/hetero/"
+    assert "KubeSpawner" not in path.read_text()
