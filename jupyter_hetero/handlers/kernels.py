@@ -7,10 +7,11 @@ import uuid
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..errors import Conflict, HeteroError, NotFound
+from ..errors import Conflict, HeteroError
 from ..i18n import N_, Message
 from ..models import StartKernel
 from ..services.kernels import KernelWaitTimeout
+from ..services.resolve import known_template
 from .base import API_PREFIX, HeteroHandler
 
 # The kernelspec whose provisioner takes the template and parameters at launch.
@@ -25,10 +26,7 @@ class KernelsHandler(HeteroHandler):
         body = self.body(StartKernel)
         identity = self.identity
         platform = self.platform
-        template = platform.catalog.template(body.template)
-        if template is None:
-            raise NotFound(Message(N_("template {template!r} does not exist"), template=body.template), field="template",
-                           known=[t.name for t in platform.catalog.templates])
+        template = known_template(platform.catalog, body.template)
         if not template.interactive:
             raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"), template=template.name),
                            field="template")

@@ -207,11 +207,7 @@ class KernelService:
         return f"no {row.template} kernel could be placed within {timeout:g} s: {blockers}. ETA {eta}"
 
     def _environment(self, row: WorkloadRow) -> dict[str, str]:
-        placement = placement_from_json(row.placement)
-        env, _measurable = self.scheduler.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
-                                                              attempt=row.attempts or 1)
-        env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
-        return self.seal_environment(row, env)
+        return self.seal_environment(row, self.scheduler.placed_environment(row))
 
     @property
     def pods(self):

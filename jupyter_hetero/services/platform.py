@@ -98,7 +98,7 @@ class Platform:
         )
         self.servers = ServerService(
             catalog=self.catalog, repository=self.repository, workloads=self.workloads, clock=self.clock,
-            family_of=self._family_of, devices_visible_here=lambda: self.backend.runs_here, wake=self.loop.wake,
+            environment_of=self.scheduler.placed_environment, wake=self.loop.wake,
         )
 
     @property
@@ -147,10 +147,6 @@ class Platform:
                 # Jupyter's own kernels and sessions handlers answer HTTP errors; ours would be a 500 there.
                 raise web.HTTPError(403, exc.message) from None
         return self.identify(user or self.owner, frozenset(groups), owner=user is None)
-
-    def _family_of(self, node: str) -> str | None:
-        view = self.inventory.node(node)
-        return view.capability.family.value if view else None
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
         return self.credentials.environment(row.id, env)

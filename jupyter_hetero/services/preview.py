@@ -11,10 +11,10 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..engine import Workload, WorkloadKind, render
-from ..errors import Conflict, NotFound
+from ..errors import Conflict
 from ..i18n import N_, Message
 from .identity import Identity
-from .resolve import resolve
+from .resolve import known_template, resolve
 from .scheduler import Scheduler
 from .snapshot import constraints_for, engine_request
 from .workloads import WorkloadService
@@ -28,10 +28,7 @@ _PREVIEW_ID = -1
 def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: WorkloadService, identity: Identity,
             template: str, parameters: dict[str, Any], queue: str | None, kind: str, now: float,
             language: str = "en") -> dict[str, Any]:
-    found = catalog.template(template)
-    if found is None:
-        raise NotFound(Message(N_("template {template!r} does not exist"), template=template), field="template",
-                       known=[t.name for t in catalog.templates])
+    found = known_template(catalog, template)
     queue_name = queue or found.queue
     workloads.check_access(identity, found.name, queue_name)
     resolved = resolve(found, parameters, catalog)

@@ -13,11 +13,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import AdvancedParameter, Catalog, ResourceRequest, Template
-from ..errors import InvalidRequest
+from ..errors import InvalidRequest, NotFound
 from ..i18n import N_, Message
 from ..units import parse_cpu_milli, parse_duration_s, parse_memory_mib
 
-__all__ = ["Resolved", "resolve"]
+__all__ = ["Resolved", "known_template", "resolve"]
+
+
+def known_template(catalog: Catalog, name: str) -> Template:
+    """The catalog's template of that name; a 404 naming the field and the known ones otherwise."""
+    template = catalog.template(name)
+    if template is None:
+        raise NotFound(Message(N_("template {template!r} does not exist"), template=name), field="template",
+                       known=[t.name for t in catalog.templates])
+    return template
 
 
 @dataclass(frozen=True)

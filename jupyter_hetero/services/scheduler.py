@@ -489,6 +489,15 @@ class Scheduler:
         measurable = bool(view and not view.capability.emulated and family is not None and family.value == "nvidia")
         return env, measurable
 
+    def placed_environment(self, row: WorkloadRow) -> dict[str, str]:
+        """The environment of a workload its caller starts once placed (a kernel, a hub user's server):
+        its one replica's, and where it was placed."""
+        placement = placement_from_json(row.placement)
+        env, _measurable = self.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
+                                                    attempt=row.attempts or 1)
+        env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
+        return env
+
     def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int) -> Placed:
         """What a backend that sizes and labels its units needs to know of one replica."""
         template = self.catalog.template(row.template)

@@ -14,16 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..catalog import Catalog, WorkloadKind
-from ..errors import Conflict, InvalidRequest, NotFound
+from ..errors import Conflict, InvalidRequest
 from ..i18n import N_, Message
 from ..models import RequestServer
 from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import WorkloadRow
 from .clock import Clock
-from .environment import device_environment
 from .identity import Identity
-from .resolve import resolve
-from .snapshot import placement_from_json
+from .resolve import known_template, resolve
 from .workloads import FINAL_STATES, WorkloadService, workload_json
 
 __all__ = ["ServerService"]
@@ -33,22 +31,19 @@ class ServerService:
     """Create, start and release a hub user's server workload, always as that user."""
 
     def __init__(self, *, catalog: Catalog, repository: Repository, workloads: WorkloadService, clock: Clock,
-                 family_of: Callable[[str], str | None], devices_visible_here: Callable[[], bool],
-                 wake: Callable[[], None]):
+                 environment_of: Callable[[WorkloadRow], dict[str, str]], wake: Callable[[], None]):
         self.catalog = catalog
         self.repository = repository
         self.workloads = workloads
         self.clock = clock
-        self.family_of = family_of  # a node's accelerator family, for its devices' visibility variables
-        self.devices_visible_here = devices_visible_here  # False where a device plugin does it (pods)
+        # A placed server's environment, as a kernel's: its devices' visibility variables where the backend
+        # sets them (this machine), not where a device plugin does (pods). No credential: the hub gives one.
+        self.environment_of = environment_of
         self.wake = wake
 
     def request(self, identity: Identity, body: RequestServer) -> dict[str, Any]:
         """Store the server's workload, queued; the engine places it on its next cycle."""
-        template = self.catalog.template(body.template)
-        if template is None:
-            raise NotFound(Message(N_("template {template!r} does not exist"), template=body.template), field="template",
-                           known=[t.name for t in self.catalog.templates])
+        template = known_template(self.catalog, body.template)
         if not template.runs(WorkloadKind.SERVER):
             raise InvalidRequest(Message(N_("template {template} does not run servers; choose an interactive one"),
                                          template=template.name), field="template")
@@ -89,7 +84,7 @@ class ServerService:
                 row.id, event="started", reason=f"server of {row.user} running as {where or 'its spawner says'}",
                 data={"where": where}, state="running", started_at=self.clock.wall(), attempts=(row.attempts or 0) + 1)
             row = self.repository.workload(row.id)
-        return {"workload": workload_json(row), "environment": self._environment(row)}
+        return {"workload": workload_json(row), "environment": self.environment_of(row)}
 
     def release(self, identity: Identity, workload_id: int) -> dict[str, Any]:
         """End the server's workload and give its devices back (a waiting one is simply cancelled)."""
@@ -97,7 +92,7 @@ class ServerService:
         if row.state in FINAL_STATES:
             return workload_json(row)
         why = (f"server stopped by {identity.user}" if row.state in ACTIVE_STATES
-                         else f"server start abandoned by {identity.user} while waiting")
+               else f"server start abandoned by {identity.user} while waiting")
         state = "succeeded" if row.state in ACTIVE_STATES else "cancelled"
         ended = self.repository.update_workload_if(
             row.id, lambda current: current.state in (*ACTIVE_STATES, *PENDING_STATES), event="released", reason=why,
@@ -119,14 +114,3 @@ class ServerService:
             raise InvalidRequest(Message(N_("workload {workload} is a {kind}, not a server"), workload=row.id,
                                          kind=row.kind), field="workload_id")
         return row
-
-    def _environment(self, row: WorkloadRow) -> dict[str, str]:
-        """Where the server was placed, as variables; on this machine, also which devices it may see."""
-        placement = placement_from_json(row.placement)
-        slot = placement.slots[0]
-        env = {"HETERO_WORKLOAD_ID": str(row.id), "HETERO_TENANT": row.tenant, "HETERO_QUEUE": row.queue,
-               "HETERO_TEMPLATE": row.template, "HETERO_FLAVOR": placement.flavor, "HETERO_NODE": slot.node,
-               "HETERO_PLACEMENT": f"{placement.flavor} x{len(slot.devices)}"}
-        if self.devices_visible_here():
-            env.update(device_environment(self.family_of(slot.node) or "cpu", slot.devices))
-        return env

@@ -24,7 +24,7 @@ from ..units import parse_duration_s
 from .access import Access
 from .environment import VISIBILITY
 from .identity import Identity
-from .resolve import resolve
+from .resolve import known_template, resolve
 
 __all__ = ["WorkloadService", "workload_json"]
 
@@ -52,10 +52,7 @@ class WorkloadService:
     # -- submit ------------------------------------------------------------------------------
 
     def submit(self, identity: Identity, body: SubmitWorkload) -> dict[str, Any]:
-        template = self.catalog.template(body.template)
-        if template is None:
-            raise NotFound(Message(N_("template {template!r} does not exist"), template=body.template), field="template",
-                           known=[t.name for t in self.catalog.templates])
+        template = known_template(self.catalog, body.template)
         if WorkloadKind(body.kind) not in template.kinds:
             raise InvalidRequest(Message(N_("template {template} does not run {kind}s (it runs {kinds})"),
                                          template=template.name, kind=body.kind,
