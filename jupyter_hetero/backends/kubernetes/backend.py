@@ -166,7 +166,10 @@ class KubernetesBackend:
         pod = self.pod(handle.pod)
         if pod is None:
             created = self._unseen.get(handle.pod)
-            return created is not None and self.clock() - created < UNSEEN_GRACE_S
+            if created is not None and self.clock() - created >= UNSEEN_GRACE_S:
+                del self._unseen[handle.pod]  # never seen: gone, and forgotten
+                return False
+            return created is not None
         self._unseen.pop(handle.pod, None)
         return pod_state(pod).alive
 
