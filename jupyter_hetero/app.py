@@ -34,6 +34,8 @@ from .engine.fragmentation import typical_mix
 from .engine.scoring import FragmentationScorer, shape_of
 from .handlers import default_handlers
 from .handlers.forward import HubService, find_service_url, forward_handlers
+from .handlers.hub_kernels import hub_kernel_handlers
+from .kernel.hub_kernels import HubKernels
 from .services.clock import Clock
 from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.inventory import Inventory
@@ -152,6 +154,11 @@ class HeteroApp(ExtensionApp):
         help="Seconds of device utilisation below cull_device_idle_pct before a kernel is culled; only where NVML "
         "measures its devices.",
     )
+    kernel_report_grace = Float(
+        30.0, config=True,
+        help="Seconds the hub's service waits for a user's server to report one of its kernels before it takes "
+        "the kernel as gone and releases its devices (servers report every few seconds).",
+    )
     preemption_limit = Int(
         3, config=True,
         help="How many times a workload may be preempted within preemption_window seconds; then it is protected "
@@ -260,6 +267,7 @@ class HeteroApp(ExtensionApp):
             server_token=self.serverapp.identity_provider.token,
             device_idle_pct=self.cull_device_idle_pct,
             device_idle_after_s=self.cull_device_idle_after,
+            kernel_report_grace_s=self.kernel_report_grace,
             identity_provider=self.serverapp.identity_provider,
             workload_env_passthrough=tuple(self.workload_env_passthrough),
         )
@@ -315,18 +323,27 @@ class HeteroApp(ExtensionApp):
         if not self.service_url or not token:
             raise TraitError("HeteroApp.mode 'hub-user' needs service_url (or $JUPYTER_HETERO_SERVICE_URL) and the "
                              "server's hub token $JUPYTERHUB_API_TOKEN")
-        self.settings["hetero_service"] = HubService(self.service_url, token)
+        service = self.settings["hetero_service"] = HubService(self.service_url, token)
+        # Its kernels run here, placed by the service; only this server's passthrough variables reach them.
+        kernels = self.settings["hetero_hub_kernels"] = HubKernels(
+            service, passthrough=self.workload_env_passthrough, environ=os.environ)
+        kernels.attach(self.serverapp.kernel_manager)
+        kernels.register()
         self.log.info("jupyter-hetero: every hetero API call goes to the hub's service at %s", self.service_url)
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(forward_handlers if self.mode == "hub-user" else default_handlers)
+        self.handlers.extend([*hub_kernel_handlers, *forward_handlers] if self.mode == "hub-user" else default_handlers)
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:
         # Reconcile with what survived a restart, and schedule, as soon as the server runs.
         if "hetero_platform" in self.settings:
             self.settings["hetero_platform"].loop.start()
+        if "hetero_hub_kernels" in self.settings:
+            self.settings["hetero_hub_kernels"].start_reporting()
 
     async def stop_extension(self) -> None:
         platform = self.settings.get("hetero_platform")
         if platform is not None:
             await platform.close()
+        if "hetero_hub_kernels" in self.settings:
+            await self.settings["hetero_hub_kernels"].stop_reporting()

@@ -18,10 +18,14 @@ __all__ = [
     "NotebookSpec",
     "FilesQuery",
     "PreemptQuery",
+    "KernelActivity",
+    "KernelReports",
+    "Launched",
     "PreviewWorkload",
+    "RequestKernelPlacement",
+    "ReleaseQuery",
     "RequestServer",
     "ScriptSpec",
-    "ServerStarted",
     "StartKernel",
     "SubmitWorkload",
 ]
@@ -116,12 +120,45 @@ class RequestServer(BaseModel):
     name: str | None = Field(default=None, max_length=253)
 
 
-class ServerStarted(BaseModel):
-    """``POST /servers/{id}/started``: the spawner started the placed server."""
+class Launched(BaseModel):
+    """``POST /servers/{id}/started``, ``POST /kernels/placements/{id}/started``: the caller launches the placed
+    workload (a hub spawner its server, a user's server its kernel)."""
 
     model_config = ConfigDict(extra="forbid")
 
     where: str | None = Field(default=None, max_length=253, description="What runs it (a pid, a pod).")
+
+
+class RequestKernelPlacement(BaseModel):
+    """``POST /kernels/placements``: a hub user's server asks for a kernel's placement; it launches the kernel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    template: str = Field(default="interactive", min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Advanced parameters (devices, cpu...).")
+    queue: str | None = Field(default=None, description="Defaults to the template's queue.")
+    kernel_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$",
+                           description="The kernel's id in the user's server.")
+    idle_timeout: float | None = Field(default=None, gt=0, description="Seconds idle before the kernel is culled "
+                                                                       "(the kernelspec's); the template's by default.")
+
+
+class KernelActivity(BaseModel):
+    """One kernel, as its user's server last saw it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload_id: int
+    execution_state: str = Field(max_length=32, description="idle, busy, starting ... (Jupyter's word).")
+    last_activity: float | None = Field(default=None, description="When it last did anything (Unix time).")
+
+
+class KernelReports(BaseModel):
+    """``POST /kernels/placements/report``: a user's server's kernels placed by the service, every few seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kernels: list[KernelActivity] = Field(default_factory=list, max_length=1000)
 
 
 class PreviewWorkload(BaseModel):
@@ -163,3 +200,10 @@ class ExplainQuery(_Query):
 
 class PreemptQuery(_Query):
     dry_run: bool = False
+
+
+class ReleaseQuery(_Query):
+    """``DELETE /servers/{id}``, ``DELETE /kernels/placements/{id}``: why, when the launch itself failed."""
+
+    failed: str | None = Field(default=None, min_length=1, max_length=1000,
+                               description="The launch failed, for this reason: the workload ends failed, not done.")

@@ -13,14 +13,17 @@ from pydantic import BaseModel
 from ..models import (
     ExplainQuery,
     FilesQuery,
+    KernelReports,
+    Launched,
     ListNodesQuery,
     ListTemplatesQuery,
     ListWorkloadsQuery,
     LogsQuery,
     PreemptQuery,
     PreviewWorkload,
+    ReleaseQuery,
+    RequestKernelPlacement,
     RequestServer,
-    ServerStarted,
     StartKernel,
     SubmitWorkload,
 )
@@ -122,7 +125,8 @@ ROUTES: tuple[Route, ...] = (
           w.StartedKernel, status=201, body=StartKernel, answer_description="The kernel runs; attach a session to kernel_id",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
           conflict="No placement within wait_timeout (the message names the blockers and the ETA), or at once when no "
-                   "node of the inventory could ever hold the request (the message gives the reason)"),
+                   "node of the inventory could ever hold the request (the message gives the reason); always from the "
+                   "hub's service, which runs no kernels (reason kernels-run-in-user-servers)"),
     Route("/servers", "post", "requestServer",
           "A hub spawner asks, as its user, for a server from an interactive template; it waits in the queue like "
           "any workload (follow it with getWorkload) and counts against the tenant's quota once placed", w.Workload,
@@ -130,12 +134,31 @@ ROUTES: tuple[Route, ...] = (
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/servers/{workload_id}/started", "post", "reportServerStarted",
           "The spawner started the placed server (its owner only); the answer carries the variables its process "
-          "needs, device visibility included", w.StartedServer, body=ServerStarted, path_parameters=_WORKLOAD,
+          "needs, device visibility included", w.Started, body=Launched, path_parameters=_WORKLOAD,
           answer_description="The server's workload, running, and its environment",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The server's workload is not placed (waiting or ended)"),
     Route("/servers/{workload_id}", "delete", "releaseServer",
           "The server stopped, or its start was abandoned: its devices are given back at once", w.Workload,
-          path_parameters=_WORKLOAD, answer_description="The server's workload, ended",
+          query=ReleaseQuery, path_parameters=_WORKLOAD, answer_description="The server's workload, ended",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/kernels/placements", "post", "requestKernelPlacement",
+          "A hub user's server asks, as its user, for a kernel's placement from an interactive template; it waits in "
+          "the queue like any workload (follow it with getWorkload), then the server launches the kernel", w.Workload,
+          status=201, body=RequestKernelPlacement, answer_description="Stored; state is queued",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/kernels/placements/report", "post", "reportKernels",
+          "A hub user's server reports its placed kernels' activity (every few seconds); the answer names those it "
+          "must shut down (culled, preempted, cancelled, lost) with the reason", w.KernelStops, body=KernelReports,
+          answer_description="The kernels to shut down", errors=(BAD_REQUEST, FORBIDDEN)),
+    Route("/kernels/placements/{workload_id}/started", "post", "reportKernelStarted",
+          "The user's server launches the placed kernel (its owner only); the answer carries the kernel's "
+          "environment: device visibility, placement and its own workload credential", w.Started, body=Launched,
+          path_parameters=_WORKLOAD, answer_description="The kernel's workload, running, and its environment",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
+          conflict="The kernel's workload is not placed (waiting, stopping or ended)"),
+    Route("/kernels/placements/{workload_id}", "delete", "releaseKernel",
+          "The kernel ended, or its start was abandoned: its devices are given back at once", w.Workload,
+          query=ReleaseQuery, path_parameters=_WORKLOAD, answer_description="The kernel's workload, ended",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",
           "CPU, memory and (where measurable) device use of exactly this kernel's devices", w.KernelUsage,

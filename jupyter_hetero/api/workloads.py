@@ -16,6 +16,8 @@ __all__ = [
     "Event",
     "Explanation",
     "FlavorPreview",
+    "KernelStop",
+    "KernelStops",
     "KernelUsage",
     "Placement",
     "PreemptOutcome",
@@ -23,8 +25,8 @@ __all__ = [
     "Preemption",
     "PreemptionDryRun",
     "Preview",
+    "Started",
     "StartedKernel",
-    "StartedServer",
     "Workload",
 ]
 
@@ -225,12 +227,27 @@ class StartedKernel(Answer):
     placement: Placement | None
 
 
-class StartedServer(Answer):
-    """``POST /servers/{id}/started``: the server's workload, and the variables its process must get."""
+class Started(Answer):
+    """``POST /servers/{id}/started``, ``POST /kernels/placements/{id}/started``: the workload, and the variables
+    its process must get."""
 
     workload: Workload
     environment: dict[str, str] = Field(description="Placement and, on the scheduler's machine, device visibility "
-                                                    "(CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...).")
+                                                    "(CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...); a kernel's "
+                                                    "also its workload credential for this server.")
+
+
+class KernelStop(Answer):
+    """One kernel its server must shut down, and why."""
+
+    workload_id: int
+    reason: str
+
+
+class KernelStops(Answer):
+    """``POST /kernels/placements/report``: the reported kernels to shut down (culled, preempted, cancelled, lost)."""
+
+    stop: list[KernelStop]
 
 
 class KernelUsage(Answer):

@@ -18,7 +18,7 @@ from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
 
-__all__ = ["API_PREFIX", "HeteroHandler"]
+__all__ = ["API_PREFIX", "ApiHandler", "HeteroHandler"]
 
 API_PREFIX = "hetero/api/v1"
 Q = TypeVar("Q", bound=BaseModel)
@@ -27,33 +27,10 @@ R = TypeVar("R")
 _TRANSPORT_PARAMS = frozenset({"token", "_xsrf"})
 
 
-class HeteroHandler(ExtensionHandlerMixin, APIHandler):
-    """Every API handler: authenticated, authorised on the ``hetero`` resource, JSON in and out."""
+class ApiHandler(ExtensionHandlerMixin, APIHandler):
+    """JSON in and out, authorised on the ``hetero`` resource, domain errors as their statuses."""
 
     auth_resource = "hetero"
-
-    @property
-    def platform(self) -> Platform:
-        return self.settings["hetero_platform"]
-
-    # Workload credentials are known here and nowhere else in the server: these two wrap the
-    # server's identity provider and authorizer for the hetero handlers only (see auth.py).
-    @property
-    def identity_provider(self) -> CredentialIdentityProvider:
-        server = super().identity_provider
-        wrapper = self.settings.get("hetero_identity_provider")
-        if wrapper is None or wrapper.server is not server:  # one per server, not one per request
-            wrapper = self.settings["hetero_identity_provider"] = CredentialIdentityProvider(
-                server, self.platform.credentials.authenticate)
-        return wrapper
-
-    @property
-    def authorizer(self) -> CredentialAuthorizer:
-        return CredentialAuthorizer(super().authorizer)
-
-    @property
-    def identity(self) -> Identity:
-        return self.platform.identity_of(self.current_user, self)
 
     async def off_loop(self, function: Callable[[], R]) -> R:
         """``function()`` in a worker thread: for what blocks for long (dry cycles), which the event
@@ -108,6 +85,33 @@ class HeteroHandler(ExtensionHandlerMixin, APIHandler):
             self.log.info("hetero %s %s -> %s: %s", self.request.method, self.request.path, value.status, value.message)
             return
         super().log_exception(typ, value, tb)
+
+
+class HeteroHandler(ApiHandler):
+    """Every API handler of a server with a scheduler: the platform, and who the request is to it."""
+
+    @property
+    def platform(self) -> Platform:
+        return self.settings["hetero_platform"]
+
+    # Workload credentials are known here and nowhere else in the server: these two wrap the
+    # server's identity provider and authorizer for the hetero handlers only (see auth.py).
+    @property
+    def identity_provider(self) -> CredentialIdentityProvider:
+        server = super().identity_provider
+        wrapper = self.settings.get("hetero_identity_provider")
+        if wrapper is None or wrapper.server is not server:  # one per server, not one per request
+            wrapper = self.settings["hetero_identity_provider"] = CredentialIdentityProvider(
+                server, self.platform.credentials.authenticate)
+        return wrapper
+
+    @property
+    def authorizer(self) -> CredentialAuthorizer:
+        return CredentialAuthorizer(super().authorizer)
+
+    @property
+    def identity(self) -> Identity:
+        return self.platform.identity_of(self.current_user, self)
 
 
 # A bad value's sentence, and an unknown name's, by where it was found. Pydantic's own wording of

@@ -1,18 +1,21 @@
-"""Parameterised kernel launch and per-kernel usage."""
+"""Parameterised kernel launch and per-kernel usage; placements for the kernels of hub users' servers."""
 
 from __future__ import annotations
 
 import uuid
+from functools import partial
+from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..errors import Conflict, HeteroError
 from ..i18n import N_, Message
-from ..models import StartKernel
+from ..models import KernelReports, Launched, ReleaseQuery, RequestKernelPlacement, StartKernel
 from ..services.kernels import KernelWaitTimeout
 from ..services.resolve import known_template
-from .base import API_PREFIX, HeteroHandler
+from .base import API_PREFIX, ApiHandler, HeteroHandler
+from .workloads import _id
 
 # The kernelspec whose provisioner takes the template and parameters at launch.
 GENERIC_KERNELSPEC = "hetero-python3"
@@ -26,28 +29,17 @@ class KernelsHandler(HeteroHandler):
         body = self.body(StartKernel)
         identity = self.identity
         platform = self.platform
+        if platform.mode == "service":
+            raise Conflict(Message(N_("the hub's hetero service runs no kernels: start the kernel in your own server, "
+                                      "which asks the service for its placement")), reason="kernels-run-in-user-servers")
         template = known_template(platform.catalog, body.template)
         if not template.interactive:
             raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"), template=template.name),
                            field="template")
         platform.workloads.check_access(identity, template.name, body.queue or template.queue)
-        kernel_id = str(uuid.uuid4())
-        try:
-            await self.kernel_manager.start_kernel(
-                kernel_id=kernel_id, kernel_name=body.kernel_name or GENERIC_KERNELSPEC, path=body.path,
-                hetero={"template": template.name, "parameters": body.parameters, "queue": body.queue,
-                        "wait_timeout": body.wait_timeout,
-                        "user": None if identity.user == platform.owner else identity.user,
-                        "groups": sorted(identity.groups)},
-            )
-        except KernelWaitTimeout as exc:  # the provisioner has ended the workload and forgotten the kernel
-            raise Conflict(str(exc), reason="no-placement") from None
-        except HeteroError:  # a bad parameter found at launch: the client's mistake, answered as such
-            raise
-        except Exception as exc:  # noqa: BLE001 - answered as the server's failure, with its reason
-            # Any other failure too; the provisioner has already ended the workload with the reason.
-            self.log.warning("hetero kernel %s could not start: %s", kernel_id, exc)
-            self.reply({"message": f"the kernel could not start: {exc}", "reason": "start-failed"}, status=500)
+        kernel_id = await start_kernel(self, body, user=None if identity.user == platform.owner else identity.user,
+                                       groups=sorted(identity.groups))
+        if kernel_id is None:
             return
         workload = platform.kernels.workload_of(kernel_id)
         self.reply({"kernel_id": kernel_id, "workload_id": workload.id if workload else None,
@@ -63,7 +55,68 @@ class KernelUsageHandler(HeteroHandler):
         self.reply({**usage, "template": row.template})
 
 
+class KernelPlacementsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.body(RequestKernelPlacement)
+        requested = await self.off_loop(partial(self.platform.user_kernels.request, self.identity, body))
+        self.platform.loop.wake()
+        self.reply(requested, status=201)
+
+
+class KernelReportsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self) -> None:
+        body = self.body(KernelReports)
+        platform = self.platform
+        self.reply(platform.user_kernels.report(self.identity, body, platform.scheduler.times.now))
+
+
+class KernelPlacementHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def delete(self, workload_id: str) -> None:
+        failed = self.query(ReleaseQuery).failed
+        self.reply(self.platform.user_kernels.release(self.identity, _id(workload_id), failed))
+
+
+class KernelStartedHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self, workload_id: str) -> None:
+        body = self.body(Launched)
+        self.reply(self.platform.user_kernels.started(self.identity, _id(workload_id), body.where))
+
+
+async def start_kernel(handler: ApiHandler, body: StartKernel, **who: Any) -> str | None:
+    """Start a hetero kernel from ``body`` (its provisioner waits for the placement): its id; None when the
+    start failed and the failure was answered."""
+    kernel_id = str(uuid.uuid4())
+    try:
+        await handler.kernel_manager.start_kernel(
+            kernel_id=kernel_id, kernel_name=body.kernel_name or GENERIC_KERNELSPEC, path=body.path,
+            hetero={"template": body.template, "parameters": body.parameters, "queue": body.queue,
+                    "wait_timeout": body.wait_timeout, **who},
+        )
+    except KernelWaitTimeout as exc:  # the provisioner has ended the workload and forgotten the kernel
+        raise Conflict(str(exc), reason="no-placement") from None
+    except HeteroError:  # a bad parameter found at launch: the client's mistake, answered as such
+        raise
+    except Exception as exc:  # noqa: BLE001 - answered as the server's failure, with its reason
+        # Any other failure too; the provisioner has already ended the workload with the reason.
+        handler.log.warning("hetero kernel %s could not start: %s", kernel_id, exc)
+        handler.reply({"message": f"the kernel could not start: {exc}", "reason": "start-failed"}, status=500)
+        return None
+    return kernel_id
+
+
 default_handlers = [
     (rf"/{API_PREFIX}/kernels", KernelsHandler),
     (rf"/{API_PREFIX}/kernels/(?P<kernel_id>[^/]+)/usage", KernelUsageHandler),
+    (rf"/{API_PREFIX}/kernels/placements", KernelPlacementsHandler),
+    (rf"/{API_PREFIX}/kernels/placements/report", KernelReportsHandler),
+    (rf"/{API_PREFIX}/kernels/placements/(?P<workload_id>[^/]+)", KernelPlacementHandler),
+    (rf"/{API_PREFIX}/kernels/placements/(?P<workload_id>[^/]+)/started", KernelStartedHandler),
 ]

@@ -7,7 +7,7 @@ from functools import partial
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..models import RequestServer, ServerStarted
+from ..models import Launched, ReleaseQuery, RequestServer
 from .base import API_PREFIX, HeteroHandler
 from .workloads import _id
 
@@ -27,14 +27,15 @@ class ServerHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def delete(self, workload_id: str) -> None:
-        self.reply(self.platform.servers.release(self.identity, _id(workload_id)))
+        failed = self.query(ReleaseQuery).failed
+        self.reply(self.platform.servers.release(self.identity, _id(workload_id), failed))
 
 
 class ServerStartedHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def post(self, workload_id: str) -> None:
-        body = self.body(ServerStarted)
+        body = self.body(Launched)
         self.reply(self.platform.servers.started(self.identity, _id(workload_id), body.where))
 
 

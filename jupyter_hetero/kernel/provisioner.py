@@ -11,6 +11,9 @@ the placement. Launch-time overrides arrive as ``start_kernel(..., hetero={...})
 
 On the Kubernetes backend the kernel runs in a pod on the placed node (see pod.py): the same calls,
 with the pod's life in place of a local process's, interrupts as messages, and a restart in a new pod.
+
+Whoever places the kernel answers the same calls (``current_kernels()``): this server's own scheduler
+(services/kernels.py), or in a hub user's server the hub's hetero service (hub_kernels.py).
 """
 
 from __future__ import annotations
@@ -41,17 +44,18 @@ class HeteroProvisioner(LocalProvisioner):
     workload_id: int | None = None
     pod: PodKernel | None = None  # the kernel's pod, on the Kubernetes backend
     launches = 0  # pods started for this kernel (each restart starts a new one)
+    emulated = False  # placed on an emulated node
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         overrides = dict(kwargs.pop("hetero", None) or {})
         kernels = current_kernels()
-        if self.workload_id is None or not kernels.holds(self.workload_id):
+        if self.workload_id is None or not await kernels.holds(self.workload_id):
             request = {
                 "template": overrides.get("template") or self.template,
                 "parameters": {**self.parameters, **(overrides.get("parameters") or {})},
                 "queue": overrides.get("queue") or self.queue or None,
             }
-            self.workload_id = kernels.request(
+            self.workload_id = await kernels.request(
                 kernel_id=self.kernel_id, user=overrides.get("user"), groups=tuple(overrides.get("groups") or ()),
                 idle_timeout=self._cull_idle_timeout(), **request,
             )
@@ -59,18 +63,19 @@ class HeteroProvisioner(LocalProvisioner):
         try:
             env = await kernels.wait_for_placement(self.workload_id, timeout)  # ends the workload itself on failure
         except BaseException:
-            kernels.forget_failed_start(self.kernel_id)
+            forget_failed_start(kernels.kernel_manager, self.kernel_id)
             raise
         # The kernel starts from its workload's environment, not the server's (which may hold its token).
         session = {k: v for k, v in (kwargs.get("env") or {}).items() if k.startswith("JPY_SESSION")}
         kwargs["env"] = {**session, **env}
+        self.emulated = env.get("HETERO_EMULATED") == "1"  # its devices are not measured
         if kernels.pods is not None:
             # No signal reaches a pod from here: interrupts go as messages on the control channel.
             self.kernel_spec.interrupt_mode = "message"
         try:
             return await super().pre_launch(**kwargs)
         except BaseException as exc:
-            self._start_failed(kernels, exc)
+            await self._start_failed(kernels, exc)
             raise
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
@@ -78,7 +83,7 @@ class HeteroProvisioner(LocalProvisioner):
         try:
             if kernels.pods is None:
                 info = await super().launch_kernel(cmd, **kwargs)
-                kernels.started(self.workload_id, self.pid)
+                await kernels.started(self.workload_id, self.pid)
             else:
                 info = await self._launch_pod(kernels, kwargs.get("env") or {})
         except BaseException as exc:
@@ -88,7 +93,7 @@ class HeteroProvisioner(LocalProvisioner):
                     await self.kill()
                 except Exception:  # noqa: BLE001 - the release below matters more than this kill
                     pass
-            self._start_failed(kernels, exc)
+            await self._start_failed(kernels, exc)
             raise
         return info
 
@@ -99,7 +104,7 @@ class HeteroProvisioner(LocalProvisioner):
             kernels.pods, workload_id=self.workload_id, attempt=self.launches, node=node, placed=placed, env=env,
             connection=self.connection_info, timeout=kernels.pods.config.kernel_start_timeout,
         )
-        kernels.started(self.workload_id, None, f"pod {self.pod.key}")
+        await kernels.started(self.workload_id, None, f"pod {self.pod.key}")
         self.connection_info = {**self.connection_info, "ip": self.pod.ip}
         return self.connection_info
 
@@ -132,9 +137,11 @@ class HeteroProvisioner(LocalProvisioner):
     async def terminate(self, restart: bool = False) -> None:
         await (self.pod.delete(grace_s=None) if self.pod is not None else super().terminate(restart))
 
-    def _start_failed(self, kernels, exc: BaseException) -> None:
-        kernels.start_failed(self.workload_id, f"the kernel could not start: {_words(exc)}")
-        kernels.forget_failed_start(self.kernel_id)
+    async def _start_failed(self, kernels, exc: BaseException) -> None:
+        try:
+            await kernels.abandon(self.workload_id, f"the kernel could not start: {_words(exc)}")
+        finally:
+            forget_failed_start(kernels.kernel_manager, self.kernel_id)
 
     async def cleanup(self, restart: bool = False) -> None:
         if self.pod is not None:
@@ -142,8 +149,8 @@ class HeteroProvisioner(LocalProvisioner):
             await pod.delete(grace_s=0)  # a restart starts a new pod; an ended kernel leaves none behind
         await super().cleanup(restart=restart)
         if not restart and self.workload_id is not None:
-            current_kernels().release(self.workload_id)
-            self.workload_id = None
+            workload_id, self.workload_id = self.workload_id, None
+            await current_kernels().ended(workload_id)
 
     def _cull_idle_timeout(self) -> float | None:
         value = (self.kernel_spec.metadata or {}).get("cull_idle_timeout") if self.kernel_spec else None
@@ -157,6 +164,19 @@ class HeteroProvisioner(LocalProvisioner):
     async def load_provisioner_info(self, provisioner_info: dict) -> None:
         await super().load_provisioner_info(provisioner_info)
         self.workload_id = provisioner_info.get("workload_id")
+
+
+def forget_failed_start(kernel_manager, kernel_id: str | None) -> None:
+    """jupyter_client keeps a kernel whose start failed among its pending kernels for good (a later
+    shutdown of all kernels then trips over it): drop it once its start task has ended."""
+    pending = getattr(kernel_manager, "_pending_kernels", None)
+    task = pending.get(kernel_id) if pending is not None and kernel_id else None
+    if task is None:
+        return
+    if task.done():
+        pending.pop(kernel_id, None)
+    else:
+        task.add_done_callback(lambda _task: pending.pop(kernel_id, None))
 
 
 def _words(exc: BaseException) -> str:

@@ -26,7 +26,7 @@ from ..store.credentials import CredentialStore
 from ..store.tables import WorkloadRow
 from .identity import Identity, workload_identity
 
-__all__ = ["CREDENTIAL_PREFIX", "DEFAULT_PASSTHROUGH", "CredentialService"]
+__all__ = ["CREDENTIAL_PREFIX", "DEFAULT_PASSTHROUGH", "CredentialService", "inherited_environment"]
 
 CREDENTIAL_PREFIX = "hetero_wc_"
 _SECRET_BYTES = 32
@@ -42,6 +42,16 @@ DEFAULT_PASSTHROUGH = (
     "JUPYTER_PATH", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_PLATFORM_DIRS", "IPYTHONDIR",
     "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
 )
+
+
+def inherited_environment(environ: Mapping[str, str], passthrough: Iterable[str],
+                          secrets_: Iterable[str] = ()) -> dict[str, str]:
+    """The part of a server's environment its workloads start from: the names ``passthrough`` matches
+    (a trailing * a prefix), and never a value that holds one of the server's ``secrets_``."""
+    patterns, hidden = tuple(passthrough), tuple(value for value in secrets_ if value)
+    return {name: value for name, value in environ.items()
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+            and not any(secret in value for secret in hidden)}
 
 
 class CredentialService:
@@ -66,18 +76,16 @@ class CredentialService:
         credential_id = self.store.add(workload_id=workload_id, digest=_digest(secret))
         return f"{CREDENTIAL_PREFIX}{credential_id}_{secret}"
 
-    def environment(self, workload_id: int, env: Mapping[str, str]) -> dict[str, str]:
-        """What a workload's process starts with: the passthrough part of the server's environment,
-        its own variables, the server's URL and a fresh credential; never the server's token."""
-        base = {name: value for name, value in self.inherited.items()
-                if self._passes(name) and not any(secret in value for secret in self.server_secrets)}
+    def environment(self, workload_id: int, env: Mapping[str, str], *, inherit: bool = True) -> dict[str, str]:
+        """What a workload's process starts with: the passthrough part of the server's environment (unless
+        it starts elsewhere, from its own), its own variables, the server's URL and a fresh credential;
+        never the server's token."""
+        base = inherited_environment(self.inherited, self.passthrough, self.server_secrets) if inherit else {}
         sealed = {**base, **env, "JUPYTER_HETERO_TOKEN": self.issue(workload_id)}
         if self.server_url:
             sealed["JUPYTER_HETERO_URL"] = self.server_url
         return sealed
 
-    def _passes(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.passthrough)
 
     # -- check -------------------------------------------------------------------------------
 

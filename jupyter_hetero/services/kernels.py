@@ -9,6 +9,11 @@ culling plain kernels by its own settings; it leaves hetero kernels to :meth:`Ke
 which culls them by their template's idle timeout (the server's ``cull_idle_timeout`` where the
 template has none), with a warning first and a reason on the workload, and by device utilisation.
 Dead hetero kernels are still reaped by jupyter_server's culler: that is cleanup, not an idle rule.
+
+A kernel in a hub user's server (see user_kernels.py) is placed here and run there: that server reports
+its kernels' activity every few seconds, the same rules decide here, and a stop goes back to it in the
+answer to its next report. One it stops reporting (the server ended or cannot reach the service) is
+released after a grace period.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import psutil
@@ -35,7 +41,8 @@ from .resolve import resolve
 from .scheduler import Scheduler
 from .snapshot import placement_from_json
 
-__all__ = ["KernelService", "KernelWaitTimeout", "current_kernels"]
+__all__ = ["KernelService", "KernelWaitTimeout", "current_kernels", "is_hetero", "kernel_usage", "take_over_culling",
+           "use_kernels"]
 
 log = logging.getLogger(__name__)
 
@@ -46,29 +53,61 @@ IDLE_FOR_PREEMPTION_S = 60.0
 # The interval over which a kernel's CPU use is measured for its usage.
 CPU_SAMPLE_S = 0.05
 
-_current: dict[str, KernelService] = {}
+_current: dict[str, Any] = {}
 
 
 class KernelWaitTimeout(RuntimeError):
     """A kernel could not be placed in time; the message says what blocks it and its ETA."""
 
 
-def current_kernels() -> KernelService:
+@dataclass(frozen=True)
+class ReportedKernel:
+    """What a hub user's server last said of one of its kernels (read like a kernel of this server's own)."""
+
+    execution_state: str
+    last_activity: float | None  # wall time
+    heard_at: float  # scheduler time
+
+
+def in_user_server(row: WorkloadRow) -> bool:
+    """Whether a kernel workload runs in a hub user's server rather than in this server."""
+    return row.spec.get("launched_by") == "user-server"
+
+
+def current_kernels():
+    """Whoever places this server's hetero kernels: its own KernelService, or in a hub user's server the
+    hub's service (kernel/hub_kernels.py)."""
     try:
         return _current["service"]
     except KeyError:
         raise RuntimeError(
-            "the hetero kernel provisioner needs the jupyter_hetero server extension with a scheduler of its own; "
-            "it is not loaded here, or this is a JupyterHub user's server, whose work the hub's hetero service "
-            "places (choose a hetero profile when starting the server)"
+            "the hetero kernel provisioner needs the jupyter_hetero server extension, which is not loaded here"
         ) from None
+
+
+def use_kernels(placer) -> None:
+    _current["service"] = placer
+
+
+def take_over_culling(kernel_manager) -> None:
+    """Leave idle hetero kernels to the hetero rules; jupyter_server's culler keeps the others (and the dead)."""
+    standard = kernel_manager.cull_kernel_if_idle
+
+    # On the instance, not a subclass: the server's kernel_manager_class stays the site's choice.
+    async def cull_kernel_if_idle(kernel_id: str) -> None:
+        kernel = kernel_manager.get_kernel(kernel_id) if kernel_id in kernel_manager else None
+        if is_hetero(kernel) and getattr(kernel, "execution_state", None) != "dead":
+            return  # the hetero sweep decides for this one
+        await standard(kernel_id)
+
+    kernel_manager.cull_kernel_if_idle = cull_kernel_if_idle
 
 
 class KernelService:
     def __init__(self, *, catalog: Catalog, repository: Repository, scheduler: Scheduler,
                  clock: Clock, identify: Callable[[str | None, tuple[str, ...]], Identity],
                  wake: Callable[[], None], server_url: str = "", server_token: str = "",
-                 device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0):
+                 device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0, report_grace_s: float = 30.0):
         self.catalog = catalog
         self.repository = repository
         self.scheduler = scheduler
@@ -81,11 +120,15 @@ class KernelService:
         self.booted_at = clock.wall()
         self.device_idle_pct = device_idle_pct
         self.device_idle_after_s = device_idle_after_s
+        # A kernel in a user's server not reported for this long is taken as gone (servers report every few seconds).
+        self.report_grace_s = report_grace_s
         self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
         self._device_use: dict[int, float] = {}  # each kernel's latest measured device utilisation, %
         self._sampling: asyncio.Future | None = None
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
+        self.reported: dict[int, ReportedKernel] = {}  # kernels in users' servers, by workload id
+        self._booted = scheduler.times.now()
         scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
         scheduler.on_kernel_inadmissible = scheduler.on_kernel_admitted  # its waiter ends the start with the reason
         # Ticks run in a worker thread; shutting a kernel down is the event loop's work.
@@ -94,40 +137,31 @@ class KernelService:
         self.seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]] = lambda row, env: env
 
     def register(self) -> None:
-        _current["service"] = self
+        use_kernels(self)
 
     def attach(self, kernel_manager) -> None:
         """Use the server's kernel manager, and take culling of hetero kernels over from its culler."""
         self.kernel_manager = kernel_manager
-        standard = kernel_manager.cull_kernel_if_idle
-
-        # On the instance, not a subclass: the server's kernel_manager_class stays the site's choice.
-        async def cull_kernel_if_idle(kernel_id: str) -> None:
-            kernel = self._kernel(kernel_id)
-            if _is_hetero(kernel) and getattr(kernel, "execution_state", None) != "dead":
-                return  # sweep() decides for this one
-            await standard(kernel_id)
-
-        kernel_manager.cull_kernel_if_idle = cull_kernel_if_idle
+        take_over_culling(kernel_manager)
 
     def reconcile(self) -> None:
         """Kernels do not outlive the server that started them: end what a restart left behind."""
         for row in self.repository.workloads(kind="kernel", states=(*PENDING_STATES, *ACTIVE_STATES)):
-            if row.created_at >= self.booted_at:
-                continue  # asked for by this server, while the loop was starting
+            if row.created_at >= self.booted_at or in_user_server(row):
+                continue  # asked for by this server while the loop was starting, or running in a user's server
             self.repository.update_workload(
                 row.id, event="released", reason="the server restarted; its kernels ended with it", state="cancelled",
                 placement=None, held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None,
                 preempting_until=None, finished_at=self.clock.wall(),
             )
 
-    # -- the provisioner's side ------------------------------------------------------------------
+    # -- the provisioner's side (kernel/provisioner.py: what it needs of whoever places its kernels) -----
 
-    def holds(self, workload_id: int) -> bool:
+    async def holds(self, workload_id: int) -> bool:
         row = self.repository.workload(workload_id)
         return row is not None and row.state in ACTIVE_STATES
 
-    def request(self, *, kernel_id: str | None, user: str | None, groups: tuple[str, ...] = (), template: str,
+    async def request(self, *, kernel_id: str | None, user: str | None, groups: tuple[str, ...] = (), template: str,
                 parameters: dict[str, Any], queue: str | None, idle_timeout: float | None) -> int:
         """Create the kernel's workload (queued) and wake the scheduler; returns its id.
 
@@ -222,7 +256,7 @@ class KernelService:
         slot = placement.slots[0]
         return slot.node, self.scheduler.placed(row, placement.flavor, slot, 1)
 
-    def started(self, workload_id: int, pid: int | None, where: str | None = None) -> None:
+    async def started(self, workload_id: int, pid: int | None, where: str | None = None) -> None:
         row = self.repository.workload(workload_id)
         if row is None or row.state not in ACTIVE_STATES:
             # Lost or cancelled between placement and launch: the new kernel must not run unaccounted.
@@ -243,17 +277,13 @@ class KernelService:
             return
         self._end(row, state, "start-failed", reason)
 
-    def forget_failed_start(self, kernel_id: str | None) -> None:
-        """jupyter_client keeps a kernel whose start failed among its pending kernels for good (a later
-        shutdown of all kernels then trips over it): drop it once its start task has ended."""
-        pending = getattr(self.kernel_manager, "_pending_kernels", None)
-        task = pending.get(kernel_id) if pending is not None and kernel_id else None
-        if task is None:
-            return
-        if task.done():
-            pending.pop(kernel_id, None)
-        else:
-            task.add_done_callback(lambda _task: pending.pop(kernel_id, None))
+    async def abandon(self, workload_id: int | None, reason: str) -> None:
+        """The kernel could not be launched: its workload ends failed with the reason, its devices back."""
+        self.start_failed(workload_id, reason)
+
+    async def ended(self, workload_id: int) -> None:
+        """The kernel is gone (shut down, culled, died): its devices back."""
+        self.release(workload_id)
 
     def lose(self, workload_id: int, reason: str) -> None:
         """The kernel's node is gone: the workload ends lost with the reason, its devices are given
@@ -290,11 +320,12 @@ class KernelService:
     def _forget(self, workload_id: int) -> None:
         self._warned.discard(workload_id)
         self._low_since.pop(workload_id, None)
+        self.reported.pop(workload_id, None)
         self.scheduler.times.forget(workload_id)
 
     def workload_of(self, kernel_id: str) -> WorkloadRow | None:
         return next((r for r in self.repository.workloads(kind="kernel", states=ACTIVE_STATES)
-                     if self.kernel_id(r) == kernel_id), None)
+                     if self.kernel_id(r) == kernel_id and not in_user_server(r)), None)
 
     # -- culling and preemption --------------------------------------------------------------
 
@@ -316,10 +347,21 @@ class KernelService:
             task = starting.get(self.kernel_id(row))
             if task is not None and not task.done():
                 continue
-            kernel = self._kernel(self.kernel_id(row))
-            if kernel is None:
-                self.release(row.id, "the kernel is gone")
-                continue
+            if in_user_server(row):
+                kernel = self.reported.get(row.id)
+                if now - self._heard_at(row, kernel) > self.report_grace_s:
+                    self._end(row, "lost", "lost", f"the kernel's server stopped reporting it for "
+                                                   f"{self.report_grace_s:g} s (the server ended, or cannot reach "
+                                                   "this service); its devices were released")
+                    self.wake()
+                    continue
+                if kernel is None:
+                    continue  # launched since the server's last report
+            else:
+                kernel = self._kernel(self.kernel_id(row))
+                if kernel is None:
+                    self.release(row.id, "the kernel is gone")
+                    continue
             if row.stopping is not None:
                 self._shutdown(row, row.reason or "stopping")
                 continue
@@ -351,6 +393,14 @@ class KernelService:
                     row.id, event="idle-warning",
                     reason=f"idle {_minutes(idle_s)}; will be culled after {_minutes(timeout)} idle",
                 )
+
+    def _heard_at(self, row: WorkloadRow, reported: ReportedKernel | None) -> float:
+        """When a user's server last spoke of this kernel; before its first report, when the kernel (or this
+        service) started: a server has a grace period to report a kernel it has just launched."""
+        if reported is not None:
+            return reported.heard_at
+        started = self.scheduler.times.steady(row.id, "started_at", _timestamp(row.started_at, None))
+        return max(self._booted, started or self._booted)
 
     def _server_idle_timeout(self) -> float | None:
         """jupyter_server's cull_idle_timeout, which hetero kernels follow where their template sets none."""
@@ -396,6 +446,12 @@ class KernelService:
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:
         kernel_id = self.kernel_id(row)
+        if in_user_server(row):
+            # Its server shuts it down when its next report is answered with the stop and this reason.
+            if row.stopping is None:
+                self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
+                                                preempting_until=self.clock.wall())
+            return
         if self.kernel_manager is None or kernel_id not in self.kernel_manager:
             self.release(row.id, reason)
             return
@@ -420,22 +476,31 @@ class KernelService:
         kernel = self._kernel(kernel_id)
         if row is None or kernel is None:
             raise NotFound(Message(N_("no running hetero kernel {kernel!r}"), kernel=kernel_id))
-        pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
-        placement = placement_from_json(row.placement)
-        devices = [index for index, _m, _mem in placement.slots[0].devices]
-        view = self.scheduler.inventory.node(placement.slots[0].node)
-        measured = bool(view and not view.capability.emulated)
-        # CPU use is a rate over a short interval, and NVML calls wait on the driver: not on the event loop.
-        cpu, memory, gpus = await asyncio.to_thread(_measure, pid, devices if measured else [])
-        return {
-            "kernel_id": kernel_id, "workload_id": row.id, "pid": pid, "cpu_percent": round(cpu, 1),
-            "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
-            "flavor": placement.flavor, "devices": devices, "emulated": bool(view and view.capability.emulated),
-            "queue": row.queue, "tenant": row.tenant, "execution_state": getattr(kernel, "execution_state", None),
-            "idle": row.idle, "device_utilisation": gpus or None,
-            "device_note": None if gpus else ("emulated devices are not measured" if view and view.capability.emulated
-                                              else "device utilisation is not measurable here (no NVML)"),
-        }
+        view = self.scheduler.inventory.node(placement_from_json(row.placement).slots[0].node)
+        return await kernel_usage(kernel_id, kernel, {"id": row.id, "placement": row.placement, "queue": row.queue,
+                                                      "tenant": row.tenant, "idle": row.idle},
+                                  emulated=bool(view and view.capability.emulated), measurable=view is not None)
+
+
+async def kernel_usage(kernel_id: str, kernel, workload: dict[str, Any], *, emulated: bool,
+                       measurable: bool = True) -> dict[str, Any]:
+    """What ``GET /kernels/{id}/usage`` answers of a kernel running here, whose ``workload`` (id, placement,
+    queue, tenant, idle) holds its devices: its process tree's CPU and memory, and its devices' use."""
+    pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
+    placement = placement_from_json(workload["placement"])
+    devices = [index for index, _m, _mem in placement.slots[0].devices]
+    # CPU use is a rate over a short interval, and NVML calls wait on the driver: not on the event loop.
+    cpu, memory, gpus = await asyncio.to_thread(_measure, pid, devices if measurable and not emulated else [])
+    return {
+        "kernel_id": kernel_id, "workload_id": workload["id"], "pid": pid, "cpu_percent": round(cpu, 1),
+        "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
+        "flavor": placement.flavor, "devices": devices, "emulated": emulated,
+        "queue": workload["queue"], "tenant": workload["tenant"],
+        "execution_state": getattr(kernel, "execution_state", None), "idle": bool(workload.get("idle")),
+        "device_utilisation": gpus or None,
+        "device_note": None if gpus else ("emulated devices are not measured" if emulated
+                                          else "device utilisation is not measurable here (no NVML)"),
+    }
 
 
 def _measure(pid: int | None, devices: list[int]) -> tuple[float, float, dict[str, float]]:
@@ -460,7 +525,7 @@ def _measure(pid: int | None, devices: list[int]) -> tuple[float, float, dict[st
     return cpu, memory, sample_gpus(devices) if devices else {}
 
 
-def _is_hetero(kernel) -> bool:
+def is_hetero(kernel) -> bool:
     """Whether a kernel runs under the hetero provisioner (``HeteroProvisioner.places_workloads``)."""
     return getattr(getattr(kernel, "provisioner", None), "places_workloads", False) is True
 

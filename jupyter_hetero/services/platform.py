@@ -28,6 +28,7 @@ from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
 from .servers import ServerService
+from .user_kernels import UserKernelService
 from .loop import SchedulerLoop
 from .scheduler import Scheduler
 from .workloads import WorkloadService
@@ -61,6 +62,7 @@ class Platform:
     server_token: str = ""
     device_idle_pct: float = 5.0
     device_idle_after_s: float = 1800.0
+    kernel_report_grace_s: float = 30.0
     # The server's identity provider: it decides who counts as the owner (see auth.is_server_owner).
     identity_provider: Any = None
     workload_env_passthrough: tuple[str, ...] = DEFAULT_PASSTHROUGH
@@ -86,6 +88,7 @@ class Platform:
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
             identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=self.server_url,
             device_idle_pct=self.device_idle_pct, device_idle_after_s=self.device_idle_after_s,
+            report_grace_s=self.kernel_report_grace_s,
         )
         # Every process of a workload starts from this environment, which carries its own credential.
         self.scheduler.seal_environment = self.kernels.seal_environment = self._workload_environment
@@ -96,10 +99,12 @@ class Platform:
             self.catalog, self.repository, self.access, self.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=self.user_root_template,
         )
-        self.servers = ServerService(
-            catalog=self.catalog, repository=self.repository, workloads=self.workloads, clock=self.clock,
-            environment_of=self.scheduler.placed_environment, wake=self.loop.wake,
-        )
+        launched = {"catalog": self.catalog, "repository": self.repository, "workloads": self.workloads,
+                    "clock": self.clock, "wake": self.loop.wake}
+        # A server gets its credential from the hub; a kernel in a user's server, one for this server's API.
+        self.servers = ServerService(environment_of=self.scheduler.placed_environment, **launched)
+        self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
+                                              **launched)
 
     @property
     def backend_name(self) -> str:
@@ -150,6 +155,10 @@ class Platform:
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
         return self.credentials.environment(row.id, env)
+
+    def _user_kernel_environment(self, row) -> dict[str, str]:
+        # The user's server adds its own base environment; this one's (paths, home) means nothing there.
+        return self.credentials.environment(row.id, self.scheduler.placed_environment(row), inherit=False)
 
     async def close(self) -> None:
         """Stop ticking, end the engine process, close the store: the server's stop."""

@@ -383,6 +383,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/kernels/placements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A hub user's server asks, as its user, for a kernel's placement from an interactive template; it waits in the queue like any workload (follow it with getWorkload), then the server launches the kernel */
+        post: operations["requestKernelPlacement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/kernels/placements/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A hub user's server reports its placed kernels' activity (every few seconds); the answer names those it must shut down (culled, preempted, cancelled, lost) with the reason */
+        post: operations["reportKernels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/kernels/placements/{workload_id}/started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The user's server launches the placed kernel (its owner only); the answer carries the kernel's environment: device visibility, placement and its own workload credential */
+        post: operations["reportKernelStarted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/kernels/placements/{workload_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** The kernel ended, or its start was abandoned: its devices are given back at once */
+        delete: operations["releaseKernel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/kernels/{kernel_id}/usage": {
         parameters: {
             query?: never;
@@ -638,6 +706,42 @@ export interface components {
             devices: number;
         };
         /**
+         * KernelActivity
+         * @description One kernel, as its user's server last saw it.
+         */
+        KernelActivity: {
+            workload_id: number;
+            /** @description idle, busy, starting ... (Jupyter's word). */
+            execution_state: string;
+            /**
+             * @description When it last did anything (Unix time).
+             * @default null
+             */
+            last_activity?: number | null;
+        };
+        /**
+         * KernelReports
+         * @description ``POST /kernels/placements/report``: a user's server's kernels placed by the service, every few seconds.
+         */
+        KernelReports: {
+            kernels?: components["schemas"]["KernelActivity"][];
+        };
+        /**
+         * KernelStop
+         * @description One kernel its server must shut down, and why.
+         */
+        KernelStop: {
+            workload_id: number;
+            reason: string;
+        };
+        /**
+         * KernelStops
+         * @description ``POST /kernels/placements/report``: the reported kernels to shut down (culled, preempted, cancelled, lost).
+         */
+        KernelStops: {
+            stop: components["schemas"]["KernelStop"][];
+        };
+        /**
          * KernelUsage
          * @description CPU, memory and, where measurable, device use of exactly one kernel's devices.
          */
@@ -670,6 +774,18 @@ export interface components {
             /** @enum {string} */
             operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt";
             values: string[];
+        };
+        /**
+         * Launched
+         * @description ``POST /servers/{id}/started``, ``POST /kernels/placements/{id}/started``: the caller launches the placed
+         *     workload (a hub spawner its server, a user's server its kernel).
+         */
+        Launched: {
+            /**
+             * @description What runs it (a pid, a pod).
+             * @default null
+             */
+            where?: string | null;
         };
         /**
          * Localized
@@ -952,6 +1068,30 @@ export interface components {
             used: components["schemas"]["Resources"];
         };
         /**
+         * RequestKernelPlacement
+         * @description ``POST /kernels/placements``: a hub user's server asks for a kernel's placement; it launches the kernel.
+         */
+        RequestKernelPlacement: {
+            /** @default interactive */
+            template?: string;
+            /** @description Advanced parameters (devices, cpu...). */
+            parameters?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Defaults to the template's queue.
+             * @default null
+             */
+            queue?: string | null;
+            /** @description The kernel's id in the user's server. */
+            kernel_id: string;
+            /**
+             * @description Seconds idle before the kernel is culled (the kernelspec's); the template's by default.
+             * @default null
+             */
+            idle_timeout?: number | null;
+        };
+        /**
          * RequestServer
          * @description ``POST /servers``: a hub user's server from an interactive template, placed by the scheduler first.
          */
@@ -1065,17 +1205,6 @@ export interface components {
             args?: string[];
         };
         /**
-         * ServerStarted
-         * @description ``POST /servers/{id}/started``: the spawner started the placed server.
-         */
-        ServerStarted: {
-            /**
-             * @description What runs it (a pid, a pod).
-             * @default null
-             */
-            where?: string | null;
-        };
-        /**
          * Slot
          * @description One replica's node and devices.
          */
@@ -1112,6 +1241,18 @@ export interface components {
             path?: string | null;
         };
         /**
+         * Started
+         * @description ``POST /servers/{id}/started``, ``POST /kernels/placements/{id}/started``: the workload, and the variables
+         *     its process must get.
+         */
+        Started: {
+            workload: components["schemas"]["Workload"];
+            /** @description Placement and, on the scheduler's machine, device visibility (CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...); a kernel's also its workload credential for this server. */
+            environment: {
+                [key: string]: string;
+            };
+        };
+        /**
          * StartedKernel
          * @description ``POST /kernels``: the kernel runs; attach a session to ``kernel_id``.
          */
@@ -1119,17 +1260,6 @@ export interface components {
             kernel_id: string;
             workload_id: number | null;
             placement: components["schemas"]["Placement"] | null;
-        };
-        /**
-         * StartedServer
-         * @description ``POST /servers/{id}/started``: the server's workload, and the variables its process must get.
-         */
-        StartedServer: {
-            workload: components["schemas"]["Workload"];
-            /** @description Placement and, on the scheduler's machine, device visibility (CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...). */
-            environment: {
-                [key: string]: string;
-            };
         };
         /**
          * SubmitWorkload
@@ -1933,7 +2063,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description No placement within wait_timeout (the message names the blockers and the ETA), or at once when no node of the inventory could ever hold the request (the message gives the reason) */
+            /** @description No placement within wait_timeout (the message names the blockers and the ETA), or at once when no node of the inventory could ever hold the request (the message gives the reason); always from the hub's service, which runs no kernels (reason kernels-run-in-user-servers) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1982,7 +2112,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServerStarted"];
+                "application/json": components["schemas"]["Launched"];
             };
         };
         responses: {
@@ -1992,7 +2122,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StartedServer"];
+                    "application/json": components["schemas"]["Started"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2011,7 +2141,10 @@ export interface operations {
     };
     releaseServer: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The launch failed, for this reason: the workload ends failed, not done. */
+                failed?: string | null;
+            };
             header?: never;
             path: {
                 workload_id: number;
@@ -2021,6 +2154,125 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The server's workload, ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    requestKernelPlacement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RequestKernelPlacement"];
+            };
+        };
+        responses: {
+            /** @description Stored; state is queued */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    reportKernels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KernelReports"];
+            };
+        };
+        responses: {
+            /** @description The kernels to shut down */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KernelStops"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    reportKernelStarted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Launched"];
+            };
+        };
+        responses: {
+            /** @description The kernel's workload, running, and its environment */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Started"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The kernel's workload is not placed (waiting, stopping or ended) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    releaseKernel: {
+        parameters: {
+            query?: {
+                /** @description The launch failed, for this reason: the workload ends failed, not done. */
+                failed?: string | null;
+            };
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The kernel's workload, ended */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -45,7 +45,7 @@ async def test_only_the_owner_starts_a_server_and_another_tenant_sees_nothing(ap
                                         {} if method == "POST" else None, as_user="bob")
         assert status == 403 and "not to your tenant nlp" in error["reason"], error
     status, error = await api_error(f"servers/{asked['id']}/started", "POST", {}, as_user="carol")
-    assert status == 403 and "only their spawner starts it" in error["reason"], error
+    assert status == 403 and "only they launch it" in error["reason"], error
     status, _error = await api_error("servers/999999/started", "POST", {}, as_user="alice")
     assert status == 404
     status, _error = await api_error("servers/999999", "DELETE", as_user="alice")

@@ -4,6 +4,7 @@ service), each request the hub user it names, their hub groups mapped to tenants
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,51 @@ def test_a_users_server_not_told_where_the_service_is_asks_the_hub(hub):
     assert (status, version["mode"]) == (200, "service")
     status, me = hub.get("user/carol/hetero/api/v1/tenants/me", hub.tokens["carol"])
     assert (status, me["user"], me["tenant"]) == (200, "carol", "vision")
+
+
+def test_a_users_server_starts_kernels_the_service_places_and_stops(hub):
+    hub.spawn("alice")
+    own, token = "user/alice/", hub.tokens["alice"]
+    status, started = hub._request(own + "hetero/api/v1/kernels", "POST", {
+        "template": "interactive", "parameters": {"devices": 1, "flavor": "a100-80g"}},
+        token=token, check=False, with_status=True)
+    assert status == 201, started
+    workload = until_state(hub, "alice", started["workload_id"], ("running",))  # asked of the service itself
+    assert (workload["kind"], workload["user"], workload["tenant"]) == ("kernel", "alice", "vision")
+    status, usage = hub.get(own + f"hetero/api/v1/kernels/{started['kernel_id']}/usage", token)
+    assert status == 200 and usage["workload_id"] == workload["id"], usage
+    env = _environ(usage["pid"])
+    devices = [share["index"] for share in workload["placement"]["slots"][0]["devices"]]
+    assert env["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, devices)) and env["HETERO_FLAVOR"] == "a100-80g", env
+    assert env["JUPYTER_HETERO_TOKEN"].startswith("hetero_wc_") and "/services/hetero/" in env["JUPYTER_HETERO_URL"]
+    assert "JUPYTERHUB_API_TOKEN" not in env  # the server's own hub token never reaches its kernels
+    # The kernel's credential reaches the service as alice (the magics inside it use it).
+    status, me = hub.get(API + "tenants/me", env["JUPYTER_HETERO_TOKEN"])
+    assert (status, me["user"]) == (200, "alice"), me
+
+    # Held against vision's one A100: carol's kernel, in her own server, cannot be placed while alice's runs.
+    hub.spawn("carol")
+    status, refused = hub._request("user/carol/hetero/api/v1/kernels", "POST", {
+        "template": "interactive", "parameters": {"devices": 1, "flavor": "a100-80g"}, "wait_timeout": 2},
+        token=hub.tokens["carol"], check=False, with_status=True)
+    assert status == 409 and refused["reason"] == "no-placement" and "quota" in refused["message"], refused
+
+    # Cancelled at the service: alice's server shuts the kernel down at its next report.
+    assert hub_call(hub, "alice", f"workloads/{workload['id']}", "DELETE")[0] in (200, 202)
+    deadline = time.monotonic() + 30
+    while started["kernel_id"] in [k["id"] for k in hub.get(own + "api/kernels", token)[1]]:
+        assert time.monotonic() < deadline, "the cancelled kernel still runs in alice's server"
+        time.sleep(0.3)
+    assert until_state(hub, "alice", workload["id"], ("cancelled",))["placement"] is None
+
+    # Shut down by Jupyter's own API: its devices go back.
+    status, again = hub._request(own + "hetero/api/v1/kernels", "POST", {"template": "interactive"},
+                                 token=token, check=False, with_status=True)
+    assert status == 201, again
+    hub._request(own + f"api/kernels/{again['kernel_id']}", "DELETE", token=token, check=False, with_status=True)
+    assert until_state(hub, "alice", again["workload_id"], ("succeeded",))["reason"].endswith("stopped by alice")
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)

@@ -1,0 +1,212 @@
+"""The kernels of a hub user's server, placed by the hub's hetero service (see services/user_kernels.py).
+
+In ``hub-user`` mode the server has no scheduler: the hetero provisioner asks this instead, with the same
+calls. A kernel's workload is asked for, as the server's user, with ``POST /kernels/placements``; once
+placed, ``POST .../started`` answers its environment (devices, HETERO_*, its own workload credential for
+the service) and the kernel starts here from that and this server's passthrough variables, never from
+the server's own token; ``DELETE`` gives the devices back. Every ``report_interval_s`` the server
+reports its hetero kernels' activity, and shuts down those the service's answer names, with its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from tornado import httpclient
+
+from ..errors import Conflict, Forbidden, HeteroError, InvalidRequest, NotFound
+from ..services.credentials import inherited_environment
+from ..services.kernels import KernelWaitTimeout, is_hetero, take_over_culling, use_kernels
+
+__all__ = ["HubKernels", "ServiceUnavailable"]
+
+log = logging.getLogger(__name__)
+
+PLACED_STATES = ("admitted", "starting", "running")
+_ERRORS: dict[int, type[HeteroError]] = {400: InvalidRequest, 403: Forbidden, 404: NotFound, 409: Conflict}
+
+
+class ServiceUnavailable(RuntimeError):
+    """The hub's hetero service did not answer, or answered with its own failure."""
+
+
+class HubKernels:
+    pods = None  # kernels start in this server's process tree
+
+    def __init__(self, service, *, passthrough: Iterable[str], environ: Mapping[str, str],
+                 poll_s: float = 0.25, report_interval_s: float = 3.0):
+        self.service = service  # forward.HubService: the service's URL and this server's hub token
+        self.base = inherited_environment(environ, passthrough, (service.token,))
+        self.poll_s = poll_s
+        self.report_interval_s = report_interval_s
+        self.kernel_manager = None
+        self._reporting: asyncio.Task | None = None
+
+    def register(self) -> None:
+        use_kernels(self)
+
+    def attach(self, kernel_manager) -> None:
+        self.kernel_manager = kernel_manager
+        take_over_culling(kernel_manager)  # the service decides when a hetero kernel is idle
+
+    # -- the service, as this server's user ------------------------------------------------------
+
+    async def call(self, route: str, body: Any = None, method: str | None = None) -> Any:
+        """The service's JSON answer; its 4xx as the same domain error (its sentence, field and reason)."""
+        method = method or ("GET" if body is None else "POST")
+        request = httpclient.HTTPRequest(
+            self.service.endpoint(route, ""), method=method, request_timeout=30, connect_timeout=10,
+            headers={"Authorization": f"token {self.service.token}", "Content-Type": "application/json"},
+            body=json.dumps(body) if body is not None else None, allow_nonstandard_methods=True,
+        )
+        try:
+            response = await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
+        except OSError as exc:
+            raise ServiceUnavailable(f"the hub's hetero service did not answer: {exc}") from None
+        answer = _json(response.body)
+        if response.code >= 300 and not isinstance(answer, dict):
+            answer = {}
+        if response.code in _ERRORS:
+            detail = {key: value for key, value in answer.items() if key != "message"}
+            raise _ERRORS[response.code](answer.get("message") or f"HTTP {response.code}", **detail)
+        if response.code >= 300:
+            raise ServiceUnavailable(f"the hub's hetero service answered {response.code}: "
+                                     f"{answer.get('message') or response.reason}")
+        return answer
+
+    # -- the provisioner's side (the same calls as services/kernels.py's) ------------------------
+
+    async def holds(self, workload_id: int) -> bool:
+        try:
+            workload = await self.call(f"workloads/{workload_id}")
+        except (NotFound, Forbidden):
+            return False
+        return workload["state"] in PLACED_STATES and workload.get("placement") is not None
+
+    async def request(self, *, kernel_id: str | None, user: str | None, groups: tuple[str, ...] = (),
+                      template: str, parameters: dict[str, Any], queue: str | None,
+                      idle_timeout: float | None) -> int:
+        """Ask for the kernel's workload; ``user`` and ``groups`` are ignored: the service knows this server's."""
+        body = {"template": template, "parameters": parameters, "queue": queue, "kernel_id": kernel_id,
+                "idle_timeout": idle_timeout}
+        workload = await self.call("kernels/placements", {key: value for key, value in body.items() if value is not None})
+        return workload["id"]
+
+    async def wait_for_placement(self, workload_id: int, timeout: float) -> dict[str, str]:
+        """The kernel's environment once placed; after ``timeout`` the start fails with the blockers."""
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                workload = await self.call(f"workloads/{workload_id}")
+                if workload["state"] in PLACED_STATES and workload.get("placement"):
+                    break
+                if workload["state"] == "inadmissible":
+                    await self._release(workload_id, failed=workload.get("reason") or "inadmissible")
+                    raise KernelWaitTimeout(f"no {workload['template']} kernel can be placed: {workload.get('reason')}")
+                if workload["state"] not in ("queued", "preempted"):
+                    raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {workload.get('reason')}")
+                if time.monotonic() >= deadline:
+                    await self._release(workload_id)
+                    raise KernelWaitTimeout(_why_waiting(workload, timeout))
+                await asyncio.sleep(self.poll_s)
+            started = await self.call(f"kernels/placements/{workload_id}/started",
+                                      {"where": f"a kernel of {workload['user']}'s server"})
+        except KernelWaitTimeout:
+            raise
+        except BaseException:  # cancelled or broken: a waiting start must not stay queued at the service
+            await asyncio.shield(self._release(workload_id))
+            raise
+        return {**self.base, **started["environment"]}
+
+    async def started(self, workload_id: int, pid: int | None, where: str | None = None) -> None:
+        """Reported to the service with the environment, before the launch (as a spawner does)."""
+        log.info("hetero kernel workload=%s started here as pid %s", workload_id, pid)
+
+    async def abandon(self, workload_id: int | None, reason: str) -> None:
+        if workload_id is not None:
+            await self._release(workload_id, failed=reason)
+
+    async def ended(self, workload_id: int) -> None:
+        await self._release(workload_id)
+
+    async def _release(self, workload_id: int, failed: str | None = None) -> None:
+        route = f"kernels/placements/{workload_id}" + (f"?failed={quote(failed[:1000])}" if failed else "")
+        try:
+            await self.call(route, method="DELETE")
+        except (HeteroError, ServiceUnavailable) as exc:
+            # The service releases a kernel its server stops reporting; the log says why it had to.
+            log.warning("hetero kernel workload=%s not released at the service: %s", workload_id, exc)
+
+    # -- reports ----------------------------------------------------------------------------------
+
+    def start_reporting(self) -> None:
+        if self._reporting is None:
+            self._reporting = asyncio.ensure_future(self._report_forever())
+
+    async def stop_reporting(self) -> None:
+        if self._reporting is not None:
+            self._reporting.cancel()
+            self._reporting = None
+
+    async def _report_forever(self) -> None:
+        while True:
+            try:
+                await self.report()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the next report tries again; the service keeps a grace
+                log.warning("hetero kernels not reported to the service: %s", exc)
+            await asyncio.sleep(self.report_interval_s)
+
+    async def report(self) -> list[dict[str, Any]]:
+        """Tell the service what this server's hetero kernels are doing; shut down those it says to stop."""
+        held = self._held()
+        if not held:
+            return []
+        answer = await self.call("kernels/placements/report", {"kernels": [
+            {"workload_id": workload_id, "execution_state": getattr(kernel, "execution_state", None) or "unknown",
+             "last_activity": _wall(getattr(kernel, "last_activity", None))}
+            for workload_id, (_kernel_id, kernel) in held.items()]})
+        for stop in answer["stop"]:
+            found = held.get(stop["workload_id"])
+            if found is not None:
+                kernel_id, kernel = found
+                kernel.reason = stop["reason"]  # shown by Jupyter's kernels API until the kernel is gone
+                log.info("hetero kernel %s shut down: %s", kernel_id, stop["reason"])
+                await self.kernel_manager.shutdown_kernel(kernel_id)
+        return answer["stop"]
+
+    def _held(self) -> dict[int, tuple[str, Any]]:
+        """This server's running hetero kernels that hold a placement, by workload id."""
+        held = {}
+        for kernel_id in list(self.kernel_manager.list_kernel_ids() if self.kernel_manager else []):
+            kernel = self.kernel_manager.get_kernel(kernel_id)
+            workload_id = getattr(getattr(kernel, "provisioner", None), "workload_id", None)
+            if is_hetero(kernel) and workload_id is not None:
+                held[workload_id] = (kernel_id, kernel)
+        return held
+
+
+def _why_waiting(workload: dict[str, Any], timeout: float) -> str:
+    blockers = "; ".join(blocker["message"] for blocker in (workload.get("blockers") or [])[:3]) or "not scheduled yet"
+    eta = f"~{max(0, round((workload['eta'] - time.time()) / 60))} min" if workload.get("eta") else "unknown"
+    return f"no {workload['template']} kernel could be placed within {timeout:g} s: {blockers}. ETA {eta}"
+
+
+def _wall(value) -> float | None:
+    if value is None:
+        return None
+    return value.timestamp() if hasattr(value, "timestamp") else float(value)
+
+
+def _json(body: bytes | None) -> Any:
+    try:
+        return json.loads(body or b"{}")
+    except ValueError:
+        return {}
