@@ -38,6 +38,7 @@ from .handlers.hub_kernels import hub_kernel_handlers
 from .kernel.hub_kernels import HubKernels
 from .services.clock import Clock
 from .services.credentials import DEFAULT_PASSTHROUGH
+from .services.hub_api import HubApi
 from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.snapshot import engine_request
@@ -268,6 +269,7 @@ class HeteroApp(ExtensionApp):
             device_idle_pct=self.cull_device_idle_pct,
             device_idle_after_s=self.cull_device_idle_after,
             kernel_report_grace_s=self.kernel_report_grace,
+            stop_server=self._hub_stop_server(),
             identity_provider=self.serverapp.identity_provider,
             workload_env_passthrough=tuple(self.workload_env_passthrough),
         )
@@ -318,6 +320,11 @@ class HeteroApp(ExtensionApp):
             nodes += load_emulated_nodes(list(self.emulated_nodes))
         return nodes
 
+    def _hub_stop_server(self):
+        """In the hub's service, how the idle rules stop a user's server: through the hub's API."""
+        hub = HubApi.from_environ(os.environ) if self.mode == "service" else None
+        return hub.stop_server if hub is not None else None
+
     def _forward_to_service(self) -> None:
         token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
         if not self.service_url or not token:
@@ -326,7 +333,8 @@ class HeteroApp(ExtensionApp):
         service = self.settings["hetero_service"] = HubService(self.service_url, token)
         # Its kernels run here, placed by the service; only this server's passthrough variables reach them.
         kernels = self.settings["hetero_hub_kernels"] = HubKernels(
-            service, passthrough=self.workload_env_passthrough, environ=os.environ)
+            service, passthrough=self.workload_env_passthrough, environ=os.environ,
+            last_activity=self.serverapp.web_app.last_activity)
         kernels.attach(self.serverapp.kernel_manager)
         kernels.register()
         self.log.info("jupyter-hetero: every hetero API call goes to the hub's service at %s", self.service_url)

@@ -18,14 +18,15 @@ __all__ = [
     "NotebookSpec",
     "FilesQuery",
     "PreemptQuery",
+    "ActivityReport",
     "KernelActivity",
-    "KernelReports",
     "Launched",
     "PreviewWorkload",
     "RequestKernelPlacement",
     "ReleaseQuery",
     "RequestServer",
     "ScriptSpec",
+    "ServerActivity",
     "StartKernel",
     "SubmitWorkload",
 ]
@@ -118,6 +119,8 @@ class RequestServer(BaseModel):
     flavor: str | None = Field(default=None, description="One of the template's flavors (a profile's); any by default.")
     queue: str | None = Field(default=None, description="Defaults to the template's queue.")
     name: str | None = Field(default=None, max_length=253)
+    server_name: str = Field(default="", max_length=255, pattern=r"^[^/]*$",
+                             description="The hub's name of the server ('' for the user's default server).")
 
 
 class Launched(BaseModel):
@@ -153,11 +156,22 @@ class KernelActivity(BaseModel):
     last_activity: float | None = Field(default=None, description="When it last did anything (Unix time).")
 
 
-class KernelReports(BaseModel):
-    """``POST /kernels/placements/report``: a user's server's kernels placed by the service, every few seconds."""
+class ServerActivity(BaseModel):
+    """A hub user's server, as it sees itself."""
 
     model_config = ConfigDict(extra="forbid")
 
+    workload_id: int = Field(description="The server's own workload (its HETERO_WORKLOAD_ID).")
+    last_activity: float | None = Field(default=None, description="When it last served a request or ran code "
+                                                                  "(Unix time; jupyter_server's last activity).")
+
+
+class ActivityReport(BaseModel):
+    """``POST /activity``: a hub user's server, every few seconds: itself and its kernels placed by the service."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    server: ServerActivity | None = None
     kernels: list[KernelActivity] = Field(default_factory=list, max_length=1000)
 
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from ..models import (
+    ActivityReport,
     ExplainQuery,
     FilesQuery,
-    KernelReports,
     Launched,
     ListNodesQuery,
     ListTemplatesQuery,
@@ -146,10 +146,6 @@ ROUTES: tuple[Route, ...] = (
           "the queue like any workload (follow it with getWorkload), then the server launches the kernel", w.Workload,
           status=201, body=RequestKernelPlacement, answer_description="Stored; state is queued",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
-    Route("/kernels/placements/report", "post", "reportKernels",
-          "A hub user's server reports its placed kernels' activity (every few seconds); the answer names those it "
-          "must shut down (culled, preempted, cancelled, lost) with the reason", w.KernelStops, body=KernelReports,
-          answer_description="The kernels to shut down", errors=(BAD_REQUEST, FORBIDDEN)),
     Route("/kernels/placements/{workload_id}/started", "post", "reportKernelStarted",
           "The user's server launches the placed kernel (its owner only); the answer carries the kernel's "
           "environment: device visibility, placement and its own workload credential", w.Started, body=Launched,
@@ -160,6 +156,11 @@ ROUTES: tuple[Route, ...] = (
           "The kernel ended, or its start was abandoned: its devices are given back at once", w.Workload,
           query=ReleaseQuery, path_parameters=_WORKLOAD, answer_description="The kernel's workload, ended",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/activity", "post", "reportActivity",
+          "A hub user's server reports its own activity and its placed kernels' (every few seconds): what the idle "
+          "rules read; the answer names the kernels it must shut down (culled, preempted, cancelled, lost) with the "
+          "reason. An idle server is stopped through the hub", w.KernelStops, body=ActivityReport,
+          answer_description="The kernels to shut down", errors=(BAD_REQUEST, FORBIDDEN)),
     Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",
           "CPU, memory and (where measurable) device use of exactly this kernel's devices", w.KernelUsage,
           path_parameters={"kernel_id": "string"}, answer_description="Usage", errors=(NOT_FOUND,)),

@@ -245,7 +245,7 @@ class KernelStop(Answer):
 
 
 class KernelStops(Answer):
-    """``POST /kernels/placements/report``: the reported kernels to shut down (culled, preempted, cancelled, lost)."""
+    """``POST /activity``: the reported kernels to shut down (culled, preempted, cancelled, lost)."""
 
     stop: list[KernelStop]
 

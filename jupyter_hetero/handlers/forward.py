@@ -57,6 +57,11 @@ class ForwardHandler(ExtensionHandlerMixin, APIHandler):
     auth_resource = "hetero"
 
     @property
+    def _track_activity(self) -> bool:
+        # The panel's polling of status and queues is not the user's activity; anything that changes work is.
+        return self.request.method != "GET"
+
+    @property
     def service(self) -> HubService:
         return self.settings["hetero_service"]
 

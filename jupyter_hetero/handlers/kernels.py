@@ -11,7 +11,7 @@ from tornado import web
 
 from ..errors import Conflict, HeteroError
 from ..i18n import N_, Message
-from ..models import KernelReports, Launched, ReleaseQuery, RequestKernelPlacement, StartKernel
+from ..models import ActivityReport, Launched, ReleaseQuery, RequestKernelPlacement, StartKernel
 from ..services.kernels import KernelWaitTimeout
 from ..services.resolve import known_template
 from .base import API_PREFIX, ApiHandler, HeteroHandler
@@ -65,13 +65,16 @@ class KernelPlacementsHandler(HeteroHandler):
         self.reply(requested, status=201)
 
 
-class KernelReportsHandler(HeteroHandler):
+class ActivityHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def post(self) -> None:
-        body = self.body(KernelReports)
-        platform = self.platform
-        self.reply(platform.user_kernels.report(self.identity, body, platform.scheduler.times.now))
+        """A hub user's server on itself and its kernels; the answer, the kernels it must shut down."""
+        body = self.body(ActivityReport)
+        platform, identity, now = self.platform, self.identity, self.platform.scheduler.times.now
+        if body.server is not None:
+            platform.servers.report(identity, body.server, now)
+        self.reply(platform.user_kernels.report(identity, body.kernels, now))
 
 
 class KernelPlacementHandler(HeteroHandler):
@@ -115,8 +118,8 @@ async def start_kernel(handler: ApiHandler, body: StartKernel, **who: Any) -> st
 default_handlers = [
     (rf"/{API_PREFIX}/kernels", KernelsHandler),
     (rf"/{API_PREFIX}/kernels/(?P<kernel_id>[^/]+)/usage", KernelUsageHandler),
+    (rf"/{API_PREFIX}/activity", ActivityHandler),
     (rf"/{API_PREFIX}/kernels/placements", KernelPlacementsHandler),
-    (rf"/{API_PREFIX}/kernels/placements/report", KernelReportsHandler),
     (rf"/{API_PREFIX}/kernels/placements/(?P<workload_id>[^/]+)", KernelPlacementHandler),
     (rf"/{API_PREFIX}/kernels/placements/(?P<workload_id>[^/]+)/started", KernelStartedHandler),
 ]

@@ -15,8 +15,9 @@ import yaml
 __all__ = ["SERVICE_PORT", "SERVICE_SCOPES", "USER_SCOPES", "hub_config"]
 
 SERVICE_PORT = 10101
-# What the service itself may read of the hub: who users are and which groups (tenants) they are in.
-SERVICE_SCOPES = ["list:users", "read:users", "read:groups"]
+# What the service itself may do at the hub: read who users are and which groups (tenants) they are in, and
+# stop a user's server the idle rules cull (the hub stops it as if its user had; its spawner releases it).
+SERVICE_SCOPES = ["list:users", "read:users", "read:groups", "servers"]
 # What every user's server token also carries, so the extension in it finds and reaches the service.
 USER_SCOPES = ["access:services!service=hetero", "read:services!service=hetero"]
 

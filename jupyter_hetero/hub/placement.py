@@ -17,6 +17,7 @@ import asyncio
 import json
 import time
 from typing import Any
+from urllib.parse import urlencode
 
 from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado.httpclient import HTTPClientError
@@ -96,6 +97,7 @@ class HeteroPlacement(Configurable):
                 "template": choice["template"], "flavor": choice["flavor"],
                 "parameters": choice.get("parameters") or {}, "queue": choice.get("queue"),
                 "name": f"server of {self.user.name}" + (f" ({self.name})" if self.name else ""),
+                "server_name": self.name or "",
             })
         except HTTPClientError as exc:
             if exc.response is None or exc.code >= 500:
@@ -122,24 +124,29 @@ class HeteroPlacement(Configurable):
         self.hetero_started = await self._hetero_call(f"servers/{workload['id']}/started", {"where": where})
         return self.hetero_started
 
-    async def hetero_release(self, workload_id: int | None = None) -> None:
-        """Give the server's devices back; a service that cannot be reached is logged, not fatal."""
+    async def hetero_release(self, workload_id: int | None = None, failed: str | None = None) -> None:
+        """Give the server's devices back (``failed``: its launch failed, for this reason); a service that
+        cannot be reached is logged, not fatal."""
         workload_id = workload_id if workload_id is not None else self.hetero_workload
         self.hetero_workload = None
         if workload_id is None:
             return
+        query = f"?{urlencode({'failed': failed[:1000]})}" if failed else ""
         try:
-            await self._hetero_call(f"servers/{workload_id}", method="DELETE")
+            await self._hetero_call(f"servers/{workload_id}{query}", method="DELETE")
         except (HTTPClientError, OSError, asyncio.TimeoutError) as exc:
             self.log.warning("hetero server workload=%s not released: %s", workload_id, exc)
 
     async def hetero_start(self, launch):
         """``launch()`` once placed; any failure or cancellation on the way releases the workload."""
+        self.hetero_started = {}
         try:
             await self.hetero_place()
             return await launch()
-        except BaseException:
-            await asyncio.shield(self.hetero_release())
+        except BaseException as exc:
+            # Placed, then the launch itself failed: the workload ends failed with the reason, not done.
+            launch_failed = self.hetero_started and not isinstance(exc, asyncio.CancelledError)
+            await asyncio.shield(self.hetero_release(failed=f"{type(exc).__name__}: {exc}" if launch_failed else None))
             raise
 
     async def hetero_stop(self, stop, now: bool) -> None:

@@ -5,7 +5,8 @@ calls. A kernel's workload is asked for, as the server's user, with ``POST /kern
 placed, ``POST .../started`` answers its environment (devices, HETERO_*, its own workload credential for
 the service) and the kernel starts here from that and this server's passthrough variables, never from
 the server's own token; ``DELETE`` gives the devices back. Every ``report_interval_s`` the server
-reports its hetero kernels' activity, and shuts down those the service's answer names, with its reason.
+reports its own activity (when it is a hetero server workload itself) and its hetero kernels'
+(``POST /activity``), and shuts down the kernels the service's answer names, with its reason.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -40,9 +41,13 @@ class HubKernels:
     pods = None  # kernels start in this server's process tree
 
     def __init__(self, service, *, passthrough: Iterable[str], environ: Mapping[str, str],
-                 poll_s: float = 0.25, report_interval_s: float = 3.0):
+                 last_activity: Callable[[], Any] = lambda: None, poll_s: float = 0.25, report_interval_s: float = 3.0):
         self.service = service  # forward.HubService: the service's URL and this server's hub token
         self.base = inherited_environment(environ, passthrough, (service.token,))
+        # This server's own workload, when a hetero spawner placed it, and jupyter_server's last activity.
+        workload = environ.get("HETERO_WORKLOAD_ID", "")
+        self.server_workload = int(workload) if workload.isdigit() else None
+        self.last_activity = last_activity
         self.poll_s = poll_s
         self.report_interval_s = report_interval_s
         self.kernel_manager = None
@@ -165,14 +170,17 @@ class HubKernels:
             await asyncio.sleep(self.report_interval_s)
 
     async def report(self) -> list[dict[str, Any]]:
-        """Tell the service what this server's hetero kernels are doing; shut down those it says to stop."""
+        """Tell the service what this server and its hetero kernels are doing; shut down the kernels it says to."""
         held = self._held()
-        if not held:
+        if not held and self.server_workload is None:
             return []
-        answer = await self.call("kernels/placements/report", {"kernels": [
+        body: dict[str, Any] = {"kernels": [
             {"workload_id": workload_id, "execution_state": getattr(kernel, "execution_state", None) or "unknown",
              "last_activity": _wall(getattr(kernel, "last_activity", None))}
-            for workload_id, (_kernel_id, kernel) in held.items()]})
+            for workload_id, (_kernel_id, kernel) in held.items()]}
+        if self.server_workload is not None:
+            body["server"] = {"workload_id": self.server_workload, "last_activity": _wall(self.last_activity())}
+        answer = await self.call("activity", body)
         for stop in answer["stop"]:
             found = held.get(stop["workload_id"])
             if found is not None:

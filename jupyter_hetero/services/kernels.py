@@ -13,7 +13,9 @@ Dead hetero kernels are still reaped by jupyter_server's culler: that is cleanup
 A kernel in a hub user's server (see user_kernels.py) is placed here and run there: that server reports
 its kernels' activity every few seconds, the same rules decide here, and a stop goes back to it in the
 answer to its next report. One it stops reporting (the server ended or cannot reach the service) is
-released after a grace period.
+released after a grace period. The same server reports its own activity: a hub user's server (a
+``server`` workload) idle past its template's idle timeout, or whose measured devices sit idle, is
+stopped through the hub (``stop_server``), whose spawner then gives its devices back.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +109,8 @@ class KernelService:
     def __init__(self, *, catalog: Catalog, repository: Repository, scheduler: Scheduler,
                  clock: Clock, identify: Callable[[str | None, tuple[str, ...]], Identity],
                  wake: Callable[[], None], server_url: str = "", server_token: str = "",
-                 device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0, report_grace_s: float = 30.0):
+                 device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0, report_grace_s: float = 30.0,
+                 stop_server: Callable[[str, str], Awaitable[None]] | None = None):
         self.catalog = catalog
         self.repository = repository
         self.scheduler = scheduler
@@ -122,12 +125,14 @@ class KernelService:
         self.device_idle_after_s = device_idle_after_s
         # A kernel in a user's server not reported for this long is taken as gone (servers report every few seconds).
         self.report_grace_s = report_grace_s
+        self.stop_server = stop_server  # (user, server name): the hub stops a user's server; None outside a hub
+        self._stop_asked: dict[int, float] = {}  # servers whose stop was asked of the hub, and when
         self._low_since: dict[int, float] = {}  # kernels whose measured devices sit below the threshold
         self._device_use: dict[int, float] = {}  # each kernel's latest measured device utilisation, %
         self._sampling: asyncio.Future | None = None
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
-        self.reported: dict[int, ReportedKernel] = {}  # kernels in users' servers, by workload id
+        self.reported: dict[int, ReportedKernel] = {}  # kernels in users' servers and those servers, by workload id
         self._booted = scheduler.times.now()
         scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
         scheduler.on_kernel_inadmissible = scheduler.on_kernel_admitted  # its waiter ends the start with the reason
@@ -321,6 +326,7 @@ class KernelService:
         self._warned.discard(workload_id)
         self._low_since.pop(workload_id, None)
         self.reported.pop(workload_id, None)
+        self._stop_asked.pop(workload_id, None)
         self.scheduler.times.forget(workload_id)
 
     def workload_of(self, kernel_id: str) -> WorkloadRow | None:
@@ -341,13 +347,22 @@ class KernelService:
         """Mark idle kernels, warn then cull those idle past their timeout, stop preempted ones."""
         # Launched, not yet registered; a start that failed stays among them, done, and counts as gone.
         starting = getattr(self.kernel_manager, "_pending_kernels", {})
-        running = self.repository.workloads(kind="kernel", states=("running",))
+        running = [*self.repository.workloads(kind="kernel", states=("running",)),
+                   *self.repository.workloads(kind="server", states=("running",))]
         self._sample_devices(running)
+        alive = {row.id for row in running}  # what ended another way (a server its spawner released) is forgotten
+        for table in (self.reported, self._stop_asked):  # in place: the server service shares the first
+            for key in table.keys() - alive:
+                del table[key]
         for row in running:
             task = starting.get(self.kernel_id(row))
             if task is not None and not task.done():
                 continue
-            if in_user_server(row):
+            if row.kind == "server":
+                kernel = self.reported.get(row.id)
+                if kernel is None:
+                    continue  # a server that does not report (no hetero extension in it) is left to the hub
+            elif in_user_server(row):
                 kernel = self.reported.get(row.id)
                 if now - self._heard_at(row, kernel) > self.report_grace_s:
                     self._end(row, "lost", "lost", f"the kernel's server stopped reporting it for "
@@ -379,7 +394,7 @@ class KernelService:
                                     f"{_minutes(self.device_idle_after_s)}")
                 continue
             template_timeout = row.spec.get("idle_timeout_s")
-            timeout = template_timeout or self._server_idle_timeout()
+            timeout = template_timeout or (self._server_idle_timeout() if row.kind == "kernel" else None)
             if not timeout or busy:
                 self._warned.discard(row.id)
                 continue
@@ -446,6 +461,9 @@ class KernelService:
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:
         kernel_id = self.kernel_id(row)
+        if row.kind == "server":
+            self._stop_server(row, reason)
+            return
         if in_user_server(row):
             # Its server shuts it down when its next report is answered with the stop and this reason.
             if row.stopping is None:
@@ -459,6 +477,22 @@ class KernelService:
             self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
                                             preempting_until=self.clock.wall())
         asyncio.ensure_future(self._shutdown_kernel(kernel_id))
+
+    def _stop_server(self, row: WorkloadRow, reason: str) -> None:
+        """Ask the hub to stop a user's server (again after a while if the hub did not); its spawner releases it."""
+        if row.stopping is None:
+            self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
+                                            preempting_until=self.clock.wall())
+        asked = self._stop_asked.get(row.id)
+        if asked is not None and self.clock.monotonic() - asked < self.report_grace_s:
+            return
+        self._stop_asked[row.id] = self.clock.monotonic()
+        if self.stop_server is None:
+            log.warning("jupyter-hetero: server workload %s should stop (%s) but no hub is known here", row.id, reason)
+            return
+        future = asyncio.ensure_future(self.stop_server(row.user, row.spec.get("server_name") or ""))
+        future.add_done_callback(lambda done: done.cancelled() or done.exception() is None or log.warning(
+            "jupyter-hetero: the hub did not stop server workload %s: %s", row.id, done.exception()))
 
     async def _shutdown_kernel(self, kernel_id: str) -> None:
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,8 @@ class Platform:
     device_idle_pct: float = 5.0
     device_idle_after_s: float = 1800.0
     kernel_report_grace_s: float = 30.0
+    # In the hub's service: (user, server name) -> the hub stops that server (the idle rules cull it).
+    stop_server: Callable[[str, str], Awaitable[None]] | None = None
     # The server's identity provider: it decides who counts as the owner (see auth.is_server_owner).
     identity_provider: Any = None
     workload_env_passthrough: tuple[str, ...] = DEFAULT_PASSTHROUGH
@@ -88,7 +90,7 @@ class Platform:
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
             identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=self.server_url,
             device_idle_pct=self.device_idle_pct, device_idle_after_s=self.device_idle_after_s,
-            report_grace_s=self.kernel_report_grace_s,
+            report_grace_s=self.kernel_report_grace_s, stop_server=self.stop_server,
         )
         # Every process of a workload starts from this environment, which carries its own credential.
         self.scheduler.seal_environment = self.kernels.seal_environment = self._workload_environment
@@ -102,7 +104,8 @@ class Platform:
         launched = {"catalog": self.catalog, "repository": self.repository, "workloads": self.workloads,
                     "clock": self.clock, "wake": self.loop.wake}
         # A server gets its credential from the hub; a kernel in a user's server, one for this server's API.
-        self.servers = ServerService(environment_of=self.scheduler.placed_environment, **launched)
+        self.servers = ServerService(environment_of=self.scheduler.placed_environment,
+                                     reported=self.kernels.reported, **launched)
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
 

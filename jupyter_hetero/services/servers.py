@@ -10,14 +10,16 @@ server stops. While held it counts against its tenant's quota like any workload.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from ..catalog import WorkloadKind
 from ..errors import InvalidRequest
 from ..i18n import N_, Message
-from ..models import RequestServer
+from ..models import RequestServer, ServerActivity
 from ..store.tables import WorkloadRow
 from .identity import Identity
+from .kernels import ReportedKernel
 from .launched import LaunchedService
 from .resolve import known_template, resolve
 
@@ -28,6 +30,10 @@ class ServerService(LaunchedService):
     """Create, start and release a hub user's server workload, always as that user."""
 
     kind = WorkloadKind.SERVER
+
+    def __init__(self, *, reported: dict[int, ReportedKernel], **launched: Any):
+        super().__init__(**launched)
+        self.reported = reported  # what servers say of their activity, read by the idle rules
 
     def request(self, identity: Identity, body: RequestServer) -> dict[str, Any]:
         """Store the server's workload, queued; the engine places it on its next cycle."""
@@ -53,8 +59,15 @@ class ServerService(LaunchedService):
         row = WorkloadRow(
             kind=WorkloadKind.SERVER.value, name=body.name or f"server of {identity.user}", tenant=identity.tenant.name,
             user=identity.user, template=template.name, queue=queue, request=resolved.to_json(),
-            spec={"payload": "server", "env": {}}, state="queued", held_cpu_milli=0, held_memory_mib=0,
+            spec={"payload": "server", "env": {}, "server_name": body.server_name,
+                  "idle_timeout_s": template.idle_timeout_s}, state="queued", held_cpu_milli=0, held_memory_mib=0,
             held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
         )
         return self._store(row, f"{identity.user} asked for a {template.name} server",
                            {"template": template.name, "parameters": body.parameters})
+
+    def report(self, identity: Identity, server: ServerActivity, now: Callable[[], float]) -> None:
+        """Take a user's server's word on its own activity, for the idle rules (see services/kernels.py)."""
+        row = self.repository.workload(server.workload_id)
+        if row is not None and row.user == identity.user and self.launches(row) and row.state == "running":
+            self.reported[row.id] = ReportedKernel("idle", server.last_activity, now())

@@ -5,7 +5,7 @@ A hetero kernelspec in a hub user's server asks here for a ``kernel`` workload
 (``POST /kernels/placements/{id}/started``, whose answer is the kernel's environment: its devices'
 visibility, HETERO_* and its own workload credential for this service) and gives the devices back
 (``DELETE /kernels/placements/{id}``) when the kernel ends. Every few seconds the server reports its
-kernels' activity (``POST /kernels/placements/report``); the answer names those to shut down (culled
+kernels' activity (``POST /activity``); the answer names those to shut down (culled
 idle, preempted, cancelled, lost with their node) with the reason.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from ..catalog import WorkloadKind
 from ..errors import Conflict
 from ..i18n import N_, Message
-from ..models import KernelReports, RequestKernelPlacement
+from ..models import KernelActivity, RequestKernelPlacement
 from ..store import ACTIVE_STATES
 from ..store.tables import WorkloadRow
 from .identity import Identity
@@ -61,10 +61,10 @@ class UserKernelService(LaunchedService):
         return self._store(row, f"{identity.user} started a {template.name} kernel in their server",
                            {"kernel_id": body.kernel_id, "parameters": body.parameters})
 
-    def report(self, identity: Identity, body: KernelReports, now: Callable[[], float]) -> dict[str, Any]:
+    def report(self, identity: Identity, kernels: list[KernelActivity], now: Callable[[], float]) -> dict[str, Any]:
         """Take a server's word on its kernels' activity; answer which of them to shut down, and why."""
         stop = []
-        for kernel in body.kernels:
+        for kernel in kernels:
             row = self.repository.workload(kernel.workload_id)
             if row is None or row.user != identity.user or not self.launches(row):
                 # Not a placement of this user's: whatever it runs on holds devices nobody accounts for.

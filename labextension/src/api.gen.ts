@@ -400,23 +400,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/kernels/placements/report": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** A hub user's server reports its placed kernels' activity (every few seconds); the answer names those it must shut down (culled, preempted, cancelled, lost) with the reason */
-        post: operations["reportKernels"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/kernels/placements/{workload_id}/started": {
         parameters: {
             query?: never;
@@ -446,6 +429,23 @@ export interface paths {
         post?: never;
         /** The kernel ended, or its start was abandoned: its devices are given back at once */
         delete: operations["releaseKernel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A hub user's server reports its own activity and its placed kernels' (every few seconds): what the idle rules read; the answer names the kernels it must shut down (culled, preempted, cancelled, lost) with the reason. An idle server is stopped through the hub */
+        post: operations["reportActivity"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -513,6 +513,15 @@ export interface components {
          * @enum {string}
          */
         AcceleratorFamily: "cpu" | "nvidia" | "amd" | "intel" | "ascend" | "cambricon" | "hygon";
+        /**
+         * ActivityReport
+         * @description ``POST /activity``: a hub user's server, every few seconds: itself and its kernels placed by the service.
+         */
+        ActivityReport: {
+            /** @default null */
+            server?: components["schemas"]["ServerActivity"] | null;
+            kernels?: components["schemas"]["KernelActivity"][];
+        };
         /**
          * AdvancedParameter
          * @description One bounded knob a user may turn on top of a template's default request.
@@ -720,13 +729,6 @@ export interface components {
             last_activity?: number | null;
         };
         /**
-         * KernelReports
-         * @description ``POST /kernels/placements/report``: a user's server's kernels placed by the service, every few seconds.
-         */
-        KernelReports: {
-            kernels?: components["schemas"]["KernelActivity"][];
-        };
-        /**
          * KernelStop
          * @description One kernel its server must shut down, and why.
          */
@@ -736,7 +738,7 @@ export interface components {
         };
         /**
          * KernelStops
-         * @description ``POST /kernels/placements/report``: the reported kernels to shut down (culled, preempted, cancelled, lost).
+         * @description ``POST /activity``: the reported kernels to shut down (culled, preempted, cancelled, lost).
          */
         KernelStops: {
             stop: components["schemas"]["KernelStop"][];
@@ -1113,6 +1115,11 @@ export interface components {
             queue?: string | null;
             /** @default null */
             name?: string | null;
+            /**
+             * @description The hub's name of the server ('' for the user's default server).
+             * @default
+             */
+            server_name?: string;
         };
         /**
          * ResourceRequest
@@ -1203,6 +1210,19 @@ export interface components {
             /** @description A .py file under the server's root. */
             path: string;
             args?: string[];
+        };
+        /**
+         * ServerActivity
+         * @description A hub user's server, as it sees itself.
+         */
+        ServerActivity: {
+            /** @description The server's own workload (its HETERO_WORKLOAD_ID). */
+            workload_id: number;
+            /**
+             * @description When it last served a request or ran code (Unix time; jupyter_server's last activity).
+             * @default null
+             */
+            last_activity?: number | null;
         };
         /**
          * Slot
@@ -2194,32 +2214,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
-    reportKernels: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["KernelReports"];
-            };
-        };
-        responses: {
-            /** @description The kernels to shut down */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["KernelStops"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            403: components["responses"]["Forbidden"];
-        };
-    };
     reportKernelStarted: {
         parameters: {
             query?: never;
@@ -2284,6 +2278,32 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    reportActivity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ActivityReport"];
+            };
+        };
+        responses: {
+            /** @description The kernels to shut down */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KernelStops"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
         };
     };
     getKernelUsage: {

@@ -51,7 +51,7 @@ async def test_a_kernel_is_placed_here_launched_there_with_its_devices_and_relea
     blocked = await wait_for(waiting["id"], lambda w: w.get("blockers"), as_user="carol")
     assert any("quota" in blocker["message"] for blocker in blocked["blockers"]), blocked
 
-    assert (await api("kernels/placements/report", "POST", _report(placed["id"]), as_user="alice"))["stop"] == []
+    assert (await api("activity", "POST", _report(placed["id"]), as_user="alice"))["stop"] == []
     released = await api(f"kernels/placements/{placed['id']}", "DELETE", as_user="alice")
     assert (released["state"], released["placement"]) == ("succeeded", None)
     with pytest.raises(HTTPClientError) as refused:
@@ -69,7 +69,7 @@ async def test_a_cancelled_kernel_is_stopped_through_its_servers_next_report(api
     await api(f"workloads/{placed['id']}", "DELETE", as_user="alice")  # cancelled, from the panel say
 
     async def stop_said():
-        stop = (await api("kernels/placements/report", "POST", _report(placed["id"]), as_user="alice"))["stop"]
+        stop = (await api("activity", "POST", _report(placed["id"]), as_user="alice"))["stop"]
         return stop or None
 
     stop = await until_async(stop_said, "the stop in the report's answer")
@@ -84,7 +84,7 @@ async def test_an_idle_kernel_is_culled_by_its_timeout_through_the_report(api, w
     idle_since = time.time() - 60  # its server says: idle for a minute, past the kernel's 5 s
 
     async def culled():
-        stop = (await api("kernels/placements/report", "POST", _report(placed["id"], "idle", idle_since),
+        stop = (await api("activity", "POST", _report(placed["id"], "idle", idle_since),
                           as_user="alice"))["stop"]
         return stop or None
 
@@ -97,7 +97,7 @@ async def test_a_busy_kernel_is_not_culled(api, wait_for):
     placed = await _placed(api, wait_for, {**A100, "idle_timeout": 1})
     await api(f"kernels/placements/{placed['id']}/started", "POST", {}, as_user="alice")
     for _ in range(8):  # a few scheduler ticks, each sweeping
-        stop = await api("kernels/placements/report", "POST", _report(placed["id"], "busy", time.time() - 60),
+        stop = await api("activity", "POST", _report(placed["id"], "busy", time.time() - 60),
                          as_user="alice")
         assert stop["stop"] == []
         await asyncio.sleep(0.3)
@@ -126,7 +126,7 @@ async def test_only_the_owner_launches_and_reports_and_another_tenant_sees_nothi
     status, error = await api_error(f"kernels/placements/{placed['id']}/started", "POST", {}, as_user="carol")
     assert status == 403 and "only they launch it" in error["reason"], error
     # Another user's kernel reported as one's own is named for a stop, and its activity is not taken.
-    stop = (await api("kernels/placements/report", "POST", _report(placed["id"]), as_user="carol"))["stop"]
+    stop = (await api("activity", "POST", _report(placed["id"]), as_user="carol"))["stop"]
     assert stop == [{"workload_id": placed["id"], "reason": f"kernel workload {placed['id']} is not one of yours "
                                                             "placed by this service"}]
     status, _error = await api_error("kernels/placements/999999/started", "POST", {}, as_user="alice")

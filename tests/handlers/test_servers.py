@@ -3,6 +3,9 @@ spawner as its user, counted against the tenant's quota, closed to everyone else
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 pytestmark = pytest.mark.usefixtures("team")
@@ -83,3 +86,32 @@ async def test_a_waiting_server_cannot_start_and_a_job_is_not_a_server(api, api_
     status, error = await api_error(f"servers/{job['id']}/started", "POST", {}, as_user="alice")
     assert (status, error["field"]) == (400, "workload_id") and "not a server" in error["message"], error
     await api(f"servers/{first['id']}", "DELETE", as_user="alice")
+
+
+@pytest.mark.team(templates={"interactive": {"idle_timeout_s": 5}})
+async def test_a_server_reported_idle_past_its_timeout_is_culled_and_no_one_else_reports_it(team, api, wait_for):
+    asked = await api("servers", "POST", A100, as_user="alice")
+    await _placed(wait_for, asked["id"], "alice")
+    await api(f"servers/{asked['id']}/started", "POST", {}, as_user="alice")
+    # Carol's word on alice's server is not taken: reported idle for an hour by her, it is left alone.
+    await api("activity", "POST", {"server": {"workload_id": asked["id"], "last_activity": time.time() - 3600}},
+              as_user="carol")
+    await asyncio.sleep(1.0)  # a few scheduler ticks, each running the idle rules
+    assert (await api(f"workloads/{asked['id']}", as_user="alice"))["stopping"] is None
+
+    await api("activity", "POST", {"server": {"workload_id": asked["id"], "last_activity": time.time() - 60}},
+              as_user="alice")
+    culled = await wait_for(asked["id"], lambda w: w["stopping"] == "cancel", as_user="alice")
+    assert culled["reason"].startswith("culled: idle") and "5 s idle timeout of template interactive" in culled["reason"]
+    # The hub stops the server (here, its spawner's release): it ends cancelled with the culler's reason.
+    released = await api(f"servers/{asked['id']}", "DELETE", as_user="alice")
+    assert released["state"] == "cancelled" and released["reason"].startswith("culled: idle"), released
+
+
+async def test_a_server_whose_launch_failed_ends_failed_with_the_reason(api, wait_for):
+    asked = await api("servers", "POST", A100, as_user="alice")
+    await _placed(wait_for, asked["id"], "alice")
+    await api(f"servers/{asked['id']}/started", "POST", {}, as_user="alice")
+    ended = await api(f"servers/{asked['id']}", "DELETE", as_user="alice", failed="FileNotFoundError: jupyterhub-singleuser")
+    assert (ended["state"], ended["placement"]) == ("failed", None), ended
+    assert ended["reason"].endswith("could not start: FileNotFoundError: jupyterhub-singleuser"), ended

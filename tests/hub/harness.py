@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jupyter_hetero.hub.config import SERVICE_SCOPES
+
 from ..conftest import REPO
 from ..harness import free_port
 
@@ -166,6 +168,7 @@ def hetero_service(root: Path, catalog: str, nodes: Path) -> tuple[str, str]:
                f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}"]  # each user's server's root
     return f"""
 c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
+c.JupyterHub.load_roles.append({{"name": "hetero-service", "scopes": {SERVICE_SCOPES!r}, "services": ["hetero"]}})
 c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero",
                                                           "read:services!service=hetero"]}})
 c.JupyterHub.load_roles.append({{"name": "server", "scopes": ["users:activity!user", "access:servers!server",

@@ -292,7 +292,7 @@ def test_hub_config_fragment_compiles_and_z2jh_loads(capsys):
     assert "read:services!service=hetero" in hub["extraConfig"]["hetero"]
     assert hub["services"]["hetero"] == {"url": "http://hub:10202", "command": ["jupyter", "hetero", "service"],
                                          "oauth_no_confirm": True}
-    assert hub["loadRoles"]["hetero-service"]["scopes"] == ["list:users", "read:users", "read:groups"]
+    assert hub["loadRoles"]["hetero-service"]["scopes"] == ["list:users", "read:users", "read:groups", "servers"]
     assert hub["service"]["extraPorts"] == [{"name": "hetero", "port": 10202, "targetPort": 10202}]
 
 
