@@ -20,6 +20,7 @@ __all__ = [
     "PreemptQuery",
     "ActivityReport",
     "KernelActivity",
+    "KernelConnection",
     "Launched",
     "PreviewWorkload",
     "RequestKernelPlacement",
@@ -123,6 +124,23 @@ class RequestServer(BaseModel):
                              description="The hub's name of the server ('' for the user's default server).")
 
 
+class KernelConnection(BaseModel):
+    """A kernel's connection (Jupyter's connection file): the launching server chose the key and the ports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(min_length=1, max_length=256)
+    signature_scheme: Literal["hmac-sha256"] = "hmac-sha256"
+    transport: Literal["tcp"] = "tcp"
+    ip: str = Field(default="127.0.0.1", max_length=64)
+    kernel_name: str = Field(default="", max_length=128)
+    shell_port: int = Field(ge=1, le=65535)
+    iopub_port: int = Field(ge=1, le=65535)
+    stdin_port: int = Field(ge=1, le=65535)
+    control_port: int = Field(ge=1, le=65535)
+    hb_port: int = Field(ge=1, le=65535)
+
+
 class Launched(BaseModel):
     """``POST /servers/{id}/started``, ``POST /kernels/placements/{id}/started``: the caller launches the placed
     workload (a hub spawner its server, a user's server its kernel)."""
@@ -130,6 +148,8 @@ class Launched(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     where: str | None = Field(default=None, max_length=253, description="What runs it (a pid, a pod).")
+    connection: KernelConnection | None = Field(
+        default=None, description="A kernel's, where the service runs kernels in pods: the pod serves it there.")
 
 
 class RequestKernelPlacement(BaseModel):

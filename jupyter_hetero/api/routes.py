@@ -148,10 +148,16 @@ ROUTES: tuple[Route, ...] = (
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/kernels/placements/{workload_id}/started", "post", "reportKernelStarted",
           "The user's server launches the placed kernel (its owner only); the answer carries the kernel's "
-          "environment: device visibility, placement and its own workload credential", w.Started, body=Launched,
+          "environment: device visibility, placement and its own workload credential. Where the service runs "
+          "kernels in pods, it sends the kernel's connection and the service starts the pod; the answer carries "
+          "the pod's IP", w.Started, body=Launched,
           path_parameters=_WORKLOAD, answer_description="The kernel's workload, running, and its environment",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
           conflict="The kernel's workload is not placed (waiting, stopping or ended)"),
+    Route("/kernels/placements/{workload_id}/pod", "delete", "endKernelPod",
+          "Where the service runs kernels in pods: end the kernel's pod and keep its placement (a restart starts a "
+          "new pod); nothing to do elsewhere", None, status=204, path_parameters=_WORKLOAD,
+          answer_description="The pod is being deleted", errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/kernels/placements/{workload_id}", "delete", "releaseKernel",
           "The kernel ended, or its start was abandoned: its devices are given back at once", w.Workload,
           query=ReleaseQuery, path_parameters=_WORKLOAD, answer_description="The kernel's workload, ended",

@@ -16,6 +16,7 @@ __all__ = [
     "Event",
     "Explanation",
     "FlavorPreview",
+    "KernelPod",
     "KernelStop",
     "KernelStops",
     "KernelUsage",
@@ -227,6 +228,13 @@ class StartedKernel(Answer):
     placement: Placement | None
 
 
+class KernelPod(Answer):
+    """A kernel's pod, Ready: the launching server connects to ``ip`` on the ports it chose."""
+
+    key: str = Field(description="namespace/name")
+    ip: str
+
+
 class Started(Answer):
     """``POST /servers/{id}/started``, ``POST /kernels/placements/{id}/started``: the workload, and the variables
     its process must get."""
@@ -234,7 +242,9 @@ class Started(Answer):
     workload: Workload
     environment: dict[str, str] = Field(description="Placement and, on the scheduler's machine, device visibility "
                                                     "(CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...); a kernel's "
-                                                    "also its workload credential for this server.")
+                                                    "also its workload credential for this server. Empty for a kernel "
+                                                    "in a pod, which has its environment there.")
+    pod: KernelPod | None = Field(default=None, description="Where the service runs kernels in pods: the kernel's.")
 
 
 class KernelStop(Answer):

@@ -80,17 +80,28 @@ class ActivityHandler(HeteroHandler):
 class KernelPlacementHandler(HeteroHandler):
     @web.authenticated
     @authorized
-    def delete(self, workload_id: str) -> None:
+    async def delete(self, workload_id: str) -> None:
         failed = self.query(ReleaseQuery).failed
-        self.reply(self.platform.user_kernels.release(self.identity, _id(workload_id), failed))
+        kernels, identity = self.platform.user_kernels, self.identity
+        await kernels.end_pod(identity, _id(workload_id))
+        self.reply(kernels.release(identity, _id(workload_id), failed))
+
+
+class KernelPodHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def delete(self, workload_id: str) -> None:
+        await self.platform.user_kernels.end_pod(self.identity, _id(workload_id))
+        self.set_status(204)
+        self.finish()
 
 
 class KernelStartedHandler(HeteroHandler):
     @web.authenticated
     @authorized
-    def post(self, workload_id: str) -> None:
+    async def post(self, workload_id: str) -> None:
         body = self.body(Launched)
-        self.reply(self.platform.user_kernels.started(self.identity, _id(workload_id), body.where))
+        self.reply(await self.platform.user_kernels.launch(self.identity, _id(workload_id), body))
 
 
 async def start_kernel(handler: ApiHandler, body: StartKernel, **who: Any) -> str | None:
@@ -122,4 +133,5 @@ default_handlers = [
     (rf"/{API_PREFIX}/kernels/placements", KernelPlacementsHandler),
     (rf"/{API_PREFIX}/kernels/placements/(?P<workload_id>[^/]+)", KernelPlacementHandler),
     (rf"/{API_PREFIX}/kernels/placements/(?P<workload_id>[^/]+)/started", KernelStartedHandler),
+    (rf"/{API_PREFIX}/kernels/placements/(?P<workload_id>[^/]+)/pod", KernelPodHandler),
 ]

@@ -7,6 +7,10 @@ the service) and the kernel starts here from that and this server's passthrough 
 the server's own token; ``DELETE`` gives the devices back. Every ``report_interval_s`` the server
 reports its own activity (when it is a hetero server workload itself) and its hetero kernels'
 (``POST /activity``), and shuts down the kernels the service's answer names, with its reason.
+
+Where the service runs kernels in pods (its Kubernetes backend), the kernel cannot run here: this
+server sends its connection (key and ports) with ``started``, the service starts the kernel's pod on the
+placed node, and this server connects to the pod's IP (a :class:`RemotePod`, driven like a pod of its own).
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from ..errors import Conflict, Forbidden, HeteroError, InvalidRequest, NotFound
 from ..services.credentials import inherited_environment
 from ..services.kernels import KernelWaitTimeout, is_hetero, take_over_culling, use_kernels
 
-__all__ = ["HubKernels", "ServiceUnavailable"]
+__all__ = ["HubKernels", "RemotePod", "ServiceUnavailable"]
 
 log = logging.getLogger(__name__)
 
 PLACED_STATES = ("admitted", "starting", "running")
+_CONNECTION_FIELDS = frozenset({"key", "signature_scheme", "transport", "ip", "kernel_name", "shell_port",
+                                "iopub_port", "stdin_port", "control_port", "hb_port"})
 _ERRORS: dict[int, type[HeteroError]] = {400: InvalidRequest, 403: Forbidden, 404: NotFound, 409: Conflict}
 
 
@@ -37,8 +43,30 @@ class ServiceUnavailable(RuntimeError):
     """The hub's hetero service did not answer, or answered with its own failure."""
 
 
+class RemotePod:
+    """A kernel's pod the service runs, as the provisioner drives a pod (``ip``, ``key``, ``poll``, ``delete``)."""
+
+    def __init__(self, kernels: HubKernels, workload_id: int, key: str, ip: str):
+        self.kernels = kernels
+        self.workload_id = workload_id
+        self.key = key
+        self.ip = ip
+        self.exit_code: int | None = None  # set once deleted; a pod that ends by itself is stopped by a report
+
+    def poll(self) -> int | None:
+        return self.exit_code
+
+    async def delete(self, *, grace_s: int | None = 0) -> None:
+        try:
+            await self.kernels.call(f"kernels/placements/{self.workload_id}/pod", method="DELETE")
+        except (HeteroError, ServiceUnavailable) as exc:
+            log.warning("hetero kernel pod %s not deleted by the service: %s", self.key, exc)
+        self.exit_code = -1
+
+
 class HubKernels:
-    pods = None  # kernels start in this server's process tree
+    # Set from the service's backend before the first launch: True where it runs kernels in pods.
+    pods: bool | None = None
 
     def __init__(self, service, *, passthrough: Iterable[str], environ: Mapping[str, str],
                  last_activity: Callable[[], Any] = lambda: None, poll_s: float = 0.25, report_interval_s: float = 3.0):
@@ -104,8 +132,12 @@ class HubKernels:
         return workload["id"]
 
     async def wait_for_placement(self, workload_id: int, timeout: float) -> dict[str, str]:
-        """The kernel's environment once placed; after ``timeout`` the start fails with the blockers."""
+        """The kernel's environment once placed; after ``timeout`` the start fails with the blockers.
+
+        In a pod the kernel has its environment there: nothing here (the pod starts at launch)."""
         deadline = time.monotonic() + timeout
+        if self.pods is None:
+            self.pods = (await self.call("version"))["backend"] == "kubernetes" or None
         try:
             while True:
                 workload = await self.call(f"workloads/{workload_id}")
@@ -120,6 +152,8 @@ class HubKernels:
                     await self._release(workload_id)
                     raise KernelWaitTimeout(_why_waiting(workload, timeout))
                 await asyncio.sleep(self.poll_s)
+            if self.pods:
+                return {}
             started = await self.call(f"kernels/placements/{workload_id}/started",
                                       {"where": f"a kernel of {workload['user']}'s server"})
         except KernelWaitTimeout:
@@ -128,6 +162,14 @@ class HubKernels:
             await asyncio.shield(self._release(workload_id))
             raise
         return {**self.base, **started["environment"]}
+
+    async def launch_pod(self, workload_id: int, *, attempt: int, env: dict[str, str], connection: dict) -> RemotePod:
+        """The service starts the kernel's pod, serving ``connection`` (whose key and ports this server chose)."""
+        wire = {name: value.decode() if isinstance(value, bytes) else value for name, value in connection.items()
+                if name in _CONNECTION_FIELDS}
+        started = await self.call(f"kernels/placements/{workload_id}/started",
+                                  {"where": f"pod, attempt {attempt}", "connection": wire})
+        return RemotePod(self, workload_id, started["pod"]["key"], started["pod"]["ip"])
 
     async def started(self, workload_id: int, pid: int | None, where: str | None = None) -> None:
         """Reported to the service with the environment, before the launch (as a spawner does)."""

@@ -9,7 +9,7 @@ On launch it creates a ``kernel`` workload, waits (bounded) while it is queued, 
 kernel with only its devices visible; on shutdown, cull or death it releases them. A restart keeps
 the placement. Launch-time overrides arrive as ``start_kernel(..., hetero={...})``.
 
-On the Kubernetes backend the kernel runs in a pod on the placed node (see pod.py): the same calls,
+On the Kubernetes backend the kernel runs in a pod on the placed node (backends/kubernetes/kernel_pod.py): the same calls,
 with the pod's life in place of a local process's, interrupts as messages, and a restart in a new pod.
 
 Whoever places the kernel answers the same calls (``current_kernels()``): this server's own scheduler
@@ -26,7 +26,6 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Unicode
 
 from ..services.kernels import KernelWaitTimeout, current_kernels
-from .pod import PodKernel
 
 __all__ = ["HeteroProvisioner", "KernelWaitTimeout"]
 
@@ -42,7 +41,7 @@ class HeteroProvisioner(LocalProvisioner):
     )
 
     workload_id: int | None = None
-    pod: PodKernel | None = None  # the kernel's pod, on the Kubernetes backend
+    pod = None  # the kernel's pod (a PodKernel; in a hub user's server a RemotePod), on the Kubernetes backend
     launches = 0  # pods started for this kernel (each restart starts a new one)
     emulated = False  # placed on an emulated node
 
@@ -98,12 +97,9 @@ class HeteroProvisioner(LocalProvisioner):
         return info
 
     async def _launch_pod(self, kernels, env: dict[str, str]) -> dict:
-        node, placed = kernels.placed(self.workload_id)
         self.launches += 1
-        self.pod = await PodKernel.launch(
-            kernels.pods, workload_id=self.workload_id, attempt=self.launches, node=node, placed=placed, env=env,
-            connection=self.connection_info, timeout=kernels.pods.config.kernel_start_timeout,
-        )
+        self.pod = await kernels.launch_pod(self.workload_id, attempt=self.launches, env=env,
+                                            connection=self.connection_info)
         await kernels.started(self.workload_id, None, f"pod {self.pod.key}")
         self.connection_info = {**self.connection_info, "ip": self.pod.ip}
         return self.connection_info

@@ -133,6 +133,7 @@ class KernelService:
         self._warned: set[int] = set()
         self._admitted: dict[int, asyncio.Event] = {}  # kernel starts waiting for their placement
         self.reported: dict[int, ReportedKernel] = {}  # kernels in users' servers and those servers, by workload id
+        self.remote_pods: dict[int, Any] = {}  # the pods of kernels in users' servers (a PodKernel each), on pods
         self._booted = scheduler.times.now()
         scheduler.on_kernel_admitted = lambda workload_id: scheduler.call_on_loop(self._wake_waiter, workload_id)
         scheduler.on_kernel_inadmissible = scheduler.on_kernel_admitted  # its waiter ends the start with the reason
@@ -152,6 +153,10 @@ class KernelService:
     def reconcile(self) -> None:
         """Kernels do not outlive the server that started them: end what a restart left behind."""
         for row in self.repository.workloads(kind="kernel", states=(*PENDING_STATES, *ACTIVE_STATES)):
+            if in_user_server(row) and self.pods is not None and row.state == "running":
+                # Its pod was this service's, and a restart deletes every pod no workload of its own holds.
+                self._end(row, "lost", "lost", "the hub's hetero service restarted; the kernel's pod ended with it")
+                continue
             if row.created_at >= self.booted_at or in_user_server(row):
                 continue  # asked for by this server while the loop was starting, or running in a user's server
             self.repository.update_workload(
@@ -254,6 +259,15 @@ class KernelService:
         backend = self.scheduler.backend
         return None if backend.runs_here else backend
 
+    async def launch_pod(self, workload_id: int, *, attempt: int, env: dict[str, str], connection: dict):
+        """The kernel's pod on its placed node, Ready (see kernel_pod.py); the connection's key and ports are the
+        launching server's."""
+        from ..backends.kubernetes.kernel_pod import PodKernel  # the Kubernetes client loads only when used
+
+        node, placed = self.placed(workload_id)
+        return await PodKernel.launch(self.pods, workload_id=workload_id, attempt=attempt, node=node, placed=placed,
+                                      env=env, connection=connection, timeout=self.pods.config.kernel_start_timeout)
+
     def placed(self, workload_id: int) -> tuple[str, Placed]:
         """The node a kernel's workload was placed on, and what its pod needs to know."""
         row = self.repository.workload(workload_id)
@@ -354,6 +368,8 @@ class KernelService:
         for table in (self.reported, self._stop_asked):  # in place: the server service shares the first
             for key in table.keys() - alive:
                 del table[key]
+        for key in self.remote_pods.keys() - alive:  # its kernel ended another way: its pod goes too
+            asyncio.ensure_future(self.remote_pods.pop(key).delete(grace_s=0))
         for row in running:
             task = starting.get(self.kernel_id(row))
             if task is not None and not task.done():

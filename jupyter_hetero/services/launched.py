@@ -47,16 +47,23 @@ class LaunchedService:
 
     def started(self, identity: Identity, workload_id: int, where: str | None) -> dict[str, Any]:
         """Record that the caller launched the placed workload; its environment in the answer."""
+        row = self.record_start(self.placed_for_start(identity, workload_id), where)
+        return {"workload": workload_json(row), "environment": self.environment_of(row)}
+
+    def placed_for_start(self, identity: Identity, workload_id: int) -> WorkloadRow:
+        """The owner's workload, placed and not stopping (409 otherwise)."""
         row = self.own(identity, workload_id, f"{self.kind.value}.start")
         if row.state not in ACTIVE_STATES or not row.placement or row.stopping is not None:
             raise Conflict(Message(N_("{kind} workload {workload} is {state}, not placed; it cannot start now"),
                                    kind=row.kind, workload=row.id, state=row.stopping or row.state),
                            reason="not-placed")
+        return row
+
+    def record_start(self, row: WorkloadRow, where: str | None) -> WorkloadRow:
         self.repository.update_workload(
             row.id, event="started", reason=f"{row.name} running as {where or 'its launcher says'}",
             data={"where": where}, state="running", started_at=self.clock.wall(), attempts=(row.attempts or 0) + 1)
-        row = self.repository.workload(row.id)
-        return {"workload": workload_json(row), "environment": self.environment_of(row)}
+        return self.repository.workload(row.id)
 
     def release(self, identity: Identity, workload_id: int, failed: str | None = None) -> dict[str, Any]:
         """End the workload and give its devices back (a waiting one is simply cancelled; one whose launch
@@ -68,10 +75,10 @@ class LaunchedService:
             state, why = "failed", f"{row.name} could not start: {failed}"
         elif row.stopping in ("cancel", "preempt"):  # the scheduler asked for the stop: its reason stays
             state, why = "cancelled", row.reason or "stopped"
-        elif row.state in ACTIVE_STATES:
+        elif row.state == "running":
             state, why = "succeeded", f"{row.name} stopped by {identity.user}"
         else:
-            state, why = "cancelled", f"{row.name}: start abandoned by {identity.user} while waiting"
+            state, why = "cancelled", f"{row.name}: start abandoned by {identity.user} before it ran"
         ended = self.repository.update_workload_if(
             row.id, lambda current: current.state in (*ACTIVE_STATES, *PENDING_STATES), event="released", reason=why,
             state=state, placement=None, node=None, flavor=None, held_cpu_milli=0, held_memory_mib=0,

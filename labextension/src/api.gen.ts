@@ -409,9 +409,26 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The user's server launches the placed kernel (its owner only); the answer carries the kernel's environment: device visibility, placement and its own workload credential */
+        /** The user's server launches the placed kernel (its owner only); the answer carries the kernel's environment: device visibility, placement and its own workload credential. Where the service runs kernels in pods, it sends the kernel's connection and the service starts the pod; the answer carries the pod's IP */
         post: operations["reportKernelStarted"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/kernels/placements/{workload_id}/pod": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Where the service runs kernels in pods: end the kernel's pod and keep its placement (a restart starts a new pod); nothing to do elsewhere */
+        delete: operations["endKernelPod"];
         options?: never;
         head?: never;
         patch?: never;
@@ -729,6 +746,41 @@ export interface components {
             last_activity?: number | null;
         };
         /**
+         * KernelConnection
+         * @description A kernel's connection (Jupyter's connection file): the launching server chose the key and the ports.
+         */
+        KernelConnection: {
+            key: string;
+            /**
+             * @default hmac-sha256
+             * @constant
+             */
+            signature_scheme?: "hmac-sha256";
+            /**
+             * @default tcp
+             * @constant
+             */
+            transport?: "tcp";
+            /** @default 127.0.0.1 */
+            ip?: string;
+            /** @default  */
+            kernel_name?: string;
+            shell_port: number;
+            iopub_port: number;
+            stdin_port: number;
+            control_port: number;
+            hb_port: number;
+        };
+        /**
+         * KernelPod
+         * @description A kernel's pod, Ready: the launching server connects to ``ip`` on the ports it chose.
+         */
+        KernelPod: {
+            /** @description namespace/name */
+            key: string;
+            ip: string;
+        };
+        /**
          * KernelStop
          * @description One kernel its server must shut down, and why.
          */
@@ -788,6 +840,11 @@ export interface components {
              * @default null
              */
             where?: string | null;
+            /**
+             * @description A kernel's, where the service runs kernels in pods: the pod serves it there.
+             * @default null
+             */
+            connection?: components["schemas"]["KernelConnection"] | null;
         };
         /**
          * Localized
@@ -1267,10 +1324,15 @@ export interface components {
          */
         Started: {
             workload: components["schemas"]["Workload"];
-            /** @description Placement and, on the scheduler's machine, device visibility (CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...); a kernel's also its workload credential for this server. */
+            /** @description Placement and, on the scheduler's machine, device visibility (CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...); a kernel's also its workload credential for this server. Empty for a kernel in a pod, which has its environment there. */
             environment: {
                 [key: string]: string;
             };
+            /**
+             * @description Where the service runs kernels in pods: the kernel's.
+             * @default null
+             */
+            pod?: components["schemas"]["KernelPod"] | null;
         };
         /**
          * StartedKernel
@@ -2250,6 +2312,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    endKernelPod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pod is being deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     releaseKernel: {

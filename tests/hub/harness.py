@@ -156,7 +156,7 @@ class HubProcess:
             time.sleep(0.2)
 
 
-def hetero_service(root: Path, catalog: str, nodes: Path) -> tuple[str, str]:
+def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str, ...] = ()) -> tuple[str, str]:
     """The hub configuration that runs `jupyter hetero service` (with ``catalog`` and emulated ``nodes``),
     lets users and their servers' tokens reach it, and tells the servers where it is; and its URL."""
     port = free_port()
@@ -165,7 +165,8 @@ def hetero_service(root: Path, catalog: str, nodes: Path) -> tuple[str, str]:
                f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
                f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={nodes}",
                "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
-               f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}"]  # each user's server's root
+               f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}",  # each user's server's root
+               *extra_args]
     return f"""
 c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
 c.JupyterHub.load_roles.append({{"name": "hetero-service", "scopes": {SERVICE_SCOPES!r}, "services": ["hetero"]}})
@@ -208,3 +209,41 @@ c.JupyterHub.services = [{{"name": "tests", "api_token": "{admin_token}"}}]
 c.JupyterHub.load_roles = [{{"name": "tests", "services": ["tests"],
                             "scopes": ["admin:users", "admin:servers", "tokens", "read:users", "read:groups"]}}]
 """
+
+
+def run_in_kernel(hub: HubProcess, user: str, kernel_id: str, code: str, token: str, timeout: float = 60) -> str:
+    """What ``code`` prints in one of ``user``'s kernels, run through their server's kernel websocket (as a
+    notebook does, behind the hub's proxy)."""
+    import asyncio
+    import uuid
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    async def run() -> str:
+        url = hub.url.replace("http", "ws", 1) + f"user/{user}/api/kernels/{kernel_id}/channels"
+        socket = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"},
+                                                     connect_timeout=timeout))
+        msg_id = uuid.uuid4().hex
+        socket.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": user, "session": uuid.uuid4().hex,
+                       "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        printed = []
+        try:
+            while True:
+                message = json.loads(await asyncio.wait_for(socket.read_message(), timeout))
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                if message["msg_type"] == "stream":
+                    printed.append(message["content"]["text"])
+                elif message["msg_type"] == "error":
+                    raise AssertionError(f"the kernel raised: {message['content']}")
+                elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                    return "".join(printed)
+        finally:
+            socket.close()
+
+    return asyncio.run(run())

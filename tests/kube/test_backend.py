@@ -299,3 +299,14 @@ async def test_with_a_namespace_per_tenant_a_job_runs_in_its_tenants(cluster, ap
     done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
     assert done["state"] == "succeeded", done
     assert "in my namespace" in await api.text(f"workloads/{job['id']}/logs")
+
+
+async def test_a_kernel_placement_for_a_users_server_needs_the_kernels_connection_here(cluster, api, api_error,
+                                                                                      wait_for):
+    asked = await api("kernels/placements", "POST", {"template": "interactive", "kernel_id": "k-1"})
+    await wait_for(asked["id"], lambda w: w["state"] == "admitted")
+    status, error = await api_error(f"kernels/placements/{asked['id']}/started", "POST", {"where": "a user's server"})
+    assert (status, error["field"]) == (400, "connection") and "runs kernels in pods" in error["message"], error
+    assert cluster.pod_of(asked["id"]) is None  # nothing started for a launch that could not be served
+    released = await api(f"kernels/placements/{asked['id']}", "DELETE")
+    assert released["state"] == "cancelled" and "before it ran" in released["reason"], released
