@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ class HubProcess:
     url: str
     admin_token: str
     root: Path
+    tokens: dict[str, str] = field(default_factory=dict)  # users' hub tokens, by name (see with_service)
 
     @classmethod
     def start(cls, root: Path, *, groups: dict[str, list[str]], users: tuple[str, ...] = (),
@@ -93,6 +94,13 @@ class HubProcess:
 
     def api(self, path: str, method: str = "GET", body: Any = None) -> Any:
         return self._request(f"hub/api/{path}", method, body, token=self.admin_token)
+
+    def with_service(self, users: tuple[str, ...], timeout: float = 90.0) -> HubProcess:
+        """Tokens of ``users`` (in ``tokens``), once the hub's hetero service answers the first of them."""
+        self.tokens = {name: self.token_for(name) for name in users}
+        self._wait(lambda: self.get("services/hetero/hetero/api/v1/version", self.tokens[users[0]])[0] == 200,
+                   "the hetero service to answer", timeout)
+        return self
 
     def token_for(self, user: str) -> str:
         """A new API token of ``user`` (what their server and kernels would hold)."""

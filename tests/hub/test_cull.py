@@ -3,7 +3,6 @@ idle timeout is warned, then stopped through the hub by the service, and its dev
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -34,12 +33,7 @@ c.HeteroHub.catalog_file = {catalog!r}
 c.HeteroLocalSpawner.hetero_poll_s = 0.2
 """
     with HubProcess.start(root, groups={}, users=("alice",), extra_config=service + spawner) as running:
-        running.tokens = {"alice": running.token_for("alice")}
-        deadline = time.monotonic() + 60
-        while running.get(API + "version", running.tokens["alice"])[0] != 200:
-            assert time.monotonic() < deadline, f"the hetero service never answered:\n{running.log()}"
-            time.sleep(0.3)
-        yield running
+        yield running.with_service(("alice",))
 
 
 def test_an_idle_server_is_warned_then_stopped_through_the_hub_and_its_devices_released(hub):

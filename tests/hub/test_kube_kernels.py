@@ -51,12 +51,7 @@ c.KubernetesConfig.watch_timeout = 5
 """, encoding="utf-8")
     service, _url = hetero_service(root, catalog, DEMO_NODES, extra_args=(f"--config={settings}",))
     with HubProcess.start(root, groups={}, users=("alice",), extra_config=service) as running:
-        running.tokens = {"alice": running.token_for("alice")}
-        deadline = time.monotonic() + 90
-        while running.get(API + "version", running.tokens["alice"])[0] != 200:
-            assert time.monotonic() < deadline, f"the hetero service never answered:\n{running.log()}"
-            time.sleep(0.3)
-        yield running
+        yield running.with_service(("alice",))
 
 
 def kernel_pod(cluster, workload_id: int) -> dict | None:

@@ -26,12 +26,7 @@ def hub(tmp_path_factory):
     service, _url = hetero_service(root, catalog, DEMO_NODES)
     with HubProcess.start(root, groups={"nlp-team": ["bob"]}, users=("alice", "carol", "eve"),
                           extra_config=service) as running:
-        running.tokens = {name: running.token_for(name) for name in ("alice", "carol", "bob", "eve")}
-        deadline = time.monotonic() + 90
-        while hub_call(running, "alice", "version")[0] != 200:
-            assert time.monotonic() < deadline, f"the hetero service never answered:\n{running.log()}"
-            time.sleep(0.3)
-        yield running
+        yield running.with_service(("alice", "carol", "bob", "eve"))
 
 
 def hub_call(hub, user: str, route: str, method: str = "GET", body=None):

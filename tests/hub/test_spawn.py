@@ -47,12 +47,7 @@ c.HeteroHub.catalog_file = {catalog!r}
 c.HeteroLocalSpawner.hetero_poll_s = 0.2
 """
     with HubProcess.start(root, groups={}, users=("alice", "carol"), extra_config=service) as running:
-        running.tokens = {name: running.token_for(name) for name in ("alice", "carol")}
-        deadline = time.monotonic() + 60
-        while running.get(API + "version", running.tokens["alice"])[0] != 200:
-            assert time.monotonic() < deadline, f"the hetero service never answered:\n{running.log()}"
-            time.sleep(0.3)
-        yield running
+        yield running.with_service(("alice", "carol"))
 
 
 def servers(hub, user: str) -> list[dict]:
