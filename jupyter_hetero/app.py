@@ -32,7 +32,7 @@ from .catalog.fit import DEFAULT_SHARE, fit_to_machine
 from .engine import Engine, Policy
 from .engine.fragmentation import typical_mix
 from .engine.scoring import FragmentationScorer, shape_of
-from .handlers import default_handlers
+from .handlers import default_handlers, endpoint_handlers
 from .handlers.forward import HubService, find_service_url, forward_handlers
 from .handlers.hub_kernels import hub_kernel_handlers
 from .kernel.hub_kernels import HubKernels
@@ -340,7 +340,8 @@ class HeteroApp(ExtensionApp):
         self.log.info("jupyter-hetero: every hetero API call goes to the hub's service at %s", self.service_url)
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend([*hub_kernel_handlers, *forward_handlers] if self.mode == "hub-user" else default_handlers)
+        self.handlers.extend([*hub_kernel_handlers, *forward_handlers] if self.mode == "hub-user"
+                             else [*default_handlers, *endpoint_handlers])
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:
         # Reconcile with what survived a restart, and schedule, as soon as the server runs.

@@ -4,7 +4,8 @@
     ├── InvalidRequest      400  bad input; ``field`` names what is wrong
     ├── Forbidden           403  authenticated but not allowed; ``reason`` says why
     ├── NotFound            404  an unknown name or id
-    └── Conflict            409  the request is valid but clashes with the current state
+    ├── Conflict            409  the request is valid but clashes with the current state
+    └── Unavailable         503  nothing can answer it now (a service with no ready replica)
 
 Raised with an ``i18n.Message``, an error answers in English (``message``) and Simplified Chinese
 (``message_zh``) from the catalog: ``Forbidden(Message(N_("user {user!r} ..."), user=u), reason=...)``.
@@ -16,7 +17,7 @@ from typing import Any
 
 from .i18n import Message
 
-__all__ = ["Conflict", "Forbidden", "HeteroError", "InvalidRequest", "NotFound"]
+__all__ = ["Conflict", "Forbidden", "HeteroError", "InvalidRequest", "NotFound", "Unavailable"]
 
 
 class HeteroError(Exception):
@@ -57,3 +58,7 @@ class NotFound(HeteroError):
 
 class Conflict(HeteroError):
     status = 409
+
+
+class Unavailable(HeteroError):
+    status = 503

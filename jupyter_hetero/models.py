@@ -19,6 +19,7 @@ __all__ = [
     "FilesQuery",
     "PreemptQuery",
     "ActivityReport",
+    "CreateService",
     "KernelActivity",
     "KernelConnection",
     "Launched",
@@ -26,6 +27,7 @@ __all__ = [
     "RequestKernelPlacement",
     "ReleaseQuery",
     "RequestServer",
+    "ScaleService",
     "ScriptSpec",
     "ServerActivity",
     "StartKernel",
@@ -241,3 +243,42 @@ class ReleaseQuery(_Query):
 
     failed: str | None = Field(default=None, min_length=1, max_length=1000,
                                description="The launch failed, for this reason: the workload ends failed, not done.")
+
+
+class CreateService(BaseModel):
+    """``POST /services``: an online service of ``replicas`` copies of a model server, behind one endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+                      description="Its endpoint is /hetero/endpoints/<name>/ (lower-case letters, digits, '-').")
+    template: str = Field(default="online-inference", min_length=1)
+    command: list[str] = Field(min_length=1, description="The model server; it listens on $PORT.")
+    env: dict[str, str] = Field(default_factory=dict)
+    parameters: dict[str, Any] = Field(default_factory=dict, description="The template's advanced parameters, "
+                                                                         "per replica (devices, memory...).")
+    queue: str | None = Field(default=None, description="Defaults to the template's queue (inference).")
+    replicas: int = Field(default=1, ge=1, le=64)
+    min_replicas: int = Field(default=1, ge=0, le=64, description="Never scaled below this.")
+    max_replicas: int | None = Field(default=None, ge=1, le=64, description="Never scaled above this; replicas by "
+                                                                           "default.")
+    readiness_path: str = Field(default="/health", pattern=r"^/[^\s]*$", max_length=253,
+                                description="A replica takes traffic once a GET of this path answers 2xx or 3xx.")
+
+    @model_validator(mode="after")
+    def _counts(self) -> CreateService:
+        if not all(part for part in self.command):
+            raise ValueError("command parts must not be empty")
+        if self.min_replicas > self.replicas:
+            raise ValueError(f"min_replicas {self.min_replicas} is more than replicas {self.replicas}")
+        if self.max_replicas is not None and self.max_replicas < self.replicas:
+            raise ValueError(f"max_replicas {self.max_replicas} is less than replicas {self.replicas}")
+        return self
+
+
+class ScaleService(BaseModel):
+    """``PATCH /services/{name}``: how many replicas run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    replicas: int = Field(ge=0, le=64)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from ..models import (
     ActivityReport,
+    CreateService,
     ExplainQuery,
     FilesQuery,
     Launched,
@@ -24,10 +25,12 @@ from ..models import (
     ReleaseQuery,
     RequestKernelPlacement,
     RequestServer,
+    ScaleService,
     StartKernel,
     SubmitWorkload,
 )
 from . import responses as r
+from . import services as s
 from . import workloads as w
 
 __all__ = ["ROUTES", "Route"]
@@ -167,6 +170,24 @@ ROUTES: tuple[Route, ...] = (
           "rules read; the answer names the kernels it must shut down (culled, preempted, cancelled, lost) with the "
           "reason. An idle server is stopped through the hub", w.KernelStops, body=ActivityReport,
           answer_description="The kernels to shut down", errors=(BAD_REQUEST, FORBIDDEN)),
+    Route("/services", "get", "listServices", "Online services of your tenant (every tenant's, for platform admins)",
+          [s.Service], answer_description="The services"),
+    Route("/services", "post", "createService",
+          "An online service: replicas of a model server placed on matched devices in the template's queue (its "
+          "reserved capacity), each told its port in PORT, behind the endpoint /hetero/endpoints/<name>/ once ready",
+          s.Service, status=201, body=CreateService, answer_description="Stored; its replicas are queued",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="A service of that name exists already"),
+    Route("/services/{name}", "get", "getService", "A service: its replicas, which of them are ready, its traffic",
+          s.Service, path_parameters={"name": "string"}, answer_description="The service",
+          errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/services/{name}", "patch", "scaleService",
+          "Scale a service by hand, between its minimum and maximum (its owner, a tenant-admin)", s.Service,
+          body=ScaleService, path_parameters={"name": "string"}, answer_description="The service",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The service was deleted"),
+    Route("/services/{name}", "delete", "deleteService",
+          "End a service: every replica is cancelled and its devices given back", s.Service,
+          path_parameters={"name": "string"}, answer_description="The service, deleted",
+          errors=(FORBIDDEN, NOT_FOUND), conflict="The service was deleted already"),
     Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",
           "CPU, memory and (where measurable) device use of exactly this kernel's devices", w.KernelUsage,
           path_parameters={"kernel_id": "string"}, answer_description="Usage", errors=(NOT_FOUND,)),

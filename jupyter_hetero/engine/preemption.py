@@ -72,8 +72,10 @@ def eviction_reason(preemptor: Workload, victim: Workload, policies: dict[str, Q
     """
     if victim.preempting_until is not None or victim.placement is None or victim.id == preemptor.id:
         return None
-    if victim.kind == WorkloadKind.SERVER:
-        return None  # a hub user's server is stopped by the hub only, whatever it borrowed or reserved
+    if victim.kind in (WorkloadKind.SERVER, WorkloadKind.SERVICE):
+        # A hub user's server is stopped by the hub only, and an online service's replica is never preempted:
+        # whatever they borrowed or reserved.
+        return None
     mine, theirs = policies[preemptor.queue], policies.get(victim.queue)
     if theirs is None or not theirs.preemptible or theirs.priority > mine.priority:
         return None

@@ -1,8 +1,8 @@
 """Thin REST handlers, one module per resource, under ``/hetero/api/v1``."""
 
-from . import catalog, kernels, meta, nodes, servers, tenants, workloads
+from . import catalog, kernels, meta, nodes, servers, services, tenants, workloads
 
-__all__ = ["default_handlers"]
+__all__ = ["default_handlers", "endpoint_handlers"]
 
 default_handlers = [
     *meta.default_handlers,
@@ -12,4 +12,7 @@ default_handlers = [
     *workloads.default_handlers,
     *kernels.default_handlers,
     *servers.default_handlers,
+    *services.default_handlers,
 ]
+
+endpoint_handlers = services.endpoint_handlers

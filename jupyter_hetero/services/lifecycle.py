@@ -17,6 +17,10 @@ from ..store import ACTIVE_STATES
 from ..store.tables import WorkloadRow
 from .inventory import Inventory
 
+# A service replica that exits starts again after this, doubling each time up to the cap.
+SERVICE_BACKOFF_S = 1.0
+SERVICE_BACKOFF_MAX_S = 60.0
+
 __all__ = ["Next", "after_attempt", "may_lose", "may_requeue", "may_stop", "placement_problem"]
 
 
@@ -87,8 +91,16 @@ def after_attempt(row: WorkloadRow, outcome: str, reason: str, policy: FailurePo
         counts = {"preemptions": (row.preemptions or 0) + 1, "preempted_at": [*(row.preempted_at or ()), now_wall]}
         return Next("queued", "requeued", f"{row.reason or 'preempted'}; back in queue {row.queue}", counts,
                     preempted=True)
+    if row.kind == "service" and outcome in ("succeeded", "failed"):
+        # A service's replica is meant to run until it is scaled down: whatever ended it, it starts again.
+        failures = (row.failures or 0) + 1
+        delay = min(SERVICE_BACKOFF_S * 2 ** min(failures - 1, 10), SERVICE_BACKOFF_MAX_S)
+        return Next("queued", "restarting", f"replica exited ({reason}); restart {failures} in {delay:g} s",
+                    {"failures": failures}, retry_in_s=delay)
     if outcome == "lost":
         counts = {"node_losses": (row.node_losses or 0) + 1}
+        if row.kind == "service":  # replaced on another node, at once
+            return Next("queued", "requeued", f"lost ({reason}); a replacement replica is placed", counts, lost=True)
         if policy and policy.requeue_on_node_loss:
             return Next("queued", "requeued", f"lost ({reason}); requeued by queue {row.queue}'s policy", counts,
                         lost=True)

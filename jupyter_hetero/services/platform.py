@@ -28,6 +28,7 @@ from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
 from .servers import ServerService
+from .serving import ServingService
 from .user_kernels import UserKernelService
 from .loop import SchedulerLoop
 from .scheduler import Scheduler
@@ -108,6 +109,8 @@ class Platform:
                                      reported=self.kernels.reported, **launched)
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
+        self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
+                                      clock=self.clock, wake=self.loop.wake)
 
     @property
     def backend_name(self) -> str:
@@ -172,6 +175,8 @@ class Platform:
 
     def _after_tick(self, now: float) -> None:
         try:
+            self.serving.reconcile()
+            self.serving.probe()
             self.kernels.sweep(now)
         finally:
             self.credentials.revoke_ended()  # explicit revocation; every use also checks the workload's state

@@ -26,7 +26,7 @@ from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
 from .engine_mirror import MirroredWorkload, SnapshotDelta
 from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
-from .environment import device_environment
+from .environment import device_environment, free_port
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
 from .jobfiles import JobPaths, archive_attempt, runner_argv
@@ -57,6 +57,11 @@ WAITS_REFRESH_S = 30.0
 # Workloads the engine sees every cycle: waiting ones and those holding capacity. Inadmissible ones are
 # not among them; they join a cycle only after the inventory changed (see inadmissible.py).
 SCHEDULED_STATES = (*QUEUED_STATES, *ACTIVE_STATES)
+
+
+# Kinds whose processes the backend starts (a job, a service's replica); a kernel or a hub user's server
+# is started by whoever asked for it, once placed.
+RUN_BY_BACKEND = ("job", "service")
 
 
 class Scheduler:
@@ -121,7 +126,7 @@ class Scheduler:
         """Bring the store in line with reality after a (possibly unclean) stop of the server."""
         if self.engine_process is not None:
             self.engine_process.start()  # it loads the engine meanwhile; the first tick sends it everything
-        for row in self.repository.workloads(states=ACTIVE_STATES, kind="job"):
+        for row in [r for kind in RUN_BY_BACKEND for r in self.repository.workloads(states=ACTIVE_STATES, kind=kind)]:
             attempts = self.repository.attempts(row.id)
             current = attempts[-1] if attempts and attempts[-1].ended_at is None else None
             if row.state == "admitted" or current is None:
@@ -328,7 +333,7 @@ class Scheduler:
             )
             if row is None:
                 continue  # cancelled since the snapshot: nothing was taken, the next cycle knows
-            if row.kind == "job":
+            if row.kind in RUN_BY_BACKEND:
                 self._start(row, now)
             else:
                 self.on_kernel_admitted(row.id)  # its provisioner, waiting for this placement, starts it
@@ -380,7 +385,7 @@ class Scheduler:
             if row is None or row.state not in ACTIVE_STATES:
                 continue
             log.warning("jupyter-hetero: workload %s lost: %s", workload_id, reason)
-            if row.kind != "job":
+            if row.kind not in RUN_BY_BACKEND:
                 self.on_kernel_lost(workload_id, reason)
                 continue
             marked = self.repository.update_workload_if(workload_id, may_lose, event="node-lost", reason=reason,
@@ -428,9 +433,13 @@ class Scheduler:
         ))
         running = self._running[row.id] = RunningAttempt([], attempt.id)
         argv = runner_argv(row.spec, attempt_dir)
+        # A service's replica listens where PORT says (serving platforms' convention); its endpoint finds it there.
+        port = free_port() if row.kind == "service" else None
         for replica, slot in enumerate(placement.slots):
             env, measurable = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
                                                        attempt=number, checkpoint=checkpoint)
+            if port is not None:
+                env["PORT"] = str(port)
             running.handles.append(self.backend.launch(Launch(
                 workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv,
                 env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
@@ -449,8 +458,9 @@ class Scheduler:
             + (f", resuming from {checkpoint[0].name}" if checkpoint else ""),
             data={"attempt": number, "pids": [h.pid for h in handles], "image": image,
                   **({"pods": [h.pod for h in handles]} if any(h.pod for h in handles) else {}),
-                  "resume_from": str(checkpoint[0]) if checkpoint else None},
-            state="running", started_at=started,
+                  "resume_from": str(checkpoint[0]) if checkpoint else None,
+                  **({"port": port} if port is not None else {})},
+            state="running", started_at=started, **({"spec": {**row.spec, "port": port}} if port is not None else {}),
         )
         self.times.steady(row.id, "started_at", started)
 

@@ -296,11 +296,15 @@ class WorkloadService:
             return workload_json(row)
         if identity.user != row.user:
             self.access.record(identity, "workload.cancel", f"workload/{row.id}", {"owner": row.user})
+        return workload_json(self.end(row, f"cancelled by {identity.user}", now))
+
+    def end(self, row: WorkloadRow, why: str, now: float) -> WorkloadRow:
+        """Cancel ``row`` for good with the reason ``why`` (a user's cancel, a service scaled down)."""
         # The scheduler's tick writes this row from its own thread: each write below happens only if
         # the row is still as read (else it is read again), so an admission or a stop recorded
         # meanwhile is never overwritten blindly, and the cancel still lands.
         for _ in range(_CANCEL_TRIES):
-            written = self._cancel_as_read(identity, row, now)
+            written = self._cancel_as_read(why, row, now)
             if written is not None:
                 row = written
                 break
@@ -309,16 +313,16 @@ class WorkloadService:
             raise Conflict(Message(N_("workload {workload} changed state {tries} times while being cancelled; try again"),
                                    workload=row.id, tries=_CANCEL_TRIES))
         self.wake()
-        return workload_json(row)
+        return row
 
-    def _cancel_as_read(self, identity: Identity, row: WorkloadRow, now: float) -> WorkloadRow | None:
+    def _cancel_as_read(self, why: str, row: WorkloadRow, now: float) -> WorkloadRow | None:
         """Record the cancel if the workload is still as ``row`` shows it; None when it changed."""
         if row.state in FINAL_STATES or row.stopping == "cancel":
             return row
         if row.state in PENDING_STATES:
             return self.repository.update_workload_if(
                 row.id, lambda current: current.state == row.state, event="cancelled",
-                reason=f"cancelled by {identity.user} while waiting", state="cancelled", finished_at=now,
+                reason=f"{why} while waiting", state="cancelled", finished_at=now,
             )
         deadline = now + self._grace(row)
         if row.preempting_until is not None:  # a stop already under way keeps its (earlier) deadline
@@ -326,7 +330,7 @@ class WorkloadService:
         return self.repository.update_workload_if(
             row.id, lambda current: current.state in ACTIVE_STATES and current.stopping == row.stopping,
             event="cancelling",
-            reason=f"cancelled by {identity.user}" + (f" while stopping ({row.stopping})" if row.stopping else ""),
+            reason=why + (f" while stopping ({row.stopping})" if row.stopping else ""),
             data={"was_stopping": row.stopping} if row.stopping else None,
             stopping="cancel", preempting_until=deadline,
         )

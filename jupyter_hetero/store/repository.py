@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from .migrations import migrate
-from .tables import AttemptRow, AuditRow, EventRow, NodeRow, WorkloadRow
+from .tables import AttemptRow, AuditRow, EventRow, NodeRow, ServiceRow, WorkloadRow
 
 __all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository"]
 
@@ -321,6 +321,39 @@ class Repository:
             query = query.where(EventRow.node == node)
         with self.session() as session:
             return list(session.scalars(query))
+
+    # -- services ----------------------------------------------------------------------------
+
+    def add_service(self, row: ServiceRow) -> ServiceRow:
+        """Insert a service; a name already taken is an IntegrityError (the caller checked first)."""
+        with self.session(write=True) as session:
+            row.created_at = row.updated_at = self.clock()
+            session.add(row)
+            session.flush()
+            return row
+
+    def service(self, name: str) -> ServiceRow | None:
+        with self.session() as session:
+            return session.scalar(select(ServiceRow).where(ServiceRow.name == name))
+
+    def services(self, *, tenant: str | None = None, state: str | None = "active") -> list[ServiceRow]:
+        query = select(ServiceRow).order_by(ServiceRow.name)
+        if tenant is not None:
+            query = query.where(ServiceRow.tenant == tenant)
+        if state is not None:
+            query = query.where(ServiceRow.state == state)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def update_service(self, name: str, **fields: Any) -> ServiceRow:
+        with self.session(write=True) as session:
+            row = session.scalar(select(ServiceRow).where(ServiceRow.name == name))
+            if row is None:
+                raise KeyError(name)
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.updated_at = self.clock()
+            return row
 
     def record_audit(self, *, actor: str, action: str, target: str, outcome: str,
                      detail: dict[str, Any] | None = None) -> AuditRow:

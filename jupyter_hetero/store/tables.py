@@ -1,4 +1,4 @@
-"""SQLAlchemy tables: nodes, workloads, events (append-only), the audit chain and workload credentials."""
+"""SQLAlchemy tables: nodes, workloads, events (append-only), the audit chain, workload credentials and services."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "WorkloadRow"]
+__all__ = ["AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "ServiceRow",
+           "WorkloadRow"]
 
 
 class Base(DeclarativeBase):
@@ -147,3 +148,24 @@ class CredentialRow(Base):
     digest: Mapped[str] = mapped_column(String(64))  # sha256 of the secret, hex
     issued_at: Mapped[float] = mapped_column(Float)
     revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class ServiceRow(Base):
+    """An online service: what its replicas run and how many; each replica is a workload of kind service."""
+
+    __tablename__ = "services"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(63), unique=True)  # its endpoint: /hetero/endpoints/<name>/
+    tenant: Mapped[str] = mapped_column(String(63), index=True)
+    user: Mapped[str] = mapped_column(String(253))
+    template: Mapped[str] = mapped_column(String(63))
+    queue: Mapped[str] = mapped_column(String(63))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)  # command, env, parameters, readiness path
+    replicas: Mapped[int] = mapped_column(Integer)  # wanted
+    min_replicas: Mapped[int] = mapped_column(Integer)
+    max_replicas: Mapped[int] = mapped_column(Integer)
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    state: Mapped[str] = mapped_column(String(16))  # active | deleted
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)

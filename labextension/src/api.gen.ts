@@ -468,6 +468,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Online services of your tenant (every tenant's, for platform admins) */
+        get: operations["listServices"];
+        put?: never;
+        /** An online service: replicas of a model server placed on matched devices in the template's queue (its reserved capacity), each told its port in PORT, behind the endpoint /hetero/endpoints/<name>/ once ready */
+        post: operations["createService"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service: its replicas, which of them are ready, its traffic */
+        get: operations["getService"];
+        put?: never;
+        post?: never;
+        /** End a service: every replica is cancelled and its devices given back */
+        delete: operations["deleteService"];
+        options?: never;
+        head?: never;
+        /** Scale a service by hand, between its minimum and maximum (its owner, a tenant-admin) */
+        patch: operations["scaleService"];
+        trace?: never;
+    };
     "/kernels/{kernel_id}/usage": {
         parameters: {
             query?: never;
@@ -602,6 +639,47 @@ export interface components {
             params: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * CreateService
+         * @description ``POST /services``: an online service of ``replicas`` copies of a model server, behind one endpoint.
+         */
+        CreateService: {
+            /** @description Its endpoint is /hetero/endpoints/<name>/ (lower-case letters, digits, '-'). */
+            name: string;
+            /** @default online-inference */
+            template?: string;
+            /** @description The model server; it listens on $PORT. */
+            command: string[];
+            env?: {
+                [key: string]: string;
+            };
+            /** @description The template's advanced parameters, per replica (devices, memory...). */
+            parameters?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Defaults to the template's queue (inference).
+             * @default null
+             */
+            queue?: string | null;
+            /** @default 1 */
+            replicas?: number;
+            /**
+             * @description Never scaled below this.
+             * @default 1
+             */
+            min_replicas?: number;
+            /**
+             * @description Never scaled above this; replicas by default.
+             * @default null
+             */
+            max_replicas?: number | null;
+            /**
+             * @description A replica takes traffic once a GET of this path answers 2xx or 3xx.
+             * @default /health
+             */
+            readiness_path?: string;
         };
         /** DeviceShare */
         DeviceShare: {
@@ -828,6 +906,12 @@ export interface components {
             /** @enum {string} */
             operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt";
             values: string[];
+        };
+        /** Latency */
+        Latency: {
+            p50: number;
+            p95: number;
+            p99: number;
         };
         /**
          * Launched
@@ -1247,6 +1331,13 @@ export interface components {
             frameworks: string[];
         };
         /**
+         * ScaleService
+         * @description ``PATCH /services/{name}``: how many replicas run.
+         */
+        ScaleService: {
+            replicas: number;
+        };
+        /**
          * SchedulerStats
          * @description The scheduling loop's ticks, wake-ups and recent tick timings.
          */
@@ -1280,6 +1371,60 @@ export interface components {
              * @default null
              */
             last_activity?: number | null;
+        };
+        /**
+         * Service
+         * @description An online service: its definition, its replicas and its traffic.
+         */
+        Service: {
+            name: string;
+            tenant: string;
+            user: string;
+            template: string;
+            queue: string;
+            /** @enum {string} */
+            state: "active" | "deleted";
+            revision: number;
+            /** @description Replicas wanted. */
+            replicas: number;
+            min_replicas: number;
+            max_replicas: number;
+            command: string[];
+            env: {
+                [key: string]: string;
+            };
+            parameters: {
+                [key: string]: unknown;
+            };
+            readiness_path: string;
+            /** @description Where it answers, behind the server's authentication. */
+            endpoint: string;
+            ready_replicas: number;
+            traffic: components["schemas"]["Traffic"];
+            replica_workloads: components["schemas"]["ServiceReplica"][];
+            created_at: number;
+            updated_at: number;
+        };
+        /**
+         * ServiceReplica
+         * @description One replica: a workload of kind service, and whether it takes traffic.
+         */
+        ServiceReplica: {
+            /** @description Its workload's id (GET /workloads/{id} for its events and logs). */
+            id: number;
+            replica: number;
+            revision: number;
+            /** @enum {string} */
+            state: "queued" | "inadmissible" | "admitted" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "preempted" | "lost";
+            reason: string | null;
+            node: string | null;
+            flavor: string | null;
+            placement: components["schemas"]["Placement"] | null;
+            attempts: number;
+            /** @description Where it listens on its node, this attempt. */
+            port: number | null;
+            /** @description Its readiness path answered at the last check: it takes traffic. */
+            ready: boolean;
         };
         /**
          * Slot
@@ -1458,6 +1603,18 @@ export interface components {
             admitted: number;
             /** @description Workload rows the snapshot re-read from the store. */
             changed: number;
+        };
+        /**
+         * Traffic
+         * @description What the endpoint relayed over the last ``window_s`` seconds.
+         */
+        Traffic: {
+            window_s: number;
+            requests: number;
+            requests_per_s: number;
+            /** @description Share of answers that were 5xx; None without requests. */
+            error_rate: number | null;
+            latency_ms: components["schemas"]["Latency"] | null;
         };
         /**
          * Version
@@ -2389,6 +2546,157 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
+        };
+    };
+    listServices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The services */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"][];
+                };
+            };
+        };
+    };
+    createService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateService"];
+            };
+        };
+        responses: {
+            /** @description Stored; its replicas are queued */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description A service of that name exists already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    deleteService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service, deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The service was deleted already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scaleService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScaleService"];
+            };
+        };
+        responses: {
+            /** @description The service */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The service was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getKernelUsage: {

@@ -1,0 +1,69 @@
+"""What the REST API answers about online services, as pydantic models (see ``responses.py``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .responses import Answer
+from .workloads import Placement, WorkloadState
+
+__all__ = ["Latency", "Service", "ServiceReplica", "Traffic"]
+
+
+class ServiceReplica(Answer):
+    """One replica: a workload of kind service, and whether it takes traffic."""
+
+    id: int = Field(description="Its workload's id (GET /workloads/{id} for its events and logs).")
+    replica: int
+    revision: int
+    state: WorkloadState
+    reason: str | None
+    node: str | None
+    flavor: str | None
+    placement: Placement | None
+    attempts: int
+    port: int | None = Field(description="Where it listens on its node, this attempt.")
+    ready: bool = Field(description="Its readiness path answered at the last check: it takes traffic.")
+
+
+class Latency(Answer):
+    p50: float
+    p95: float
+    p99: float
+
+
+class Traffic(Answer):
+    """What the endpoint relayed over the last ``window_s`` seconds."""
+
+    window_s: float
+    requests: int
+    requests_per_s: float
+    error_rate: float | None = Field(description="Share of answers that were 5xx; None without requests.")
+    latency_ms: Latency | None
+
+
+class Service(Answer):
+    """An online service: its definition, its replicas and its traffic."""
+
+    name: str
+    tenant: str
+    user: str
+    template: str
+    queue: str
+    state: Literal["active", "deleted"]
+    revision: int
+    replicas: int = Field(description="Replicas wanted.")
+    min_replicas: int
+    max_replicas: int
+    command: list[str]
+    env: dict[str, str]
+    parameters: dict[str, Any]
+    readiness_path: str
+    endpoint: str = Field(description="Where it answers, behind the server's authentication.")
+    ready_replicas: int
+    traffic: Traffic
+    replica_workloads: list[ServiceReplica]
+    created_at: float
+    updated_at: float

@@ -1,0 +1,117 @@
+"""Online services: create, list, describe, scale and delete; and their endpoints, load-balanced across
+ready replicas behind the server's authentication."""
+
+from __future__ import annotations
+
+import time
+
+from jupyter_server.auth.decorator import authorized
+from tornado import httpclient, web
+
+from ..errors import Unavailable
+from ..i18n import N_, Message
+from ..models import CreateService, ScaleService
+from .base import API_PREFIX, HeteroHandler
+
+# What of a request reaches a replica, and what of its answer comes back (nothing of the server's auth).
+_FORWARDED = ("Content-Type", "Accept", "Accept-Language")
+_RELAYED = ("Content-Type", "Content-Disposition", "Cache-Control")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class ServicesHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply(self.platform.serving.list(self.identity))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.body(CreateService)
+        self.reply(self.platform.serving.create(self.identity, body), status=201)
+
+
+class ServiceHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self, name: str) -> None:
+        self.reply(self.platform.serving.get(self.identity, name))
+
+    @web.authenticated
+    @authorized
+    def patch(self, name: str) -> None:
+        body = self.body(ScaleService)
+        self.reply(self.platform.serving.scale(self.identity, name, body.replicas))
+
+    @web.authenticated
+    @authorized
+    def delete(self, name: str) -> None:
+        self.reply(self.platform.serving.delete(self.identity, name))
+
+
+class EndpointHandler(HeteroHandler):
+    """``/hetero/endpoints/<name>/<path>``: the request goes to one ready replica, the next one in turn; a
+    replica that cannot be reached is taken out of rotation and the next one tried."""
+
+    async def _forward(self, name: str, path: str) -> None:
+        serving = self.platform.serving
+        serving.visible(self.identity, name)  # 404 unknown, 403 another tenant's
+        query = f"?{self.request.query}" if self.request.query else ""
+        headers = {key: self.request.headers[key] for key in _FORWARDED if key in self.request.headers}
+        for replica, url in serving.ready_replicas(name):
+            request = httpclient.HTTPRequest(
+                f"{url}/{path}{query}", method=self.request.method, headers=headers, follow_redirects=False,
+                body=self.request.body if self.request.method in _BODY_METHODS else None,
+                allow_nonstandard_methods=True, connect_timeout=5, request_timeout=300)
+            started = time.perf_counter()
+            try:
+                response = await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
+            except OSError:
+                response = None
+            if response is None or response.code == 599:  # not reached: the next replica answers instead
+                serving.not_ready(replica)
+                continue
+            serving.observe(name, replica, time.perf_counter() - started, response.code)
+            self.set_status(response.code, response.reason)
+            for key in _RELAYED[1:]:
+                if key in response.headers:
+                    self.set_header(key, response.headers[key])
+            self.finish(response.body or b"",
+                        set_content_type=response.headers.get("Content-Type", "application/octet-stream"))
+            return
+        raise Unavailable(Message(N_("service {name} has no ready replica now; its replicas start or restart: "
+                                     "see GET /hetero/api/v1/services/{name}"), name=name), reason="no-ready-replica")
+
+    @web.authenticated
+    @authorized
+    async def get(self, name: str, path: str) -> None:
+        await self._forward(name, path)
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str, path: str) -> None:
+        await self._forward(name, path)
+
+    @web.authenticated
+    @authorized
+    async def put(self, name: str, path: str) -> None:
+        await self._forward(name, path)
+
+    @web.authenticated
+    @authorized
+    async def patch(self, name: str, path: str) -> None:
+        await self._forward(name, path)
+
+    @web.authenticated
+    @authorized
+    async def delete(self, name: str, path: str) -> None:
+        await self._forward(name, path)
+
+
+default_handlers = [
+    (rf"/{API_PREFIX}/services", ServicesHandler),
+    (rf"/{API_PREFIX}/services/(?P<name>[^/]+)", ServiceHandler),
+]
+# Not part of the API: each service's own, whatever its model server answers.
+endpoint_handlers = [(r"/hetero/endpoints/(?P<name>[^/]+)/(?P<path>.*)", EndpointHandler)]

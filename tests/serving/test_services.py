@@ -1,0 +1,98 @@
+"""Online services end to end on emulated nodes: a real two-replica model server placed by the engine,
+reached through the server's endpoint, load-balanced, kept answering while a replica is killed and
+replaced, scaled by hand, deleted; closed to other tenants."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyter_hetero.api.openapi import build_document
+
+from ..handlers.test_api_schema import check
+from ..harness import until_async
+
+pytestmark = pytest.mark.usefixtures("team")
+
+MODEL = [sys.executable, str(Path(__file__).with_name("model_server.py"))]
+SERVICE = {"name": "doubler", "command": MODEL, "replicas": 2, "min_replicas": 1, "max_replicas": 3,
+           "parameters": {"devices": 1}}
+
+
+@pytest.mark.team(vision_a100=4)
+async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a_killed_replica(
+        api, api_error, jp_fetch, wait_for):
+    created = await api("services", "POST", SERVICE, as_user="alice")
+    assert (created["name"], created["endpoint"], created["replicas"]) == ("doubler", "/hetero/endpoints/doubler/", 2)
+
+    async def ready(count: int):
+        service = await api("services/doubler", as_user="alice")
+        return service if service["ready_replicas"] == count else None
+
+    service = await until_async(lambda: ready(2), "two ready replicas", timeout=60)
+    check(build_document(), "/services/{name}", "get", 200, service)  # the answer is what the API document says
+    replicas = service["replica_workloads"]
+    # Each on a GPU the online-inference template runs on, with a port of its own.
+    assert all(r["placement"]["slots"][0]["devices"] for r in replicas) and len({r["port"] for r in replicas}) == 2
+
+    async def predict(user: str = "alice") -> dict:
+        response = await jp_fetch("hetero", "endpoints", "doubler", "predict", method="POST",
+                                  body=json.dumps({"inputs": [1, 2, 3]}), headers=_auth(user))
+        return json.loads(response.body)
+
+    answers = [await predict() for _ in range(6)]
+    assert all(answer["outputs"] == [2, 4, 6] for answer in answers)
+    assert len({answer["replica"] for answer in answers}) == 2  # both replicas take traffic, in turn
+    traffic = (await api("services/doubler", as_user="alice"))["traffic"]
+    assert (traffic["requests"], traffic["error_rate"]) == (6, 0.0) and traffic["latency_ms"]["p99"] > 0, traffic
+
+    # A replica's process killed: the endpoint keeps answering from the other, and the replica starts again.
+    victim = replicas[0]
+    pid = await _pid_of(api, victim["id"])
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(10):
+        assert (await predict())["outputs"] == [2, 4, 6]
+    await until_async(lambda: _restarted(api, victim["id"]), "the killed replica to start again", timeout=60)
+    await until_async(lambda: ready(2), "two ready replicas again", timeout=60)
+
+    # Scaled by hand between its minimum and maximum.
+    scaled = await api("services/doubler", "PATCH", {"replicas": 3}, as_user="alice")
+    assert scaled["replicas"] == 3
+    await until_async(lambda: ready(3), "three ready replicas", timeout=60)
+    status, error = await api_error("services/doubler", "PATCH", {"replicas": 4}, as_user="alice")
+    assert (status, error["field"]) == (400, "replicas"), error
+
+    # Another tenant can neither use nor see it.
+    status, _error = await api_error("services/doubler", as_user="bob")
+    assert status == 403
+    with pytest.raises(Exception) as refused:
+        await predict("bob")
+    assert getattr(refused.value, "code", None) == 403
+
+    deleted = await api("services/doubler", "DELETE", as_user="alice")
+    assert deleted["state"] == "deleted"
+    ids = [r["id"] for r in (await api("services/doubler", as_user="alice"))["replica_workloads"]] or \
+        [r["id"] for r in replicas]
+    for replica in ids:
+        await wait_for(replica, lambda w: w["state"] == "cancelled", as_user="alice")
+
+
+def _auth(user: str) -> dict:
+    from ..conftest import _token
+
+    return {"Authorization": f"token {_token(user)}"}
+
+
+async def _pid_of(api, workload_id: int) -> int:
+    events = await api(f"workloads/{workload_id}/events", as_user="alice")
+    return [event for event in events if event["type"] == "started"][-1]["data"]["pids"][0]
+
+
+async def _restarted(api, workload_id: int) -> bool:
+    workload = await api(f"workloads/{workload_id}", as_user="alice")
+    return workload["state"] == "running" and len(workload["attempts"]) >= 2
