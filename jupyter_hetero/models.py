@@ -26,6 +26,8 @@ __all__ = [
     "PreviewWorkload",
     "RequestKernelPlacement",
     "ReleaseQuery",
+    "RollBack",
+    "RollOut",
     "RequestServer",
     "ScaleService",
     "ScriptSpec",
@@ -282,3 +284,28 @@ class ScaleService(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     replicas: int = Field(ge=0, le=64)
+
+
+class RollOut(BaseModel):
+    """``POST /services/{name}/rollouts``: a new revision, what changes of the stable one; tried as a canary."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] | None = Field(default=None, min_length=1)
+    env: dict[str, str] | None = None
+    parameters: dict[str, Any] | None = None
+    readiness_path: str | None = Field(default=None, pattern=r"^/[^\s]*$", max_length=253)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> RollOut:
+        if not self.model_dump(exclude_none=True):
+            raise ValueError("give what the new revision changes: command, env, parameters or readiness_path")
+        return self
+
+
+class RollBack(BaseModel):
+    """``POST /services/{name}/rollback``: back to an earlier revision at once (the previous stable one by default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    revision: int | None = Field(default=None, ge=1)

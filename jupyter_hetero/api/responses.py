@@ -14,11 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..capability import AcceleratorFamily, NodeCapability
 from ..catalog.models import (
     AdvancedParameter,
+    CanaryPolicy,
     Escalation,
     FailurePolicy,
     Interconnect,
     LabelRequirement,
     Localized,
+    MetricTarget,
     PreemptionPolicy,
     QueueClass,
     ResourceRequest,
@@ -111,7 +113,8 @@ class Template(Answer):
     request: ResourceRequest
     flavors: list[str] = Field(description="Eligible flavors in order of preference.")
     variants: list[RuntimeVariant]
-    metrics: list[str]
+    metrics: list[str | MetricTarget]
+    canary: CanaryPolicy
     queue: str
     parameters: list[AdvancedParameter]
     labels: list[LabelRequirement]

@@ -25,6 +25,8 @@ from ..models import (
     ReleaseQuery,
     RequestKernelPlacement,
     RequestServer,
+    RollBack,
+    RollOut,
     ScaleService,
     StartKernel,
     SubmitWorkload,
@@ -188,6 +190,18 @@ ROUTES: tuple[Route, ...] = (
           "End a service: every replica is cancelled and its devices given back", s.Service,
           path_parameters={"name": "string"}, answer_description="The service, deleted",
           errors=(FORBIDDEN, NOT_FOUND), conflict="The service was deleted already"),
+    Route("/services/{name}/rollouts", "post", "rollOutService",
+          "A new revision of a service (what changes of the stable one), tried as a canary on the template's share "
+          "of traffic; judged after its window by the template's metric targets against the stable revision, then "
+          "promoted or rolled back automatically, with the figures", s.Service, status=201, body=RollOut,
+          path_parameters={"name": "string"}, answer_description="The service, its canary under trial",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="A canary is under trial already, or the service was "
+          "deleted"),
+    Route("/services/{name}/rollback", "post", "rollBackService",
+          "Back to an earlier revision at once (the previous stable one by default), as a new revision; a canary "
+          "under trial is ended", s.Service, body=RollBack, path_parameters={"name": "string"},
+          answer_description="The service", errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
+          conflict="The service was deleted"),
     Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",
           "CPU, memory and (where measurable) device use of exactly this kernel's devices", w.KernelUsage,
           path_parameters={"kernel_id": "string"}, answer_description="Usage", errors=(NOT_FOUND,)),

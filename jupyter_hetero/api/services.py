@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from .responses import Answer
 from .workloads import Placement, WorkloadState
 
-__all__ = ["Latency", "Service", "ServiceReplica", "Traffic"]
+__all__ = ["Latency", "Revision", "RevisionSpec", "Rollout", "Service", "ServiceReplica", "Traffic"]
 
 
 class ServiceReplica(Answer):
@@ -44,6 +44,44 @@ class Traffic(Answer):
     latency_ms: Latency | None
 
 
+class RevisionSpec(Answer):
+    command: list[str]
+    env: dict[str, str]
+    parameters: dict[str, Any]
+    readiness_path: str
+
+
+class Revision(Answer):
+    """One revision of a service and how it went: created, promoted or rolled back (with the canary's and the
+    stable revision's figures and the targets it missed), rolled back to, abandoned."""
+
+    model_config = ConfigDict(extra="allow")  # a verdict's figures ride along
+
+    revision: int
+    spec: RevisionSpec
+    outcome: Literal["created", "promoted", "rolled-back", "rolled-back-to", "abandoned"]
+    at: float
+    by: str | None = None
+
+
+class Rollout(Answer):
+    """A canary under trial."""
+
+    model_config = ConfigDict(extra="allow")
+
+    revision: int
+    spec: RevisionSpec
+    state: Literal["canary"]
+    replicas: int
+    traffic: float
+    window_s: float
+    min_requests: int
+    started_at: float
+    ready_at: float | None
+    canary: Traffic
+    stable: Traffic
+
+
 class Service(Answer):
     """An online service: its definition, its replicas and its traffic."""
 
@@ -65,5 +103,7 @@ class Service(Answer):
     ready_replicas: int
     traffic: Traffic
     replica_workloads: list[ServiceReplica]
+    rollout: Rollout | None = Field(description="A new revision under trial as a canary.")
+    revisions: list[Revision] = Field(description="Every revision, oldest first, with how it ended.")
     created_at: float
     updated_at: float

@@ -16,6 +16,7 @@ from ..units import CpuMilli, DurationS, MemoryMiB, compare_versions, friendly_q
 
 __all__ = [
     "AdvancedParameter",
+    "CanaryPolicy",
     "Catalog",
     "Escalation",
     "EscalationAction",
@@ -25,6 +26,7 @@ __all__ = [
     "FlavorSelector",
     "LabelRequirement",
     "Localized",
+    "MetricTarget",
     "PreemptionPolicy",
     "Queue",
     "QueueClass",
@@ -273,6 +275,25 @@ class WorkloadKind(str, Enum):
     SERVER = "server"  # a hub user's single-user server, started by its spawner once placed
 
 
+class MetricTarget(_Model):
+    """A metric a rollout judges a canary by: a bound of its own (``max``) and/or against the stable revision
+    (``max_ratio`` of stable's value; for error_rate, ``max_increase`` over stable's rate)."""
+
+    name: Literal["error_rate", "request_latency_p50", "request_latency_p95", "request_latency_p99"]
+    max: float | None = Field(default=None, ge=0, description="error_rate as a share; latencies in ms.")
+    max_ratio: float | None = Field(default=None, gt=0)
+    max_increase: float | None = Field(default=None, ge=0)
+
+
+class CanaryPolicy(_Model):
+    """How a service's new revision is tried: replicas, share of traffic, and the window it is judged over."""
+
+    replicas: int = Field(default=1, ge=1, le=8)
+    traffic: float = Field(default=0.2, gt=0, lt=1, description="Share of requests the canary answers.")
+    window_s: DurationS = Field(default=60, ge=1, description="Judged this long after its first ready replica.")
+    min_requests: int = Field(default=20, ge=1, description="Canary requests needed in the window to judge.")
+
+
 class Template(_Model):
     """A task type's default request, eligible flavors, runtime variants and bounded parameters."""
 
@@ -284,7 +305,9 @@ class Template(_Model):
     request: ResourceRequest
     flavors: list[str] = Field(min_length=1, description="Eligible flavors in order of preference.")
     variants: list[RuntimeVariant] = Field(min_length=1)
-    metrics: list[str] = Field(default_factory=list)
+    metrics: list[str | MetricTarget] = Field(default_factory=list, description="What is measured; a target "
+                                                                                "also judges a service's canary.")
+    canary: CanaryPolicy = Field(default_factory=CanaryPolicy, description="How a service's new revision is tried.")
     queue: str
     parameters: list[AdvancedParameter] = Field(default_factory=list)
     labels: list[LabelRequirement] = Field(default_factory=list, description="Extra node label constraints.")
@@ -293,6 +316,13 @@ class Template(_Model):
     time_limit_s: DurationS | None = Field(default=None, ge=1)
     typical_runtime_s: DurationS = Field(default=3600, ge=1, description="Expected run time when none is declared.")
     idle_timeout_s: DurationS | None = Field(default=None, ge=1, description="Kernels idle this long are culled.")
+
+    @property
+    def targets(self) -> list[MetricTarget]:
+        """The metrics a canary is judged by; a template that names none judges by error rate and p95 latency."""
+        found = [metric for metric in self.metrics if isinstance(metric, MetricTarget)]
+        return found or [MetricTarget(name="error_rate", max_increase=0.05),
+                         MetricTarget(name="request_latency_p95", max_ratio=2.0)]
 
     def variant_for(self, family: AcceleratorFamily) -> RuntimeVariant | None:
         return next((v for v in self.variants if v.family == family), None)

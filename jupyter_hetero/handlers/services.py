@@ -10,7 +10,7 @@ from tornado import httpclient, web
 
 from ..errors import Unavailable
 from ..i18n import N_, Message
-from ..models import CreateService, ScaleService
+from ..models import CreateService, RollBack, RollOut, ScaleService
 from .base import API_PREFIX, HeteroHandler
 
 # What of a request reaches a replica, and what of its answer comes back (nothing of the server's auth).
@@ -50,6 +50,22 @@ class ServiceHandler(HeteroHandler):
         self.reply(self.platform.serving.delete(self.identity, name))
 
 
+class RolloutsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self, name: str) -> None:
+        body = self.body(RollOut)
+        self.reply(self.platform.serving.roll_out(self.identity, name, body), status=201)
+
+
+class RollbackHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self, name: str) -> None:
+        body = self.body(RollBack)
+        self.reply(self.platform.serving.roll_back(self.identity, name, body.revision))
+
+
 class EndpointHandler(HeteroHandler):
     """``/hetero/endpoints/<name>/<path>``: the request goes to one ready replica, the next one in turn; a
     replica that cannot be reached is taken out of rotation and the next one tried."""
@@ -59,7 +75,7 @@ class EndpointHandler(HeteroHandler):
         serving.visible(self.identity, name)  # 404 unknown, 403 another tenant's
         query = f"?{self.request.query}" if self.request.query else ""
         headers = {key: self.request.headers[key] for key in _FORWARDED if key in self.request.headers}
-        for replica, url in serving.ready_replicas(name):
+        for replica, url in serving.ready_replicas(name, serving.canary_of(name)):
             request = httpclient.HTTPRequest(
                 f"{url}/{path}{query}", method=self.request.method, headers=headers, follow_redirects=False,
                 body=self.request.body if self.request.method in _BODY_METHODS else None,
@@ -112,6 +128,8 @@ class EndpointHandler(HeteroHandler):
 default_handlers = [
     (rf"/{API_PREFIX}/services", ServicesHandler),
     (rf"/{API_PREFIX}/services/(?P<name>[^/]+)", ServiceHandler),
+    (rf"/{API_PREFIX}/services/(?P<name>[^/]+)/rollouts", RolloutsHandler),
+    (rf"/{API_PREFIX}/services/(?P<name>[^/]+)/rollback", RollbackHandler),
 ]
 # Not part of the API: each service's own, whatever its model server answers.
 endpoint_handlers = [(r"/hetero/endpoints/(?P<name>[^/]+)/(?P<path>.*)", EndpointHandler)]

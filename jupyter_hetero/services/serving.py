@@ -10,6 +10,12 @@ The engine places each replica on matched devices like any workload, in the temp
 scheduler starts it with ``PORT`` set; it takes traffic once its readiness path answers. A replica
 that exits starts again with a growing backoff, one lost with its node is placed again elsewhere, and
 the endpoint keeps answering from the others meanwhile.
+
+A new revision (``rollout``) starts as a canary: the template's ``canary`` replicas take its share of
+the traffic; once it has been ready for the window and answered enough requests, its error rate and
+latency are judged against the stable revision's by the template's metric targets (rollout.py), and it
+is promoted (the stable replicas are replaced as the new ones become ready) or rolled back, each with
+its figures. ``rollback`` returns to any earlier revision at once.
 """
 
 from __future__ import annotations
@@ -27,12 +33,13 @@ from tornado import httpclient
 from ..catalog import Catalog, WorkloadKind
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ..i18n import N_, Message
-from ..models import CreateService
+from ..models import CreateService, RollOut
 from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import ServiceRow, WorkloadRow
 from .clock import Clock
 from .identity import Identity
 from .resolve import known_template, resolve
+from .rollout import verdict
 from .workloads import WorkloadService, workload_json
 
 __all__ = ["ServingService", "endpoint_path"]
@@ -59,15 +66,18 @@ class ServingService:
         self.workloads = workloads
         self.clock = clock
         self.wake = wake
-        # Ready replicas' workload ids -> (their service, where they answer): the endpoint reads no database.
-        self.ready: dict[int, tuple[str, str]] = {}
+        # Ready replicas' workload ids -> (their service, revision, where they answer): the endpoint reads no database.
+        self.ready: dict[int, tuple[str, int, str]] = {}
         self._turn = itertools.count()  # round robin over a service's ready replicas
         self._probing: asyncio.Task | None = None
-        self.traffic: dict[str, deque] = {}  # per service: (monotonic time, seconds, failed, replica), newest last
+        self._canaries: dict[str, tuple[int, float]] = {}  # kept by reconcile, so the endpoint reads no database
+        self.traffic: dict[str, deque] = {}  # per service: (monotonic time, seconds, failed, revision), newest last
+        self._canary_since: dict[str, float] = {}  # services whose canary is ready: since when (monotonic)
+        self._requests = itertools.count()  # which request goes to a canary (its share of them, evenly spread)
 
     # -- the API's side ----------------------------------------------------------------------
 
-    def create(self, identity: Identity, body: CreateService) -> dict[str, Any]:
+    def create(self, identity: Identity, body: CreateService) -> dict[str, Any]:  # noqa: D102
         """Store the service; its replicas are asked for at once and placed by the engine."""
         template = known_template(self.catalog, body.template)
         if not template.runs(WorkloadKind.SERVICE):
@@ -80,12 +90,14 @@ class ServingService:
         if self.repository.service(body.name) is not None:
             raise Conflict(Message(N_("a service named {name} exists already; choose another name or update it"),
                                    name=body.name), field="name", reason="name-taken")
+        spec = {"command": body.command, "env": body.env, "parameters": body.parameters,
+                "readiness_path": body.readiness_path}
         row = self.repository.add_service(ServiceRow(
             name=body.name, tenant=identity.tenant.name, user=identity.user, template=template.name, queue=queue,
-            spec={"command": body.command, "env": body.env, "parameters": body.parameters,
-                  "readiness_path": body.readiness_path},
-            replicas=body.replicas, min_replicas=body.min_replicas, max_replicas=body.max_replicas or body.replicas,
-            revision=1, state="active",
+            spec=spec, replicas=body.replicas, min_replicas=body.min_replicas,
+            max_replicas=body.max_replicas or body.replicas, revision=1, rollout=None, state="active",
+            revisions=[{"revision": 1, "spec": spec, "outcome": "created", "at": self.clock.wall(),
+                        "by": identity.user}],
         ))
         self.reconcile()
         return self.describe(row)
@@ -108,6 +120,55 @@ class ServingService:
         self.reconcile()
         return self.describe(row)
 
+    def roll_out(self, identity: Identity, name: str, body: RollOut) -> dict[str, Any]:
+        """Start a new revision (what ``body`` changes of the stable one) as a canary under trial."""
+        row = self._stoppable(identity, name, "service.rollout")
+        if row.rollout is not None:
+            raise Conflict(Message(N_("service {name} is trying revision {revision} already; wait for its verdict "
+                                      "or roll back"), name=name, revision=row.rollout["revision"]),
+                           reason="rollout-in-progress")
+        template = known_template(self.catalog, row.template)
+        spec = {**row.spec, **body.model_dump(exclude_none=True)}
+        resolve(template, _one_replica(spec.get("parameters")), self.catalog)
+        revision = max(entry["revision"] for entry in row.revisions) + 1
+        policy = template.canary
+        self.repository.update_service(name, rollout={
+            "revision": revision, "spec": spec, "state": "canary", "replicas": policy.replicas,
+            "traffic": policy.traffic, "window_s": policy.window_s, "min_requests": policy.min_requests,
+            "started_at": self.clock.wall(), "ready_at": None, "by": identity.user})
+        self._event(name, "rollout", f"revision {revision} of service {name} started as a canary "
+                                     f"({policy.replicas} replica(s), {policy.traffic:.0%} of traffic)",
+                    {"revision": revision})
+        self.reconcile()
+        return self.describe(self.repository.service(name))
+
+    def roll_back(self, identity: Identity, name: str, revision: int | None) -> dict[str, Any]:
+        """Back to an earlier revision at once (the one before the stable one by default), as a new revision;
+        a canary under trial is ended."""
+        row = self._stoppable(identity, name, "service.rollback")
+        if revision is None:  # the revision that was stable before this one
+            stable = [entry for entry in row.revisions if entry["outcome"] in ("created", "promoted", "rolled-back-to")
+                      and entry["revision"] != row.revision]
+            wanted = stable[-1] if stable else None
+        else:  # any revision it ever had, even a canary that was rolled back
+            wanted = next((entry for entry in row.revisions if entry["revision"] == revision != row.revision), None)
+        if wanted is None:
+            raise InvalidRequest(Message(N_("field 'revision': service {name} has no earlier revision {revision} to "
+                                            "return to"), name=name, revision=revision if revision else "-"),
+                                 field="revision")
+        number = max(entry["revision"] for entry in row.revisions) + 1
+        history = [*row.revisions]
+        if row.rollout is not None:
+            history.append({**_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall()})
+        history.append({"revision": number, "spec": wanted["spec"], "outcome": "rolled-back-to",
+                        "from": row.revision, "to": wanted["revision"], "at": self.clock.wall(), "by": identity.user})
+        self.repository.update_service(name, spec=wanted["spec"], revision=number, rollout=None, revisions=history)
+        self._event(name, "rolled-back", f"service {name} rolled back by {identity.user} to revision "
+                                         f"{wanted['revision']}'s spec, as revision {number}",
+                    {"revision": number, "from": row.revision, "to": wanted["revision"]})
+        self.reconcile()
+        return self.describe(self.repository.service(name))
+
     def delete(self, identity: Identity, name: str) -> dict[str, Any]:
         """End the service: every replica is cancelled, its devices given back."""
         self._stoppable(identity, name, "service.delete")
@@ -123,7 +184,7 @@ class ServingService:
             "max_replicas": row.max_replicas, "command": row.spec["command"], "env": row.spec.get("env") or {},
             "parameters": row.spec.get("parameters") or {}, "readiness_path": row.spec["readiness_path"],
             "endpoint": endpoint_path(row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
-            "traffic": self.figures(row.name),
+            "traffic": self.figures(row.name), "rollout": self._rollout_json(row), "revisions": row.revisions,
             "replica_workloads": [{**_replica_json(r), "ready": r.id in self.ready} for r in replicas],
             "created_at": row.created_at, "updated_at": row.updated_at,
         }
@@ -150,37 +211,108 @@ class ServingService:
     # -- the scheduler's side ----------------------------------------------------------------
 
     def reconcile(self, now: float | None = None) -> None:
-        """Ask for the replicas each service is short of, cancel those over its count or of a deleted service."""
+        """Judge each canary whose window is over; then ask for the replicas each revision is short of, and cancel
+        those over its count, of an old revision whose successor is ready, or of a deleted service."""
         now = self.clock.wall() if now is None else now
         live: dict[str, list[WorkloadRow]] = {}
         for replica in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=LIVE_STATES):
             live.setdefault(replica.spec.get("service"), []).append(replica)
         for service in self.repository.services(state=None):
-            replicas = sorted(live.get(service.name, ()), key=lambda r: r.spec.get("replica", 0))
-            wanted = service.replicas if service.state == "active" else 0
-            for extra in replicas[wanted:]:
-                why = "service deleted" if service.state != "active" else f"service scaled to {wanted} replicas"
-                self.workloads.end(extra, why, now)
-            taken = {replica.spec.get("replica") for replica in replicas[:wanted]}
-            for index in itertools.islice((i for i in itertools.count() if i not in taken), max(0, wanted - len(replicas))):
-                self._add_replica(service, index)
+            replicas = live.get(service.name, [])
+            if service.rollout is not None and service.state == "active":
+                service = self._judge(service, replicas)
+            if service.rollout is not None and service.rollout["ready_at"] is not None:
+                self._canaries[service.name] = (service.rollout["revision"], service.rollout["traffic"])
+            else:
+                self._canaries.pop(service.name, None)
+            if service.state != "active":
+                self._end(replicas, "service deleted", now)
+                continue
+            stable = [r for r in replicas if r.spec.get("revision") == service.revision]
+            canary = [r for r in replicas if service.rollout and r.spec.get("revision") == service.rollout["revision"]]
+            older = [r for r in replicas if r not in stable and r not in canary]
+            self._keep(service, stable, service.replicas, service.revision, service.spec, now)
+            if service.rollout is not None:
+                self._keep(service, canary, service.rollout["replicas"], service.rollout["revision"],
+                           service.rollout["spec"], now)
+            # An older revision answers until the stable one has as many ready replicas (a rolling replacement).
+            short = max(0, service.replicas - sum(r.id in self.ready for r in stable))
+            self._end(sorted(older, key=lambda r: r.id in self.ready)[:max(0, len(older) - short)],
+                      f"replaced by revision {service.revision}", now)
 
-    def _add_replica(self, service: ServiceRow, index: int) -> None:
+    def _keep(self, service: ServiceRow, replicas: list[WorkloadRow], wanted: int, revision: int, spec: dict,
+              now: float) -> None:
+        replicas = sorted(replicas, key=lambda r: r.spec.get("replica", 0))
+        self._end(replicas[wanted:], f"service scaled to {wanted} replicas of revision {revision}", now)
+        taken = {replica.spec.get("replica") for replica in replicas[:wanted]}
+        for index in itertools.islice((i for i in itertools.count() if i not in taken), max(0, wanted - len(replicas))):
+            self._add_replica(service, index, revision, spec)
+
+    def _end(self, replicas: list[WorkloadRow], why: str, now: float) -> None:
+        for replica in replicas:
+            self.workloads.end(replica, why, now)
+
+    def _judge(self, service: ServiceRow, replicas: list[WorkloadRow]) -> ServiceRow:
+        """A canary ready for its whole window, with enough requests, is promoted or rolled back."""
+        rollout = service.rollout
+        ready = [r.id for r in replicas if r.spec.get("revision") == rollout["revision"] and r.id in self.ready]
+        if rollout["ready_at"] is None:
+            if not ready:
+                return service
+            rollout = {**rollout, "ready_at": self.clock.wall()}
+            self._canary_since[service.name] = self.clock.monotonic()
+            return self.repository.update_service(service.name, rollout=rollout)
+        since = self._canary_since.setdefault(service.name, self.clock.monotonic())
+        if self.clock.monotonic() - since < rollout["window_s"]:
+            return service
+        canary = self.figures(service.name, rollout["revision"], since=since)
+        stable = self.figures(service.name, service.revision, since=since)
+        if canary["requests"] < rollout["min_requests"]:
+            return service  # not enough traffic to judge yet: the canary goes on
+        template = self.catalog.template(service.template)
+        decided = verdict(canary, stable, template.targets if template else [])
+        figures = {"canary": canary, "stable": stable, "violations": decided.violations}
+        outcome = "promoted" if decided.promote else "rolled-back"
+        history = [*service.revisions, {**_entry(rollout), "outcome": outcome, "at": self.clock.wall(), **figures}]
+        self._canary_since.pop(service.name, None)
+        if decided.promote:
+            self._event(service.name, "canary-promoted", f"revision {rollout['revision']} of service {service.name} "
+                                                         f"promoted: {decided.reason}", figures)
+            return self.repository.update_service(service.name, spec=rollout["spec"], revision=rollout["revision"],
+                                                  rollout=None, revisions=history)
+        self._event(service.name, "canary-rolled-back", f"revision {rollout['revision']} of service {service.name} "
+                                                        f"rolled back: {decided.reason}", figures)
+        return self.repository.update_service(service.name, rollout=None, revisions=history)
+
+    def _event(self, name: str, kind: str, reason: str, data: dict[str, Any]) -> None:
+        self.repository.append_event(type=kind, reason=reason, data={"service": name, **data})
+        log.info("jupyter-hetero: %s", reason)
+
+    def _rollout_json(self, row: ServiceRow) -> dict[str, Any] | None:
+        if row.rollout is None:
+            return None
+        since = self._canary_since.get(row.name)
+        return {**{key: value for key, value in row.rollout.items() if key != "spec"}, **_entry(row.rollout),
+                "canary": self.figures(row.name, row.rollout["revision"], since=since),
+                "stable": self.figures(row.name, row.revision, since=since)}
+
+    def _add_replica(self, service: ServiceRow, index: int, revision: int, spec: dict[str, Any]) -> None:
         template = self.catalog.template(service.template)
         if template is None:  # the catalog lost the template: nothing can be placed
             log.warning("jupyter-hetero: service %s: template %s is gone", service.name, service.template)
             return
-        resolved = resolve(template, _one_replica(service.spec.get("parameters")), self.catalog)
+        resolved = resolve(template, _one_replica(spec.get("parameters")), self.catalog)
         row = WorkloadRow(
-            kind=WorkloadKind.SERVICE.value, name=f"{service.name} replica {index}", tenant=service.tenant,
-            user=service.user, template=service.template, queue=service.queue, request=resolved.to_json(),
-            spec={"payload": "command", "command": service.spec["command"], "env": service.spec.get("env") or {},
-                  "service": service.name, "revision": service.revision, "replica": index,
-                  "readiness_path": service.spec["readiness_path"]},
+            kind=WorkloadKind.SERVICE.value, name=f"{service.name} replica {index} (revision {revision})",
+            tenant=service.tenant, user=service.user, template=service.template, queue=service.queue,
+            request=resolved.to_json(),
+            spec={"payload": "command", "command": spec["command"], "env": spec.get("env") or {},
+                  "service": service.name, "revision": revision, "replica": index,
+                  "readiness_path": spec["readiness_path"]},
             state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=None,
         )
-        self.repository.add_workload(row, reason=f"replica {index} of service {service.name}",
-                                     data={"service": service.name, "revision": service.revision})
+        self.repository.add_workload(row, reason=f"replica {index} of service {service.name}, revision {revision}",
+                                     data={"service": service.name, "revision": revision})
         self.wake()
 
     def _replicas(self, name: str) -> list[WorkloadRow]:
@@ -198,7 +330,8 @@ class ServingService:
         running = [r for r in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=("running",))
                    if r.spec.get("port") and r.stopping is None]
         found = await asyncio.gather(*(self._probe(replica) for replica in running))
-        ready = {replica.id: (replica.spec["service"], url) for replica, url in zip(running, found, strict=True) if url}
+        ready = {replica.id: (replica.spec["service"], replica.spec.get("revision", 0), url)
+                 for replica, url in zip(running, found, strict=True) if url}
         for replica in running:
             if (replica.id in ready) != (replica.id in self.ready):
                 self.repository.append_event(
@@ -219,36 +352,59 @@ class ServingService:
 
     def observe(self, name: str, replica: int, seconds: float, status: int) -> None:
         """One request the endpoint relayed: its latency and whether it failed (5xx), for the service's figures."""
+        revision = self.ready.get(replica, (name, 0, ""))[1]
         self.traffic.setdefault(name, deque(maxlen=TRAFFIC_KEPT)).append(
-            (self.clock.monotonic(), seconds, status >= 500, replica))
+            (self.clock.monotonic(), seconds, status >= 500, revision))
 
-    def figures(self, name: str) -> dict[str, Any]:
-        """Requests per second, latency percentiles (ms) and error rate over the last TRAFFIC_WINDOW_S."""
-        since = self.clock.monotonic() - TRAFFIC_WINDOW_S
-        recent = [entry for entry in self.traffic.get(name, ()) if entry[0] >= since]
+    def figures(self, name: str, revision: int | None = None, since: float | None = None) -> dict[str, Any]:
+        """Requests per second, latency percentiles (ms) and error rate of one revision (or all) since ``since``
+        (monotonic), by default over the last TRAFFIC_WINDOW_S."""
+        now = self.clock.monotonic()
+        since = now - TRAFFIC_WINDOW_S if since is None else since
+        window = max(now - since, 1e-9)
+        recent = [entry for entry in self.traffic.get(name, ())
+                  if entry[0] >= since and revision in (None, entry[3])]
         if not recent:
-            return {"window_s": TRAFFIC_WINDOW_S, "requests": 0, "requests_per_s": 0.0, "error_rate": None,
+            return {"window_s": round(window, 3), "requests": 0, "requests_per_s": 0.0, "error_rate": None,
                     "latency_ms": None}
-        latencies = sorted(seconds * 1000 for _at, seconds, _failed, _replica in recent)
+        latencies = sorted(seconds * 1000 for _at, seconds, _failed, _revision in recent)
         return {
-            "window_s": TRAFFIC_WINDOW_S, "requests": len(recent),
-            "requests_per_s": round(len(recent) / TRAFFIC_WINDOW_S, 3),
+            "window_s": round(window, 3), "requests": len(recent),
+            "requests_per_s": round(len(recent) / window, 3),
             "error_rate": round(sum(failed for _at, _s, failed, _r in recent) / len(recent), 4),
             "latency_ms": {name: round(_percentile(latencies, q), 2) for name, q in (("p50", 50), ("p95", 95),
                                                                                     ("p99", 99))},
         }
 
-    def ready_replicas(self, name: str) -> list[tuple[int, str]]:
-        """Where the service's ready replicas answer, starting with the next one's turn."""
-        ready = sorted((replica, url) for replica, (service, url) in self.ready.items() if service == name)
-        if not ready:
-            return []
-        start = next(self._turn) % len(ready)
-        return ready[start:] + ready[:start]
+    def ready_replicas(self, name: str, canary: tuple[int, float] | None = None) -> list[tuple[int, str]]:
+        """Where the service's ready replicas answer, the one whose turn it is first; with ``canary`` (its
+        revision and share), that share of requests goes to the canary's replicas first, the rest to the others."""
+        ready = sorted((replica, revision, url) for replica, (service, revision, url) in self.ready.items()
+                       if service == name)
+        if canary is not None:
+            number = next(self._requests)
+            to_canary = int((number + 1) * canary[1]) > int(number * canary[1])
+            first = [entry for entry in ready if (entry[1] == canary[0]) == to_canary]
+            ready = first + [entry for entry in ready if entry not in first]  # the others only if these fail
+        else:
+            first = ready
+        start = next(self._turn) % len(first) if first else 0
+        ordered = first[start:] + first[:start] + ready[len(first):]
+        return [(replica, url) for replica, _revision, url in ordered]
+
+    def canary_of(self, name: str) -> tuple[int, float] | None:
+        """A service's canary under trial (revision, share of traffic), once it is ready; read by the endpoint."""
+        return self._canaries.get(name)
 
     def not_ready(self, replica_id: int) -> None:
         """A replica the endpoint could not reach: out of rotation until a probe finds it ready again."""
         self.ready.pop(replica_id, None)
+
+
+def _entry(rollout: dict[str, Any]) -> dict[str, Any]:
+    """A rollout as its revision's history entry."""
+    return {"revision": rollout["revision"], "spec": rollout["spec"], "by": rollout.get("by"),
+            "started_at": rollout.get("started_at"), "ready_at": rollout.get("ready_at")}
 
 
 def _one_replica(parameters: dict[str, Any] | None) -> dict[str, Any]:

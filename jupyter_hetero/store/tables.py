@@ -165,7 +165,9 @@ class ServiceRow(Base):
     replicas: Mapped[int] = mapped_column(Integer)  # wanted
     min_replicas: Mapped[int] = mapped_column(Integer)
     max_replicas: Mapped[int] = mapped_column(Integer)
-    revision: Mapped[int] = mapped_column(Integer, default=1)
+    revision: Mapped[int] = mapped_column(Integer, default=1)  # the stable revision, whose spec is ``spec``
+    rollout: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # a canary under trial
+    revisions: Mapped[list[Any]] = mapped_column(JSON, default=list)  # every revision: spec, outcome, figures
     state: Mapped[str] = mapped_column(String(16))  # active | deleted
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)

@@ -505,6 +505,40 @@ export interface paths {
         patch: operations["scaleService"];
         trace?: never;
     };
+    "/services/{name}/rollouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new revision of a service (what changes of the stable one), tried as a canary on the template's share of traffic; judged after its window by the template's metric targets against the stable revision, then promoted or rolled back automatically, with the figures */
+        post: operations["rollOutService"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/{name}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Back to an earlier revision at once (the previous stable one by default), as a new revision; a canary under trial is ended */
+        post: operations["rollBackService"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/kernels/{kernel_id}/usage": {
         parameters: {
             query?: never;
@@ -639,6 +673,29 @@ export interface components {
             params: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * CanaryPolicy
+         * @description How a service's new revision is tried: replicas, share of traffic, and the window it is judged over.
+         */
+        CanaryPolicy: {
+            /** @default 1 */
+            replicas: number;
+            /**
+             * @description Share of requests the canary answers.
+             * @default 0.2
+             */
+            traffic: number;
+            /**
+             * @description Judged this long after its first ready replica.
+             * @default 60
+             */
+            window_s: number;
+            /**
+             * @description Canary requests needed in the window to judge.
+             * @default 20
+             */
+            min_requests: number;
         };
         /**
          * CreateService
@@ -937,6 +994,24 @@ export interface components {
         Localized: {
             en: string;
             zh: string;
+        };
+        /**
+         * MetricTarget
+         * @description A metric a rollout judges a canary by: a bound of its own (``max``) and/or against the stable revision
+         *     (``max_ratio`` of stable's value; for error_rate, ``max_increase`` over stable's rate).
+         */
+        MetricTarget: {
+            /** @enum {string} */
+            name: "error_rate" | "request_latency_p50" | "request_latency_p95" | "request_latency_p99";
+            /**
+             * @description error_rate as a share; latencies in ms.
+             * @default null
+             */
+            max: number | null;
+            /** @default null */
+            max_ratio: number | null;
+            /** @default null */
+            max_increase: number | null;
         };
         /**
          * MyTenant
@@ -1310,10 +1385,83 @@ export interface components {
             device_milli: number;
         };
         /**
+         * Revision
+         * @description One revision of a service and how it went: created, promoted or rolled back (with the canary's and the
+         *     stable revision's figures and the targets it missed), rolled back to, abandoned.
+         */
+        Revision: {
+            revision: number;
+            spec: components["schemas"]["RevisionSpec"];
+            /** @enum {string} */
+            outcome: "created" | "promoted" | "rolled-back" | "rolled-back-to" | "abandoned";
+            at: number;
+            /** @default null */
+            by?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RevisionSpec */
+        RevisionSpec: {
+            command: string[];
+            env: {
+                [key: string]: string;
+            };
+            parameters: {
+                [key: string]: unknown;
+            };
+            readiness_path: string;
+        };
+        /**
          * Role
          * @enum {string}
          */
         Role: "member" | "tenant-admin" | "platform-admin";
+        /**
+         * RollBack
+         * @description ``POST /services/{name}/rollback``: back to an earlier revision at once (the previous stable one by default).
+         */
+        RollBack: {
+            /** @default null */
+            revision?: number | null;
+        };
+        /**
+         * RollOut
+         * @description ``POST /services/{name}/rollouts``: a new revision, what changes of the stable one; tried as a canary.
+         */
+        RollOut: {
+            /** @default null */
+            command?: string[] | null;
+            /** @default null */
+            env?: {
+                [key: string]: string;
+            } | null;
+            /** @default null */
+            parameters?: {
+                [key: string]: unknown;
+            } | null;
+            /** @default null */
+            readiness_path?: string | null;
+        };
+        /**
+         * Rollout
+         * @description A canary under trial.
+         */
+        Rollout: {
+            revision: number;
+            spec: components["schemas"]["RevisionSpec"];
+            /** @constant */
+            state: "canary";
+            replicas: number;
+            traffic: number;
+            window_s: number;
+            min_requests: number;
+            started_at: number;
+            ready_at: number | null;
+            canary: components["schemas"]["Traffic"];
+            stable: components["schemas"]["Traffic"];
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * RuntimeVariant
          * @description How a template runs on one accelerator family: image, env, minimum driver and runtime.
@@ -1402,6 +1550,10 @@ export interface components {
             ready_replicas: number;
             traffic: components["schemas"]["Traffic"];
             replica_workloads: components["schemas"]["ServiceReplica"][];
+            /** @description A new revision under trial as a canary. */
+            rollout: components["schemas"]["Rollout"] | null;
+            /** @description Every revision, oldest first, with how it ended. */
+            revisions: components["schemas"]["Revision"][];
             created_at: number;
             updated_at: number;
         };
@@ -1554,7 +1706,8 @@ export interface components {
             /** @description Eligible flavors in order of preference. */
             flavors: string[];
             variants: components["schemas"]["RuntimeVariant"][];
-            metrics: string[];
+            metrics: (string | components["schemas"]["MetricTarget"])[];
+            canary: components["schemas"]["CanaryPolicy"];
             queue: string;
             parameters: components["schemas"]["AdvancedParameter"][];
             labels: components["schemas"]["LabelRequirement"][];
@@ -2673,6 +2826,82 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ScaleService"];
+            };
+        };
+        responses: {
+            /** @description The service */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The service was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rollOutService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollOut"];
+            };
+        };
+        responses: {
+            /** @description The service, its canary under trial */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description A canary is under trial already, or the service was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rollBackService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollBack"];
             };
         };
         responses: {

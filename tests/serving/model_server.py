@@ -16,6 +16,7 @@ REPLICA = f"{os.environ.get('HETERO_WORKLOAD_ID', '?')}:{os.getpid()}"
 ERROR_RATE = float(os.environ.get("MODEL_ERROR_RATE", "0"))
 DELAY_S = float(os.environ.get("MODEL_DELAY_S", "0"))
 READY_AFTER_S = float(os.environ.get("MODEL_READY_AFTER_S", "0"))
+VERSION = os.environ.get("MODEL_VERSION", "1")
 
 
 class Model(BaseHTTPRequestHandler):
@@ -41,7 +42,8 @@ class Model(BaseHTTPRequestHandler):
         if random.random() < ERROR_RATE:
             self._answer(500, {"message": "the model failed", "replica": REPLICA})
             return
-        self._answer(200, {"outputs": [2 * x for x in inputs], "replica": REPLICA, "path": self.path})
+        self._answer(200, {"outputs": [2 * x for x in inputs], "replica": REPLICA, "path": self.path,
+                           "version": VERSION})
 
     def log_message(self, *args) -> None:
         pass
