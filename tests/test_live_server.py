@@ -118,3 +118,38 @@ def test_a_sigkill_during_a_burst_of_200_submissions_loses_nothing_acknowledged(
             events = [e["type"] for e in client.events(workload["id"])]
             assert events.count("admitted") == 1 and events.count("started") == 1
         assert "released" in "".join(client.logs(running[0]["id"]))
+
+
+def services(server: LabServer, verb: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jupyter", "hetero", "services", verb, "--url", server.base_url,
+                           "--token", server.token, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_creates_scales_rolls_out_and_back_and_deletes_a_service(layout):
+    model = os.path.join(os.path.dirname(__file__), "serving", "model_server.py")
+    with start(layout, "services") as server:
+        created = services(server, "create", "--replicas", "1", "--max-replicas", "2", "--param", "devices=1",
+                           "--json", "echo", "--", sys.executable, model)
+        assert created.returncode == 0, created.stderr
+        assert json.loads(created.stdout)["endpoint"] == "/hetero/endpoints/echo/"
+
+        def shown() -> dict:
+            result = services(server, "show", "echo", "--json")
+            assert result.returncode == 0, result.stderr
+            return json.loads(result.stdout)
+
+        until(lambda: shown()["ready_replicas"] == 1, "the service's replica to be ready", timeout=60)
+        assert services(server, "scale", "echo", "2").returncode == 0
+        until(lambda: shown()["ready_replicas"] == 2, "two ready replicas", timeout=60)
+        too_many = services(server, "scale", "echo", "3")
+        assert too_many.returncode == 1 and "outside 1..2" in too_many.stderr, too_many.stderr
+
+        misplaced = services(server, "rollout", "echo", "--env", "MODEL_VERSION=2")
+        assert misplaced.returncode != 0 and "options go before the name" in misplaced.stderr, misplaced.stderr
+        rolled = services(server, "rollout", "--env", "MODEL_VERSION=2", "echo")
+        assert rolled.returncode == 0 and "canary r2 (20%)" in rolled.stdout, rolled.stdout + rolled.stderr
+        back = json.loads(services(server, "rollback", "--json", "echo").stdout)
+        assert (back["rollout"], back["revision"], back["revisions"][-1]["outcome"]) == (None, 1, "abandoned"), back
+        listed = services(server, "list")
+        assert listed.returncode == 0 and listed.stdout.splitlines()[1].startswith("echo "), listed.stdout
+        assert json.loads(services(server, "delete", "--json", "echo").stdout)["state"] == "deleted"

@@ -198,8 +198,8 @@ ROUTES: tuple[Route, ...] = (
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="A canary is under trial already, or the service was "
           "deleted"),
     Route("/services/{name}/rollback", "post", "rollBackService",
-          "Back to an earlier revision at once (the previous stable one by default), as a new revision; a canary "
-          "under trial is ended", s.Service, body=RollBack, path_parameters={"name": "string"},
+          "Back to an earlier revision at once, as a new revision (a canary under trial ends); without a revision, "
+          "the canary under trial ends, or with none, back to the revision stable before this one", s.Service, body=RollBack, path_parameters={"name": "string"},
           answer_description="The service", errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
           conflict="The service was deleted"),
     Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",

@@ -138,9 +138,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             getattr(import_module(module), adder)(commands)
         else:
             commands.add_parser(command, help=summary)
+    from .services import add_services_command
     from .workloads import add_workload_commands
 
     add_workload_commands(commands)
+    add_services_command(commands)
     return parser
 
 

@@ -17,7 +17,7 @@ import sys
 from ..notebook.client import ApiError, HeteroClient, ServerNotFound
 from ..notebook.display import attempts_line, eta_text, explanation_lines
 
-__all__ = ["add_workload_commands"]
+__all__ = ["add_workload_commands", "server_options"]
 
 
 def _client(args: argparse.Namespace) -> HeteroClient:
@@ -125,11 +125,17 @@ def _guarded(run):
     return call
 
 
-def add_workload_commands(commands: argparse._SubParsersAction) -> None:
-    """Register the commands that talk to a running server."""
+def server_options() -> argparse.ArgumentParser:
+    """The options of every command that talks to a running server."""
     server = argparse.ArgumentParser(add_help=False)
     server.add_argument("--url", help="server URL (default: JUPYTER_HETERO_URL, then the newest running server)")
     server.add_argument("--token", help="server token (default: JUPYTER_HETERO_TOKEN, then the server's own)")
+    return server
+
+
+def add_workload_commands(commands: argparse._SubParsersAction) -> None:
+    """Register the commands that talk to a running server."""
+    server = server_options()
 
     submit = commands.add_parser("submit", parents=[server], help="submit a command as a job; prints its id last")
     submit.add_argument("--template", required=True)

@@ -163,6 +163,30 @@ class HeteroClient:
     def preview_preemption(self, workload_id: int) -> dict:
         return self.request("POST", f"workloads/{workload_id}/preempt", dry_run=True)
 
+    # -- online services -------------------------------------------------------------------
+
+    def services(self) -> list[dict]:
+        return self.request("GET", "services")
+
+    def service(self, name: str) -> dict:
+        return self.request("GET", f"services/{urllib.parse.quote(name, safe='')}")
+
+    def serve(self, **body: Any) -> dict:
+        return self.request("POST", "services", body)
+
+    def scale(self, name: str, replicas: int) -> dict:
+        return self.request("PATCH", f"services/{urllib.parse.quote(name, safe='')}", {"replicas": replicas})
+
+    def roll_out(self, name: str, **changes: Any) -> dict:
+        return self.request("POST", f"services/{urllib.parse.quote(name, safe='')}/rollouts", changes)
+
+    def roll_back(self, name: str, revision: int | None = None) -> dict:
+        return self.request("POST", f"services/{urllib.parse.quote(name, safe='')}/rollback",
+                            {"revision": revision} if revision else {})
+
+    def delete_service(self, name: str) -> dict:
+        return self.request("DELETE", f"services/{urllib.parse.quote(name, safe='')}")
+
     def logs(self, workload_id: int, attempt: int | None = None, follow: bool = False,
              tail: int | None = None) -> Iterator[str]:
         """The log as text chunks; with ``follow`` they keep coming until the attempt ends."""

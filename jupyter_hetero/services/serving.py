@@ -143,9 +143,17 @@ class ServingService:
         return self.describe(self.repository.service(name))
 
     def roll_back(self, identity: Identity, name: str, revision: int | None) -> dict[str, Any]:
-        """Back to an earlier revision at once (the one before the stable one by default), as a new revision;
-        a canary under trial is ended."""
+        """Back to an earlier revision at once, as a new revision, ending a canary under trial; without
+        ``revision``, the canary under trial ends, or with none, back to the revision stable before this one."""
         row = self._stoppable(identity, name, "service.rollback")
+        if revision is None and row.rollout is not None:  # the canary under trial ends; the stable revision stays
+            history = [*row.revisions, {**_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall(),
+                                        "ended_by": identity.user}]
+            self.repository.update_service(name, rollout=None, revisions=history)
+            self._event(name, "rolled-back", f"the canary of service {name} (revision {row.rollout['revision']}) was "
+                                             f"rolled back by {identity.user}", {"revision": row.rollout["revision"]})
+            self.reconcile()
+            return self.describe(self.repository.service(name))
         if revision is None:  # the revision that was stable before this one
             stable = [entry for entry in row.revisions if entry["outcome"] in ("created", "promoted", "rolled-back-to")
                       and entry["revision"] != row.revision]

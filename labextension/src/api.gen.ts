@@ -531,7 +531,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Back to an earlier revision at once (the previous stable one by default), as a new revision; a canary under trial is ended */
+        /** Back to an earlier revision at once, as a new revision (a canary under trial ends); without a revision, the canary under trial ends, or with none, back to the revision stable before this one */
         post: operations["rollBackService"];
         delete?: never;
         options?: never;

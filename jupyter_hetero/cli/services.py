@@ -1,0 +1,119 @@
+"""``jupyter hetero services list|show|create|scale|rollout|rollback|delete``: online services on a running server.
+
+    jupyter hetero services create --replicas 2 --param devices=1 resnet -- python serve.py
+    jupyter hetero services list
+    jupyter hetero services scale resnet 3
+    jupyter hetero services rollout --env MODEL=v2 resnet
+    jupyter hetero services rollback [--revision 1] resnet
+
+Options go before the service's name; a command goes last, after ``--``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .workloads import _client, _guarded, _params, server_options
+
+__all__ = ["add_services_command"]
+
+
+def _line(service: dict) -> str:
+    traffic = service["traffic"]
+    latency = traffic["latency_ms"]
+    rollout = service["rollout"]
+    trying = f"canary r{rollout['revision']} ({rollout['traffic']:.0%})" if rollout else "-"
+    return (f"{service['name']:<20} r{service['revision']:<4} {service['ready_replicas']}/{service['replicas']:<6} "
+            f"{traffic['requests_per_s']:>7.2f} {latency['p95'] if latency else '-':>8} "
+            f"{'-' if traffic['error_rate'] is None else format(traffic['error_rate'], '.1%'):>7}  {trying:<18} "
+            f"{service['endpoint']}")
+
+
+def _print(services: list[dict], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(services if len(services) != 1 else services[0], indent=2))
+        return 0
+    print(f"{'NAME':<20} {'REV':<5} {'READY':<8} {'REQ/S':>7} {'P95 MS':>8} {'ERRORS':>7}  {'ROLLOUT':<18} ENDPOINT")
+    for service in services:
+        print(_line(service))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    return _print(_client(args).services(), args.json)
+
+
+def _show(args: argparse.Namespace) -> int:
+    return _print([_client(args).service(args.name)], args.json)
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if command and command[0].startswith("-"):  # an option after the name, which argparse leaves here
+        raise SystemExit(f"error: options go before the name {args.name!r}; a command goes last, after --")
+    return command
+
+
+def _create(args: argparse.Namespace) -> int:
+    command = _command(args)
+    if not command:
+        raise SystemExit("error: give the model server's command after --")
+    body = {"name": args.name, "template": args.template, "command": command, "replicas": args.replicas,
+            "min_replicas": args.min_replicas, "max_replicas": args.max_replicas, "parameters": _params(args.param),
+            "env": _params(args.env), "readiness_path": args.readiness_path}
+    return _print([_client(args).serve(**{k: v for k, v in body.items() if v is not None})], args.json)
+
+
+def _scale(args: argparse.Namespace) -> int:
+    return _print([_client(args).scale(args.name, args.replicas)], args.json)
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    changes = {"env": _params(args.env) or None, "parameters": _params(args.param) or None}
+    command = _command(args)
+    if command:
+        changes["command"] = command
+    return _print([_client(args).roll_out(args.name, **{k: v for k, v in changes.items() if v})], args.json)
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    return _print([_client(args).roll_back(args.name, args.revision)], args.json)
+
+
+def _delete(args: argparse.Namespace) -> int:
+    return _print([_client(args).delete_service(args.name)], args.json)
+
+
+def add_services_command(commands: argparse._SubParsersAction) -> None:
+    server = server_options()
+    services = commands.add_parser("services", help="online services: list, create, scale, roll out, roll back")
+    verbs = services.add_subparsers(dest="verb", required=True)
+    common = argparse.ArgumentParser(add_help=False, parents=[server])
+    common.add_argument("--json", action="store_true")
+    verbs.add_parser("list", parents=[common], help="your tenant's services").set_defaults(run=_guarded(_list))
+    named = argparse.ArgumentParser(add_help=False, parents=[common])
+    named.add_argument("name")
+    verbs.add_parser("show", parents=[named], help="one service").set_defaults(run=_guarded(_show))
+    create = verbs.add_parser("create", parents=[named], help="start a service: -- then the model server's command")
+    create.add_argument("--template", default="online-inference")
+    create.add_argument("--replicas", type=int)
+    create.add_argument("--min-replicas", type=int)
+    create.add_argument("--max-replicas", type=int)
+    create.add_argument("--readiness-path")
+    create.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    create.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    create.add_argument("command", nargs=argparse.REMAINDER, help="-- then the model server's command")
+    create.set_defaults(run=_guarded(_create))
+    scale = verbs.add_parser("scale", parents=[named], help="run this many replicas")
+    scale.add_argument("replicas", type=int)
+    scale.set_defaults(run=_guarded(_scale))
+    rollout = verbs.add_parser("rollout", parents=[named], help="try a new revision as a canary")
+    rollout.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    rollout.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    rollout.add_argument("command", nargs=argparse.REMAINDER, help="-- then a new command, if it changes")
+    rollout.set_defaults(run=_guarded(_rollout))
+    rollback = verbs.add_parser("rollback", parents=[named], help="back to an earlier revision at once")
+    rollback.add_argument("--revision", type=int, help="the revision to return to (default: the previous stable one)")
+    rollback.set_defaults(run=_guarded(_rollback))
+    verbs.add_parser("delete", parents=[named], help="end the service").set_defaults(run=_guarded(_delete))
