@@ -266,6 +266,11 @@ class CreateService(BaseModel):
                                                                            "default.")
     readiness_path: str = Field(default="/health", pattern=r"^/[^\s]*$", max_length=253,
                                 description="A replica takes traffic once a GET of this path answers 2xx or 3xx.")
+    target_in_flight: float | None = Field(default=None, gt=0, le=10_000,
+                                           description="Scale by policy: keep about this many requests in flight per "
+                                                       "replica, between min_replicas and max_replicas.")
+    scale_down_delay_s: float = Field(default=60, ge=0, le=3600,
+                                      description="Load must stay low this long before a replica is taken away.")
 
     @model_validator(mode="after")
     def _counts(self) -> CreateService:

@@ -49,6 +49,8 @@ class RevisionSpec(Answer):
     env: dict[str, str]
     parameters: dict[str, Any]
     readiness_path: str
+    target_in_flight: float | None = None
+    scale_down_delay_s: float = 60
 
 
 class Revision(Answer):
@@ -99,6 +101,9 @@ class Service(Answer):
     env: dict[str, str]
     parameters: dict[str, Any]
     readiness_path: str
+    target_in_flight: float | None = Field(description="Scaled by policy to about this many requests in flight per "
+                                                       "replica; None: by hand only.")
+    in_flight: int = Field(description="Requests the endpoint is relaying now.")
     endpoint: str = Field(description="Where it answers, behind the server's authentication.")
     ready_replicas: int
     traffic: Traffic

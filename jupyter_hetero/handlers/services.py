@@ -81,10 +81,13 @@ class EndpointHandler(HeteroHandler):
                 body=self.request.body if self.request.method in _BODY_METHODS else None,
                 allow_nonstandard_methods=True, connect_timeout=5, request_timeout=300)
             started = time.perf_counter()
+            serving.in_flight[name] = serving.in_flight.get(name, 0) + 1
             try:
                 response = await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
             except OSError:
                 response = None
+            finally:
+                serving.in_flight[name] -= 1
             if response is None or response.code == 599:  # not reached: the next replica answers instead
                 serving.not_ready(replica)
                 continue

@@ -158,6 +158,10 @@ class PreemptHandler(HeteroHandler):
         if row.state not in ("running", "starting"):
             raise Conflict(Message(N_("workload {workload} is {state}; only running workloads can be preempted"),
                                    workload=wid, state=row.state))
+        if row.kind in ("service", "server"):
+            raise Conflict(Message(N_("workload {workload} is a {kind}, which is never preempted: scale the service "
+                                      "down, or stop the server through the hub"), workload=wid, kind=row.kind),
+                           reason="never-preempted")
         self.reply(scheduler.preempt_by_admin(wid, identity.user))
 
 

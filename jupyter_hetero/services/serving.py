@@ -74,6 +74,9 @@ class ServingService:
         self.traffic: dict[str, deque] = {}  # per service: (monotonic time, seconds, failed, revision), newest last
         self._canary_since: dict[str, float] = {}  # services whose canary is ready: since when (monotonic)
         self._requests = itertools.count()  # which request goes to a canary (its share of them, evenly spread)
+        self.in_flight: dict[str, int] = {}  # requests the endpoint is relaying now, per service
+        self._load: dict[str, float] = {}  # in flight, smoothed over ticks
+        self._low_since: dict[str, float] = {}  # since when the load has needed fewer replicas (monotonic)
 
     # -- the API's side ----------------------------------------------------------------------
 
@@ -91,7 +94,8 @@ class ServingService:
             raise Conflict(Message(N_("a service named {name} exists already; choose another name or update it"),
                                    name=body.name), field="name", reason="name-taken")
         spec = {"command": body.command, "env": body.env, "parameters": body.parameters,
-                "readiness_path": body.readiness_path}
+                "readiness_path": body.readiness_path, "target_in_flight": body.target_in_flight,
+                "scale_down_delay_s": body.scale_down_delay_s}
         row = self.repository.add_service(ServiceRow(
             name=body.name, tenant=identity.tenant.name, user=identity.user, template=template.name, queue=queue,
             spec=spec, replicas=body.replicas, min_replicas=body.min_replicas,
@@ -191,6 +195,7 @@ class ServingService:
             "state": row.state, "revision": row.revision, "replicas": row.replicas, "min_replicas": row.min_replicas,
             "max_replicas": row.max_replicas, "command": row.spec["command"], "env": row.spec.get("env") or {},
             "parameters": row.spec.get("parameters") or {}, "readiness_path": row.spec["readiness_path"],
+            "target_in_flight": row.spec.get("target_in_flight"), "in_flight": self.in_flight.get(row.name, 0),
             "endpoint": endpoint_path(row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
             "traffic": self.figures(row.name), "rollout": self._rollout_json(row), "revisions": row.revisions,
             "replica_workloads": [{**_replica_json(r), "ready": r.id in self.ready} for r in replicas],
@@ -236,6 +241,7 @@ class ServingService:
             if service.state != "active":
                 self._end(replicas, "service deleted", now)
                 continue
+            service = self._autoscale(service)
             stable = [r for r in replicas if r.spec.get("revision") == service.revision]
             canary = [r for r in replicas if service.rollout and r.spec.get("revision") == service.rollout["revision"]]
             older = [r for r in replicas if r not in stable and r not in canary]
@@ -247,6 +253,27 @@ class ServingService:
             short = max(0, service.replicas - sum(r.id in self.ready for r in stable))
             self._end(sorted(older, key=lambda r: r.id in self.ready)[:max(0, len(older) - short)],
                       f"replaced by revision {service.revision}", now)
+
+    def _autoscale(self, service: ServiceRow) -> ServiceRow:
+        """With a target of requests in flight per replica: up at once when the load needs more replicas, down
+        only once it has needed fewer for the scale-down delay; always within the minimum and maximum."""
+        target = service.spec.get("target_in_flight")
+        if not target:
+            return service
+        load = self._load.get(service.name, 0.0) * 0.7 + self.in_flight.get(service.name, 0) * 0.3  # smoothed
+        self._load[service.name] = load
+        wanted = min(max(math.ceil(load / target - 1e-9), service.min_replicas), service.max_replicas)
+        now = self.clock.monotonic()
+        if wanted >= service.replicas:
+            self._low_since.pop(service.name, None)
+        if wanted > service.replicas or (wanted < service.replicas and now - self._low_since.setdefault(
+                service.name, now) >= service.spec.get("scale_down_delay_s", 60)):
+            self._low_since.pop(service.name, None)
+            self._event(service.name, "autoscaled", f"service {service.name} scaled from {service.replicas} to "
+                                                    f"{wanted} replicas: {load:.1f} requests in flight, target "
+                                                    f"{target:g} per replica", {"from": service.replicas, "to": wanted})
+            return self.repository.update_service(service.name, replicas=wanted)
+        return service
 
     def _keep(self, service: ServiceRow, replicas: list[WorkloadRow], wanted: int, revision: int, spec: dict,
               now: float) -> None:

@@ -737,6 +737,16 @@ export interface components {
              * @default /health
              */
             readiness_path?: string;
+            /**
+             * @description Scale by policy: keep about this many requests in flight per replica, between min_replicas and max_replicas.
+             * @default null
+             */
+            target_in_flight?: number | null;
+            /**
+             * @description Load must stay low this long before a replica is taken away.
+             * @default 60
+             */
+            scale_down_delay_s?: number;
         };
         /** DeviceShare */
         DeviceShare: {
@@ -1410,6 +1420,10 @@ export interface components {
                 [key: string]: unknown;
             };
             readiness_path: string;
+            /** @default null */
+            target_in_flight?: number | null;
+            /** @default 60 */
+            scale_down_delay_s?: number;
         };
         /**
          * Role
@@ -1545,6 +1559,10 @@ export interface components {
                 [key: string]: unknown;
             };
             readiness_path: string;
+            /** @description Scaled by policy to about this many requests in flight per replica; None: by hand only. */
+            target_in_flight: number | null;
+            /** @description Requests the endpoint is relaying now. */
+            in_flight: number;
             /** @description Where it answers, behind the server's authentication. */
             endpoint: string;
             ready_replicas: number;

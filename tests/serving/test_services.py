@@ -4,6 +4,7 @@ replaced, scaled by hand, deleted; closed to other tenants."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -96,3 +97,54 @@ async def _pid_of(api, workload_id: int) -> int:
 async def _restarted(api, workload_id: int) -> bool:
     workload = await api(f"workloads/{workload_id}", as_user="alice")
     return workload["state"] == "running" and len(workload["attempts"]) >= 2
+
+
+@pytest.mark.team(vision_a100=4)
+async def test_a_service_scales_up_with_its_load_and_back_down_to_its_minimum(api, jp_fetch):
+    await api("services", "POST", {
+        "name": "busy", "command": MODEL, "replicas": 1, "min_replicas": 1, "max_replicas": 3,
+        "env": {"MODEL_DELAY_S": "0.3"}, "parameters": {"devices": 1}, "target_in_flight": 1,
+        "scale_down_delay_s": 1}, as_user="alice")
+
+    async def replicas(count: int, ready: bool = True):
+        service = await api("services/busy", as_user="alice")
+        return service if service["replicas"] == count and (not ready or service["ready_replicas"] == count) else None
+
+    await until_async(lambda: replicas(1), "one ready replica", timeout=60)
+
+    async def under_load():
+        await asyncio.gather(*(jp_fetch("hetero", "endpoints", "busy", "predict", method="POST",
+                                        body=json.dumps({"inputs": [1]}), headers=_auth("alice")) for _ in range(6)))
+        return await replicas(3, ready=False)
+
+    scaled = await until_async(under_load, "the load to scale the service up to its maximum", timeout=60)
+    assert scaled["replicas"] == 3  # six in flight, a target of one per replica, at most three
+    calm = await until_async(lambda: replicas(1, ready=False), "the service back at its minimum", timeout=60)
+    assert calm["min_replicas"] == 1
+
+
+@pytest.mark.team(vision_a100=2)
+async def test_a_service_takes_back_its_reserved_device_from_batch_work_and_is_never_preempted(api, api_error,
+                                                                                           wait_for):
+    # Batch inference fills every GPU, the inference queue's reserved ones too (lent while idle: default catalog).
+    hold = {"template": "batch-inference", "parameters": {"devices": 1},
+            "command": [sys.executable, "-c", "import time; time.sleep(300)"]}
+    jobs = [await api("workloads", "POST", hold, as_user="alice") for _ in range(3)]
+    for job in jobs:
+        await wait_for(job["id"], lambda w: w["state"] == "running", as_user="alice")
+
+    service = await api("services", "POST", {"name": "reserved", "command": MODEL, "replicas": 1,
+                                             "parameters": {"devices": 1}}, as_user="alice")
+    replica = service["replica_workloads"][0]
+    running = await wait_for(replica["id"], lambda w: w["state"] == "running", as_user="alice", timeout=60)
+    assert running["flavor"] in ("t4", "a100-80g"), running["placement"]  # a device its queue reserves
+    # ... taken back from the batch job that borrowed it, which waits in its queue again.
+    evicted = [w for w in [await api(f"workloads/{job['id']}", as_user="alice") for job in jobs]
+               if w["preemptions"]]
+    assert len(evicted) == 1 and evicted[0]["state"] in ("queued", "preempted"), evicted
+
+    status, error = await api_error(f"workloads/{replica['id']}/preempt", "POST", as_user="root")
+    assert (status, error["reason"]) == (409, "never-preempted"), error
+    for job in jobs:
+        await api(f"workloads/{job['id']}", "DELETE", as_user="alice")
+    await api("services/reserved", "DELETE", as_user="alice")
