@@ -255,7 +255,9 @@ class CreateService(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
                       description="Its endpoint is /hetero/endpoints/<name>/ (lower-case letters, digits, '-').")
     template: str = Field(default="online-inference", min_length=1)
-    command: list[str] = Field(min_length=1, description="The model server; it listens on $PORT.")
+    command: list[str] | None = Field(default=None, min_length=1, description="The model server; it listens on $PORT.")
+    code: str | None = Field(default=None, min_length=1, description="Python source that serves on $PORT (run as a "
+                                                                     "job's code cell is), instead of a command.")
     env: dict[str, str] = Field(default_factory=dict)
     parameters: dict[str, Any] = Field(default_factory=dict, description="The template's advanced parameters, "
                                                                          "per replica (devices, memory...).")
@@ -274,7 +276,9 @@ class CreateService(BaseModel):
 
     @model_validator(mode="after")
     def _counts(self) -> CreateService:
-        if not all(part for part in self.command):
+        if (self.command is None) == (self.code is None):
+            raise ValueError("give exactly one of command or code")
+        if self.command is not None and not all(part for part in self.command):
             raise ValueError("command parts must not be empty")
         if self.min_replicas > self.replicas:
             raise ValueError(f"min_replicas {self.min_replicas} is more than replicas {self.replicas}")
@@ -297,6 +301,7 @@ class RollOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     command: list[str] | None = Field(default=None, min_length=1)
+    code: str | None = Field(default=None, min_length=1)
     env: dict[str, str] | None = None
     parameters: dict[str, Any] | None = None
     readiness_path: str | None = Field(default=None, pattern=r"^/[^\s]*$", max_length=253)
@@ -304,7 +309,9 @@ class RollOut(BaseModel):
     @model_validator(mode="after")
     def _changes_something(self) -> RollOut:
         if not self.model_dump(exclude_none=True):
-            raise ValueError("give what the new revision changes: command, env, parameters or readiness_path")
+            raise ValueError("give what the new revision changes: command, code, env, parameters or readiness_path")
+        if self.command is not None and self.code is not None:
+            raise ValueError("give command or code, not both")
         return self
 
 

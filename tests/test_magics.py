@@ -242,3 +242,26 @@ def test_a_chinese_session_is_told_in_chinese(shell, monkeypatch):
     with pytest.raises(UsageError) as error:
         magics.hetero_submit("--template t report.ipynb -p rows", None)
     assert "-p 需要 key=value，收到的是 'rows'" in str(error.value)
+
+
+def test_a_cells_function_is_served_reached_through_its_endpoint_and_shown_in_the_status(server):
+    notebook = run(
+        server,
+        "%%hetero_serve tripler --replicas 2 --wait\ndef predict(inputs):\n    return [3 * x for x in inputs]",
+        "import json, os, urllib.request\n"
+        "request = urllib.request.Request(os.environ['JUPYTER_HETERO_URL'] + 'hetero/endpoints/tripler/predict',\n"
+        "    json.dumps({'inputs': [1, 2]}).encode(), {'Authorization': 'token ' + os.environ['JUPYTER_HETERO_TOKEN']})\n"
+        "print(json.loads(urllib.request.urlopen(request).read()))",
+        "%hetero_status",
+        "%hetero_serve broken",
+    errors=True)
+    served, called, status, bad = (text(cell) for cell in notebook.cells[1:])
+    assert "service tripler: 2 replica(s) asked for; endpoint http" in served, served
+    assert "service tripler: 2 replica(s) ready" in served, served
+    assert "{'outputs': [3, 6]}" in called, called
+    assert "tripler" in status and "2/2" in status and "/hetero/endpoints/tripler/" in status, status
+    assert "%hetero_serve: give a .py file, -- and a command, or use %%hetero_serve on a cell" in bad, bad
+    lab, _layout = server
+    from jupyter_hetero.notebook.client import HeteroClient
+
+    HeteroClient(lab.base_url, lab.token).delete_service("tripler")

@@ -45,7 +45,8 @@ class Traffic(Answer):
 
 
 class RevisionSpec(Answer):
-    command: list[str]
+    command: list[str] | None
+    code: str | None = None
     env: dict[str, str]
     parameters: dict[str, Any]
     readiness_path: str
@@ -97,7 +98,8 @@ class Service(Answer):
     replicas: int = Field(description="Replicas wanted.")
     min_replicas: int
     max_replicas: int
-    command: list[str]
+    command: list[str] | None
+    code: str | None
     env: dict[str, str]
     parameters: dict[str, Any]
     readiness_path: str

@@ -167,3 +167,17 @@ def workloads_table(workloads: list[dict]) -> Table:
         [[w["id"], w["kind"], w["state"], w["queue"], w["template"], status_line(w)] for w in workloads],
         title="Workloads",
     )
+
+
+def services_table(services: list[dict]) -> Table:
+    rows = []
+    for service in services:
+        traffic, rollout = service["traffic"], service["rollout"]
+        latency = traffic["latency_ms"]
+        rows.append([service["name"], service["revision"], f"{service['ready_replicas']}/{service['replicas']}",
+                     traffic["requests_per_s"], latency["p95"] if latency else "-",
+                     "-" if traffic["error_rate"] is None else f"{traffic['error_rate']:.1%}",
+                     f"canary r{rollout['revision']} ({rollout['traffic']:.0%})" if rollout else "-",
+                     service["endpoint"]])
+    return Table(["service", "revision", "ready", "req/s", "p95 ms", "errors", "rollout", "endpoint"], rows,
+                 title="Services")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import time
+from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
@@ -271,6 +273,63 @@ class HeteroMagics(Magics):
 
     # -- watch -----------------------------------------------------------------------------------
 
+    # -- serve -----------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("name", help="The service's name: its endpoint is /hetero/endpoints/<name>/.")
+    @argument("--template", default="online-inference", help="A template that runs services.")
+    @argument("--replicas", type=int, default=1, help="Replicas to start with.")
+    @argument("--min-replicas", type=int, help="Never fewer (1 by default).")
+    @argument("--max-replicas", type=int, help="Never more (replicas by default).")
+    @argument("--target-in-flight", type=float, help="Scale by load: about this many requests in flight per replica.")
+    @argument("--gpus", type=int, help="Whole devices per replica.")
+    @argument("--function", default="predict", help="The cell's function that answers requests (%%%%hetero_serve).")
+    @argument("--env", action="append", default=[], metavar="KEY=VALUE", help="A variable of the replicas; repeatable.")
+    @argument("--wait", action="store_true", help="Wait until every replica is ready.")
+    @argument("file", nargs="?", help="A .py file that serves on $PORT; or, last, -- and a model server's command.")
+    @line_cell_magic
+    def hetero_serve(self, line: str, cell: str | None = None):
+        """Start an online service: the cell's function (%%hetero_serve NAME), a .py file that listens on $PORT,
+        or a command (%hetero_serve NAME -- python serve.py); print its endpoint."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise _usage("hetero_serve", str(exc)) from None
+        # Everything after -- is the model server's command, whatever dashes it has.
+        head, command = (words[:words.index("--")], words[words.index("--") + 1:]) if "--" in words else (words, [])
+        try:
+            args = self.hetero_serve.parser.parse_intermixed_args(head)
+        except UsageError as exc:
+            raise _usage("hetero_serve", str(exc)) from None
+        target = [args.file] if args.file else command
+        if cell is not None:
+            if target:
+                raise _usage("hetero_serve", _say(N_("takes no file when it runs the cell: {target}"),
+                                                 target=" ".join(target)))
+            code = f"{cell}\n\nfrom jupyter_hetero.notebook.serve import serve\nserve({args.function})\n"
+        elif args.file and args.file.endswith(".py"):
+            try:  # sent as code, run as a cell would be, wherever the replica is
+                code = Path(args.file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise _usage("hetero_serve", str(exc)) from None
+        elif command and not args.file:
+            code = None
+        else:
+            raise _usage("hetero_serve", _say(N_("give a .py file, -- and a command, or use %%hetero_serve on a cell")))
+        body = {"name": args.name, "template": args.template, "replicas": args.replicas,
+                **({"code": code} if code is not None else {"command": command}),
+                "min_replicas": args.min_replicas, "max_replicas": args.max_replicas,
+                "target_in_flight": args.target_in_flight, "env": _pairs(args.env),
+                "parameters": {"devices": args.gpus} if args.gpus else {}}
+        service = self._call(self.client.serve, **{key: value for key, value in body.items() if value is not None})
+        print(_say(N_("service {name}: {replicas} replica(s) asked for; endpoint {endpoint}"), name=service["name"],
+                   replicas=service["replicas"], endpoint=self.client.url.rstrip("/") + service["endpoint"]))
+        if args.wait:
+            while (service := self._call(self.client.service, args.name))["ready_replicas"] < service["replicas"]:
+                time.sleep(0.5)
+            print(_say(N_("service {name}: {ready} replica(s) ready"), name=args.name, ready=service["ready_replicas"]))
+        return service
+
     @magic_arguments()
     @argument("id", type=int, nargs="?", help="A workload id; without it, your workloads.")
     @line_magic
@@ -279,6 +338,9 @@ class HeteroMagics(Magics):
         args = _parse(self.hetero_status, line)
         if args.id is None:
             display(tables.workloads_table(self._call(self.client.workloads, mine=True)))
+            services = self._call(self.client.services)
+            if services:  # a tenant's services, their replicas, traffic and rollout
+                display(tables.services_table(services))
             return
         workload = self._call(self.client.workload, args.id)
         print(_say(N_("workload {workload} ({template}, queue {queue}): {status}"), workload=workload["id"],
@@ -338,3 +400,13 @@ def _absolute(path: str) -> str:
 
 def load_ipython_extension(ipython) -> None:
     ipython.register_magics(HeteroMagics)
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _usage("hetero_serve", f"--env expects KEY=VALUE, got {item!r}")
+        pairs[key] = value
+    return pairs

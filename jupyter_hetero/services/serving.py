@@ -93,7 +93,7 @@ class ServingService:
         if self.repository.service(body.name) is not None:
             raise Conflict(Message(N_("a service named {name} exists already; choose another name or update it"),
                                    name=body.name), field="name", reason="name-taken")
-        spec = {"command": body.command, "env": body.env, "parameters": body.parameters,
+        spec = {"command": body.command, "code": body.code, "env": body.env, "parameters": body.parameters,
                 "readiness_path": body.readiness_path, "target_in_flight": body.target_in_flight,
                 "scale_down_delay_s": body.scale_down_delay_s}
         row = self.repository.add_service(ServiceRow(
@@ -132,7 +132,10 @@ class ServingService:
                                       "or roll back"), name=name, revision=row.rollout["revision"]),
                            reason="rollout-in-progress")
         template = known_template(self.catalog, row.template)
-        spec = {**row.spec, **body.model_dump(exclude_none=True)}
+        changes = body.model_dump(exclude_none=True)
+        if "command" in changes or "code" in changes:  # one replaces the other
+            changes = {"command": None, "code": None, **changes}
+        spec = {**row.spec, **changes}
         resolve(template, _one_replica(spec.get("parameters")), self.catalog)
         revision = max(entry["revision"] for entry in row.revisions) + 1
         policy = template.canary
@@ -193,7 +196,8 @@ class ServingService:
         return {
             "name": row.name, "tenant": row.tenant, "user": row.user, "template": row.template, "queue": row.queue,
             "state": row.state, "revision": row.revision, "replicas": row.replicas, "min_replicas": row.min_replicas,
-            "max_replicas": row.max_replicas, "command": row.spec["command"], "env": row.spec.get("env") or {},
+            "max_replicas": row.max_replicas, "command": row.spec.get("command"), "code": row.spec.get("code"),
+            "env": row.spec.get("env") or {},
             "parameters": row.spec.get("parameters") or {}, "readiness_path": row.spec["readiness_path"],
             "target_in_flight": row.spec.get("target_in_flight"), "in_flight": self.in_flight.get(row.name, 0),
             "endpoint": endpoint_path(row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
@@ -341,7 +345,8 @@ class ServingService:
             kind=WorkloadKind.SERVICE.value, name=f"{service.name} replica {index} (revision {revision})",
             tenant=service.tenant, user=service.user, template=service.template, queue=service.queue,
             request=resolved.to_json(),
-            spec={"payload": "command", "command": spec["command"], "env": spec.get("env") or {},
+            spec={**({"payload": "command", "command": spec["command"]} if spec.get("command")
+                     else {"payload": "code", "code": spec["code"]}), "env": spec.get("env") or {},
                   "service": service.name, "revision": revision, "replica": index,
                   "readiness_path": spec["readiness_path"]},
             state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=None,

@@ -706,8 +706,16 @@ export interface components {
             name: string;
             /** @default online-inference */
             template?: string;
-            /** @description The model server; it listens on $PORT. */
-            command: string[];
+            /**
+             * @description The model server; it listens on $PORT.
+             * @default null
+             */
+            command?: string[] | null;
+            /**
+             * @description Python source that serves on $PORT (run as a job's code cell is), instead of a command.
+             * @default null
+             */
+            code?: string | null;
             env?: {
                 [key: string]: string;
             };
@@ -1412,7 +1420,9 @@ export interface components {
         };
         /** RevisionSpec */
         RevisionSpec: {
-            command: string[];
+            command: string[] | null;
+            /** @default null */
+            code?: string | null;
             env: {
                 [key: string]: string;
             };
@@ -1445,6 +1455,8 @@ export interface components {
         RollOut: {
             /** @default null */
             command?: string[] | null;
+            /** @default null */
+            code?: string | null;
             /** @default null */
             env?: {
                 [key: string]: string;
@@ -1551,7 +1563,8 @@ export interface components {
             replicas: number;
             min_replicas: number;
             max_replicas: number;
-            command: string[];
+            command: string[] | null;
+            code: string | null;
             env: {
                 [key: string]: string;
             };
