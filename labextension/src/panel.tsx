@@ -10,7 +10,8 @@ import {
   MyWorkSection,
   NodesSection,
   QueuesSection,
-  SectionId
+  SectionId,
+  ServicesSection
 } from './components';
 import { heteroIcon } from './icons';
 import { HeteroModel } from './models';
@@ -84,6 +85,7 @@ export class HeteroPanel extends ReactWidget {
       { id: 'launch', label: trans.__('Launch') },
       { id: 'queues', label: trans.__('Queues') },
       { id: 'work', label: trans.__('My work') },
+      { id: 'services', label: trans.__('Services') },
       { id: 'nodes', label: trans.__('Nodes') }
     ];
     if (this._model.isAdmin) {
@@ -115,6 +117,15 @@ export class HeteroPanel extends ReactWidget {
           />
         );
       }
+      case 'services':
+        return (
+          <ServicesSection
+            services={model.services}
+            history={model.serviceHistory}
+            trans={trans}
+            onRollBack={name => void model.rollBackService(name)}
+          />
+        );
       case 'nodes':
         return <NodesSection nodes={model.nodes} trans={trans} />;
       case 'admin':

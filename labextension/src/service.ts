@@ -9,6 +9,7 @@ import type {
   INode,
   IPreview,
   IQueueStatus,
+  IService,
   IStartedKernel,
   ITemplate,
   ITenant,
@@ -52,6 +53,8 @@ export interface IHeteroService {
   getMyTenant(): Promise<IMyTenant>;
   listTenants(): Promise<ITenant[]>;
   listNodes(): Promise<INode[]>;
+  listServices(): Promise<IService[]>;
+  rollBackService(name: string): Promise<IService>;
   listMyWorkloads(): Promise<IWorkload[]>;
   getWorkload(id: number, lang: Lang): Promise<IWorkload>;
   submitJob(job: SubmitJob): Promise<IWorkload>;
@@ -94,6 +97,15 @@ export class HeteroService implements IHeteroService {
 
   listNodes(): Promise<INode[]> {
     return this._get('nodes');
+  }
+
+  listServices(): Promise<IService[]> {
+    return this._get('services');
+  }
+
+  /** End a service's canary under trial (or, with none, go back to the previous stable revision). */
+  rollBackService(name: string): Promise<IService> {
+    return this._send(`services/${encodeURIComponent(name)}/rollback`, 'POST', {});
   }
 
   listMyWorkloads(): Promise<IWorkload[]> {

@@ -58,6 +58,8 @@ export type IAccelerator = Schemas['Accelerator'];
 
 /** A node of the inventory. */
 export type INode = Schemas['Node'];
+/** What `GET /services` answers, one each. */
+export type IService = Schemas['Service'];
 
 /** A node's measured use: CPU and memory, and its GPUs' where NVML measures them. */
 export type INodeUtilisation = Schemas['NodeUtilisation'];

@@ -12,6 +12,7 @@ import type {
   IPreview,
   IQueueStatus,
   IQuotaUse,
+  IService,
   ITemplate,
   ITenant,
   IVersionInfo,
@@ -89,6 +90,7 @@ export function template(overrides: Partial<ITemplate> = {}): ITemplate {
       placement: 'any'
     },
     flavors: ['a100-80g', 'h100-80g'],
+    canary: { replicas: 1, traffic: 0.2, window_s: 60, min_requests: 20 },
     variants: [
       {
         family: 'nvidia',
@@ -358,6 +360,49 @@ export function kernelUsage(overrides: Partial<IKernelUsage> = {}): IKernelUsage
     idle: true,
     device_utilisation: null,
     device_note: 'emulated devices are not measured',
+    ...overrides
+  };
+}
+
+export function traffic(overrides: Partial<IService['traffic']> = {}): IService['traffic'] {
+  return {
+    window_s: 60,
+    requests: 120,
+    requests_per_s: 2,
+    error_rate: 0.01,
+    latency_ms: { p50: 4, p95: 9.5, p99: 14 },
+    ...overrides
+  };
+}
+
+export function service(overrides: Partial<IService> = {}): IService {
+  const spec = { command: ['python', 'serve.py'], code: null, env: {}, parameters: {}, readiness_path: '/health' };
+  return {
+    name: 'resnet',
+    tenant: 'vision',
+    user: 'alice',
+    template: 'online-inference',
+    queue: 'inference',
+    state: 'active',
+    revision: 1,
+    replicas: 2,
+    min_replicas: 1,
+    max_replicas: 4,
+    command: spec.command,
+    code: null,
+    env: {},
+    parameters: {},
+    readiness_path: '/health',
+    target_in_flight: null,
+    in_flight: 0,
+    endpoint: '/hetero/endpoints/resnet/',
+    ready_replicas: 2,
+    traffic: traffic(),
+    replica_workloads: [],
+    rollout: null,
+    revisions: [{ revision: 1, spec, outcome: 'created', at: 0, by: 'alice' }],
+    created_at: 0,
+    updated_at: 0,
     ...overrides
   };
 }

@@ -8,6 +8,7 @@ import type {
   INode,
   IPreview,
   IQueueStatus,
+  IService,
   IStartedKernel,
   ITemplate,
   ITenant,
@@ -27,6 +28,7 @@ export class FakeService implements IHeteroService {
   me: IMyTenant = build.me();
   tenants: ITenant[] = [build.tenant()];
   nodes: INode[] = [build.node()];
+  services: IService[] = [];
   workloads: IWorkload[] = [build.workload()];
   /** Answers of `getWorkload` by id; the list entry when absent. */
   details = new Map<number, IWorkload>();
@@ -91,6 +93,15 @@ export class FakeService implements IHeteroService {
   }
   listNodes(): Promise<INode[]> {
     return this._answer('listNodes', [], () => this.nodes);
+  }
+  listServices(): Promise<IService[]> {
+    return this._answer('listServices', [], () => this.services);
+  }
+  rollBackService(name: string): Promise<IService> {
+    return this._answer('rollBackService', [name], () => {
+      const found = this.services.find(service => service.name === name) ?? build.service({ name });
+      return { ...found, rollout: null };
+    });
   }
   listMyWorkloads(): Promise<IWorkload[]> {
     return this._answer('listMyWorkloads', [], () => this.workloads);

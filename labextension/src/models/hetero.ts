@@ -1,9 +1,13 @@
 import { localized } from '../format';
 import type { IHeteroService } from '../service';
-import type { ILocalized, IMyTenant, INode, IQueueStatus, ITemplate, ITenant, Lang } from '../types';
+import type { ITrafficPoint } from '../components/services/TrafficChart';
+import type { ILocalized, IMyTenant, INode, IQueueStatus, IService, ITemplate, ITenant, Lang } from '../types';
 import { IFailure, messageOf, ModelBase } from './base';
 import { LaunchModel } from './launch';
 import { WorkModel } from './work';
+
+/** How many refreshes a service's chart shows. */
+const HISTORY_POINTS = 30;
 
 /**
  * Everything the Hetero panel shows, refreshed from the REST API.
@@ -69,6 +73,37 @@ export class HeteroModel extends ModelBase {
     return this._nodes;
   }
 
+  /** The tenant's online services, as of the last refresh. */
+  get services(): readonly IService[] {
+    return this._services;
+  }
+
+  /** Each service's requests/s and p95 latency over the last refreshes, oldest first, for its chart. */
+  get serviceHistory(): ReadonlyMap<string, readonly ITrafficPoint[]> {
+    return this._serviceHistory;
+  }
+
+  /** End a service's canary under trial; the next refresh shows the result. */
+  async rollBackService(name: string): Promise<void> {
+    try {
+      await this._service.rollBackService(name);
+    } catch (error) {
+      this._error = messageOf(error);
+    }
+    await this.refresh();
+  }
+
+  private _setServices(services: IService[]): void {
+    this._services = services;
+    const history = new Map<string, ITrafficPoint[]>();
+    for (const service of services) {
+      const latency = service.traffic.latency_ms;
+      const point = { requestsPerS: service.traffic.requests_per_s, p95Ms: latency ? latency.p95 : null };
+      history.set(service.name, [...(this._serviceHistory.get(service.name) ?? []), point].slice(-HISTORY_POINTS));
+    }
+    this._serviceHistory = history;
+  }
+
   /** Tenants with quota and use, for admins; empty otherwise. */
   get tenants(): readonly ITenant[] {
     return this._tenants;
@@ -97,14 +132,15 @@ export class HeteroModel extends ModelBase {
     this.emitChanged();
     const s = this._service;
     const workDone = this.work.refresh();
-    const [version, me, templates, queues, nodes] = await Promise.allSettled([
+    const [version, me, templates, queues, nodes, services] = await Promise.allSettled([
       s.getVersion(),
       s.getMyTenant(),
       s.listTemplates(),
       s.listQueues(),
-      s.listNodes()
+      s.listNodes(),
+      s.listServices()
     ]);
-    const failures = [version, me, templates, queues, nodes]
+    const failures = [version, me, templates, queues, nodes, services]
       .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
       .map(r => messageOf(r.reason));
     let tenants: ITenant[] = [];
@@ -132,6 +168,9 @@ export class HeteroModel extends ModelBase {
     }
     if (nodes.status === 'fulfilled') {
       this._nodes = nodes.value;
+    }
+    if (services.status === 'fulfilled') {
+      this._setServices(services.value);
     }
     if (templates.status === 'fulfilled') {
       this._templates = templates.value;
@@ -182,6 +221,8 @@ export class HeteroModel extends ModelBase {
   private _templates: ITemplate[] = [];
   private _queues: IQueueStatus[] = [];
   private _nodes: INode[] = [];
+  private _services: IService[] = [];
+  private _serviceHistory = new Map<string, ITrafficPoint[]>();
   private _tenants: ITenant[] = [];
   private _error: string | null = null;
   private _loading = false;

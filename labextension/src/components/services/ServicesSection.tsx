@@ -1,0 +1,39 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import type { IService } from '../../types';
+import { Section } from '../common/Section';
+import { ServiceCard } from './ServiceCard';
+import { ITrafficPoint } from './TrafficChart';
+
+/** Props of `ServicesSection`. */
+export interface IServicesSectionProps {
+  services: readonly IService[];
+  history: ReadonlyMap<string, readonly ITrafficPoint[]>;
+  trans: TranslationBundle;
+  onRollBack: (name: string) => void;
+}
+
+/** The tenant's online services, each with its endpoint, traffic and rollout. */
+export function ServicesSection(props: IServicesSectionProps): JSX.Element {
+  const { services, history, trans } = props;
+  return (
+    <Section id="services" title={trans.__('Services')}>
+      {services.length === 0 ? (
+        <div className="jp-hetero-hint">
+          {trans.__('No online service yet: start one with %%hetero_serve or jupyter hetero services create.')}
+        </div>
+      ) : (
+        services.map(service => (
+          <ServiceCard
+            key={service.name}
+            service={service}
+            history={history.get(service.name) ?? []}
+            trans={trans}
+            onRollBack={props.onRollBack}
+          />
+        ))
+      )}
+    </Section>
+  );
+}
