@@ -52,12 +52,21 @@ async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a
     traffic = (await api("services/doubler", as_user="alice"))["traffic"]
     assert (traffic["requests"], traffic["error_rate"]) == (6, 0.0) and traffic["latency_ms"]["p99"] > 0, traffic
 
-    # A replica's process killed: the endpoint keeps answering from the other, and the replica starts again.
+    # A bounded load (four clients, 25 requests each) while a replica's process is killed: every request is
+    # answered (by the other replica), and the killed one starts again.
     victim = replicas[0]
     pid = await _pid_of(api, victim["id"])
+
+    async def client() -> list[bool]:
+        return [(await predict())["outputs"] == [2, 4, 6] for _ in range(25)]
+
+    load = asyncio.gather(*(client() for _ in range(4)))
+    await asyncio.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
-    for _ in range(10):
-        assert (await predict())["outputs"] == [2, 4, 6]
+    answered = [ok for results in await load for ok in results]
+    assert len(answered) == 100 and all(answered)
+    traffic = (await api("services/doubler", as_user="alice"))["traffic"]
+    assert traffic["requests"] == 106 and traffic["error_rate"] == 0.0 and traffic["requests_per_s"] > 0, traffic
     await until_async(lambda: _restarted(api, victim["id"]), "the killed replica to start again", timeout=60)
     await until_async(lambda: ready(2), "two ready replicas again", timeout=60)
 
