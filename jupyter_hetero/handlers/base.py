@@ -7,9 +7,11 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import BaseModel, ValidationError
+from tornado import web
 
 from ..auth import CredentialAuthorizer, CredentialIdentityProvider
 from ..errors import HeteroError, InvalidRequest
@@ -18,13 +20,46 @@ from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
 
-__all__ = ["API_PREFIX", "ApiHandler", "HeteroHandler"]
+__all__ = ["API_PREFIX", "ApiHandler", "HeteroHandler", "Relay"]
 
 API_PREFIX = "hetero/api/v1"
 Q = TypeVar("Q", bound=BaseModel)
 R = TypeVar("R")
 # Query parameters that belong to jupyter-server's own auth, not to our API.
 _TRANSPORT_PARAMS = frozenset({"token", "_xsrf"})
+
+
+class Relay:
+    """Every HTTP method a relay passes on (to the hub's service, to a service's replica), each
+    authenticated and authorised like the rest, all handled by ``relay(*path_args)``."""
+
+    async def relay(self, *args: str, **kwargs: str) -> None:
+        raise NotImplementedError
+
+    @web.authenticated
+    @authorized
+    async def get(self, *args: str, **kwargs: str) -> None:
+        await self.relay(*args, **kwargs)
+
+    @web.authenticated
+    @authorized
+    async def post(self, *args: str, **kwargs: str) -> None:
+        await self.relay(*args, **kwargs)
+
+    @web.authenticated
+    @authorized
+    async def put(self, *args: str, **kwargs: str) -> None:
+        await self.relay(*args, **kwargs)
+
+    @web.authenticated
+    @authorized
+    async def patch(self, *args: str, **kwargs: str) -> None:
+        await self.relay(*args, **kwargs)
+
+    @web.authenticated
+    @authorized
+    async def delete(self, *args: str, **kwargs: str) -> None:
+        await self.relay(*args, **kwargs)
 
 
 class ApiHandler(ExtensionHandlerMixin, APIHandler):

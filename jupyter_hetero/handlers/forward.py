@@ -13,12 +13,11 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from tornado import httpclient, web
+from tornado import httpclient
 
-from .base import API_PREFIX
+from .base import API_PREFIX, Relay
 
 __all__ = ["HubService", "find_service_url", "forward_handlers"]
 
@@ -53,7 +52,7 @@ def find_service_url(environ: Mapping[str, str], name: str = "hetero", timeout: 
     return f"{url.rstrip('/')}{prefix}" if url else ""
 
 
-class ForwardHandler(ExtensionHandlerMixin, APIHandler):
+class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
     auth_resource = "hetero"
 
     @property
@@ -65,32 +64,7 @@ class ForwardHandler(ExtensionHandlerMixin, APIHandler):
     def service(self) -> HubService:
         return self.settings["hetero_service"]
 
-    @web.authenticated
-    @authorized
-    async def get(self, path: str) -> None:
-        await self._forward(path)
-
-    @web.authenticated
-    @authorized
-    async def post(self, path: str) -> None:
-        await self._forward(path)
-
-    @web.authenticated
-    @authorized
-    async def put(self, path: str) -> None:
-        await self._forward(path)
-
-    @web.authenticated
-    @authorized
-    async def patch(self, path: str) -> None:
-        await self._forward(path)
-
-    @web.authenticated
-    @authorized
-    async def delete(self, path: str) -> None:
-        await self._forward(path)
-
-    async def _forward(self, path: str) -> None:
+    async def relay(self, path: str) -> None:
         method = self.request.method
         headers = {"Authorization": f"token {self.service.token}"}
         for name in ("Content-Type", "Accept-Language", "Accept"):

@@ -11,7 +11,7 @@ from tornado import httpclient, web
 from ..errors import Unavailable
 from ..i18n import N_, Message
 from ..models import CreateService, RollBack, RollOut, ScaleService
-from .base import API_PREFIX, HeteroHandler
+from .base import API_PREFIX, HeteroHandler, Relay
 
 # What of a request reaches a replica, and what of its answer comes back (nothing of the server's auth).
 _FORWARDED = ("Content-Type", "Accept", "Accept-Language")
@@ -66,11 +66,11 @@ class RollbackHandler(HeteroHandler):
         self.reply(self.platform.serving.roll_back(self.identity, name, body.revision))
 
 
-class EndpointHandler(HeteroHandler):
+class EndpointHandler(Relay, HeteroHandler):
     """``/hetero/endpoints/<name>/<path>``: the request goes to one ready replica, the next one in turn; a
     replica that cannot be reached is taken out of rotation and the next one tried."""
 
-    async def _forward(self, name: str, path: str) -> None:
+    async def relay(self, name: str, path: str) -> None:
         serving = self.platform.serving
         serving.visible(self.identity, name)  # 404 unknown, 403 another tenant's
         query = f"?{self.request.query}" if self.request.query else ""
@@ -101,31 +101,6 @@ class EndpointHandler(HeteroHandler):
             return
         raise Unavailable(Message(N_("service {name} has no ready replica now; its replicas start or restart: "
                                      "see GET /hetero/api/v1/services/{name}"), name=name), reason="no-ready-replica")
-
-    @web.authenticated
-    @authorized
-    async def get(self, name: str, path: str) -> None:
-        await self._forward(name, path)
-
-    @web.authenticated
-    @authorized
-    async def post(self, name: str, path: str) -> None:
-        await self._forward(name, path)
-
-    @web.authenticated
-    @authorized
-    async def put(self, name: str, path: str) -> None:
-        await self._forward(name, path)
-
-    @web.authenticated
-    @authorized
-    async def patch(self, name: str, path: str) -> None:
-        await self._forward(name, path)
-
-    @web.authenticated
-    @authorized
-    async def delete(self, name: str, path: str) -> None:
-        await self._forward(name, path)
 
 
 default_handlers = [
