@@ -31,6 +31,7 @@ __all__ = [
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "LabApiError",
+    "kill_runners_under",
     "LabServer",
     "ServerLayout",
     "free_port",
@@ -388,3 +389,20 @@ def _decode(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
+
+
+def kill_runners_under(root: Path) -> int:
+    """Kill what the local backend started for a server whose work lies under ``root`` (a service's replicas run
+    until they are scaled down, so they outlive a test's server): each runner's process group. How many."""
+    import psutil
+
+    killed = 0
+    for process in psutil.process_iter(["cmdline"]):
+        line = process.info["cmdline"] or []
+        if "jupyter_hetero.kernel.runner" in line and any(part.startswith(str(root)) for part in line):
+            try:
+                os.killpg(os.getpgid(process.pid), signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed

@@ -8,13 +8,14 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 
 from jupyter_hetero.notebook.client import ApiError, HeteroClient
 
 from .conftest import DEMO_NODES
-from .harness import LabServer, ServerLayout, start_hetero_server, until
+from .harness import LabServer, ServerLayout, kill_runners_under, start_hetero_server, until
 
 pytestmark = pytest.mark.slow
 
@@ -26,10 +27,11 @@ def start(layout: ServerLayout, name: str) -> LabServer:
 
 
 @pytest.fixture
-def layout(tmp_path) -> ServerLayout:
+def layout(tmp_path) -> Iterator[ServerLayout]:
     layout = ServerLayout.create(tmp_path)
     (layout.notebooks / "hold.py").write_text(HOLD, encoding="utf-8")
-    return layout
+    yield layout
+    kill_runners_under(layout.root)  # a service's replicas run until scaled down
 
 
 def hetero(server: LabServer, *args: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 from .conftest import DEMO_NODES
-from .harness import LabServer, ServerLayout
+from .harness import LabServer, ServerLayout, kill_runners_under
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +31,7 @@ def server(tmp_path_factory):
                     "--HeteroApp.schedule_interval=0.2"],
     ) as lab:
         yield lab, layout
+    kill_runners_under(layout.root)  # a served cell's replicas run until scaled down
 
 
 def run(server, *sources: str, errors: bool = False) -> nbformat.NotebookNode:

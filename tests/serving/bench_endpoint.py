@@ -27,7 +27,7 @@ from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
 from jupyter_hetero.notebook.client import HeteroClient
 
 from ..conftest import DEMO_NODES
-from ..harness import ServerLayout, start_hetero_server, until
+from ..harness import ServerLayout, kill_runners_under, start_hetero_server, until
 
 MODEL = [sys.executable, str(Path(__file__).with_name("model_server.py"))]
 WINDOW_S, MIN_REQUESTS = 5, 50
@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "healthy_canary": _decision(client, endpoint, server.token, "bench", {"MODEL_VERSION": "2"}),
                 "failing_canary": _decision(client, endpoint, server.token, "bench", {"MODEL_ERROR_RATE": "1"}),
             })
+        kill_runners_under(Path(folder))  # the replicas outlive the server that started them
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

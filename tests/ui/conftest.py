@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..harness import CHROMIUM, CHROMIUM_ARGS, LabServer, ServerLayout, wait_for_lab_shell
+from ..harness import CHROMIUM, CHROMIUM_ARGS, LabServer, ServerLayout, kill_runners_under, wait_for_lab_shell
 
 REPO = Path(__file__).resolve().parents[2]
 UI_OUTPUT = REPO / "test-output" / "ui"
@@ -83,6 +83,7 @@ def lab_server(tmp_path_factory, ui_output) -> Iterator[LabServer]:
         yield server
     finally:
         server.stop()
+        kill_runners_under(layout.root)  # a service's replicas run until scaled down
 
 
 @pytest.fixture(scope="session")
