@@ -2,11 +2,12 @@
 
     serving.create(identity, CreateService(name="resnet", command=["python", "serve.py"], replicas=2))
     serving.reconcile(now)        # every tick: replicas up to what is wanted, extras cancelled
-    await serving.probe()         # readiness of every running replica (HTTP GET of its readiness path)
+    serving.probe()               # readiness of every running replica, checked in the background (GET)
     serving.ready_replicas("resnet")   # [(workload id, "http://127.0.0.1:41234")] in round-robin order
 
 The engine places each replica on matched devices like any workload, in the template's queue
-(``inference``, whose reserved capacity batch work never takes); a replica is never preempted. The
+(``inference``, whose reserved devices are lent to other queues while idle and taken back when a
+replica needs them); a replica is never preempted. The
 scheduler starts it with ``PORT`` set; it takes traffic once its readiness path answers. A replica
 that exits starts again with a growing backoff, one lost with its node is placed again elsewhere, and
 the endpoint keeps answering from the others meanwhile.
@@ -80,7 +81,7 @@ class ServingService:
 
     # -- the API's side ----------------------------------------------------------------------
 
-    def create(self, identity: Identity, body: CreateService) -> dict[str, Any]:  # noqa: D102
+    def create(self, identity: Identity, body: CreateService) -> dict[str, Any]:
         """Store the service; its replicas are asked for at once and placed by the engine."""
         template = known_template(self.catalog, body.template)
         if not template.runs(WorkloadKind.SERVICE):
