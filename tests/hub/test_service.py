@@ -3,6 +3,7 @@ service), each request the hub user it names, their hub groups mapped to tenants
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from ..builders import team_catalog
 from ..conftest import DEMO_NODES
+from ..harness import kill_runners_under
 from .harness import CHP, HubProcess, hetero_service
 
 pytestmark = pytest.mark.slow
@@ -27,6 +29,7 @@ def hub(tmp_path_factory):
     with HubProcess.start(root, groups={"nlp-team": ["bob"]}, users=("alice", "carol", "eve"),
                           extra_config=service) as running:
         yield running.with_service(("alice", "carol", "bob", "eve"))
+    kill_runners_under(root)  # an online service's replicas run until scaled down
 
 
 def hub_call(hub, user: str, route: str, method: str = "GET", body=None):
@@ -173,3 +176,24 @@ def test_a_users_server_starts_kernels_the_service_places_and_stops(hub):
 def _environ(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_a_service_asked_for_through_a_users_server_answers_at_the_shared_services_endpoint(hub):
+    hub.spawn("alice")
+    model = [sys.executable, str(Path(__file__).resolve().parents[1] / "serving" / "model_server.py")]
+    status, created = hub._request("user/alice/hetero/api/v1/services", "POST", {
+        "name": "hub-echo", "command": model, "parameters": {"devices": 1}},
+        token=hub.tokens["alice"], check=False, with_status=True)  # through her own server, to the service
+    assert status == 201 and created["tenant"] == "vision", created
+    deadline = time.monotonic() + 60
+    while hub_call(hub, "alice", "services/hub-echo")[1]["ready_replicas"] < 1:
+        assert time.monotonic() < deadline, "the service's replica never became ready"
+        time.sleep(0.3)
+    endpoint = "services/hetero/hetero/endpoints/hub-echo/predict"
+    status, answer = hub._request(endpoint, "POST", {"inputs": [4]}, token=hub.tokens["alice"], check=False,
+                                  with_status=True)
+    assert (status, answer["outputs"]) == (200, [8]), answer
+    status, _answer = hub._request(endpoint, "POST", {"inputs": [4]}, token=hub.tokens["bob"], check=False,
+                                   with_status=True)
+    assert status == 403  # tenant nlp's bob may not call tenant vision's service
+    assert hub_call(hub, "alice", "services/hub-echo", "DELETE")[1]["state"] == "deleted"
