@@ -72,7 +72,7 @@ class EndpointHandler(Relay, HeteroHandler):
 
     async def relay(self, name: str, path: str) -> None:
         serving = self.platform.serving
-        serving.visible(self.identity, name)  # 404 unknown, 403 another tenant's
+        serving.may_call(self.identity, name)  # 404 unknown, 403 another tenant's
         query = f"?{self.request.query}" if self.request.query else ""
         headers = {key: self.request.headers[key] for key in _FORWARDED if key in self.request.headers}
         for replica, url in serving.ready_replicas(name, serving.canary_of(name)):

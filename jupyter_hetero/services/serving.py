@@ -71,6 +71,7 @@ class ServingService:
         self.ready: dict[int, tuple[str, int, str]] = {}
         self._turn = itertools.count()  # round robin over a service's ready replicas
         self._probing: asyncio.Task | None = None
+        self._tenants: dict[str, str] = {}  # every service's tenant, by name, as of the last reconcile
         self._canaries: dict[str, tuple[int, float]] = {}  # kept by reconcile, so the endpoint reads no database
         self.traffic: dict[str, deque] = {}  # per service: (monotonic time, seconds, failed, revision), newest last
         self._canary_since: dict[str, float] = {}  # services whose canary is ready: since when (monotonic)
@@ -112,7 +113,8 @@ class ServingService:
 
     def list(self, identity: Identity) -> list[dict[str, Any]]:
         tenant = None if identity.is_platform_admin else identity.tenant.name
-        return [self.describe(row) for row in self.repository.services(tenant=tenant)]
+        live = self._live_replicas()
+        return [self.describe(row, live.get(row.name, [])) for row in self.repository.services(tenant=tenant)]
 
     def scale(self, identity: Identity, name: str, replicas: int) -> dict[str, Any]:
         """Change how many replicas run, between the service's minimum and maximum."""
@@ -154,9 +156,11 @@ class ServingService:
         """Back to an earlier revision at once, as a new revision, ending a canary under trial; without
         ``revision``, the canary under trial ends, or with none, back to the revision stable before this one."""
         row = self._stoppable(identity, name, "service.rollback")
-        if revision is None and row.rollout is not None:  # the canary under trial ends; the stable revision stays
-            history = [*row.revisions, {**_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall(),
-                                        "ended_by": identity.user}]
+        history = [*row.revisions]
+        if row.rollout is not None:  # a canary under trial ends, whichever revision follows
+            history.append({**_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall(),
+                            "ended_by": identity.user})
+        if revision is None and row.rollout is not None:  # ... and the stable revision stays
             self.repository.update_service(name, rollout=None, revisions=history)
             self._event(name, "rolled-back", f"the canary of service {name} (revision {row.rollout['revision']}) was "
                                              f"rolled back by {identity.user}", {"revision": row.rollout["revision"]})
@@ -173,9 +177,6 @@ class ServingService:
                                             "return to"), name=name, revision=revision if revision else "-"),
                                  field="revision")
         number = max(entry["revision"] for entry in row.revisions) + 1
-        history = [*row.revisions]
-        if row.rollout is not None:
-            history.append({**_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall()})
         history.append({"revision": number, "spec": wanted["spec"], "outcome": "rolled-back-to",
                         "from": row.revision, "to": wanted["revision"], "at": self.clock.wall(), "by": identity.user})
         self.repository.update_service(name, spec=wanted["spec"], revision=number, rollout=None, revisions=history)
@@ -192,8 +193,9 @@ class ServingService:
         self.reconcile()
         return self.describe(row)
 
-    def describe(self, row: ServiceRow) -> dict[str, Any]:
-        replicas = self._replicas(row.name)
+    def describe(self, row: ServiceRow, replicas: list[WorkloadRow] | None = None) -> dict[str, Any]:
+        """What the API answers of a service (``replicas``: its live ones, read here when not given)."""
+        replicas = self._live_replicas().get(row.name, []) if replicas is None else replicas
         return {
             "name": row.name, "tenant": row.tenant, "user": row.user, "template": row.template, "queue": row.queue,
             "state": row.state, "revision": row.revision, "replicas": row.replicas, "min_replicas": row.min_replicas,
@@ -208,13 +210,18 @@ class ServingService:
         }
 
     def visible(self, identity: Identity, name: str) -> ServiceRow:
+        """The service, if ``identity`` may see it: 404 unknown, 403 another tenant's."""
         row = self.repository.service(name)
-        if row is None:
-            raise NotFound(Message(N_("service {name!r} does not exist"), name=name))
-        if not (identity.is_platform_admin or row.tenant == identity.tenant.name):
-            raise Forbidden(Message(N_("service {name} belongs to tenant {tenant}, not to your tenant {yours}"),
-                                    name=name, tenant=row.tenant, yours=identity.tenant.name), reason="other-tenant")
+        _check_tenant(identity, name, row.tenant if row else None)
         return row
+
+    def may_call(self, identity: Identity, name: str) -> None:
+        """What the endpoint checks on every request, from memory (the tenants as of the last reconcile; a
+        name not seen yet, as after a restart, is read from the store)."""
+        if name in self._tenants:
+            _check_tenant(identity, name, self._tenants[name])
+        else:
+            self.visible(identity, name)
 
     def _stoppable(self, identity: Identity, name: str, action: str) -> ServiceRow:
         row = self.visible(identity, name)
@@ -232,10 +239,12 @@ class ServingService:
         """Judge each canary whose window is over; then ask for the replicas each revision is short of, and cancel
         those over its count, of an old revision whose successor is ready, or of a deleted service."""
         now = self.clock.wall() if now is None else now
-        live: dict[str, list[WorkloadRow]] = {}
-        for replica in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=LIVE_STATES):
-            live.setdefault(replica.spec.get("service"), []).append(replica)
-        for service in self.repository.services(state=None):
+        services = self.repository.services(state=None)
+        self._tenants = {service.name: service.tenant for service in services}
+        if not services:
+            return  # a server that runs no service reads nothing more each tick
+        live = self._live_replicas()
+        for service in services:
             replicas = live.get(service.name, [])
             if service.rollout is not None and service.state == "active":
                 service = self._judge(service, replicas)
@@ -356,14 +365,19 @@ class ServingService:
                                      data={"service": service.name, "revision": revision})
         self.wake()
 
-    def _replicas(self, name: str) -> list[WorkloadRow]:
-        return [r for r in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=LIVE_STATES)
-                if r.spec.get("service") == name]
+    def _live_replicas(self) -> dict[str, list[WorkloadRow]]:
+        """Every service's replicas not ended yet, by service: one query for them all."""
+        live: dict[str, list[WorkloadRow]] = {}
+        for replica in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=LIVE_STATES):
+            live.setdefault(replica.spec.get("service"), []).append(replica)
+        return live
 
     # -- readiness and traffic ---------------------------------------------------------------
 
     def probe(self) -> None:
         """Check every running replica's readiness path, in the background (one round at a time)."""
+        if not self._tenants and not self.ready:
+            return  # no service: nothing to check
         if self._probing is None or self._probing.done():
             self._probing = asyncio.ensure_future(self._probe_all())
 
@@ -440,6 +454,14 @@ class ServingService:
     def not_ready(self, replica_id: int) -> None:
         """A replica the endpoint could not reach: out of rotation until a probe finds it ready again."""
         self.ready.pop(replica_id, None)
+
+
+def _check_tenant(identity: Identity, name: str, tenant: str | None) -> None:
+    if tenant is None:
+        raise NotFound(Message(N_("service {name!r} does not exist"), name=name))
+    if not (identity.is_platform_admin or tenant == identity.tenant.name):
+        raise Forbidden(Message(N_("service {name} belongs to tenant {tenant}, not to your tenant {yours}"),
+                                name=name, tenant=tenant, yours=identity.tenant.name), reason="other-tenant")
 
 
 def _entry(rollout: dict[str, Any]) -> dict[str, Any]:
