@@ -27,13 +27,13 @@ from tornado import httpclient
 
 from ..errors import Conflict, Forbidden, HeteroError, InvalidRequest, NotFound
 from ..services.credentials import inherited_environment
+from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES
 from ..services.kernels import KernelWaitTimeout, is_hetero, take_over_culling, use_kernels
 
 __all__ = ["HubKernels", "RemotePod", "ServiceUnavailable"]
 
 log = logging.getLogger(__name__)
 
-PLACED_STATES = ("admitted", "starting", "running")
 _CONNECTION_FIELDS = frozenset({"key", "signature_scheme", "transport", "ip", "kernel_name", "shell_port",
                                 "iopub_port", "stdin_port", "control_port", "hb_port"})
 _ERRORS: dict[int, type[HeteroError]] = {400: InvalidRequest, 403: Forbidden, 404: NotFound, 409: Conflict}
@@ -65,8 +65,12 @@ class RemotePod:
 
 
 class HubKernels:
-    # Set from the service's backend before the first launch: True where it runs kernels in pods.
-    pods: bool | None = None
+    backend: str | None = None  # the service's, learned before the first launch
+
+    @property
+    def pods(self) -> bool | None:
+        """True where the service runs kernels in pods (None: they start here), as the provisioner asks."""
+        return True if self.backend == "kubernetes" else None
 
     def __init__(self, service, *, passthrough: Iterable[str], environ: Mapping[str, str],
                  last_activity: Callable[[], Any] = lambda: None, poll_s: float = 0.25, report_interval_s: float = 3.0):
@@ -120,7 +124,7 @@ class HubKernels:
             workload = await self.call(f"workloads/{workload_id}")
         except (NotFound, Forbidden):
             return False
-        return workload["state"] in PLACED_STATES and workload.get("placement") is not None
+        return workload["state"] in ACTIVE_STATES and workload.get("placement") is not None
 
     async def request(self, *, kernel_id: str | None, user: str | None, groups: tuple[str, ...] = (),
                       template: str, parameters: dict[str, Any], queue: str | None,
@@ -136,17 +140,17 @@ class HubKernels:
 
         In a pod the kernel has its environment there: nothing here (the pod starts at launch)."""
         deadline = time.monotonic() + timeout
-        if self.pods is None:
-            self.pods = (await self.call("version"))["backend"] == "kubernetes" or None
+        if self.backend is None:
+            self.backend = (await self.call("version"))["backend"]
         try:
             while True:
                 workload = await self.call(f"workloads/{workload_id}")
-                if workload["state"] in PLACED_STATES and workload.get("placement"):
+                if workload["state"] in ACTIVE_STATES and workload.get("placement"):
                     break
-                if workload["state"] == "inadmissible":
+                if workload["state"] == INADMISSIBLE:
                     await self._release(workload_id, failed=workload.get("reason") or "inadmissible")
                     raise KernelWaitTimeout(f"no {workload['template']} kernel can be placed: {workload.get('reason')}")
-                if workload["state"] not in ("queued", "preempted"):
+                if workload["state"] not in QUEUED_STATES:
                     raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {workload.get('reason')}")
                 if time.monotonic() >= deadline:
                     await self._release(workload_id)

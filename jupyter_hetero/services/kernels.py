@@ -482,23 +482,23 @@ class KernelService:
             return
         if in_user_server(row):
             # Its server shuts it down when its next report is answered with the stop and this reason.
-            if row.stopping is None:
-                self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
-                                                preempting_until=self.clock.wall())
+            self._mark_culling(row, reason)
             return
         if self.kernel_manager is None or kernel_id not in self.kernel_manager:
             self.release(row.id, reason)
             return
+        self._mark_culling(row, reason)
+        asyncio.ensure_future(self._shutdown_kernel(kernel_id))
+
+    def _mark_culling(self, row: WorkloadRow, reason: str) -> None:
+        """Record the stop and why, once: a stop already under way keeps its own."""
         if row.stopping is None:
             self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
                                             preempting_until=self.clock.wall())
-        asyncio.ensure_future(self._shutdown_kernel(kernel_id))
 
     def _stop_server(self, row: WorkloadRow, reason: str) -> None:
         """Ask the hub to stop a user's server (again after a while if the hub did not); its spawner releases it."""
-        if row.stopping is None:
-            self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
-                                            preempting_until=self.clock.wall())
+        self._mark_culling(row, reason)
         asked = self._stop_asked.get(row.id)
         if asked is not None and self.clock.monotonic() - asked < self.report_grace_s:
             return
