@@ -154,4 +154,5 @@ def test_the_cli_creates_scales_rolls_out_and_back_and_deletes_a_service(layout)
         assert (back["rollout"], back["revision"], back["revisions"][-1]["outcome"]) == (None, 1, "abandoned"), back
         listed = services(server, "list")
         assert listed.returncode == 0 and listed.stdout.splitlines()[1].startswith("echo "), listed.stdout
+        assert [found["name"] for found in json.loads(services(server, "list", "--json").stdout)] == ["echo"]
         assert json.loads(services(server, "delete", "--json", "echo").stdout)["state"] == "deleted"

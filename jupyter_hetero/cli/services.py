@@ -30,10 +30,12 @@ def _line(service: dict) -> str:
             f"{service['endpoint']}")
 
 
-def _print(services: list[dict], as_json: bool) -> int:
+def _print(services: list[dict] | dict, as_json: bool) -> int:
+    """A list of services (``list``) or one (every other verb), as JSON or as a table."""
     if as_json:
-        print(json.dumps(services if len(services) != 1 else services[0], indent=2))
+        print(json.dumps(services, indent=2))
         return 0
+    services = [services] if isinstance(services, dict) else services
     print(f"{'NAME':<20} {'REV':<5} {'READY':<8} {'REQ/S':>7} {'P95 MS':>8} {'ERRORS':>7}  {'ROLLOUT':<18} ENDPOINT")
     for service in services:
         print(_line(service))
@@ -45,7 +47,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    return _print([_client(args).service(args.name)], args.json)
+    return _print(_client(args).service(args.name), args.json)
 
 
 def _command(args: argparse.Namespace) -> list[str]:
@@ -62,11 +64,11 @@ def _create(args: argparse.Namespace) -> int:
     body = {"name": args.name, "template": args.template, "command": command, "replicas": args.replicas,
             "min_replicas": args.min_replicas, "max_replicas": args.max_replicas, "parameters": _params(args.param),
             "env": _params(args.env), "readiness_path": args.readiness_path}
-    return _print([_client(args).serve(**{k: v for k, v in body.items() if v is not None})], args.json)
+    return _print(_client(args).serve(**{k: v for k, v in body.items() if v is not None}), args.json)
 
 
 def _scale(args: argparse.Namespace) -> int:
-    return _print([_client(args).scale(args.name, args.replicas)], args.json)
+    return _print(_client(args).scale(args.name, args.replicas), args.json)
 
 
 def _rollout(args: argparse.Namespace) -> int:
@@ -74,15 +76,15 @@ def _rollout(args: argparse.Namespace) -> int:
     command = _command(args)
     if command:
         changes["command"] = command
-    return _print([_client(args).roll_out(args.name, **{k: v for k, v in changes.items() if v})], args.json)
+    return _print(_client(args).roll_out(args.name, **{k: v for k, v in changes.items() if v}), args.json)
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    return _print([_client(args).roll_back(args.name, args.revision)], args.json)
+    return _print(_client(args).roll_back(args.name, args.revision), args.json)
 
 
 def _delete(args: argparse.Namespace) -> int:
-    return _print([_client(args).delete_service(args.name)], args.json)
+    return _print(_client(args).delete_service(args.name), args.json)
 
 
 def add_services_command(commands: argparse._SubParsersAction) -> None:
