@@ -157,3 +157,15 @@ async def test_a_service_takes_back_its_reserved_device_from_batch_work_and_is_n
     for job in jobs:
         await api(f"workloads/{job['id']}", "DELETE", as_user="alice")
     await api("services/reserved", "DELETE", as_user="alice")
+
+
+@pytest.mark.team(vision_a100=4)
+async def test_only_the_services_tenant_may_change_it(api, api_error):
+    await api("services", "POST", {**SERVICE, "name": "guarded", "replicas": 1}, as_user="alice")
+    for route, method, body in (("guarded", "PATCH", {"replicas": 2}), ("guarded/rollouts", "POST", {"env": {"V": "2"}}),
+                                ("guarded/rollback", "POST", {}), ("guarded", "DELETE", None)):
+        status, error = await api_error(f"services/{route}", method, body, as_user="bob")
+        assert (status, error["reason"]) == (403, "other-tenant"), (route, method, error)
+    status, _error = await api_error("services/no-such", "PATCH", {"replicas": 2}, as_user="alice")
+    assert status == 404
+    assert (await api("services/guarded", "DELETE", as_user="alice"))["state"] == "deleted"
