@@ -9,7 +9,16 @@ from pydantic import ConfigDict, Field
 from .responses import Answer
 from .workloads import Placement, WorkloadState
 
-__all__ = ["Latency", "Revision", "RevisionSpec", "Rollout", "Service", "ServiceReplica", "Traffic"]
+__all__ = ["Latency", "ReplicaUsage", "Revision", "RevisionSpec", "Rollout", "Service", "ServiceReplica", "Traffic"]
+
+
+class ReplicaUsage(Answer):
+    """A running replica's latest usage sample: memory always, its devices where they are measured."""
+
+    rss_mib: float | None = Field(default=None, description="Resident memory of its processes (local backend).")
+    gpu_util_pct: float | None = Field(default=None, description="Mean utilisation of its devices; None where "
+                                                                 "not measured (emulated nodes, pods).")
+    gpu_memory_mib: float | None = Field(default=None, description="Device memory its devices use.")
 
 
 class ServiceReplica(Answer):
@@ -25,6 +34,9 @@ class ServiceReplica(Answer):
     placement: Placement | None
     attempts: int
     port: int | None = Field(description="Where it listens on its node, this attempt.")
+    address: str | None = Field(description="Where the endpoint reaches it (its pod's IP on Kubernetes); None "
+                                            "until it has one.")
+    usage: ReplicaUsage
     ready: bool = Field(description="Its readiness path answered at the last check: it takes traffic.")
 
 
@@ -108,6 +120,9 @@ class Service(Answer):
     in_flight: int = Field(description="Requests the endpoint is relaying now.")
     endpoint: str = Field(description="Where it answers, behind the server's authentication.")
     ready_replicas: int
+    device_utilisation: dict[str, float] | None = Field(
+        description="Its running replicas' devices, where measured (as a kernel's usage says it): mean "
+                    "gpu_util_pct, summed gpu_memory_mib; None where not measured (emulated nodes, pods).")
     traffic: Traffic
     replica_workloads: list[ServiceReplica]
     rollout: Rollout | None = Field(description="A new revision under trial as a canary.")

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ..capability import Accelerator, NodeCapability
 
-__all__ = ["Backend", "Exit", "Held", "Launch", "NodesSeen", "Placed", "ProcessHandle"]
+__all__ = ["Backend", "Exit", "Held", "Launch", "NodesSeen", "Placed", "ProcessHandle", "Serving"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,17 @@ class NodesSeen:
 
 
 @dataclass(frozen=True)
+class Serving:
+    """What a service's replica is for: the service, its revision, the port it listens on ($PORT) and the path
+    that answers once it is ready."""
+
+    service: str
+    revision: int
+    port: int
+    readiness_path: str
+
+
+@dataclass(frozen=True)
 class Placed:
     """Whose replica it is and what it was given: what a backend that names, labels and sizes its
     units (pods) needs beyond a command line."""
@@ -55,6 +66,7 @@ class Placed:
     priority_class: str | None = None
     kueue_queue: str | None = None
     kueue_priority_class: str | None = None
+    serving: Serving | None = None  # a service's replica
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,16 @@ class Backend(Protocol):
         ...
 
     def launch(self, launch: Launch) -> ProcessHandle: ...
+    def service_port(self) -> int:
+        """The port a service's next replica listens on (its $PORT)."""
+        ...
+    def address(self, handle: ProcessHandle) -> str | None:
+        """Where a running replica is reached (an IP address); None while it has none yet."""
+        ...
+    def expose(self, services: frozenset[tuple[str, str]]) -> None:
+        """Give each (tenant, service) with live replicas a stable network name inside the cluster, and take it
+        from the others; the endpoint does not need it."""
+        ...
     def running(self, handle: ProcessHandle) -> bool: ...
     def scan(self, handles: Iterable[ProcessHandle]) -> dict[ProcessHandle, dict]:
         """The live ones among ``handles``, each with its latest usage sample (as :meth:`sample` gives

@@ -277,12 +277,14 @@ class WorkloadKind(str, Enum):
 
 class MetricTarget(_Model):
     """A metric a rollout judges a canary by: a bound of its own (``max``) and/or against the stable revision
-    (``max_ratio`` of stable's value; for error_rate, ``max_increase`` over stable's rate)."""
+    (``max_ratio`` of stable's value, ``max_increase`` over it); a ratio is missed only past ``tolerance``."""
 
     name: Literal["error_rate", "request_latency_p50", "request_latency_p95", "request_latency_p99"]
     max: float | None = Field(default=None, ge=0, description="error_rate as a share; latencies in ms.")
     max_ratio: float | None = Field(default=None, gt=0)
     max_increase: float | None = Field(default=None, ge=0)
+    tolerance: float = Field(default=0, ge=0, description="A canary within this of stable (ms for latencies) never "
+                                                          "misses max_ratio: at a few ms, ratios are noise.")
 
 
 class CanaryPolicy(_Model):

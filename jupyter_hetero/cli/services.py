@@ -14,20 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..notebook.display import services_table
 from .workloads import _client, _guarded, _params, server_options
 
 __all__ = ["add_services_command"]
-
-
-def _line(service: dict) -> str:
-    traffic = service["traffic"]
-    latency = traffic["latency_ms"]
-    rollout = service["rollout"]
-    trying = f"canary r{rollout['revision']} ({rollout['traffic']:.0%})" if rollout else "-"
-    return (f"{service['name']:<20} r{service['revision']:<4} {service['ready_replicas']}/{service['replicas']:<6} "
-            f"{traffic['requests_per_s']:>7.2f} {latency['p95'] if latency else '-':>8} "
-            f"{'-' if traffic['error_rate'] is None else format(traffic['error_rate'], '.1%'):>7}  {trying:<18} "
-            f"{service['endpoint']}")
 
 
 def _print(services: list[dict] | dict, as_json: bool) -> int:
@@ -35,10 +25,7 @@ def _print(services: list[dict] | dict, as_json: bool) -> int:
     if as_json:
         print(json.dumps(services, indent=2))
         return 0
-    services = [services] if isinstance(services, dict) else services
-    print(f"{'NAME':<20} {'REV':<5} {'READY':<8} {'REQ/S':>7} {'P95 MS':>8} {'ERRORS':>7}  {'ROLLOUT':<18} ENDPOINT")
-    for service in services:
-        print(_line(service))
+    print(repr(services_table([services] if isinstance(services, dict) else services, title="")))
     return 0
 
 

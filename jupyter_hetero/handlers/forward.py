@@ -3,7 +3,8 @@
 The panel and the magics call ``/hetero/api/v1/...`` on their own server as everywhere; here that
 server has no scheduler of its own and passes each call on, method, query, body and language
 unchanged, with the server's hub token (the user's, scoped to reach the service), and relays the
-answer as it comes (a followed log included). The service decides who the user is and what they may do.
+answer as it comes (a followed log included). A service's endpoint, ``/hetero/endpoints/<name>/...``,
+goes the same way. The service decides who the user is and what they may do.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ class HubService:
     token: str
 
     def endpoint(self, path: str, query: str) -> str:
-        return f"{self.url.rstrip('/')}/{API_PREFIX}/{path}" + (f"?{query}" if query else "")
+        """The service's API at ``path``."""
+        return self.at(f"{API_PREFIX}/{path}", query)
+
+    def at(self, path: str, query: str) -> str:
+        """The service's URL of ``path`` (``hetero/api/v1/...``, ``hetero/endpoints/...``)."""
+        return f"{self.url.rstrip('/')}/{path}" + (f"?{query}" if query else "")
 
 
 def find_service_url(environ: Mapping[str, str], name: str = "hetero", timeout: float = 5.0) -> str:
@@ -88,7 +94,7 @@ class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
             self.flush()
 
         request = httpclient.HTTPRequest(
-            self.service.endpoint(path, self.request.query), method=method, headers=headers,
+            self.service.at(path, self.request.query), method=method, headers=headers,
             body=self.request.body if method in _BODY_METHODS else None, allow_nonstandard_methods=True,
             header_callback=header, streaming_callback=relay, request_timeout=3600, connect_timeout=10,
         )
@@ -105,4 +111,4 @@ class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
         self.finish()
 
 
-forward_handlers = [(rf"/{API_PREFIX}/(.*)", ForwardHandler)]
+forward_handlers = [(rf"/((?:{API_PREFIX}|hetero/endpoints)/.*)", ForwardHandler)]

@@ -22,6 +22,7 @@ import asyncio
 import signal
 from typing import Any
 
+from jupyter_client.localinterfaces import localhost
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Unicode
 
@@ -71,6 +72,8 @@ class HeteroProvisioner(LocalProvisioner):
         if kernels.pods is not None:
             # No signal reaches a pod from here: interrupts go as messages on the control channel.
             self.kernel_spec.interrupt_mode = "message"
+            # A restart: the manager holds the last pod's address, but the next pod's ports are chosen here.
+            self.parent.ip = localhost()
         try:
             return await super().pre_launch(**kwargs)
         except BaseException as exc:

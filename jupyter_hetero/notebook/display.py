@@ -20,6 +20,7 @@ __all__ = [
     "nodes_table",
     "queues_table",
     "quota_table",
+    "services_table",
     "status_line",
     "templates_table",
     "workloads_table",
@@ -169,15 +170,16 @@ def workloads_table(workloads: list[dict]) -> Table:
     )
 
 
-def services_table(services: list[dict]) -> Table:
+def services_table(services: list[dict], title: str = "Services") -> Table:
     rows = []
     for service in services:
         traffic, rollout = service["traffic"], service["rollout"]
         latency = traffic["latency_ms"]
-        rows.append([service["name"], service["revision"], f"{service['ready_replicas']}/{service['replicas']}",
-                     traffic["requests_per_s"], latency["p95"] if latency else "-",
+        rows.append([service["name"], f"r{service['revision']}", f"{service['ready_replicas']}/{service['replicas']}",
+                     f"{traffic['requests_per_s']:.2f}", latency["p95"] if latency else "-",
                      "-" if traffic["error_rate"] is None else f"{traffic['error_rate']:.1%}",
+                     f"{service['device_utilisation']['gpu_util_pct']:g}%" if service["device_utilisation"] else "-",
                      f"canary r{rollout['revision']} ({rollout['traffic']:.0%})" if rollout else "-",
                      service["endpoint"]])
-    return Table(["service", "revision", "ready", "req/s", "p95 ms", "errors", "rollout", "endpoint"], rows,
-                 title="Services")
+    return Table(["service", "revision", "ready", "req/s", "p95 ms", "errors", "devices", "rollout", "endpoint"],
+                 rows, title=title)

@@ -3,7 +3,7 @@
     def predict(inputs):
         return [2 * x for x in inputs]
 
-    serve(predict)      # listens on $PORT: GET /health, POST <any path> {"inputs": ...} -> {"outputs": ...}
+    serve(predict)      # listens on $HOST:$PORT: GET /health, POST <any path> {"inputs": ...} -> {"outputs": ...}
 
 The standard library's threading HTTP server, nothing more: each replica answers its endpoint's
 requests one thread each; a function that raises answers 500 with the error's text.
@@ -20,8 +20,9 @@ from typing import Any
 __all__ = ["serve"]
 
 
-def serve(function: Callable[[Any], Any], port: int | None = None, host: str = "0.0.0.0") -> None:
-    """Answer ``POST`` requests with ``function(body["inputs"])`` on ``port`` ($PORT by default), forever."""
+def serve(function: Callable[[Any], Any], port: int | None = None, host: str | None = None) -> None:
+    """Answer ``POST`` requests with ``function(body["inputs"])`` on ``host`` and ``port`` ($HOST and $PORT by
+    default: the replica's address, loopback on one machine, its pod's IP on Kubernetes), forever."""
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self, status: int, body: dict) -> None:
@@ -53,4 +54,5 @@ def serve(function: Callable[[Any], Any], port: int | None = None, host: str = "
         def log_message(self, *args) -> None:
             pass
 
-    ThreadingHTTPServer((host, int(port or os.environ["PORT"])), Handler).serve_forever()
+    address = (host or os.environ.get("HOST") or "0.0.0.0", int(port or os.environ["PORT"]))
+    ThreadingHTTPServer(address, Handler).serve_forever()

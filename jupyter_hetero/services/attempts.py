@@ -24,6 +24,7 @@ class RunningAttempt:
     peak_rss_mib: float = 0.0
     gpu_utils: list[float] = field(default_factory=list)
     peak_gpu_mib: float = 0.0
+    latest: dict = field(default_factory=dict)  # the last sample (one replica's: a service's replica has one)
     signalled: bool = False  # SIGTERM sent for the current stop
     killed: bool = False
     exits: dict[int, Exit] = field(default_factory=dict)  # replicas that have exited, by replica number
@@ -43,7 +44,7 @@ class RunningAttempt:
 
     def sample(self, backend: Backend, alive: list[ProcessHandle]) -> None:
         for handle in alive:
-            sample = backend.sample(handle)
+            sample = self.latest = backend.sample(handle)
             self.peak_rss_mib = max(self.peak_rss_mib, sample.get("rss_mib", 0.0))
             if "gpu_util_pct" in sample:
                 self.gpu_utils.append(sample["gpu_util_pct"])

@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Sequence
 
-__all__ = ["VISIBILITY", "device_environment", "free_port"]
+__all__ = ["VISIBILITY", "device_environment"]
 
 # Variables that make devices visible to a process, per accelerator family. Every one of them is
 # always set (empty when not this replica's family) so a job never sees devices it was not given.
@@ -43,9 +42,3 @@ def device_environment(family: str, devices: Sequence[tuple[int, int, int]]) -> 
             env["HETERO_DEVICE_MEMORY_MIB"] = str(mem)
     return env
 
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on now, for a service replica on this machine to listen on."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]

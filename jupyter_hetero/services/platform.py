@@ -110,7 +110,8 @@ class Platform:
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
         self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
-                                      clock=self.clock, wake=self.loop.wake)
+                                      clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
+                                      usage_of=self.scheduler.usage)
 
     @property
     def backend_name(self) -> str:

@@ -37,7 +37,8 @@ def verdict(canary: dict[str, Any], stable: dict[str, Any], targets: list[Metric
         unit = "" if target.name == "error_rate" else " ms"
         if target.max is not None and mine > target.max:
             missed.append(f"{target.name} {mine:g}{unit} over its bound {target.max:g}{unit}")
-        if theirs is not None and target.max_ratio is not None and theirs > 0 and mine / theirs > target.max_ratio:
+        if (theirs is not None and target.max_ratio is not None and theirs > 0 and mine / theirs > target.max_ratio
+                and mine - theirs > target.tolerance):
             missed.append(f"{target.name} {mine:g}{unit} is {mine / theirs:.2f}x stable's {theirs:g}{unit} "
                           f"(at most {target.max_ratio:g}x)")
         if theirs is not None and target.max_increase is not None and mine - theirs > target.max_increase:

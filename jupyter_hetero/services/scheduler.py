@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..backends.base import Backend, Launch, Placed, ProcessHandle
+from ..backends.base import Backend, Launch, Placed, ProcessHandle, Serving
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
@@ -26,7 +26,7 @@ from .attempts import RunningAttempt
 from .clock import Clock, SteadyTime
 from .engine_mirror import MirroredWorkload, SnapshotDelta
 from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
-from .environment import device_environment, free_port
+from .environment import device_environment
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
 from .jobfiles import JobPaths, archive_attempt, runner_argv
@@ -109,6 +109,7 @@ class Scheduler:
         self._waits: dict[str, list[float]] = {}
         self._waits_read_at = float("-inf")
         self.inadmissible = InadmissibleWorkloads(repository)
+        self._exposed: frozenset[tuple[str, str]] | None = None  # (tenant, service) given a network name
 
     def waiting(self, workload_id: int) -> Pending | None:
         """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
@@ -160,6 +161,8 @@ class Scheduler:
         self._monitor(now)
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
+        if changed or self._exposed is None:
+            self._expose()
         # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
         # however much of it waits.
         examined = self.inadmissible.due(self.inventory.version)
@@ -434,7 +437,7 @@ class Scheduler:
         running = self._running[row.id] = RunningAttempt([], attempt.id)
         argv = runner_argv(row.spec, attempt_dir)
         # A service's replica listens where PORT says (serving platforms' convention); its endpoint finds it there.
-        port = free_port() if row.kind == "service" else None
+        port = self.backend.service_port() if row.kind == "service" else None
         for replica, slot in enumerate(placement.slots):
             env, measurable = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
                                                        attempt=number, checkpoint=checkpoint)
@@ -445,7 +448,7 @@ class Scheduler:
                 env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
                 log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
                 devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
-                placed=self.placed(row, placement.flavor, slot, len(placement.slots)),
+                placed=self.placed(row, placement.flavor, slot, len(placement.slots), port=port),
             )))
             # Stored per replica, so a crash half-way through the launch still leaves every pid to stop.
             self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in running.handles])
@@ -508,8 +511,8 @@ class Scheduler:
         env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
         return env
 
-    def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int) -> Placed:
-        """What a backend that sizes and labels its units needs to know of one replica."""
+    def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int, *, port: int | None = None) -> Placed:
+        """What a backend that sizes and labels its units needs to know of one replica (``port``: a service's)."""
         template = self.catalog.template(row.template)
         view = self.inventory.node(slot.node)
         accelerator = view.capability.accelerator if view else None
@@ -523,7 +526,35 @@ class Scheduler:
             devices=tuple((milli, mem) for _index, milli, mem in slot.devices), accelerator=accelerator,
             priority_class=queue.priority_class if queue else None, kueue_queue=kueue_queue,
             kueue_priority_class=kueue_priority_class,
+            serving=Serving(row.spec["service"], row.spec.get("revision", 1), port, row.spec["readiness_path"])
+            if port is not None else None,
         )
+
+    # -- services ----------------------------------------------------------------------------
+
+    def address(self, workload_id: int) -> str | None:
+        """Where a running service replica is reached, as its backend says; None until it has an address."""
+        running = self._running.get(workload_id)
+        return self.backend.address(running.handles[0]) if running is not None and running.handles else None
+
+    def usage(self, workload_id: int) -> dict:
+        """A running replica's latest usage sample (memory, device use where measured); {} when none."""
+        running = self._running.get(workload_id)
+        return dict(running.latest) if running is not None else {}
+
+    def _expose(self) -> None:
+        """Every service with replicas to run keeps its network name in the cluster (a Kubernetes Service)."""
+        services = frozenset((row.tenant, row.spec["service"]) for row, _workload in self._workloads.entries()
+                             if row.kind == "service")
+        if services == self._exposed:
+            return
+        try:
+            self.backend.expose(services)
+        except Exception as exc:  # the API server refused or is away: tried again next tick
+            log.warning("jupyter-hetero: could not give services their network names: %s", exc)
+            self._exposed = None
+            return
+        self._exposed = services
 
     # -- monitor -----------------------------------------------------------------------------
 

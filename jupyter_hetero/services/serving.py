@@ -3,7 +3,7 @@
     serving.create(identity, CreateService(name="resnet", command=["python", "serve.py"], replicas=2))
     serving.reconcile(now)        # every tick: replicas up to what is wanted, extras cancelled
     serving.probe()               # readiness of every running replica, checked in the background (GET)
-    serving.ready_replicas("resnet")   # [(workload id, "http://127.0.0.1:41234")] in round-robin order
+    serving.ready_replicas("resnet")   # [(workload id, "http://10.0.3.7:8080")] in round-robin order
 
 The engine places each replica on matched devices like any workload, in the template's queue
 (``inference``, whose reserved devices are lent to other queues while idle and taken back when a
@@ -53,6 +53,8 @@ PROBE_TIMEOUT_S = 2.0
 TRAFFIC_WINDOW_S = 60.0
 TRAFFIC_KEPT = 50_000
 LIVE_STATES = (*PENDING_STATES, *ACTIVE_STATES)
+# What a replica's usage says: its memory, and its devices' where the backend measures them.
+USAGE_KEYS = ("rss_mib", "gpu_util_pct", "gpu_memory_mib")
 
 
 def endpoint_path(name: str) -> str:
@@ -61,8 +63,11 @@ def endpoint_path(name: str) -> str:
 
 class ServingService:
     def __init__(self, *, catalog: Catalog, repository: Repository, workloads: WorkloadService, clock: Clock,
-                 wake: Callable[[], None]):
+                 wake: Callable[[], None], address_of: Callable[[int], str | None],
+                 usage_of: Callable[[int], dict]):
         self.catalog = catalog
+        self.address_of = address_of  # a running replica's address (its pod's IP), by workload id; None: not yet
+        self.usage_of = usage_of  # a running replica's latest usage sample, by workload id
         self.repository = repository
         self.workloads = workloads
         self.clock = clock
@@ -196,6 +201,9 @@ class ServingService:
     def describe(self, row: ServiceRow, replicas: list[WorkloadRow] | None = None) -> dict[str, Any]:
         """What the API answers of a service (``replicas``: its live ones, read here when not given)."""
         replicas = self._live_replicas().get(row.name, []) if replicas is None else replicas
+        usage = {r.id: {key: sample.get(key) for key in USAGE_KEYS}
+                 for r in replicas for sample in (self.usage_of(r.id),)}
+        measured = [sample for sample in usage.values() if sample.get("gpu_util_pct") is not None]
         return {
             "name": row.name, "tenant": row.tenant, "user": row.user, "template": row.template, "queue": row.queue,
             "state": row.state, "revision": row.revision, "replicas": row.replicas, "min_replicas": row.min_replicas,
@@ -204,8 +212,13 @@ class ServingService:
             "parameters": row.spec.get("parameters") or {}, "readiness_path": row.spec["readiness_path"],
             "target_in_flight": row.spec.get("target_in_flight"), "in_flight": self.in_flight.get(row.name, 0),
             "endpoint": endpoint_path(row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
+            "device_utilisation": {
+                "gpu_util_pct": round(sum(m["gpu_util_pct"] for m in measured) / len(measured), 1),
+                "gpu_memory_mib": round(sum(m.get("gpu_memory_mib") or 0 for m in measured), 1)} if measured else None,
             "traffic": self.figures(row.name), "rollout": self._rollout_json(row), "revisions": row.revisions,
-            "replica_workloads": [{**_replica_json(r), "ready": r.id in self.ready} for r in replicas],
+            "replica_workloads": [{**_replica_json(r), "ready": r.id in self.ready, "usage": usage[r.id],
+                                   "address": self.address_of(r.id) if r.state == "running" else None}
+                                  for r in replicas],
             "created_at": row.created_at, "updated_at": row.updated_at,
         }
 
@@ -396,7 +409,10 @@ class ServingService:
         self.ready = ready
 
     async def _probe(self, replica: WorkloadRow) -> str | None:
-        url = f"http://127.0.0.1:{replica.spec['port']}"
+        address = self.address_of(replica.id)
+        if address is None:
+            return None  # its pod has no IP yet
+        url = f"http://{address}:{replica.spec['port']}"
         request = httpclient.HTTPRequest(url + replica.spec["readiness_path"], request_timeout=PROBE_TIMEOUT_S,
                                          connect_timeout=PROBE_TIMEOUT_S)
         try:

@@ -1016,7 +1016,7 @@ export interface components {
         /**
          * MetricTarget
          * @description A metric a rollout judges a canary by: a bound of its own (``max``) and/or against the stable revision
-         *     (``max_ratio`` of stable's value; for error_rate, ``max_increase`` over stable's rate).
+         *     (``max_ratio`` of stable's value, ``max_increase`` over it); a ratio is missed only past ``tolerance``.
          */
         MetricTarget: {
             /** @enum {string} */
@@ -1030,6 +1030,11 @@ export interface components {
             max_ratio: number | null;
             /** @default null */
             max_increase: number | null;
+            /**
+             * @description A canary within this of stable (ms for latencies) never misses max_ratio: at a few ms, ratios are noise.
+             * @default 0
+             */
+            tolerance: number;
         };
         /**
          * MyTenant
@@ -1302,6 +1307,27 @@ export interface components {
             borrowing_limit: components["schemas"]["Resources"] | null;
             lending_limit: components["schemas"]["Resources"] | null;
             used: components["schemas"]["Resources"];
+        };
+        /**
+         * ReplicaUsage
+         * @description A running replica's latest usage sample: memory always, its devices where they are measured.
+         */
+        ReplicaUsage: {
+            /**
+             * @description Resident memory of its processes (local backend).
+             * @default null
+             */
+            rss_mib?: number | null;
+            /**
+             * @description Mean utilisation of its devices; None where not measured (emulated nodes, pods).
+             * @default null
+             */
+            gpu_util_pct?: number | null;
+            /**
+             * @description Device memory its devices use.
+             * @default null
+             */
+            gpu_memory_mib?: number | null;
         };
         /**
          * RequestKernelPlacement
@@ -1579,6 +1605,10 @@ export interface components {
             /** @description Where it answers, behind the server's authentication. */
             endpoint: string;
             ready_replicas: number;
+            /** @description Its running replicas' devices, where measured (as a kernel's usage says it): mean gpu_util_pct, summed gpu_memory_mib; None where not measured (emulated nodes, pods). */
+            device_utilisation: {
+                [key: string]: number;
+            } | null;
             traffic: components["schemas"]["Traffic"];
             replica_workloads: components["schemas"]["ServiceReplica"][];
             /** @description A new revision under trial as a canary. */
@@ -1606,6 +1636,9 @@ export interface components {
             attempts: number;
             /** @description Where it listens on its node, this attempt. */
             port: number | null;
+            /** @description Where the endpoint reaches it (its pod's IP on Kubernetes); None until it has one. */
+            address: string | null;
+            usage: components["schemas"]["ReplicaUsage"];
             /** @description Its readiness path answered at the last check: it takes traffic. */
             ready: boolean;
         };

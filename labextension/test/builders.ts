@@ -397,6 +397,7 @@ export function service(overrides: Partial<IService> = {}): IService {
     in_flight: 0,
     endpoint: '/hetero/endpoints/resnet/',
     ready_replicas: 2,
+    device_utilisation: null,
     traffic: traffic(),
     replica_workloads: [],
     rollout: null,

@@ -178,7 +178,7 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
 
 
-def test_a_service_asked_for_through_a_users_server_answers_at_the_shared_services_endpoint(hub):
+def test_a_service_asked_for_through_a_users_server_answers_at_the_shared_services_endpoint_and_hers(hub):
     hub.spawn("alice")
     model = [sys.executable, str(Path(__file__).resolve().parents[1] / "serving" / "model_server.py")]
     status, created = hub._request("user/alice/hetero/api/v1/services", "POST", {
@@ -196,4 +196,8 @@ def test_a_service_asked_for_through_a_users_server_answers_at_the_shared_servic
     status, _answer = hub._request(endpoint, "POST", {"inputs": [4]}, token=hub.tokens["bob"], check=False,
                                    with_status=True)
     assert status == 403  # tenant nlp's bob may not call tenant vision's service
+    # The same endpoint through alice's own server, which passes it on to the service as her.
+    status, answer = hub._request("user/alice/hetero/endpoints/hub-echo/predict?x=1", "POST", {"inputs": [5]},
+                                  token=hub.tokens["alice"], check=False, with_status=True)
+    assert (status, answer["outputs"], answer["path"]) == (200, [10], "/predict?x=1"), answer
     assert hub_call(hub, "alice", "services/hub-echo", "DELETE")[1]["state"] == "deleted"

@@ -18,9 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ConfigError", "Launch", "container_status", "materialise", "pod_conditions"]
+__all__ = ["NODE_IP", "ConfigError", "Launch", "container_status", "materialise", "pod_conditions", "pod_ip"]
 
-POD_IP = "127.0.0.1"
+NODE_IP = "127.0.0.1"  # every node is this machine
+
+
+def pod_ip(number: int) -> str:
+    """The ``number``-th pod's own address: Linux routes all of 127.0.0.0/8 to the loopback device, so each pod
+    listens on an address of its own (as in its own network namespace) and two may use the same port."""
+    return f"127.42.{number // 250 % 250}.{number % 250 + 1}"
+
 _PYTHONS = ("python", "python3")
 
 
@@ -41,7 +48,7 @@ class Launch:
     cwd: Path
 
 
-def _field(pod: dict, path: str) -> str:
+def _field(pod: dict, path: str, ip: str) -> str:
     spec, metadata = pod.get("spec") or {}, pod["metadata"]
     if match := re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path):
         return (metadata.get(match.group(1)) or {}).get(match.group(2), "")
@@ -51,8 +58,8 @@ def _field(pod: dict, path: str) -> str:
         "metadata.uid": metadata.get("uid", ""),
         "spec.nodeName": spec.get("nodeName", ""),
         "spec.serviceAccountName": spec.get("serviceAccountName", "default"),
-        "status.podIP": POD_IP,
-        "status.hostIP": POD_IP,
+        "status.podIP": ip,
+        "status.hostIP": NODE_IP,
     }
     return known.get(path, "")
 
@@ -96,7 +103,7 @@ def _volumes(pod: dict, lookup, pod_dir: Path, claims_dir: Path) -> dict[str, Pa
     return local
 
 
-def _env(pod: dict, container: dict, lookup) -> dict[str, str]:
+def _env(pod: dict, container: dict, lookup, ip: str) -> dict[str, str]:
     env = dict(os.environ)  # the host's, so the interpreter finds its packages (an image would carry them)
     env["HOSTNAME"] = pod["metadata"]["name"]
     for source in container.get("envFrom") or []:
@@ -117,18 +124,19 @@ def _env(pod: dict, container: dict, lookup) -> dict[str, str]:
             if ref["key"] in data:
                 env[var["name"]] = data[ref["key"]].decode()
         elif "fieldRef" in value_from:
-            env[var["name"]] = _field(pod, value_from["fieldRef"]["fieldPath"])
+            env[var["name"]] = _field(pod, value_from["fieldRef"]["fieldPath"], ip)
     return env
 
 
-def materialise(pod: dict, *, secrets: Callable[[str], dict | None], pod_dir: Path, claims_dir: Path) -> Launch:
+def materialise(pod: dict, *, secrets: Callable[[str], dict | None], pod_dir: Path, claims_dir: Path,
+                ip: str) -> Launch:
     """The local command, env and working directory of the pod's first container; ConfigError if not yet."""
     if pod_dir.exists():
         shutil.rmtree(pod_dir)  # a pod of the same name ran here before
     pod_dir.mkdir(parents=True)
     container = pod["spec"]["containers"][0]
     volumes = _volumes(pod, secrets, pod_dir, claims_dir)
-    env = _env(pod, container, secrets)
+    env = _env(pod, container, secrets, ip)
     mounts = sorted(
         ((m["mountPath"].rstrip("/"), volumes[m["name"]] / m.get("subPath", ""))
          for m in container.get("volumeMounts") or [] if m["name"] in volumes),

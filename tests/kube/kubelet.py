@@ -13,6 +13,7 @@ MODIFIED events.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -31,11 +32,12 @@ import psutil
 
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.containers import (
-    POD_IP,
+    NODE_IP,
     ConfigError,
     container_status,
     materialise,
     pod_conditions,
+    pod_ip,
 )
 from tests.kube.nodes import ready_node
 from tests.kube.store import now_rfc3339
@@ -67,6 +69,7 @@ class _Run:
     uid: str
     node: str
     container: dict
+    ip: str
     process: subprocess.Popen | None = None
     started_at: str = ""
     container_id: str = ""
@@ -100,6 +103,7 @@ class LocalKubelet:
         self._stopped = threading.Event()
         self._worker: threading.Thread | None = None
         self._threads: list[threading.Thread] = []
+        self._pods_started = itertools.count()  # each pod its own address
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> LocalKubelet:
@@ -247,7 +251,8 @@ class LocalKubelet:
     def _start(self, pod: dict) -> None:
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         container = pod["spec"]["containers"][0]
-        run = _Run(uid=pod["metadata"]["uid"], node=pod["spec"]["nodeName"], container=container)
+        run = _Run(uid=pod["metadata"]["uid"], node=pod["spec"]["nodeName"], container=container,
+                   ip=pod_ip(next(self._pods_started)))
         now = now_rfc3339()
         image = container.get("image", "")
         if "does-not-exist" in image:
@@ -260,7 +265,7 @@ class LocalKubelet:
             return
         try:
             launch = materialise(pod, secrets=lambda secret: self.server.get("Secret", secret, namespace),
-                                 pod_dir=self.root / name, claims_dir=self.root / "claims")
+                                 pod_dir=self.root / name, claims_dir=self.root / "claims", ip=run.ip)
         except ConfigError as error:
             run.waiting_for_config = True
             self._runs[(namespace, name)] = run
@@ -312,7 +317,7 @@ class LocalKubelet:
         port = probe.get("port")
         if isinstance(port, str) and not port.isdigit():
             port = next((p["containerPort"] for p in container.get("ports") or [] if p.get("name") == port), 0)
-        url = f"http://{probe.get('host') or POD_IP}:{port}{probe.get('path') or '/'}"
+        url = f"http://{probe.get('host') or run.ip}:{port}{probe.get('path') or '/'}"
         while run.alive() and not self._stopped.is_set():
             try:
                 with urllib.request.urlopen(url, timeout=1) as response:
@@ -325,7 +330,9 @@ class LocalKubelet:
 
     # --- status ----------------------------------------------------------------------------------
     def _status(self, pod: dict, **fields) -> None:
-        base = {"hostIP": POD_IP, "hostIPs": [{"ip": POD_IP}], "podIP": POD_IP, "podIPs": [{"ip": POD_IP}],
+        run = self._runs.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
+        addresses = {"podIP": run.ip, "podIPs": [{"ip": run.ip}]} if run is not None else {}
+        base = {"hostIP": NODE_IP, "hostIPs": [{"ip": NODE_IP}], **addresses,
                 "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
                 "startTime": (pod.get("status") or {}).get("startTime") or now_rfc3339()}
         self.server.update_status("Pod", pod["metadata"]["name"], {**base, **fields}, pod["metadata"]["namespace"])

@@ -219,7 +219,7 @@ async def test_an_image_that_cannot_be_pulled_fails_the_attempt_with_the_reason(
     await until_async(pod_gone(cluster, job["id"]), "the stuck pod to be deleted")
 
 
-async def test_a_kernel_runs_in_a_pod_is_interrupted_restarted_and_shut_down(cluster, kernelspecs, api, jp_fetch,
+async def test_a_kernel_runs_in_a_pod_is_interrupted_restarted_and_shut_down(cluster, kernelspecs, api, jp_fetch,  # noqa: F811
                                                                              jp_serverapp):
     kernel_id = await start_kernel(jp_fetch, "hetero-cpu")
     workload = next(w for w in await api("workloads", kind="kernel") if w["spec"]["kernel_id"] == kernel_id)

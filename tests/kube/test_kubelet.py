@@ -6,6 +6,7 @@ import base64
 import json
 import textwrap
 import threading
+import urllib.request
 
 import kubernetes
 import psutil
@@ -97,12 +98,14 @@ def test_a_pod_runs_to_completion_with_its_env_secret_and_files(kube_api, kubele
     until(lambda: phase(kube_api, "job-1") == "Succeeded", "the pod to succeed", timeout=15)
     terminated = state(kube_api, "job-1")["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+    observed = v1.read_namespaced_pod("job-1", NS)  # the client's models accept every field reported
+    ip = observed.status.pod_ip
+    assert ip.startswith("127.42.") and observed.status.host_ip == "127.0.0.1"  # its own address on the node's
     assert v1.read_namespaced_pod_log("job-1", NS).splitlines() == [
-        "token s3cret", "ip 127.0.0.1 name job-1 node node-a", "plain value", "file PEM", "中文输出"]
+        "token s3cret", f"ip {ip} name job-1 node node-a", "plain value", "file PEM", "中文输出"]
     assert (shared / "out.txt").read_text() == "written"  # the hostPath is used in place
     assert (kubelet.root / "job-1" / "creds" / "ca.pem").read_text() == "PEM"
-    observed = v1.read_namespaced_pod("job-1", NS)  # the client's models accept every field reported
-    assert observed.status.pod_ip == "127.0.0.1" and observed.status.container_statuses[0].state.terminated
+    assert observed.status.container_statuses[0].state.terminated
 
     # Watchers saw the whole life: bound, Running and Ready, then Succeeded, each a new version.
     seen = []
@@ -263,20 +266,32 @@ def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(kube_api, ku
     assert ("Normal", "Killing", "Stopping container main") in events(v1, "stubborn")
 
 
-def test_readiness_waits_for_the_http_probe(kube_api, kubelet):
+def test_readiness_waits_for_the_http_probe_at_each_pods_own_address(kube_api, kubelet):
+    """Two pods listen on the same port, each at its own address (the downward API's status.podIP), as pods
+    with network namespaces of their own do; each is Ready once its probe answers there."""
     port = free_port()
     code = f"""
-        import http.server, time
+        import http.server, os, time
         time.sleep(0.5)
-        http.server.HTTPServer(("127.0.0.1", {port}), http.server.SimpleHTTPRequestHandler).serve_forever()
+        class Name(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200); self.end_headers(); self.wfile.write(os.environ["HOSTNAME"].encode())
+        http.server.HTTPServer((os.environ["POD_IP"], {port}), Name).serve_forever()
     """
     probe = {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1}
-    kube_api.put(pod_manifest("web", code, container={"readinessProbe": probe,
-                                                      "ports": [{"name": "http", "containerPort": port}]}))
-    until(lambda: phase(kube_api, "web") == "Running", "the pod to run")
-    assert condition(kube_api, "web", "Ready") == "False"
-    until(lambda: condition(kube_api, "web", "Ready") == "True", "the probe to pass")
-    assert state(kube_api, "web")["running"]
+    address = {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+    for name in ("web-1", "web-2"):
+        kube_api.put(pod_manifest(name, code, container={"readinessProbe": probe, "env": [address],
+                                                         "ports": [{"name": "http", "containerPort": port}]}))
+    until(lambda: phase(kube_api, "web-1") == "Running", "the pod to run")
+    assert condition(kube_api, "web-1", "Ready") == "False"
+    for name in ("web-1", "web-2"):
+        until(lambda name=name: condition(kube_api, name, "Ready") == "True", f"{name}'s probe to pass")
+        assert state(kube_api, name)["running"]
+        ip = pod(kube_api, name)["status"]["podIP"]
+        with urllib.request.urlopen(f"http://{ip}:{port}/", timeout=5) as answer:
+            assert answer.read().decode() == name
+    assert pod(kube_api, "web-1")["status"]["podIP"] != pod(kube_api, "web-2")["status"]["podIP"]
 
 
 def test_a_missing_secret_holds_the_pod_until_it_exists(kube_api, kubelet, v1):

@@ -1,4 +1,4 @@
-"""A small model server for the service tests: listens on $PORT, answers ``GET /health`` once ready and
+"""A small model server for the service tests: listens on $HOST:$PORT, answers ``GET /health`` once ready and
 ``POST /predict`` with a JSON answer naming its replica. ``MODEL_ERROR_RATE`` (0..1) makes that share of
 predictions fail with a 500, ``MODEL_DELAY_S`` slows every prediction, ``MODEL_READY_AFTER_S`` delays
 readiness: what a bad or slow revision looks like."""
@@ -50,4 +50,4 @@ class Model(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Model).serve_forever()
+    ThreadingHTTPServer((os.environ.get("HOST", "127.0.0.1"), int(os.environ["PORT"])), Model).serve_forever()

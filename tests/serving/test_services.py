@@ -38,8 +38,18 @@ async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a
     service = await until_async(lambda: ready(2), "two ready replicas", timeout=60)
     check(build_document(), "/services/{name}", "get", 200, service)  # the answer is what the API document says
     replicas = service["replica_workloads"]
-    # Each on a GPU the online-inference template runs on, with a port of its own.
+    # Each on a GPU the online-inference template runs on, with a port of its own on this machine's loopback.
     assert all(r["placement"]["slots"][0]["devices"] for r in replicas) and len({r["port"] for r in replicas}) == 2
+    assert {r["address"] for r in replicas} == {"127.0.0.1"}
+
+    async def measured():
+        service = await api("services/doubler", as_user="alice")
+        return service if all((r["usage"].get("rss_mib") or 0) > 0 for r in service["replica_workloads"]) else None
+
+    # Each replica's memory as the scheduler samples it; emulated devices are not measured, and say so.
+    sampled = await until_async(measured, "each replica's usage sampled", timeout=30)
+    assert sampled["device_utilisation"] is None
+    assert all(r["usage"]["gpu_util_pct"] is None for r in sampled["replica_workloads"])
 
     async def predict(user: str = "alice") -> dict:
         response = await jp_fetch("hetero", "endpoints", "doubler", "predict", method="POST",

@@ -34,3 +34,11 @@ def test_a_stable_revision_without_traffic_leaves_only_the_canarys_own_bounds():
     assert decided.promote  # no ratio or increase without a stable figure to compare with
     slow = verdict(figures(40, 0.0, 500), figures(0, 0.0, 0), [MetricTarget(name="request_latency_p95", max=100)])
     assert slow.violations == ["request_latency_p95 500 ms over its bound 100 ms"]
+
+
+def test_a_latency_ratio_within_the_tolerance_is_noise_not_a_miss():
+    tolerant = [MetricTarget(name="request_latency_p95", max_ratio=1.5, tolerance=10)]
+    assert verdict(figures(40, 0.0, 4), figures(160, 0.0, 1.5), tolerant).promote  # 2.7x, but 2.5 ms more
+    slow = verdict(figures(40, 0.0, 150), figures(160, 0.0, 1.5), tolerant)
+    assert slow.violations == ["request_latency_p95 150 ms is 100.00x stable's 1.5 ms (at most 1.5x)"]
+    assert not verdict(figures(40, 0.0, 4), figures(160, 0.0, 1.5), TARGETS).promote  # no tolerance: a miss

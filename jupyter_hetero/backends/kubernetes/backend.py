@@ -29,6 +29,7 @@ from ..base import Exit, Launch, NodesSeen, Placed, ProcessHandle
 from .config import KubernetesConfig
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
+from .identity import SERVICE_LABEL, endpoint_service_name
 from .objects import owned_by_pod
 from .pods import PodState, pod_problem, pod_state
 from .cluster import ClusterReflector
@@ -75,6 +76,7 @@ class KubernetesBackend:
         self._started = False
         self._kernel_secrets: dict[str, str] = {}  # kernel pod -> its connection Secret
         self._services: dict[str, str] = {}  # a multi-replica job's replica-0 pod -> its rendezvous Service
+        self._exposed: set[tuple[str, str]] | None = None  # (namespace, name) of services' Services; None: not listed
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -146,6 +148,33 @@ class KubernetesBackend:
         self.follow_log(key, launch.log_path)
         return ProcessHandle(launch.replica, launch.node, 0, 0.0, str(launch.exit_path), launch.devices, False,
                              pod=key)
+
+    def service_port(self) -> int:
+        return self.config.service_port  # each pod has its own address
+
+    def address(self, handle: ProcessHandle) -> str | None:
+        state = self.pod_state(handle.pod)
+        return state.ip if state is not None and state.alive else None
+
+    def expose(self, services: frozenset[tuple[str, str]]) -> None:
+        """A Service per (tenant, service) with live replicas, selecting its ready replicas; the others' deleted."""
+        wanted = {(self.config.namespace_for(tenant), endpoint_service_name(name)): (tenant, name)
+                  for tenant, name in services}
+        if self._exposed is None:  # what an earlier server left
+            self._exposed = set()
+            for namespace in sorted(set(self.namespaces) | {namespace for namespace, _name in wanted}):
+                response = self.core.list_namespaced_service(
+                    namespace, label_selector=f"{MANAGED_SELECTOR},{SERVICE_LABEL}", _preload_content=False)
+                self._exposed |= {(namespace, item["metadata"]["name"])
+                                  for item in json.loads(response.data).get("items", [])}
+        for namespace, name in sorted(wanted.keys() - self._exposed):
+            tenant, service = wanted[(namespace, name)]
+            self._create(partial(self.core.create_namespaced_service, namespace,
+                                 self.factory.endpoint_service(service, tenant=tenant)))
+            self._exposed.add((namespace, name))
+        for namespace, name in sorted(self._exposed - wanted.keys()):
+            self._delete(partial(self.core.delete_namespaced_service, name, namespace), f"service {namespace}/{name}")
+            self._exposed.discard((namespace, name))
 
     def _create(self, call: Callable[[], object]) -> str | None:
         """Create an object and return its uid; one that exists already (a launch repeated after a crash) is
@@ -254,8 +283,10 @@ class KubernetesBackend:
             for kind, listing, delete in kinds:
                 response = listing(namespace, label_selector=MANAGED_SELECTOR, _preload_content=False)
                 for item in json.loads(response.data).get("items", []):
-                    name = item["metadata"]["name"]
-                    if item["metadata"].get("labels", {}).get(WORKLOAD_LABEL) not in held:
+                    name, labels = item["metadata"]["name"], item["metadata"].get("labels", {})
+                    if SERVICE_LABEL in labels:
+                        continue  # a service's name in the cluster: kept while it has replicas to run (expose)
+                    if labels.get(WORKLOAD_LABEL) not in held:
                         self._delete(partial(delete, name, namespace), f"{kind} {namespace}/{name}")
                         orphans.append(f"{namespace}/{name}")
         return orphans

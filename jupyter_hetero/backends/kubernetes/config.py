@@ -67,6 +67,10 @@ class KubernetesConfig(LoggingConfigurable):
         help="URL at which workload pods reach this server's hetero API (e.g. http://jupyter.hetero.svc:8888/); "
         "empty means the server's own URL.",
     )
+    service_port = Int(
+        8080, config=True,
+        help="Port a service's replicas listen on in their pods ($PORT); each pod listens on its own address ($HOST).",
+    )
     kernel_start_timeout = Float(
         120.0, config=True,
         help="Seconds a kernel's pod may take to become Ready (image pull included) before the start fails.",

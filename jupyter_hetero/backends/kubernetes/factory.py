@@ -3,6 +3,7 @@ API server and what ``jupyter hetero k8s render`` prints, from the same code.
 
     factory = PodFactory(KubernetesConfig(), work_dir="/srv/hetero/work")
     pod, service = factory.job_objects(launch)                # service: multi-replica jobs only
+    factory.endpoint_service("resnet", tenant="vision")       # a service's name in the cluster
     secret, pod = factory.kernel_objects(workload_id=7, attempt=1, node="gpu-3", placed=placed,
                                          env=env, connection=connection_info)
 """
@@ -20,9 +21,11 @@ from .objects import (
     PodSettings,
     Replica,
     make_connection_secret,
+    make_endpoint_service,
     make_job_pod,
     make_kernel_pod,
     make_rendezvous_service,
+    make_replica_pod,
     pod_name,
 )
 
@@ -54,7 +57,7 @@ class PodFactory:
         replicas find each other by."""
         placed = launch.placed
         identity = PodIdentity(
-            workload_id=launch.workload_id, kind="job", tenant=placed.tenant, user=placed.user, queue=placed.queue,
+            workload_id=launch.workload_id, kind="service" if placed.serving else "job", tenant=placed.tenant, user=placed.user, queue=placed.queue,
             template=placed.template, flavor=placed.flavor, attempt=launch.attempt, replica=launch.replica,
             replicas=placed.replicas,
         )
@@ -64,13 +67,17 @@ class PodFactory:
         if service is not None:
             # Where replica 0 listens for its peers (torchrun's --master-addr, MPI's first host).
             env["HETERO_RENDEZVOUS_HOST"] = f"{pod_name(replace(identity, replica=0))}.{service.metadata.name}"
-        pod = make_job_pod(
-            identity=identity, settings=settings, replica=_replica(placed, launch.node, placed.image, env),
-            command=["python", "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path),
-                     *launch.argv],
-            subdomain=service.metadata.name if service else None,
-        )
+        replica = _replica(placed, launch.node, placed.image, env)
+        command = ["python", "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path), *launch.argv]
+        if placed.serving is not None:
+            return make_replica_pod(identity=identity, settings=settings, replica=replica, command=command,
+                                    serving=placed.serving), None
+        pod = make_job_pod(identity=identity, settings=settings, replica=replica, command=command,
+                           subdomain=service.metadata.name if service else None)
         return pod, service if launch.replica == 0 else None
+
+    def endpoint_service(self, service: str, *, tenant: str) -> V1Service:
+        return make_endpoint_service(service=service, namespace=self.config.namespace_for(tenant))
 
     def kernel_objects(self, *, workload_id: int, attempt: int, node: str, placed: Placed, env: dict[str, str],
                        connection: dict) -> tuple[V1Secret, V1Pod]:

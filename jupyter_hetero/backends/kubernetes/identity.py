@@ -21,17 +21,21 @@ __all__ = [
     "MANAGED_BY",
     "WORKLOAD_ANNOTATION",
     "PodIdentity",
+    "SERVICE_LABEL",
     "attempt_selector",
+    "endpoint_service_name",
     "labels_of",
     "pod_name",
     "rendezvous_name",
+    "service_labels",
     "workload_annotation",
 ]
 
 MANAGED_BY = "jupyter-hetero"
 WORKLOAD_ANNOTATION = "hetero.jupyter.org/workload"
 _PREFIX = "hetero.jupyter.org/"
-_KINDS = ("job", "kernel", "server")
+_KINDS = ("job", "kernel", "server", "service")
+SERVICE_LABEL = _PREFIX + "service"
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
@@ -40,7 +44,7 @@ class PodIdentity:
     """Ties a pod to its workload: who, which queue and template, which attempt and replica."""
 
     workload_id: int
-    kind: str  # "job" | "kernel" | "server"
+    kind: str  # "job" | "kernel" | "server" | "service" (a service's replica)
     tenant: str
     user: str
     queue: str
@@ -104,6 +108,21 @@ def labels_of(identity: PodIdentity) -> dict[str, str]:
         _PREFIX + "attempt": str(identity.attempt),
         _PREFIX + "replica": str(identity.replica),
     }
+
+
+def service_labels(service: str, revision: int | None = None) -> dict[str, str]:
+    """The labels of a service's replicas (of one revision): what its cluster name selects."""
+    labels = {"app.kubernetes.io/managed-by": MANAGED_BY, _PREFIX + "kind": "service",
+              SERVICE_LABEL: _label_value(service)}
+    return labels if revision is None else {**labels, _PREFIX + "revision": str(revision)}
+
+
+def endpoint_service_name(service: str) -> str:
+    """A service's name in the cluster (a DNS-1035 label): ``hetero-<name>``, shortened with a digest past 63."""
+    name = f"hetero-{service}"
+    if len(name) <= 63:
+        return name
+    return f"hetero-{service[:44].rstrip('-')}-{hashlib.sha256(service.encode()).hexdigest()[:10]}"
 
 
 def attempt_selector(identity: PodIdentity) -> dict[str, str]:

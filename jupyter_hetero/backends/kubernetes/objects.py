@@ -29,6 +29,7 @@ from kubernetes.client import (
     V1Container,
     V1ContainerPort,
     V1EnvVar,
+    V1EnvVarSource,
     V1HostPathVolumeSource,
     V1HTTPGetAction,
     V1LocalObjectReference,
@@ -36,6 +37,7 @@ from kubernetes.client import (
     V1NodeSelector,
     V1NodeSelectorRequirement,
     V1NodeSelectorTerm,
+    V1ObjectFieldSelector,
     V1ObjectMeta,
     V1OwnerReference,
     V1PersistentVolumeClaimVolumeSource,
@@ -49,6 +51,7 @@ from kubernetes.client import (
     V1SecretVolumeSource,
     V1SecurityContext,
     V1Service,
+    V1ServicePort,
     V1ServiceSpec,
     V1Toleration,
     V1Volume,
@@ -56,15 +59,18 @@ from kubernetes.client import (
 )
 
 from ...capability import Accelerator
+from ..base import Serving
 from .devices import DEVICE_PINNING, device_resources
 from .identity import (
     MANAGED_BY,
     WORKLOAD_ANNOTATION,
     PodIdentity,
     attempt_selector,
+    endpoint_service_name,
     labels_of,
     pod_name,
     rendezvous_name,
+    service_labels,
     workload_annotation,
 )
 
@@ -80,9 +86,11 @@ __all__ = [
     "device_resources",
     "labels_of",
     "make_connection_secret",
+    "make_endpoint_service",
     "make_job_pod",
     "make_kernel_pod",
     "make_rendezvous_service",
+    "make_replica_pod",
     "make_server_pod",
     "node_affinity",
     "owned_by_pod",
@@ -239,10 +247,13 @@ def _pod(
     volumes: Sequence[tuple[V1Volume, V1VolumeMount]] = (),
     readiness_probe: V1Probe | None = None,
     subdomain: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    fields: Mapping[str, str] | None = None,
 ) -> V1Pod:
-    """The pod every builder shares; the kinds differ only in command, ports, volumes and probe."""
+    """The pod every builder shares; the kinds differ only in command, ports, volumes, probe, further
+    ``labels`` and environment variables set from the pod's own ``fields`` (the downward API)."""
     name = pod_name(identity)
-    labels = labels_of(identity)
+    labels = {**labels_of(identity), **(labels or {})}
     if settings.kueue_queue:
         labels[KUEUE_QUEUE_LABEL] = settings.kueue_queue
         if settings.kueue_priority_class:
@@ -253,7 +264,9 @@ def _pod(
         image=replica.image,
         command=list(command),
         env=[V1EnvVar(name=key, value=str(value)) for key, value in replica.env.items()
-             if key not in DEVICE_PINNING] or None,
+             if key not in DEVICE_PINNING and key not in (fields or {})]
+            + [V1EnvVar(name=key, value_from=V1EnvVarSource(field_ref=V1ObjectFieldSelector(field_path=path)))
+               for key, path in (fields or {}).items()] or None,
         ports=list(ports) or None,
         resources=_resources(replica.cpu_milli, replica.memory_mib, replica.devices, replica.accelerator),
         volume_mounts=[mount for _, mount in mounted] or None,
@@ -296,6 +309,19 @@ def make_job_pod(*, identity: PodIdentity, settings: PodSettings, replica: Repli
                  subdomain: str | None = None) -> V1Pod:
     """One replica of a job; with ``subdomain`` (the attempt's headless Service) it is ``<pod>.<subdomain>``."""
     return _pod(identity=identity, settings=settings, replica=replica, command=command, subdomain=subdomain)
+
+
+def make_replica_pod(*, identity: PodIdentity, settings: PodSettings, replica: Replica, command: list[str],
+                     serving: Serving) -> V1Pod:
+    """A service's replica: it listens on ``serving.port`` ($PORT) at its pod's address ($HOST), is Ready once its
+    readiness path answers, and carries its service's and revision's labels, which its cluster name selects."""
+    probe = V1Probe(http_get=V1HTTPGetAction(path=serving.readiness_path, port="http"), period_seconds=2,
+                    timeout_seconds=2, failure_threshold=3)
+    return _pod(
+        identity=identity, settings=settings, replica=replica, command=command,
+        ports=[V1ContainerPort(name="http", container_port=serving.port, protocol="TCP")], readiness_probe=probe,
+        labels=service_labels(serving.service, serving.revision), fields={"HOST": "status.podIP"},
+    )
 
 
 def make_kernel_pod(*, identity: PodIdentity, settings: PodSettings, replica: Replica, connection_secret: str,
@@ -351,4 +377,18 @@ def make_rendezvous_service(*, identity: PodIdentity, settings: PodSettings) -> 
             # Replicas look each other up while starting, before any of them is Ready.
             publish_not_ready_addresses=True,
         ),
+    )
+
+
+def make_endpoint_service(*, service: str, namespace: str) -> V1Service:
+    """A service's name in the cluster: ``hetero-<name>.<namespace>.svc``, port 80, reaches its ready replicas of
+    every revision (the canary's share of traffic is the endpoint's to keep, not this name's)."""
+    return V1Service(
+        api_version="v1",
+        kind="Service",
+        metadata=V1ObjectMeta(name=endpoint_service_name(service), namespace=namespace,
+                              labels=service_labels(service),
+                              annotations={WORKLOAD_ANNOTATION: json.dumps({"service": service}, ensure_ascii=False)}),
+        spec=V1ServiceSpec(selector=service_labels(service),
+                           ports=[V1ServicePort(name="http", port=80, target_port="http", protocol="TCP")]),
     )

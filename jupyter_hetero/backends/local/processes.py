@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,8 @@ _MIB = 1024 * 1024
 # Seconds between passes over the process table for usage (memory of each replica's process tree,
 # GPU use where measured). Liveness is checked on every scan, at the cost of a waitpid per replica.
 USAGE_INTERVAL_S = 5.0
+# Service replicas listen here only: the endpoint, behind the server's authentication, is the way in.
+LOOPBACK = "127.0.0.1"
 
 
 class LocalBackend:
@@ -70,10 +73,11 @@ class LocalBackend:
     def launch(self, launch: Launch) -> ProcessHandle:
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         launch.cwd.mkdir(parents=True, exist_ok=True)
+        serving = launch.placed is not None and launch.placed.serving is not None
         with open(launch.log_path, "ab") as log:
             child = subprocess.Popen(
                 [sys.executable, "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path), *launch.argv],
-                cwd=launch.cwd, env=launch.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=launch.cwd, env={**launch.env, "HOST": LOOPBACK} if serving else launch.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group: signals reach the whole job, not us
             )
         self._children[child.pid] = child
@@ -83,6 +87,18 @@ class LocalBackend:
             started = 0.0
         return ProcessHandle(launch.replica, launch.node, child.pid, started, str(launch.exit_path), launch.devices,
                              launch.measurable)
+
+    def service_port(self) -> int:
+        """A port nothing on this machine listens on now."""
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((LOOPBACK, 0))
+            return probe.getsockname()[1]
+
+    def address(self, handle: ProcessHandle) -> str:
+        return LOOPBACK
+
+    def expose(self, services: frozenset[tuple[str, str]]) -> None:
+        pass  # one machine: the endpoint is the only way in
 
     def _process(self, handle: ProcessHandle) -> psutil.Process | None:
         try:

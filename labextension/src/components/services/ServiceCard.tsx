@@ -87,6 +87,11 @@ export function ServiceCard(props: IServiceCardProps): JSX.Element {
           percent(service.traffic.error_rate)
         )}
       </div>
+      <div className="jp-hetero-service-devices">
+        {service.device_utilisation
+          ? trans.__('Device use: %1%', num(service.device_utilisation.gpu_util_pct))
+          : trans.__('Device use: not measured on these nodes')}
+      </div>
       <TrafficChart points={history} trans={trans} />
       <RolloutState {...props} />
     </div>
