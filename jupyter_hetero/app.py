@@ -42,7 +42,7 @@ from .services.hub_api import HubApi
 from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.snapshot import engine_request
-from .store import Repository
+from .store import Repository, default_db_url
 
 __all__ = ["HeteroApp"]
 
@@ -216,7 +216,7 @@ class HeteroApp(ExtensionApp):
 
     @default("db_url")
     def _default_db_url(self) -> str:
-        return f"sqlite:///{Path(jupyter_data_dir()) / 'hetero' / 'hetero.sqlite'}"
+        return default_db_url()
 
     @default("owner_name")
     def _default_owner_name(self) -> str:

@@ -19,6 +19,7 @@ __all__ = [
     "FilesQuery",
     "PreemptQuery",
     "ActivityReport",
+    "AuditQuery",
     "CreateService",
     "KernelActivity",
     "KernelConnection",
@@ -238,6 +239,19 @@ class ExplainQuery(_Query):
 
 class PreemptQuery(_Query):
     dry_run: bool = False
+
+
+class AuditQuery(_Query):
+    """``GET /audit``: entries oldest first, filtered; ``after`` an entry's id, for the next page."""
+
+    actor: str | None = None
+    action: str | None = Field(default=None, description="An action (workload.preempt) or its prefix (workload.).")
+    outcome: Literal["allowed", "denied", "done"] | None = None
+    target: str | None = Field(default=None, description="A target (workload/7) or its prefix (workload/).")
+    since: float | None = Field(default=None, description="Epoch seconds.")
+    until: float | None = Field(default=None, description="Epoch seconds.")
+    after: int = Field(default=0, ge=0)
+    limit: int = Field(default=200, ge=1, le=5000)
 
 
 class ReleaseQuery(_Query):

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from ..models import (
     ActivityReport,
+    AuditQuery,
     CreateService,
     ExplainQuery,
     FilesQuery,
@@ -31,6 +32,7 @@ from ..models import (
     StartKernel,
     SubmitWorkload,
 )
+from . import audit as a
 from . import responses as r
 from . import services as s
 from . import workloads as w
@@ -79,6 +81,13 @@ ROUTES: tuple[Route, ...] = (
     Route("/tenants", "get", "listTenants",
           "Tenants with members, quota and use per flavor (platform admins all; tenant-admins their own)",
           [r.TenantSummary], answer_description="Tenants", errors=(FORBIDDEN,)),
+    Route("/audit", "get", "listAudit", "The audit log: admin actions, denials, preemptions (platform admins)",
+          a.AuditPage, query=AuditQuery, answer_description="A page of entries, oldest first",
+          description="Reading it is itself recorded. An action or target ending in '.' or '/' is a prefix.",
+          errors=(BAD_REQUEST, FORBIDDEN)),
+    Route("/audit/verify", "get", "verifyAudit", "Whether the audit log's hash chain is intact (platform admins)",
+          a.AuditVerdict, answer_description="The verdict, naming the first entry that breaks the chain",
+          errors=(FORBIDDEN,)),
     Route("/nodes", "get", "listNodes", "The inventory", [r.Node], query=ListNodesQuery,
           answer_description="Nodes by name", errors=(BAD_REQUEST,)),
     Route("/nodes/{name}", "delete", "removeNode", "Remove an emulated node, as if the machine died (platform admins)",

@@ -6,6 +6,7 @@
     jupyter hetero k8s render --template fine-tuning [--flavor a100-80g] [--kernel]
     jupyter hetero export kueue [--catalog FILE] [--namespace hetero-{tenant}] [-o DIR]
     jupyter hetero hub-config [--z2jh]
+    jupyter hetero audit verify [--db-url URL]        (exit 1 naming the first entry that breaks the chain)
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
 
@@ -37,6 +38,7 @@ _LAZY_COMMANDS = {
     "k8s": ("jupyter_hetero.cli.k8s", "add_k8s_parser",
             "show the Kubernetes objects the backend would create"),
     "export": ("jupyter_hetero.cli.export", "add_export_parser", "write the catalog as another scheduler's objects"),
+    "audit": ("jupyter_hetero.cli.audit", "add_audit_parser", "verify the audit log's hash chain, or list its entries"),
     "hub-config": ("jupyter_hetero.cli.hub", "add_hub_config_parser",
                    "print the JupyterHub configuration for the hetero service and profiles"),
 }

@@ -28,6 +28,7 @@ from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
 from .servers import ServerService
+from .audit import AuditService
 from .serving import ServingService
 from .user_kernels import UserKernelService
 from .loop import SchedulerLoop
@@ -73,6 +74,7 @@ class Platform:
 
     def __post_init__(self) -> None:
         self.access = Access(self.repository)
+        self.audit = AuditService(self.repository, self.access)
         self.credentials = CredentialService(
             catalog=self.catalog, repository=self.repository, server_url=self.server_url,
             inherited=self.inherited_environment if self.backend.runs_here else {},

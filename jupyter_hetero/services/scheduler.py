@@ -319,6 +319,9 @@ class Scheduler:
                 continue
             self.times.steady(victim.id, "preempting_until", deadline)
             self._signal_stop(victim.id)
+            self.repository.record_audit(actor="scheduler", action="workload.preempt", target=f"workload/{victim.id}",
+                                         outcome="done", detail={**data, "tenant": victim.tenant,
+                                                                 "why": why[preemption.reason]})
         for admission in decisions.admissions:
             placement = admission.placement
             row = self.repository.workload(admission.workload)

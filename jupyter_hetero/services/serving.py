@@ -100,6 +100,7 @@ class ServingService:
         if self.repository.service(body.name) is not None:
             raise Conflict(Message(N_("a service named {name} exists already; choose another name or update it"),
                                    name=body.name), field="name", reason="name-taken")
+        self.workloads.access.record(identity, "service.create", f"service/{body.name}")
         spec = {"command": body.command, "code": body.code, "env": body.env, "parameters": body.parameters,
                 "readiness_path": body.readiness_path, "target_in_flight": body.target_in_flight,
                 "scale_down_delay_s": body.scale_down_delay_s}
@@ -244,6 +245,7 @@ class ServingService:
             self.workloads.access.deny(identity, action, f"service/{name}", Message(
                 N_("service {name} belongs to {owner}; only they or a tenant-admin of {tenant} may change it"),
                 name=name, owner=row.user, tenant=row.tenant))
+        self.workloads.access.record(identity, action, f"service/{name}")
         return row
 
     # -- the scheduler's side ----------------------------------------------------------------

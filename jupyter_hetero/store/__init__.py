@@ -1,7 +1,7 @@
 """Persistence: SQLAlchemy tables, schema migrations and the repository."""
 
 from .migrations import SCHEMA_VERSION, SchemaTooNew
-from .repository import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Held, Repository
+from .repository import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Held, Repository, default_db_url
 
 __all__ = [
     "ACTIVE_STATES",
@@ -12,4 +12,5 @@ __all__ = [
     "Held",
     "Repository",
     "SchemaTooNew",
+    "default_db_url",
 ]

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from .migrations import migrate
 from .tables import AttemptRow, AuditRow, EventRow, NodeRow, ServiceRow, WorkloadRow
 
-__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository"]
+__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository", "default_db_url"]
 
 Clock = Callable[[], float]
 
@@ -370,14 +370,50 @@ class Repository:
         with self.session() as session:
             return list(session.scalars(select(AuditRow).order_by(AuditRow.id)))
 
-    def verify_audit(self) -> int | None:
-        """The id of the first row whose chain is broken, or None when the log is intact."""
-        prev = _GENESIS
+    def audit_entries(self, *, actor: str | None = None, action: str | None = None, outcome: str | None = None,
+                      target: str | None = None, since: float | None = None, until: float | None = None,
+                      after: int = 0, limit: int = 200) -> list[AuditRow]:
+        """Entries oldest first after the id ``after``; an ``action`` or ``target`` ending in "." or "/" is a prefix."""
+        query = select(AuditRow).where(AuditRow.id > after).order_by(AuditRow.id).limit(limit)
+        for column, value in ((AuditRow.action, action), (AuditRow.target, target)):
+            if value is not None:
+                query = query.where(column.startswith(value, autoescape=True) if value.endswith((".", "/"))
+                                    else column == value)
+        for column, value in ((AuditRow.actor, actor), (AuditRow.outcome, outcome)):
+            if value is not None:
+                query = query.where(column == value)
+        if since is not None:
+            query = query.where(AuditRow.at >= since)
+        if until is not None:
+            query = query.where(AuditRow.at < until)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def verify_audit(self) -> tuple[int, tuple[int, str] | None]:
+        """How many entries the chain has, and the first one that breaks it (its id, what is wrong) or None.
+
+        An entry edited after it was written no longer hashes to its ``hash``; one deleted (or rewritten with a
+        new hash) leaves the entry after it naming a ``prev_hash`` that is not the one before it. Only the
+        newest entry can go without a trace, as nothing comes after it."""
+        prev, prev_id, count = _GENESIS, None, 0
         for row in self.audit_log():
-            if row.prev_hash != prev or row.hash != _audit_hash(row):
-                return row.id
-            prev = row.hash
-        return None
+            count += 1
+            if row.hash != _audit_hash(row):
+                return count, (row.id, f"entry {row.id} was changed after it was written: it no longer matches its "
+                                       f"hash")
+            if row.prev_hash != prev:
+                after = f"entry {prev_id}" if prev_id is not None else "the start of the log"
+                return count, (row.id, f"entry {row.id} does not follow {after}: an entry between them was deleted "
+                                       f"or rewritten")
+            prev, prev_id = row.hash, row.id
+        return count, None
+
+
+def default_db_url() -> str:
+    """Where a server keeps its store when nothing is configured: a SQLite file in Jupyter's data directory."""
+    from jupyter_core.paths import jupyter_data_dir
+
+    return f"sqlite:///{Path(jupyter_data_dir()) / 'hetero' / 'hetero.sqlite'}"
 
 
 def _audit_hash(row: AuditRow) -> str:

@@ -123,6 +123,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log: admin actions, denials, preemptions (platform admins)
+         * @description Reading it is itself recorded. An action or target ending in '.' or '/' is a prefix.
+         */
+        get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the audit log's hash chain is intact (platform admins) */
+        get: operations["verifyAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/nodes": {
         parameters: {
             query?: never;
@@ -661,6 +698,47 @@ export interface components {
             archive: string | null;
             /** @description Where this attempt ran; kept after the workload finished. */
             placement: components["schemas"]["Placement"] | null;
+        };
+        /**
+         * AuditEntry
+         * @description One admin action or denial; its hash covers its fields and the entry before it.
+         */
+        AuditEntry: {
+            id: number;
+            /** @description Epoch seconds. */
+            at: number;
+            actor: string;
+            /** @description e.g. workload.preempt, service.delete, audit.read. */
+            action: string;
+            /** @description e.g. workload/7, service/resnet, audit. */
+            target: string;
+            /** @description allowed, denied, or done (by the scheduler itself). */
+            outcome: string;
+            detail: {
+                [key: string]: unknown;
+            };
+            prev_hash: string;
+            hash: string;
+        };
+        /** AuditPage */
+        AuditPage: {
+            /** @description Oldest first. */
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description Pass as ?after= for the next page; None on the last one. */
+            next_after: number | null;
+        };
+        /**
+         * AuditVerdict
+         * @description Whether every entry still hashes to what it was written with and follows the one before it.
+         */
+        AuditVerdict: {
+            intact: boolean;
+            /** @description Entries checked (up to the first bad one). */
+            entries: number;
+            /** @description The first entry that breaks the chain. */
+            first_bad: number | null;
+            /** @description What is wrong with it, in words. */
+            problem: string | null;
         };
         /**
          * Blocker
@@ -2133,6 +2211,62 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TenantSummary"][];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    listAudit: {
+        parameters: {
+            query?: {
+                actor?: string | null;
+                /** @description An action (workload.preempt) or its prefix (workload.). */
+                action?: string | null;
+                outcome?: ("allowed" | "denied" | "done") | null;
+                /** @description A target (workload/7) or its prefix (workload/). */
+                target?: string | null;
+                /** @description Epoch seconds. */
+                since?: number | null;
+                /** @description Epoch seconds. */
+                until?: number | null;
+                after?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    verifyAudit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verdict, naming the first entry that breaks the chain */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditVerdict"];
                 };
             };
             403: components["responses"]["Forbidden"];

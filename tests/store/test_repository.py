@@ -119,12 +119,31 @@ def test_events_are_appended_in_order(repo):
     assert [e.reason for e in repo.events(node="n1")] == ["first", "second"]
 
 
-def test_the_audit_chain_detects_an_edited_row(repo, db_url):
-    for action in ("catalog.reload", "tenant.quota", "node.admit"):
+def test_the_audit_chain_detects_an_edited_row_and_a_deleted_one(repo, db_url):
+    for action in ("catalog.reload", "tenant.quota", "node.admit", "workload.preempt"):
         repo.record_audit(actor="root", action=action, target="x", outcome="allowed", detail={"n": 1, "at": 0.1})
-    assert repo.verify_audit() is None
+    assert repo.verify_audit() == (4, None)
     _execute(db_url, "UPDATE audit SET outcome='denied' WHERE id=2")
-    assert repo.verify_audit() == 2
+    assert repo.verify_audit() == (2, (2, "entry 2 was changed after it was written: it no longer matches its hash"))
+    _execute(db_url, "UPDATE audit SET outcome='allowed' WHERE id=2")  # put back: intact again
+    assert repo.verify_audit() == (4, None)
+    _execute(db_url, "DELETE FROM audit WHERE id=3")
+    assert repo.verify_audit() == (3, (4, "entry 4 does not follow entry 2: an entry between them was deleted or "
+                                          "rewritten"))
+    _execute(db_url, "DELETE FROM audit WHERE id=1")
+    assert repo.verify_audit()[1] == (2, "entry 2 does not follow the start of the log: an entry between them was "
+                                         "deleted or rewritten")
+
+
+def test_audit_entries_filter_by_actor_action_prefix_outcome_time_and_page(repo):
+    for actor, action, outcome in (("root", "workload.preempt", "allowed"), ("ann", "workload.preempt", "denied"),
+                                   ("root", "node.remove", "allowed"), ("root", "workload.cancel", "allowed")):
+        repo.record_audit(actor=actor, action=action, target=f"{action.split('.')[0]}/1", outcome=outcome)
+    assert [r.id for r in repo.audit_entries(action="workload.")] == [1, 2, 4]
+    assert [r.id for r in repo.audit_entries(action="workload")] == []  # not a prefix without its dot
+    assert [r.id for r in repo.audit_entries(actor="root", outcome="allowed", target="workload/")] == [1, 4]
+    assert [r.id for r in repo.audit_entries(after=2, limit=1)] == [3]
+    assert [r.id for r in repo.audit_entries(action="100%_.")] == []  # LIKE's wildcards are taken as text
 
 
 def test_on_postgresql_a_writer_waits_at_most_the_lock_timeout(postgres_url):

@@ -1,0 +1,82 @@
+"""``jupyter hetero audit verify|list``: the audit log's hash chain, checked on the database itself, and its entries.
+
+    jupyter hetero audit verify                                  # the default server's database
+    jupyter hetero audit verify --db-url postgresql://hetero@db/hetero
+    jupyter hetero audit list --action workload. --outcome denied [--json]     (through a running server)
+
+``verify`` reads the database directly, not through a server: it is the check of a store someone may have
+edited. It exits 0 when the chain is intact, 1 naming the first entry that breaks it, 2 when there is no
+database to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .workloads import _client, _guarded, server_options
+
+__all__ = ["add_audit_parser"]
+
+
+def add_audit_parser(commands) -> None:
+    audit = commands.add_parser("audit", help="verify the audit log's hash chain, or list its entries")
+    actions = audit.add_subparsers(dest="action", required=True)
+    verify = actions.add_parser("verify", help="check every entry's hash and link; exit 1 at the first bad one")
+    verify.add_argument("--db-url", help="the database (default: the one a server started here uses)")
+    verify.add_argument("--json", action="store_true")
+    verify.set_defaults(run=_verify)
+    listed = actions.add_parser("list", parents=[server_options()], help="entries oldest first (platform admins)")
+    for name in ("actor", "action", "outcome", "target"):
+        listed.add_argument(f"--{name}")
+    listed.add_argument("--after", type=int, default=0, help="entries after this id")
+    listed.add_argument("--limit", type=int, default=200)
+    listed.add_argument("--json", action="store_true")
+    listed.set_defaults(run=_guarded(_list))
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ..services.audit import verdict_json
+    from ..store import Repository, default_db_url
+
+    url = args.db_url or default_db_url()
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        print(f"error: no database at {url.removeprefix('sqlite:///')}; give --db-url", file=sys.stderr)
+        return 2
+    repository = Repository(url, clock=lambda: 0.0)
+    try:
+        verdict = verdict_json(repository)
+    finally:
+        repository.close()
+    if args.json:
+        print(json.dumps(verdict, indent=2))
+    elif verdict["intact"]:
+        print(f"audit log intact: {verdict['entries']} entries")
+    else:
+        print(f"audit log broken at entry {verdict['first_bad']}: {verdict['problem']}", file=sys.stderr)
+    return 0 if verdict["intact"] else 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    filters = {name: getattr(args, name) for name in ("actor", "action", "outcome", "target")
+               if getattr(args, name) is not None}
+    page = _client(args).request("GET", "audit", after=args.after, limit=args.limit, **filters)
+    if args.json:
+        print(json.dumps(page, indent=2, ensure_ascii=False))
+        return 0
+    from ..notebook.display import Table
+
+    print(repr(Table(["id", "at", "actor", "action", "target", "outcome"],
+                     [[e["id"], _when(e["at"]), e["actor"], e["action"], e["target"], e["outcome"]]
+                      for e in page["entries"]])))
+    if page["next_after"] is not None:
+        print(f"... more after entry {page['next_after']}: --after {page['next_after']}")
+    return 0
+
+
+def _when(at: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
