@@ -1,8 +1,10 @@
-"""The audit log, for platform admins: ``GET /audit`` (filtered, paged) and ``GET /audit/verify``."""
+"""Governance, for platform admins: the audit log (``GET /audit``, filtered and paged; ``GET /audit/verify``)
+and the metrics in Prometheus' text format (``GET /metrics``)."""
 
 from __future__ import annotations
 
 from jupyter_server.auth.decorator import authorized
+from prometheus_client import CONTENT_TYPE_LATEST
 from tornado import web
 
 from ..models import AuditQuery
@@ -25,4 +27,16 @@ class AuditVerifyHandler(HeteroHandler):
         self.reply(await self.off_loop(lambda: self.platform.audit.verify(identity)))
 
 
-default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/audit/verify", AuditVerifyHandler)]
+class MetricsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        platform = self.platform
+        platform.access.require_platform_admin(self.identity, "metrics.read", "metrics")
+        # Counted from the store, real nodes measured: in a worker thread, not on the event loop.
+        body = await self.off_loop(platform.metrics.exposition)
+        self.finish(body, set_content_type=CONTENT_TYPE_LATEST)
+
+
+default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/audit/verify", AuditVerifyHandler),
+                    (rf"/{API_PREFIX}/metrics", MetricsHandler)]

@@ -80,12 +80,13 @@ class LogsHandler(HeteroHandler):
         query = self.query(LogsQuery)
         workloads = self.platform.workloads
         path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
-        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        text = "text/plain; charset=utf-8"  # APIHandler.finish would say JSON otherwise
+        self.set_header("Content-Type", text)
         if path is None:
-            self.finish("")
+            self.finish("", set_content_type=text)
             return
         if query.tail and not query.follow:
-            self.finish(await self.off_loop(partial(_tail, path, query.tail)))
+            self.finish(await self.off_loop(partial(_tail, path, query.tail)), set_content_type=text)
             return
         # A read may end inside a multi-byte character; the decoder keeps its first bytes for the next.
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -97,7 +98,7 @@ class LogsHandler(HeteroHandler):
             await asyncio.sleep(FOLLOW_POLL_S)
             _path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
         if offset is not None:
-            self.finish(decoder.decode(b"", final=True))
+            self.finish(decoder.decode(b"", final=True), set_content_type=text)
 
 
 class FilesHandler(HeteroHandler):

@@ -29,6 +29,7 @@ from .inventory import Inventory
 from .kernels import KernelService
 from .servers import ServerService
 from .audit import AuditService
+from .metrics import PlatformMetrics
 from .serving import ServingService
 from .user_kernels import UserKernelService
 from .loop import SchedulerLoop
@@ -89,6 +90,9 @@ class Platform:
                                start_s=self.engine_process_start_s),
         )
         self.catalog_service = CatalogService(self.catalog, self.scheduler.queue_status)
+        self.metrics = PlatformMetrics(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+                                       backend=self.backend, clock=self.clock,
+                                       quota_use=self.catalog_service.tenant_usage)
         self.kernels = KernelService(
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
             identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=self.server_url,

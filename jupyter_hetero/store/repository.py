@@ -366,6 +366,24 @@ class Repository:
             session.add(row)
             return row
 
+    def figures(self) -> dict[str, list[tuple]]:
+        """What the metrics are counted from, read in one snapshot as plain tuples: every workload
+        (queue, kind, template, tenant, state, created_at, admitted_at, attempts, preemptions, node_losses,
+        checkpointed), every attempt (queue, template, tenant, placement, request, started_at, ended_at,
+        outcome, reason, archived, metrics) and the audit entries per outcome."""
+        workloads = select(WorkloadRow.queue, WorkloadRow.kind, WorkloadRow.template, WorkloadRow.tenant,
+                           WorkloadRow.state, WorkloadRow.created_at, WorkloadRow.admitted_at, WorkloadRow.attempts,
+                           WorkloadRow.preemptions, WorkloadRow.node_losses, WorkloadRow.checkpoint_at.is_not(None))
+        attempts = select(WorkloadRow.queue, WorkloadRow.template, WorkloadRow.tenant, AttemptRow.placement,
+                          WorkloadRow.request, AttemptRow.started_at, AttemptRow.ended_at, AttemptRow.outcome,
+                          AttemptRow.reason, AttemptRow.archive_path.is_not(None), AttemptRow.metrics,
+                          ).join(WorkloadRow, AttemptRow.workload_id == WorkloadRow.id)
+        audit = select(AuditRow.outcome, func.count()).group_by(AuditRow.outcome)
+        with self.session() as session:
+            return {"workloads": [tuple(row) for row in session.execute(workloads)],
+                    "attempts": [tuple(row) for row in session.execute(attempts)],
+                    "audit": [tuple(row) for row in session.execute(audit)]}
+
     def audit_log(self) -> list[AuditRow]:
         with self.session() as session:
             return list(session.scalars(select(AuditRow).order_by(AuditRow.id)))
