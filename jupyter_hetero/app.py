@@ -160,6 +160,14 @@ class HeteroApp(ExtensionApp):
         help="Seconds the hub's service waits for a user's server to report one of its kernels before it takes "
         "the kernel as gone and releases its devices (servers report every few seconds).",
     )
+    alert_interval = Float(
+        10.0, config=True,
+        help="Seconds between two evaluations of the catalog's alert rules (see docs/governance.md#alerts).",
+    )
+    alert_webhook = Unicode(
+        "", config=True,
+        help="URL each alert is POSTed to as JSON when it fires and when it resolves; empty: none.",
+    )
     preemption_limit = Int(
         3, config=True,
         help="How many times a workload may be preempted within preemption_window seconds; then it is protected "
@@ -269,6 +277,8 @@ class HeteroApp(ExtensionApp):
             device_idle_pct=self.cull_device_idle_pct,
             device_idle_after_s=self.cull_device_idle_after,
             kernel_report_grace_s=self.kernel_report_grace,
+            alert_interval_s=self.alert_interval,
+            alert_webhook=self.alert_webhook,
             stop_server=self._hub_stop_server(),
             identity_provider=self.serverapp.identity_provider,
             workload_env_passthrough=tuple(self.workload_env_passthrough),

@@ -19,6 +19,7 @@ __all__ = [
     "FilesQuery",
     "PreemptQuery",
     "ActivityReport",
+    "AlertsQuery",
     "AuditQuery",
     "CreateService",
     "KernelActivity",
@@ -239,6 +240,10 @@ class ExplainQuery(_Query):
 
 class PreemptQuery(_Query):
     dry_run: bool = False
+
+
+class AlertsQuery(_Query):
+    state: Literal["firing", "resolved"] | None = None
 
 
 class AuditQuery(_Query):

@@ -1,14 +1,14 @@
-"""What the REST API answers about the audit log, as pydantic models (see ``responses.py``)."""
+"""What the REST API answers about governance (the audit log, alerts), as pydantic models (see ``responses.py``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .responses import Answer
 
-__all__ = ["AuditEntry", "AuditPage", "AuditVerdict"]
+__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict"]
 
 
 class AuditEntry(Answer):
@@ -37,3 +37,21 @@ class AuditVerdict(Answer):
     entries: int = Field(description="Entries checked (up to the first bad one).")
     first_bad: int | None = Field(description="The first entry that breaks the chain.")
     problem: str | None = Field(description="What is wrong with it, in words.")
+
+
+class Alert(Answer):
+    """A rule that found something wrong with a subject, from when it fired until it resolved."""
+
+    id: int
+    rule: str = Field(description="The catalog's alert rule.")
+    kind: Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit"]
+    subject: str = Field(description="queue/<name>, node/<name>, tenant/<name>/<flavor> or workload/<id>.")
+    tenant: str | None = Field(description="Whose it is, when it is one tenant's.")
+    severity: Literal["info", "warning", "critical"]
+    state: Literal["firing", "resolved"]
+    message: str
+    message_zh: str
+    figures: dict[str, Any] = Field(description="What the rule found (the message is made from them).")
+    fired_at: float
+    resolved_at: float | None
+    deliveries: list[dict[str, Any]] = Field(description="Each webhook call: status, at, outcome.")

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from ..models import (
     ActivityReport,
+    AlertsQuery,
     AuditQuery,
     CreateService,
     ExplainQuery,
@@ -88,6 +89,9 @@ ROUTES: tuple[Route, ...] = (
     Route("/audit/verify", "get", "verifyAudit", "Whether the audit log's hash chain is intact (platform admins)",
           a.AuditVerdict, answer_description="The verdict, naming the first entry that breaks the chain",
           errors=(FORBIDDEN,)),
+    Route("/alerts", "get", "listAlerts", "Alerts, newest first: the platform's and the caller's tenant's "
+          "(every one for platform admins)", [a.Alert], query=AlertsQuery, answer_description="Alerts",
+          errors=(BAD_REQUEST,)),
     Route("/metrics", "get", "getMetrics", "The platform's metrics in Prometheus' text format (platform admins)",
           None, answer_description="Resource, task and governance families (see docs/governance.md)",
           media_type="text/plain", errors=(FORBIDDEN,)),

@@ -16,6 +16,7 @@ from ..units import CpuMilli, DurationS, MemoryMiB, compare_versions, friendly_q
 
 __all__ = [
     "AdvancedParameter",
+    "AlertRule",
     "CanaryPolicy",
     "Catalog",
     "Escalation",
@@ -446,6 +447,36 @@ class Tenant(_Model):
         return "*" in self.templates or template in self.templates
 
 
+AlertKind = Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit"]
+
+
+class AlertRule(_Model):
+    """What the server watches for, each evaluation; every subject it finds fires one alert until it resolves.
+
+    ``queue-wait``: a queue's longest-waiting workload past the queue's ``max_wait``; ``node-lost``: a node lost
+    or not ready; ``failure-rate``: a queue's failed share of the attempts ended in ``window_s`` over
+    ``threshold`` (with at least ``min_attempts``); ``quota-nearly-exhausted``: a tenant's devices in use at
+    ``threshold`` of its quota of a flavor; ``device-memory-near-limit``: a running replica's device memory at
+    ``threshold`` of its devices' (where measured)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    kind: AlertKind
+    severity: Literal["info", "warning", "critical"] = "warning"
+    threshold: float | None = Field(default=None, gt=0, description="A share (0..1) for the kinds that have one.")
+    window_s: DurationS = Field(default=3600, ge=1)
+    min_attempts: int = Field(default=5, ge=1)
+    queues: list[str] = Field(default_factory=list, description="Only these queues (every queue when empty).")
+
+
+DEFAULT_ALERTS = [
+    AlertRule(name="queue-wait", kind="queue-wait"),
+    AlertRule(name="node-lost", kind="node-lost", severity="critical"),
+    AlertRule(name="failure-rate", kind="failure-rate", threshold=0.25),
+    AlertRule(name="quota-nearly-exhausted", kind="quota-nearly-exhausted", threshold=0.9, severity="info"),
+    AlertRule(name="device-memory-near-limit", kind="device-memory-near-limit", threshold=0.9),
+]
+
+
 class Catalog(_Model):
     """The whole catalog; cross-references are checked by :func:`jupyter_hetero.catalog.validate`."""
 
@@ -455,6 +486,8 @@ class Catalog(_Model):
     queues: list[Queue] = Field(min_length=1)
     tenants: list[Tenant] = Field(min_length=1)
     platform_admins: list[str] = Field(default_factory=list)
+    alerts: list[AlertRule] = Field(default_factory=lambda: list(DEFAULT_ALERTS),
+                                    description="What the server alerts on; a catalog that names none gets these.")
     platform_admin_groups: list[str] = Field(default_factory=list)
     default_tenant: str | None = Field(
         default=None,

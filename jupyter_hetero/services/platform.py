@@ -28,6 +28,7 @@ from .identity import Identity, resolve_identity
 from .inventory import Inventory
 from .kernels import KernelService
 from .servers import ServerService
+from .alerts import AlertService
 from .audit import AuditService
 from .metrics import PlatformMetrics
 from .serving import ServingService
@@ -66,6 +67,8 @@ class Platform:
     device_idle_pct: float = 5.0
     device_idle_after_s: float = 1800.0
     kernel_report_grace_s: float = 30.0
+    alert_interval_s: float = 10.0
+    alert_webhook: str = ""
     # In the hub's service: (user, server name) -> the hub stops that server (the idle rules cull it).
     stop_server: Callable[[str, str], Awaitable[None]] | None = None
     # The server's identity provider: it decides who counts as the owner (see auth.is_server_owner).
@@ -115,6 +118,10 @@ class Platform:
                                      reported=self.kernels.reported, **launched)
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
+        self.alerts = AlertService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+                                   clock=self.clock, quota_use=self.catalog_service.tenant_usage,
+                                   device_memory=self.scheduler.device_memory, webhook=self.alert_webhook,
+                                   interval_s=self.alert_interval_s)
         self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
                                       clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
                                       usage_of=self.scheduler.usage)
@@ -185,5 +192,6 @@ class Platform:
             self.serving.reconcile()
             self.serving.probe()
             self.kernels.sweep(now)
+            self.alerts.tick()
         finally:
             self.credentials.revoke_ended()  # explicit revocation; every use also checks the workload's state

@@ -545,6 +545,22 @@ class Scheduler:
         running = self._running.get(workload_id)
         return dict(running.latest) if running is not None else {}
 
+    def device_memory(self) -> list[tuple[int, str, float, float]]:
+        """(workload, tenant, device memory used, its devices' memory) of each running attempt whose devices are
+        measured; MiB."""
+        found = []
+        for workload_id, running in list(self._running.items()):
+            used = running.latest.get("gpu_memory_mib")
+            row = self._workloads.row(workload_id)
+            if used is None or row is None or not row.placement:
+                continue
+            placement = placement_from_json(row.placement)
+            view = self.inventory.node(placement.slots[0].node)
+            whole = view.capability.accelerator.memory_mib if view and view.capability.accelerator else 0
+            limit = sum(mem or whole for slot in placement.slots for _index, _milli, mem in slot.devices)
+            found.append((workload_id, row.tenant, used, limit))
+        return found
+
     def _expose(self) -> None:
         """Every service with replicas to run keeps its network name in the cluster (a Kubernetes Service)."""
         services = frozenset((row.tenant, row.spec["service"]) for row, _workload in self._workloads.entries()

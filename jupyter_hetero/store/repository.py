@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from .migrations import migrate
-from .tables import AttemptRow, AuditRow, EventRow, NodeRow, ServiceRow, WorkloadRow
+from .tables import AlertRow, AttemptRow, AuditRow, EventRow, NodeRow, ServiceRow, WorkloadRow
 
 __all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository", "default_db_url"]
 
@@ -354,6 +354,52 @@ class Repository:
                 setattr(row, key, value)
             row.updated_at = self.clock()
             return row
+
+    # -- alerts ------------------------------------------------------------------------------
+
+    def oldest_pending(self) -> dict[str, tuple[float, int]]:
+        """Per queue, when its longest-waiting workload was submitted, and that workload's id."""
+        query = (select(WorkloadRow.queue, WorkloadRow.created_at, WorkloadRow.id)
+                 .where(WorkloadRow.state.in_(PENDING_STATES)).order_by(WorkloadRow.created_at.desc()))
+        with self.session() as session:
+            return {queue: (created, workload) for queue, created, workload in session.execute(query)}
+
+    def attempt_outcomes(self, since: float) -> list[tuple[str, str, float]]:
+        """(queue, outcome, ended at) of every attempt that ended at or after ``since``."""
+        query = (select(WorkloadRow.queue, AttemptRow.outcome, AttemptRow.ended_at)
+                 .join(WorkloadRow, AttemptRow.workload_id == WorkloadRow.id)
+                 .where(AttemptRow.ended_at >= since, AttemptRow.outcome.is_not(None)))
+        with self.session() as session:
+            return [tuple(row) for row in session.execute(query)]
+
+    def alerts(self, *, state: str | None = None, limit: int = 200) -> list[AlertRow]:
+        """Alerts, newest first."""
+        query = select(AlertRow).order_by(AlertRow.id.desc()).limit(limit)
+        if state is not None:
+            query = query.where(AlertRow.state == state)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def fire_alert(self, row: AlertRow) -> AlertRow:
+        with self.session(write=True) as session:
+            session.add(row)
+            session.flush()
+            session.add(EventRow(at=row.fired_at, type="alert-firing", reason=row.message,
+                                 data={"alert": row.id, "rule": row.rule, "subject": row.subject}))
+            return row
+
+    def resolve_alert(self, alert_id: int, at: float, message: str) -> AlertRow:
+        with self.session(write=True) as session:
+            row = session.get(AlertRow, alert_id)
+            row.state, row.resolved_at = "resolved", at
+            session.add(EventRow(at=at, type="alert-resolved", reason=message,
+                                 data={"alert": row.id, "rule": row.rule, "subject": row.subject}))
+            return row
+
+    def record_delivery(self, alert_id: int, delivery: dict[str, Any]) -> None:
+        with self.session(write=True) as session:
+            row = session.get(AlertRow, alert_id)
+            row.deliveries = [*row.deliveries, delivery]
 
     def record_audit(self, *, actor: str, action: str, target: str, outcome: str,
                      detail: dict[str, Any] | None = None) -> AuditRow:

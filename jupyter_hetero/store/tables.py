@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "ServiceRow",
+__all__ = ["AlertRow", "AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "ServiceRow",
            "WorkloadRow"]
 
 
@@ -171,3 +171,22 @@ class ServiceRow(Base):
     state: Mapped[str] = mapped_column(String(16))  # active | deleted
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+class AlertRow(Base):
+    """One alert: a rule that found something wrong with a subject, from when it fired until it resolved."""
+
+    __tablename__ = "alerts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    rule: Mapped[str] = mapped_column(String(63))
+    kind: Mapped[str] = mapped_column(String(32))
+    subject: Mapped[str] = mapped_column(String(253))  # queue/batch, node/gpu-3, tenant/vision/a100-80g ...
+    tenant: Mapped[str | None] = mapped_column(String(63), nullable=True)  # whose it is, when it is one tenant's
+    severity: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16), index=True)  # firing | resolved
+    message: Mapped[str] = mapped_column(Text)
+    figures: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    fired_at: Mapped[float] = mapped_column(Float)
+    resolved_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    deliveries: Mapped[list[Any]] = mapped_column(JSON, default=list)  # each webhook call: state, at, outcome

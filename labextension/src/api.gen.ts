@@ -160,6 +160,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Alerts, newest first: the platform's and the caller's tenant's (every one for platform admins) */
+        get: operations["listAlerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -682,6 +699,37 @@ export interface components {
             choices: string[];
             /** @default null */
             description: components["schemas"]["Localized"] | null;
+        };
+        /**
+         * Alert
+         * @description A rule that found something wrong with a subject, from when it fired until it resolved.
+         */
+        Alert: {
+            id: number;
+            /** @description The catalog's alert rule. */
+            rule: string;
+            /** @enum {string} */
+            kind: "queue-wait" | "node-lost" | "failure-rate" | "quota-nearly-exhausted" | "device-memory-near-limit";
+            /** @description queue/<name>, node/<name>, tenant/<name>/<flavor> or workload/<id>. */
+            subject: string;
+            /** @description Whose it is, when it is one tenant's. */
+            tenant: string | null;
+            /** @enum {string} */
+            severity: "info" | "warning" | "critical";
+            /** @enum {string} */
+            state: "firing" | "resolved";
+            message: string;
+            message_zh: string;
+            /** @description What the rule found (the message is made from them). */
+            figures: {
+                [key: string]: unknown;
+            };
+            fired_at: number;
+            resolved_at: number | null;
+            /** @description Each webhook call: status, at, outcome. */
+            deliveries: {
+                [key: string]: unknown;
+            }[];
         };
         /**
          * Allocation
@@ -2287,6 +2335,29 @@ export interface operations {
                 };
             };
             403: components["responses"]["Forbidden"];
+        };
+    };
+    listAlerts: {
+        parameters: {
+            query?: {
+                state?: ("firing" | "resolved") | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alerts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alert"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
         };
     };
     getMetrics: {

@@ -1,5 +1,6 @@
-"""Governance, for platform admins: the audit log (``GET /audit``, filtered and paged; ``GET /audit/verify``)
-and the metrics in Prometheus' text format (``GET /metrics``)."""
+"""Governance: the audit log (``GET /audit``, filtered and paged; ``GET /audit/verify``) and the metrics in
+Prometheus' text format (``GET /metrics``) for platform admins; alerts (``GET /alerts``) for everyone, each
+seeing the platform's and their tenant's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from jupyter_server.auth.decorator import authorized
 from prometheus_client import CONTENT_TYPE_LATEST
 from tornado import web
 
-from ..models import AuditQuery
+from ..models import AlertsQuery, AuditQuery
 from .base import API_PREFIX, HeteroHandler
 
 
@@ -38,5 +39,12 @@ class MetricsHandler(HeteroHandler):
         self.finish(body, set_content_type=CONTENT_TYPE_LATEST)
 
 
+class AlertsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply(self.platform.alerts.list(self.identity, self.query(AlertsQuery).state))
+
+
 default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/audit/verify", AuditVerifyHandler),
-                    (rf"/{API_PREFIX}/metrics", MetricsHandler)]
+                    (rf"/{API_PREFIX}/metrics", MetricsHandler), (rf"/{API_PREFIX}/alerts", AlertsHandler)]
