@@ -1,6 +1,8 @@
-"""``jupyter hetero export kueue``: the catalog as Kueue objects, for ``kubectl apply``.
+"""``jupyter hetero export kueue|prometheus-rules``: the catalog as Kueue objects, for ``kubectl apply``, or its
+alert rules as Prometheus alerting rules.
 
     jupyter hetero export kueue [--catalog FILE] [--namespace PATTERN] [-o DIR]
+    jupyter hetero export prometheus-rules [--catalog FILE] [-o FILE]
 
 Without ``-o`` the objects are printed as one multi-document YAML stream; with it, one file per kind
 is written into DIR, numbered so that ``kubectl apply -f DIR`` creates what an object refers to first.
@@ -16,6 +18,7 @@ import yaml
 
 from ..catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
 from ..export.kueue import DEFAULT_NAMESPACE, DEFAULT_PREFIX, KINDS, kueue_objects
+from ..export.prometheus import rule_groups
 
 __all__ = ["add_export_parser", "kind_file_name"]
 
@@ -39,6 +42,26 @@ def add_export_parser(commands) -> None:
                        help=f"prefix of the cluster-wide names (default: {DEFAULT_PREFIX})")
     kueue.add_argument("-o", "--output", metavar="DIR", help="write one YAML file per kind into DIR instead")
     kueue.set_defaults(run=_export_kueue)
+    rules = targets.add_parser("prometheus-rules", help="the catalog's alert rules as Prometheus alerting rules over "
+                                                        "the metrics endpoint's metrics")
+    rules.add_argument("--catalog", help="catalog YAML (default: the shipped one)")
+    rules.add_argument("-o", "--output", metavar="FILE", help="write the rule file here instead of printing it")
+    rules.set_defaults(run=_export_rules)
+
+
+def _export_rules(args: argparse.Namespace) -> int:
+    try:
+        groups = rule_groups(load_catalog(args.catalog or DEFAULT_CATALOG_PATH))
+    except CatalogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    text = yaml.safe_dump(groups, sort_keys=False, allow_unicode=True, width=120)
+    if args.output is None:
+        print(text, end="")
+        return 0
+    Path(args.output).write_text(text, encoding="utf-8")
+    print(f"{args.output}: {len(groups['groups'][0]['rules'])} rules")
+    return 0
 
 
 def _export_kueue(args: argparse.Namespace) -> int:

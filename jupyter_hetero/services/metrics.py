@@ -42,7 +42,8 @@ _FAILURES = (("out of memory", "out-of-memory"), ("time limit", "time-limit"), (
 
 # Every family the endpoint has, by group (the Grafana dashboard's test reads it too).
 FAMILIES = {
-    "resource": ("hetero_node_devices", "hetero_node_devices_allocated", "hetero_node_cpu_cores",
+    "resource": ("hetero_node_devices", "hetero_node_devices_allocated", "hetero_node_device_memory_bytes",
+                 "hetero_node_cpu_cores",
                  "hetero_node_cpu_cores_allocated", "hetero_node_memory_bytes", "hetero_node_memory_allocated_bytes",
                  "hetero_node_up", "hetero_node_device_utilisation_ratio", "hetero_node_cpu_utilisation_ratio",
                  "hetero_node_memory_used_bytes", "hetero_device_memory_watermark_bytes", "hetero_queue_wait_seconds"),
@@ -82,6 +83,8 @@ class PlatformMetrics:
         devices = _gauge("hetero_node_devices", "Devices a node has", ["node", "flavor", "family"])
         devices_allocated = _gauge("hetero_node_devices_allocated", "Devices admitted work holds on a node "
                                    "(fractions count as such)", ["node", "flavor"])
+        device_memory = _gauge("hetero_node_device_memory_bytes", "Memory of each of a node's devices",
+                               ["node", "flavor"])
         cores = _gauge("hetero_node_cpu_cores", "CPU cores a node has", ["node"])
         cores_allocated = _gauge("hetero_node_cpu_cores_allocated", "CPU cores admitted work holds", ["node"])
         memory = _gauge("hetero_node_memory_bytes", "Memory a node has", ["node"])
@@ -97,6 +100,8 @@ class PlatformMetrics:
             family = capability.family.value if capability.family else "cpu"
             devices.add_metric([view.name, flavor, family], capability.device_count)
             devices_allocated.add_metric([view.name, flavor], held.get("device_milli", 0) / 1000)
+            if capability.accelerator is not None:
+                device_memory.add_metric([view.name, flavor], capability.accelerator.memory_mib * _MIB)
             cores.add_metric([view.name], capability.cpu_milli / 1000)
             cores_allocated.add_metric([view.name], held.get("cpu_milli", 0) / 1000)
             memory.add_metric([view.name], capability.memory_mib * _MIB)
@@ -108,7 +113,7 @@ class PlatformMetrics:
                 memory_used.add_metric([view.name], used["memory_used_mib"] * _MIB)
                 if "gpu_util_pct" in used:
                     device_used.add_metric([view.name], used["gpu_util_pct"] / 100)
-        yield from (devices, devices_allocated, cores, cores_allocated, memory, memory_allocated, up, device_used,
+        yield from (devices, devices_allocated, device_memory, cores, cores_allocated, memory, memory_allocated, up, device_used,
                     cpu_used, memory_used)
 
         watermark: dict[str, float] = {}

@@ -68,6 +68,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
       Notification.error(message, { autoClose: 10000 })
     );
     model.failed.connect((_, failure) => notifier.notify(failure));
+    model.alertFired.connect((_, alert) => {
+      const text = trans.__('Hetero alert: %1', model.alertMessage(alert));
+      if (alert.severity === 'info') {
+        Notification.info(text, { autoClose: 10000 });
+      } else {
+        Notification.warning(text, { autoClose: false });
+      }
+    });
     let defaultTemplate = 'interactive';
 
     const panel = new HeteroPanel({

@@ -70,6 +70,8 @@ export class HeteroPanel extends ReactWidget {
               tabs={tabs}
               current={current}
               onSelect={id => (this.section = id)}
+              alerts={model.alerts}
+              alertMessage={alert => model.alertMessage(alert)}
             >
               {this._renderSection(current)}
             </HeteroPanelView>

@@ -3,6 +3,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import type { components } from './api.gen';
 import { requestAPI, streamAPI } from './handler';
 import type {
+  IAlert,
   IExplanation,
   IKernelUsage,
   IMyTenant,
@@ -54,6 +55,7 @@ export interface IHeteroService {
   listTenants(): Promise<ITenant[]>;
   listNodes(): Promise<INode[]>;
   listServices(): Promise<IService[]>;
+  listFiringAlerts(): Promise<IAlert[]>;
   rollBackService(name: string): Promise<IService>;
   listMyWorkloads(): Promise<IWorkload[]>;
   getWorkload(id: number, lang: Lang): Promise<IWorkload>;
@@ -101,6 +103,11 @@ export class HeteroService implements IHeteroService {
 
   listServices(): Promise<IService[]> {
     return this._get('services');
+  }
+
+  /** Alerts firing now that the caller may see: the platform's and their tenant's. */
+  listFiringAlerts(): Promise<IAlert[]> {
+    return this._get('alerts?state=firing');
   }
 
   /** End a service's canary under trial (or, with none, go back to the previous stable revision). */

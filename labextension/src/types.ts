@@ -61,6 +61,9 @@ export type INode = Schemas['Node'];
 /** What `GET /services` answers, one each. */
 export type IService = Schemas['Service'];
 
+/** A rule that found something wrong, from firing to resolved (`GET /alerts`). */
+export type IAlert = Schemas['Alert'];
+
 /** A node's measured use: CPU and memory, and its GPUs' where NVML measures them. */
 export type INodeUtilisation = Schemas['NodeUtilisation'];
 

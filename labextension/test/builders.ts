@@ -1,5 +1,6 @@
 // Builders of API answers for tests: realistic defaults, override what a test is about.
 import type {
+  IAlert,
   IAttempt,
   IExplanation,
   IFailurePolicy,
@@ -360,6 +361,25 @@ export function kernelUsage(overrides: Partial<IKernelUsage> = {}): IKernelUsage
     idle: true,
     device_utilisation: null,
     device_note: 'emulated devices are not measured',
+    ...overrides
+  };
+}
+
+export function alert(overrides: Partial<IAlert> = {}): IAlert {
+  return {
+    id: 1,
+    rule: 'queue-wait',
+    kind: 'queue-wait',
+    subject: 'queue/batch',
+    tenant: null,
+    severity: 'warning',
+    state: 'firing',
+    message: 'queue batch: workload 7 has waited 90 s, past its max wait of 60 s',
+    message_zh: '队列 batch：作业 7 已等待 90 秒，超过其最长等待时间 60 秒',
+    figures: { queue: 'batch', workload: 7, waited_s: 90, max_wait_s: 60 },
+    fired_at: 0,
+    resolved_at: null,
+    deliveries: [],
     ...overrides
   };
 }

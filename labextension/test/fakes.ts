@@ -2,6 +2,7 @@
 import { HeteroAPIError } from '../src/handler';
 import type { IHeteroService, IPreviewRequest, SubmitJob } from '../src/service';
 import type {
+  IAlert,
   IExplanation,
   IKernelUsage,
   IMyTenant,
@@ -29,6 +30,7 @@ export class FakeService implements IHeteroService {
   tenants: ITenant[] = [build.tenant()];
   nodes: INode[] = [build.node()];
   services: IService[] = [];
+  alerts: IAlert[] = [];
   workloads: IWorkload[] = [build.workload()];
   /** Answers of `getWorkload` by id; the list entry when absent. */
   details = new Map<number, IWorkload>();
@@ -96,6 +98,9 @@ export class FakeService implements IHeteroService {
   }
   listServices(): Promise<IService[]> {
     return this._answer('listServices', [], () => this.services);
+  }
+  listFiringAlerts(): Promise<IAlert[]> {
+    return this._answer('listFiringAlerts', [], () => this.alerts);
   }
   rollBackService(name: string): Promise<IService> {
     return this._answer('rollBackService', [name], () => {

@@ -32,6 +32,24 @@ describe('HeteroModel', () => {
     expect(changes.length).toBeGreaterThan(1);
   });
 
+  it('keeps the alerts firing and tells each new one once, in its language', async () => {
+    const service = new FakeService();
+    service.alerts = [build.alert()];
+    const model = new HeteroModel({ service, lang: 'zh', previewDelayMs: 0 });
+    const fired = record(model.alertFired);
+
+    await model.refresh();
+    await model.refresh(); // still firing: not told again
+    expect(model.alerts.map(a => a.id)).toEqual([1]);
+    expect(fired.map(alert => alert.id)).toEqual([1]);
+    expect(model.alertMessage(model.alerts[0])).toBe('队列 batch：作业 7 已等待 90 秒，超过其最长等待时间 60 秒');
+
+    service.alerts = [build.alert({ id: 2, rule: 'node-lost', severity: 'critical' })];
+    await model.refresh();
+    expect(model.alerts.map(a => a.id)).toEqual([2]); // the first resolved
+    expect(fired.map(alert => alert.id)).toEqual([1, 2]);
+  });
+
   it('lists tenants only for admins', async () => {
     const member = new FakeService();
     await new HeteroModel({ service: member }).refresh();

@@ -1,15 +1,18 @@
 """The metrics endpoint through a real server after real jobs: it parses with prometheus-client's own parser, has
-every family of the three groups, its figures agree with the store, only platform admins may read it; and the
-Grafana dashboard in the repo asks only for metrics the endpoint has, and for each of them."""
+every family of the three groups, its figures agree with the store, only platform admins may read it; the
+Grafana dashboard in the repo asks only for metrics the endpoint has, and for each of them; and so do the
+Prometheus alerting rules ``jupyter hetero export prometheus-rules`` writes."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from jupyter_hetero.services.metrics import FAMILIES
@@ -83,13 +86,29 @@ async def test_the_metrics_parse_have_every_family_and_agree_with_the_store(api,
     assert value(families["hetero_audit_entries"], outcome="denied") == 1  # alice's attempt
 
 
-async def test_the_grafana_dashboard_asks_only_for_metrics_that_exist_and_for_every_family(api, jp_fetch):
+def asked_for(expressions: list[str]) -> set[str]:
+    return {name for expr in expressions for name in re.findall(r"\bhetero_[a-z_]+", expr)}
+
+
+async def test_the_grafana_dashboard_and_the_alerting_rules_ask_only_for_metrics_that_exist(api, jp_fetch):
     families = await scrape(jp_fetch)
-    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
-    names = {name for expr in expressions for name in re.findall(r"\bhetero_[a-z_]+", expr)}
     known = {family.name + suffix for family in families.values() for suffix in SUFFIXES[family.type]}
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    names = asked_for([target["expr"] for panel in dashboard["panels"] for target in panel["targets"]])
     assert names and not names - known, f"the dashboard asks for metrics the endpoint lacks: {sorted(names - known)}"
-    asked = {family.name for family in families.values()
+    shown = {family.name for family in families.values()
              if any(family.name + suffix in names for suffix in SUFFIXES[family.type])}
-    assert asked == set(families), f"families no panel shows: {sorted(set(families) - asked)}"
+    assert shown == set(families), f"families no panel shows: {sorted(set(families) - shown)}"
+
+    exported = subprocess.run([sys.executable, "-m", "jupyter_hetero.cli", "export", "prometheus-rules"],
+                              capture_output=True, text=True, timeout=60, check=True)
+    [group] = yaml.safe_load(exported.stdout)["groups"]
+    rules = group["rules"]
+    assert {rule["labels"]["rule"] for rule in rules} == {"queue-wait", "node-lost", "failure-rate",
+                                                          "quota-nearly-exhausted", "device-memory-near-limit"}
+    assert all(rule["alert"].startswith("Hetero") and rule["labels"]["severity"] in ("info", "warning", "critical")
+               for rule in rules)
+    names = asked_for([rule["expr"] for rule in rules])
+    assert names and not names - known, f"the alerting rules ask for metrics the endpoint lacks: {sorted(names - known)}"
+    waits = [rule for rule in rules if rule["labels"]["rule"] == "queue-wait"]
+    assert {rule["labels"]["queue"] for rule in waits} == {queue["name"] for queue in await api("queues")}

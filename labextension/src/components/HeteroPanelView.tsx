@@ -1,6 +1,8 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import type { IAlert } from '../types';
+import { AlertList } from './common/AlertList';
 import { ErrorMessage } from './common/ErrorMessage';
 import { ISectionTab, SectionId, sectionPanelId, sectionTabId, SectionTabs } from './common/SectionTabs';
 import { VersionBanner } from './common/VersionBanner';
@@ -15,6 +17,9 @@ export interface IHeteroPanelViewProps {
   tabs: ISectionTab[];
   current: SectionId;
   onSelect: (id: SectionId) => void;
+  /** Alerts firing now, shown above the sections, and each one's message in the panel's language. */
+  alerts?: readonly IAlert[];
+  alertMessage?: (alert: IAlert) => string;
   /** The current section's content. */
   children?: React.ReactNode;
 }
@@ -37,6 +42,7 @@ export function HeteroPanelView(props: IHeteroPanelViewProps): JSX.Element {
         </button>
       </header>
       {error !== null && <ErrorMessage message={error} trans={trans} />}
+      <AlertList alerts={props.alerts ?? []} messageOf={props.alertMessage ?? (alert => alert.message)} trans={trans} />
       <SectionTabs
         tabs={props.tabs}
         current={current}

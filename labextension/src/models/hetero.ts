@@ -1,7 +1,19 @@
 import { localized } from '../format';
 import type { IHeteroService } from '../service';
 import type { ITrafficPoint } from '../components/services/TrafficChart';
-import type { ILocalized, IMyTenant, INode, IQueueStatus, IService, ITemplate, ITenant, Lang } from '../types';
+import { Signal } from '@lumino/signaling';
+
+import type {
+  IAlert,
+  ILocalized,
+  IMyTenant,
+  INode,
+  IQueueStatus,
+  IService,
+  ITemplate,
+  ITenant,
+  Lang
+} from '../types';
 import { IFailure, messageOf, ModelBase } from './base';
 import { LaunchModel } from './launch';
 import { WorkModel } from './work';
@@ -78,6 +90,31 @@ export class HeteroModel extends ModelBase {
     return this._services;
   }
 
+  /** Alerts firing now that the caller may see, newest first, as of the last refresh. */
+  get alerts(): readonly IAlert[] {
+    return this._alerts;
+  }
+
+  /** Each alert once, the first refresh that finds it firing (for a notification). */
+  get alertFired(): Signal<this, IAlert> {
+    return this._alertFired;
+  }
+
+  /** An alert's message in the panel's language. */
+  alertMessage(alert: IAlert): string {
+    return this.lang === 'zh' ? alert.message_zh : alert.message;
+  }
+
+  private _setAlerts(alerts: IAlert[]): void {
+    this._alerts = alerts;
+    for (const alert of alerts) {
+      if (!this._alertsSeen.has(alert.id)) {
+        this._alertsSeen.add(alert.id);
+        this._alertFired.emit(alert);
+      }
+    }
+  }
+
   /** Each service's requests/s and p95 latency over the last refreshes, oldest first, for its chart. */
   get serviceHistory(): ReadonlyMap<string, readonly ITrafficPoint[]> {
     return this._serviceHistory;
@@ -132,15 +169,16 @@ export class HeteroModel extends ModelBase {
     this.emitChanged();
     const s = this._service;
     const workDone = this.work.refresh();
-    const [version, me, templates, queues, nodes, services] = await Promise.allSettled([
+    const [version, me, templates, queues, nodes, services, alerts] = await Promise.allSettled([
       s.getVersion(),
       s.getMyTenant(),
       s.listTemplates(),
       s.listQueues(),
       s.listNodes(),
-      s.listServices()
+      s.listServices(),
+      s.listFiringAlerts()
     ]);
-    const failures = [version, me, templates, queues, nodes, services]
+    const failures = [version, me, templates, queues, nodes, services, alerts]
       .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
       .map(r => messageOf(r.reason));
     let tenants: ITenant[] = [];
@@ -171,6 +209,9 @@ export class HeteroModel extends ModelBase {
     }
     if (services.status === 'fulfilled') {
       this._setServices(services.value);
+    }
+    if (alerts.status === 'fulfilled') {
+      this._setAlerts(alerts.value);
     }
     if (templates.status === 'fulfilled') {
       this._templates = templates.value;
@@ -222,6 +263,9 @@ export class HeteroModel extends ModelBase {
   private _queues: IQueueStatus[] = [];
   private _nodes: INode[] = [];
   private _services: IService[] = [];
+  private _alerts: IAlert[] = [];
+  private _alertsSeen = new Set<number>();
+  private _alertFired = new Signal<this, IAlert>(this);
   private _serviceHistory = new Map<string, ITrafficPoint[]>();
   private _tenants: ITenant[] = [];
   private _error: string | null = null;

@@ -350,6 +350,26 @@ describe('HeteroPanelView', () => {
     expect(controlling).toEqual(['Queues']);
   });
 
+  it('shows the alerts firing above the sections, critical ones as alerts, none when none fires', () => {
+    const alerts = [
+      build.alert(),
+      build.alert({ id: 2, rule: 'node-lost', severity: 'critical', message: 'node gpu-1 is lost' })
+    ];
+    rendered = render(
+      <HeteroPanelView version="0.1.0" error={null} loading={false} trans={trans} onRefresh={vi.fn()} tabs={tabs} current="queues" onSelect={vi.fn()} alerts={alerts} alertMessage={alert => alert.message} />
+    );
+    const shown = [...rendered.host.querySelectorAll('.jp-hetero-alert')];
+    expect(shown.map(li => [li.getAttribute('data-severity'), li.getAttribute('role'), li.textContent])).toEqual([
+      ['warning', 'alert', 'Warning queue batch: workload 7 has waited 90 s, past its max wait of 60 s'],
+      ['critical', 'alert', 'Critical node gpu-1 is lost']
+    ]);
+    rendered.unmount();
+    rendered = render(
+      <HeteroPanelView version="0.1.0" error={null} loading={false} trans={trans} onRefresh={vi.fn()} tabs={tabs} current="queues" onSelect={vi.fn()} alerts={[]} />
+    );
+    expect(rendered.host.querySelector('.jp-hetero-alerts')).toBeNull();
+  });
+
   it('switches sections with clicks and arrow keys', () => {
     const onSelect = vi.fn();
     rendered = render(
