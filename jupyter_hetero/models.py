@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .capability import AcceleratorFamily
 from .catalog import TaskType, WorkloadKind
+from .units import DurationS
 
 __all__ = [
     "ExplainQuery",
@@ -21,6 +22,7 @@ __all__ = [
     "ActivityReport",
     "AlertsQuery",
     "AuditQuery",
+    "UsageQuery",
     "CreateService",
     "KernelActivity",
     "KernelConnection",
@@ -240,6 +242,13 @@ class ExplainQuery(_Query):
 
 class PreemptQuery(_Query):
     dry_run: bool = False
+
+
+class UsageQuery(_Query):
+    """``GET /usage``: what was held over the last ``since`` (a duration: 30d, 12h, 3600), grouped ``by``."""
+
+    since: DurationS = Field(default=30 * 86400, ge=1)
+    by: Literal["tenant", "user", "queue", "template", "cost_centre", "flavor"] = "tenant"
 
 
 class AlertsQuery(_Query):

@@ -72,6 +72,16 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
         bad = hetero(server, "submit", "--template", "nope", "--", "true")
         assert bad.returncode == 1 and "template 'nope' does not exist" in bad.stderr
 
+        # Usage and the audit log, as the owner (a platform admin) reads them.
+        usage = json.loads(hetero(server, "usage", "--since", "1h", "--by", "queue", "--json").stdout)
+        assert usage["scope"] == "all" and usage["rows"][0]["key"] == "batch" and usage["rows"][0]["core_hours"] > 0
+        table = hetero(server, "usage", "--since", "1h")
+        assert table.returncode == 0 and table.stdout.splitlines()[-1].startswith("total "), table.stdout
+        audit = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "audit", "list", "--url", server.base_url,
+                                "--token", server.token, "--action", "audit.", "--json"],
+                               capture_output=True, text=True, timeout=120)
+        assert audit.returncode == 0 and json.loads(audit.stdout)["entries"], audit.stdout + audit.stderr
+
 
 def test_a_sigkill_during_a_burst_of_200_submissions_loses_nothing_acknowledged(layout):
     server = start(layout, "first")

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .responses import Answer
 
-__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict"]
+__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict", "Usage", "UsageRow"]
 
 
 class AuditEntry(Answer):
@@ -55,3 +55,29 @@ class Alert(Answer):
     fired_at: float
     resolved_at: float | None
     deliveries: list[dict[str, Any]] = Field(description="Each webhook call: status, at, outcome.")
+
+
+class UsageRow(Answer):
+    """What one group held over the period."""
+
+    key: str = Field(description="The tenant, user, queue, template, cost centre or flavor.")
+    cost_centre: str | None = Field(default=None, description="The tenant's, when grouped by tenant.")
+    device_hours: float = Field(description="Devices held (fractions as such) times hours.")
+    accelerator_hours: float = Field(description="Device-hours normalised by each flavor's accelerator_weight "
+                                                 "(an A100 80GB is 1).")
+    idle_device_hours: float = Field(description="The held device-hours its devices measurably did not use.")
+    unmeasured_device_hours: float = Field(description="Device-hours whose use was not measured (emulated, pods).")
+    core_hours: float
+    cost: float = Field(description="At the catalog's price_per_hour: per device-hour, per core-hour for CPU "
+                                    "flavors.")
+    attempts: int
+
+
+class Usage(Answer):
+    by: Literal["tenant", "user", "queue", "template", "cost_centre", "flavor"]
+    since: float
+    until: float
+    scope: Literal["all", "tenant", "own"] = Field(description="Whose attempts are counted: everyone's (platform "
+                                                               "admins), the tenant's (its admins), one's own.")
+    rows: list[UsageRow] = Field(description="Costliest first.")
+    total: dict[str, float]

@@ -14,6 +14,7 @@ from ..models import (
     ActivityReport,
     AlertsQuery,
     AuditQuery,
+    UsageQuery,
     CreateService,
     ExplainQuery,
     FilesQuery,
@@ -91,6 +92,10 @@ ROUTES: tuple[Route, ...] = (
           errors=(FORBIDDEN,)),
     Route("/alerts", "get", "listAlerts", "Alerts, newest first: the platform's and the caller's tenant's "
           "(every one for platform admins)", [a.Alert], query=AlertsQuery, answer_description="Alerts",
+          errors=(BAD_REQUEST,)),
+    Route("/usage", "get", "getUsage", "Device-hours, normalised accelerator-hours, idle time and cost over a period, "
+          "grouped by tenant, user, queue, template, cost centre or flavor", a.Usage, query=UsageQuery,
+          answer_description="Everyone's for platform admins, the tenant's for its admins, one's own for members",
           errors=(BAD_REQUEST,)),
     Route("/metrics", "get", "getMetrics", "The platform's metrics in Prometheus' text format (platform admins)",
           None, answer_description="Resource, task and governance families (see docs/governance.md)",

@@ -139,6 +139,10 @@ class Flavor(_Model):
     price_per_hour: float = Field(
         default=0, ge=0, description="Cost of one device-hour (one core-hour for CPU flavors)."
     )
+    accelerator_weight: float = Field(
+        default=1.0, ge=0, description="Normalised accelerator-hours one device-hour of this flavor counts as (an "
+        "A100 80GB is 1); how usage of different chips is added up."
+    )
 
     @property
     def family(self) -> AcceleratorFamily:

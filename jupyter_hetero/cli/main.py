@@ -7,6 +7,7 @@
     jupyter hetero export kueue [--catalog FILE] [--namespace hetero-{tenant}] [-o DIR]
     jupyter hetero hub-config [--z2jh]
     jupyter hetero audit verify [--db-url URL]        (exit 1 naming the first entry that breaks the chain)
+    jupyter hetero usage [--since 30d] [--by tenant|user|queue|template|cost_centre|flavor]
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
 
@@ -38,7 +39,10 @@ _LAZY_COMMANDS = {
     "k8s": ("jupyter_hetero.cli.k8s", "add_k8s_parser",
             "show the Kubernetes objects the backend would create"),
     "export": ("jupyter_hetero.cli.export", "add_export_parser", "write the catalog as another scheduler's objects"),
-    "audit": ("jupyter_hetero.cli.audit", "add_audit_parser", "verify the audit log's hash chain, or list its entries"),
+    "audit": ("jupyter_hetero.cli.governance", "add_audit_parser",
+              "verify the audit log's hash chain, or list its entries"),
+    "usage": ("jupyter_hetero.cli.governance", "add_usage_parser",
+              "device-hours, accelerator-hours, idle time and cost over a period"),
     "hub-config": ("jupyter_hetero.cli.hub", "add_hub_config_parser",
                    "print the JupyterHub configuration for the hetero service and profiles"),
 }

@@ -1,6 +1,7 @@
 """Governance: the audit log (``GET /audit``, filtered and paged; ``GET /audit/verify``) and the metrics in
 Prometheus' text format (``GET /metrics``) for platform admins; alerts (``GET /alerts``) for everyone, each
-seeing the platform's and their tenant's."""
+seeing the platform's and their tenant's; usage and cost (``GET /usage``), everyone's for admins, a tenant's for
+its admins, one's own for members."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from jupyter_server.auth.decorator import authorized
 from prometheus_client import CONTENT_TYPE_LATEST
 from tornado import web
 
-from ..models import AlertsQuery, AuditQuery
+from ..models import AlertsQuery, AuditQuery, UsageQuery
 from .base import API_PREFIX, HeteroHandler
 
 
@@ -46,5 +47,15 @@ class AlertsHandler(HeteroHandler):
         self.reply(self.platform.alerts.list(self.identity, self.query(AlertsQuery).state))
 
 
+class UsageHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        query, identity = self.query(UsageQuery), self.identity
+        # Every attempt of the period is read and summed: in a worker thread.
+        self.reply(await self.off_loop(lambda: self.platform.usage.report(identity, query)))
+
+
 default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/audit/verify", AuditVerifyHandler),
-                    (rf"/{API_PREFIX}/metrics", MetricsHandler), (rf"/{API_PREFIX}/alerts", AlertsHandler)]
+                    (rf"/{API_PREFIX}/metrics", MetricsHandler), (rf"/{API_PREFIX}/alerts", AlertsHandler),
+                    (rf"/{API_PREFIX}/usage", UsageHandler)]

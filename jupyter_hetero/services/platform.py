@@ -32,6 +32,7 @@ from .alerts import AlertService
 from .audit import AuditService
 from .metrics import PlatformMetrics
 from .serving import ServingService
+from .usage import UsageService
 from .user_kernels import UserKernelService
 from .loop import SchedulerLoop
 from .scheduler import Scheduler
@@ -118,6 +119,7 @@ class Platform:
                                      reported=self.kernels.reported, **launched)
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
+        self.usage = UsageService(self.catalog, self.repository, self.clock)
         self.alerts = AlertService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                    clock=self.clock, quota_use=self.catalog_service.tenant_usage,
                                    device_memory=self.scheduler.device_memory, webhook=self.alert_webhook,

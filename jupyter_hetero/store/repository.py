@@ -355,6 +355,18 @@ class Repository:
             row.updated_at = self.clock()
             return row
 
+    def attempts_between(self, since: float, until: float) -> list[tuple]:
+        """Every attempt that ran within [since, until): (tenant, user, queue, template, placement, request,
+        started_at, ended_at, metrics)."""
+        query = (select(WorkloadRow.tenant, WorkloadRow.user, WorkloadRow.queue, WorkloadRow.template,
+                        AttemptRow.placement, WorkloadRow.request, AttemptRow.started_at, AttemptRow.ended_at,
+                        AttemptRow.metrics)
+                 .join(WorkloadRow, AttemptRow.workload_id == WorkloadRow.id)
+                 .where(AttemptRow.started_at < until,
+                        (AttemptRow.ended_at.is_(None)) | (AttemptRow.ended_at > since)))
+        with self.session() as session:
+            return [tuple(row) for row in session.execute(query)]
+
     # -- alerts ------------------------------------------------------------------------------
 
     def oldest_pending(self) -> dict[str, tuple[float, int]]:

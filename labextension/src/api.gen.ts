@@ -177,6 +177,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Device-hours, normalised accelerator-hours, idle time and cost over a period, grouped by tenant, user, queue, template, cost centre or flavor */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -1976,6 +1993,48 @@ export interface components {
             error_rate: number | null;
             latency_ms: components["schemas"]["Latency"] | null;
         };
+        /** Usage */
+        Usage: {
+            /** @enum {string} */
+            by: "tenant" | "user" | "queue" | "template" | "cost_centre" | "flavor";
+            since: number;
+            until: number;
+            /**
+             * @description Whose attempts are counted: everyone's (platform admins), the tenant's (its admins), one's own.
+             * @enum {string}
+             */
+            scope: "all" | "tenant" | "own";
+            /** @description Costliest first. */
+            rows: components["schemas"]["UsageRow"][];
+            total: {
+                [key: string]: number;
+            };
+        };
+        /**
+         * UsageRow
+         * @description What one group held over the period.
+         */
+        UsageRow: {
+            /** @description The tenant, user, queue, template, cost centre or flavor. */
+            key: string;
+            /**
+             * @description The tenant's, when grouped by tenant.
+             * @default null
+             */
+            cost_centre?: string | null;
+            /** @description Devices held (fractions as such) times hours. */
+            device_hours: number;
+            /** @description Device-hours normalised by each flavor's accelerator_weight (an A100 80GB is 1). */
+            accelerator_hours: number;
+            /** @description The held device-hours its devices measurably did not use. */
+            idle_device_hours: number;
+            /** @description Device-hours whose use was not measured (emulated, pods). */
+            unmeasured_device_hours: number;
+            core_hours: number;
+            /** @description At the catalog's price_per_hour: per device-hour, per core-hour for CPU flavors. */
+            cost: number;
+            attempts: number;
+        };
         /**
          * Version
          * @description ``GET /version``.
@@ -2355,6 +2414,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Alert"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                since?: number;
+                by?: "tenant" | "user" | "queue" | "template" | "cost_centre" | "flavor";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Everyone's for platform admins, the tenant's for its admins, one's own for members */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,8 +1,10 @@
-"""``jupyter hetero audit verify|list``: the audit log's hash chain, checked on the database itself, and its entries.
+"""``jupyter hetero audit verify|list`` and ``jupyter hetero usage``: the audit log's hash chain, checked on the
+database itself, and its entries; usage and cost over a period.
 
     jupyter hetero audit verify                                  # the default server's database
     jupyter hetero audit verify --db-url postgresql://hetero@db/hetero
     jupyter hetero audit list --action workload. --outcome denied [--json]     (through a running server)
+    jupyter hetero usage --since 30d --by cost_centre [--json]                (through a running server)
 
 ``verify`` reads the database directly, not through a server: it is the check of a store someone may have
 edited. It exits 0 when the chain is intact, 1 naming the first entry that breaks it, 2 when there is no
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from .workloads import _client, _guarded, server_options
 
-__all__ = ["add_audit_parser"]
+__all__ = ["add_audit_parser", "add_usage_parser"]
 
 
 def add_audit_parser(commands) -> None:
@@ -35,6 +37,36 @@ def add_audit_parser(commands) -> None:
     listed.add_argument("--limit", type=int, default=200)
     listed.add_argument("--json", action="store_true")
     listed.set_defaults(run=_guarded(_list))
+
+
+def add_usage_parser(commands) -> None:
+    usage = commands.add_parser("usage", parents=[server_options()],
+                                help="device-hours, accelerator-hours, idle time and cost over a period")
+    usage.add_argument("--since", default="30d", help="how far back (30d, 12h, 3600; default 30d)")
+    usage.add_argument("--by", default="tenant", choices=("tenant", "user", "queue", "template", "cost_centre",
+                                                          "flavor"))
+    usage.add_argument("--json", action="store_true")
+    usage.set_defaults(run=_guarded(_usage))
+
+
+def _usage(args: argparse.Namespace) -> int:
+    report = _client(args).request("GET", "usage", since=args.since, by=args.by)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    from ..notebook.display import Table
+
+    columns = ["device_hours", "accelerator_hours", "idle_device_hours", "unmeasured_device_hours", "core_hours",
+               "cost", "attempts"]
+    print(repr(Table([args.by, "device-h", "accel-h", "idle device-h", "unmeasured device-h", "core-h", "cost",
+                      "attempts"],
+                     [[row["key"], *(_figure(row[name]) for name in columns)] for row in report["rows"]]
+                     + [["total", *(_figure(report["total"][name]) for name in columns)]])))
+    return 0
+
+
+def _figure(value: float) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _verify(args: argparse.Namespace) -> int:
