@@ -22,6 +22,7 @@ __all__ = [
     "ActivityReport",
     "AlertsQuery",
     "AuditQuery",
+    "CapacityQuery",
     "UsageQuery",
     "CreateService",
     "KernelActivity",
@@ -249,6 +250,12 @@ class UsageQuery(_Query):
 
     since: DurationS = Field(default=30 * 86400, ge=1)
     by: Literal["tenant", "user", "queue", "template", "cost_centre", "flavor"] = "tenant"
+
+
+class CapacityQuery(_Query):
+    """``GET /capacity``: advice from what was recorded over the last ``since`` (a duration)."""
+
+    since: DurationS = Field(default=7 * 86400, ge=1)
 
 
 class AlertsQuery(_Query):

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .responses import Answer
 
-__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict", "Usage", "UsageRow"]
+__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict", "CapacityAdvice", "Usage", "UsageRow"]
 
 
 class AuditEntry(Answer):
@@ -81,3 +81,41 @@ class Usage(Answer):
                                                                "admins), the tenant's (its admins), one's own.")
     rows: list[UsageRow] = Field(description="Costliest first.")
     total: dict[str, float]
+
+
+class QueueWaits(Answer):
+    queue: str
+    max_wait_s: float | None
+    recorded_p95_s: float | None = Field(description="As it happened (a workload still waiting counts until now).")
+    replayed_p95_s: float | None = Field(description="Replaying the recorded workload on the nodes as they are now; "
+                                                     "None when some never start.")
+    workloads: int
+    over_max_wait: bool
+
+
+class MoreCapacity(Answer):
+    queue: str
+    flavor: str | None = Field(description="The flavor its waiting workloads asked for first.")
+    nodes: int | None = Field(description="Nodes like ``like`` to add; None when no number up to the limit is enough.")
+    devices: int | None
+    like: str | None
+    replayed_p95_s: float | None = Field(description="The queue's p95 wait replayed with them.")
+    max_wait_s: float
+    note: str | None = None
+
+
+class LessCapacity(Answer):
+    flavor: str
+    node: str = Field(description="A node whose devices could be released: the replay without it keeps every queue "
+                                  "within its max wait.")
+    devices: int
+    allocated_share: float = Field(description="Share of the flavor's device-hours allocated over the period.")
+    of_devices: int
+
+
+class CapacityAdvice(Answer):
+    quantile: float
+    period_s: float
+    queues: list[QueueWaits]
+    add: list[MoreCapacity]
+    release: list[LessCapacity]

@@ -1,7 +1,7 @@
 """Governance: the audit log (``GET /audit``, filtered and paged; ``GET /audit/verify``) and the metrics in
 Prometheus' text format (``GET /metrics``) for platform admins; alerts (``GET /alerts``) for everyone, each
 seeing the platform's and their tenant's; usage and cost (``GET /usage``), everyone's for admins, a tenant's for
-its admins, one's own for members."""
+its admins, one's own for members; capacity advice (``GET /capacity``, platform admins)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from jupyter_server.auth.decorator import authorized
 from prometheus_client import CONTENT_TYPE_LATEST
 from tornado import web
 
-from ..models import AlertsQuery, AuditQuery, UsageQuery
+from ..models import AlertsQuery, AuditQuery, CapacityQuery, UsageQuery
 from .base import API_PREFIX, HeteroHandler
 
 
@@ -56,6 +56,15 @@ class UsageHandler(HeteroHandler):
         self.reply(await self.off_loop(lambda: self.platform.usage.report(identity, query)))
 
 
+class CapacityHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        query, identity = self.query(CapacityQuery), self.identity
+        # It replays the recorded workload through the engine, several times: in a worker thread.
+        self.reply(await self.off_loop(lambda: self.platform.capacity.advice(identity, query)))
+
+
 default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/audit/verify", AuditVerifyHandler),
                     (rf"/{API_PREFIX}/metrics", MetricsHandler), (rf"/{API_PREFIX}/alerts", AlertsHandler),
-                    (rf"/{API_PREFIX}/usage", UsageHandler)]
+                    (rf"/{API_PREFIX}/usage", UsageHandler), (rf"/{API_PREFIX}/capacity", CapacityHandler)]

@@ -30,6 +30,7 @@ from .kernels import KernelService
 from .servers import ServerService
 from .alerts import AlertService
 from .audit import AuditService
+from .capacity import CapacityService
 from .metrics import PlatformMetrics
 from .serving import ServingService
 from .usage import UsageService
@@ -120,6 +121,8 @@ class Platform:
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
         self.usage = UsageService(self.catalog, self.repository, self.clock)
+        self.capacity = CapacityService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+                                        access=self.access, clock=self.clock)
         self.alerts = AlertService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                    clock=self.clock, quota_use=self.catalog_service.tenant_usage,
                                    device_memory=self.scheduler.device_memory, webhook=self.alert_webhook,

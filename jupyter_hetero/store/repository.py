@@ -367,6 +367,20 @@ class Repository:
         with self.session() as session:
             return [tuple(row) for row in session.execute(query)]
 
+    def recorded_workloads(self, since: float, kinds: tuple[str, ...] = ("job",)) -> list[tuple]:
+        """Workloads submitted since ``since``: (id, tenant, queue, template, request, created_at, admitted_at, seconds
+        run over its attempts so far), oldest first; what capacity advice replays."""
+        run = (select(AttemptRow.workload_id, func.sum(func.coalesce(AttemptRow.ended_at, AttemptRow.started_at)
+                                                       - AttemptRow.started_at).label("run_s"))
+               .group_by(AttemptRow.workload_id).subquery())
+        query = (select(WorkloadRow.id, WorkloadRow.tenant, WorkloadRow.queue, WorkloadRow.template,
+                        WorkloadRow.request, WorkloadRow.created_at, WorkloadRow.admitted_at, run.c.run_s)
+                 .outerjoin(run, run.c.workload_id == WorkloadRow.id)
+                 .where(WorkloadRow.created_at >= since, WorkloadRow.kind.in_(kinds))
+                 .order_by(WorkloadRow.created_at))
+        with self.session() as session:
+            return [tuple(row) for row in session.execute(query)]
+
     # -- alerts ------------------------------------------------------------------------------
 
     def oldest_pending(self) -> dict[str, tuple[float, int]]:

@@ -194,6 +194,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/capacity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Capacity advice: more nodes where recorded waits exceed a queue's max wait, release where devices sit unused, each checked by replaying the recorded workload through the engine (platform admins) */
+        get: operations["getCapacityAdvice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -857,6 +874,14 @@ export interface components {
              */
             min_requests: number;
         };
+        /** CapacityAdvice */
+        CapacityAdvice: {
+            quantile: number;
+            period_s: number;
+            queues: components["schemas"]["QueueWaits"][];
+            add: components["schemas"]["MoreCapacity"][];
+            release: components["schemas"]["LessCapacity"][];
+        };
         /**
          * CreateService
          * @description ``POST /services``: an online service of ``replicas`` copies of a model server, behind one endpoint.
@@ -1165,6 +1190,16 @@ export interface components {
              */
             connection?: components["schemas"]["KernelConnection"] | null;
         };
+        /** LessCapacity */
+        LessCapacity: {
+            flavor: string;
+            /** @description A node whose devices could be released: the replay without it keeps every queue within its max wait. */
+            node: string;
+            devices: number;
+            /** @description Share of the flavor's device-hours allocated over the period. */
+            allocated_share: number;
+            of_devices: number;
+        };
         /**
          * Localized
          * @description A text shown to users, in English and Simplified Chinese.
@@ -1195,6 +1230,21 @@ export interface components {
              * @default 0
              */
             tolerance: number;
+        };
+        /** MoreCapacity */
+        MoreCapacity: {
+            queue: string;
+            /** @description The flavor its waiting workloads asked for first. */
+            flavor: string | null;
+            /** @description Nodes like ``like`` to add; None when no number up to the limit is enough. */
+            nodes: number | null;
+            devices: number | null;
+            like: string | null;
+            /** @description The queue's p95 wait replayed with them. */
+            replayed_p95_s: number | null;
+            max_wait_s: number;
+            /** @default null */
+            note?: string | null;
         };
         /**
          * MyTenant
@@ -1456,6 +1506,17 @@ export interface components {
             quota: components["schemas"]["QuotaUse"][];
             /** @description Wall time of the scheduling cycle the counts, waits and use describe (each cycle sums them once; a submission or cancel wakes one). */
             status_at: number;
+        };
+        /** QueueWaits */
+        QueueWaits: {
+            queue: string;
+            max_wait_s: number | null;
+            /** @description As it happened (a workload still waiting counts until now). */
+            recorded_p95_s: number | null;
+            /** @description Replaying the recorded workload on the nodes as they are now; None when some never start. */
+            replayed_p95_s: number | null;
+            workloads: number;
+            over_max_wait: boolean;
         };
         /**
          * QuotaUse
@@ -2441,6 +2502,30 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+        };
+    };
+    getCapacityAdvice: {
+        parameters: {
+            query?: {
+                since?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The advice with the waits it rests on */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CapacityAdvice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
         };
     };
     getMetrics: {
