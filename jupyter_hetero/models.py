@@ -23,6 +23,7 @@ __all__ = [
     "AlertsQuery",
     "AuditQuery",
     "CapacityQuery",
+    "ReportQuery",
     "UsageQuery",
     "CreateService",
     "KernelActivity",
@@ -250,6 +251,14 @@ class UsageQuery(_Query):
 
     since: DurationS = Field(default=30 * 86400, ge=1)
     by: Literal["tenant", "user", "queue", "template", "cost_centre", "flavor"] = "tenant"
+
+
+class ReportQuery(_Query):
+    """``GET /report``: the acceptance report over the last ``since`` (a duration), as JSON or one HTML file."""
+
+    since: DurationS = Field(default=30 * 86400, ge=1)
+    format: Literal["json", "html"] = "json"
+    lang: Literal["en", "zh"] = "en"
 
 
 class CapacityQuery(_Query):

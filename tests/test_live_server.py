@@ -77,6 +77,11 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
         assert usage["scope"] == "all" and usage["rows"][0]["key"] == "batch" and usage["rows"][0]["core_hours"] > 0
         table = hetero(server, "usage", "--since", "1h")
         assert table.returncode == 0 and table.stdout.splitlines()[-1].startswith("total "), table.stdout
+        report = hetero(server, "report", "--since", "1h", "-o", str(layout.root / "report.html"))
+        assert report.returncode == 0 and "<h2 id=\"checkpoints\">" in (layout.root / "report.html").read_text()
+        checkpoints = json.loads(hetero(server, "report", "--since", "1h", "--format", "json").stdout)["checkpoints"]
+        assert [c["task_type"] for c in checkpoints] == ["data-preprocessing", "training", "online-inference",
+                                                         "batch-inference"]
         audit = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "audit", "list", "--url", server.base_url,
                                 "--token", server.token, "--action", "audit.", "--json"],
                                capture_output=True, text=True, timeout=120)

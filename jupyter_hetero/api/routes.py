@@ -15,6 +15,7 @@ from ..models import (
     AlertsQuery,
     AuditQuery,
     CapacityQuery,
+    ReportQuery,
     UsageQuery,
     CreateService,
     ExplainQuery,
@@ -102,6 +103,11 @@ ROUTES: tuple[Route, ...] = (
           "Capacity advice: more nodes where recorded waits exceed a queue's max wait, release where devices sit "
           "unused, each checked by replaying the recorded workload through the engine (platform admins)",
           a.CapacityAdvice, query=CapacityQuery, answer_description="The advice with the waits it rests on",
+          errors=(BAD_REQUEST, FORBIDDEN)),
+    Route("/report", "get", "getReport",
+          "The acceptance report: per task type the evidence chain and its checkpoints met or not (platform admins)",
+          None, query=ReportQuery, answer_description="JSON (format=json) or one self-contained HTML file "
+          "(format=html)", description="See docs/governance.md#acceptance-report for its sections.",
           errors=(BAD_REQUEST, FORBIDDEN)),
     Route("/metrics", "get", "getMetrics", "The platform's metrics in Prometheus' text format (platform admins)",
           None, answer_description="Resource, task and governance families (see docs/governance.md)",

@@ -1,10 +1,11 @@
-"""``jupyter hetero audit verify|list`` and ``jupyter hetero usage``: the audit log's hash chain, checked on the
-database itself, and its entries; usage and cost over a period.
+"""``jupyter hetero audit verify|list``, ``jupyter hetero usage`` and ``jupyter hetero report``: the audit log's hash
+chain, checked on the database itself, and its entries; usage and cost over a period; the acceptance report.
 
     jupyter hetero audit verify                                  # the default server's database
     jupyter hetero audit verify --db-url postgresql://hetero@db/hetero
     jupyter hetero audit list --action workload. --outcome denied [--json]     (through a running server)
     jupyter hetero usage --since 30d --by cost_centre [--json]                (through a running server)
+    jupyter hetero report --since 30d --format html -o report.html [--lang zh] (through a running server)
 
 ``verify`` reads the database directly, not through a server: it is the check of a store someone may have
 edited. It exits 0 when the chain is intact, 1 naming the first entry that breaks it, 2 when there is no
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from .workloads import _client, _guarded, server_options
 
-__all__ = ["add_audit_parser", "add_usage_parser"]
+__all__ = ["add_audit_parser", "add_report_parser", "add_usage_parser"]
 
 
 def add_audit_parser(commands) -> None:
@@ -62,6 +63,30 @@ def _usage(args: argparse.Namespace) -> int:
                       "attempts"],
                      [[row["key"], *(_figure(row[name]) for name in columns)] for row in report["rows"]]
                      + [["total", *(_figure(report["total"][name]) for name in columns)]])))
+    return 0
+
+
+def add_report_parser(commands) -> None:
+    report = commands.add_parser("report", parents=[server_options()],
+                                 help="the acceptance report: per task type its evidence and checkpoints")
+    report.add_argument("--since", default="30d", help="how far back (30d, 12h, 3600; default 30d)")
+    report.add_argument("--format", default="html", choices=("html", "json"))
+    report.add_argument("--lang", default="en", choices=("en", "zh"))
+    report.add_argument("-o", "--output", metavar="FILE", help="write it here instead of printing it")
+    report.set_defaults(run=_guarded(_report))
+
+
+def _report(args: argparse.Namespace) -> int:
+    client = _client(args)
+    if args.format == "json":
+        text = json.dumps(client.request("GET", "report", since=args.since), indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = client.text("report", since=args.since, format="html", lang=args.lang)
+    if args.output is None:
+        print(text, end="")
+        return 0
+    Path(args.output).write_text(text, encoding="utf-8")
+    print(f"{args.output}: the acceptance report since {args.since} ago ({args.format})")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Governance: the audit log (``GET /audit``, filtered and paged; ``GET /audit/verify``) and the metrics in
 Prometheus' text format (``GET /metrics``) for platform admins; alerts (``GET /alerts``) for everyone, each
 seeing the platform's and their tenant's; usage and cost (``GET /usage``), everyone's for admins, a tenant's for
-its admins, one's own for members; capacity advice (``GET /capacity``, platform admins)."""
+its admins, one's own for members; capacity advice (``GET /capacity``) and the acceptance report (``GET /report``), platform admins."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from jupyter_server.auth.decorator import authorized
 from prometheus_client import CONTENT_TYPE_LATEST
 from tornado import web
 
-from ..models import AlertsQuery, AuditQuery, CapacityQuery, UsageQuery
+from ..export.report_html import render_report
+from ..models import AlertsQuery, AuditQuery, CapacityQuery, ReportQuery, UsageQuery
 from .base import API_PREFIX, HeteroHandler
 
 
@@ -65,6 +66,26 @@ class CapacityHandler(HeteroHandler):
         self.reply(await self.off_loop(lambda: self.platform.capacity.advice(identity, query)))
 
 
+class ReportHandler(HeteroHandler):
+    @property
+    def content_security_policy(self) -> str:
+        # The HTML report styles itself inline and runs nothing: its style and its inline SVG may show, no script.
+        return super().content_security_policy + "; style-src 'unsafe-inline'; img-src data:; sandbox"
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        query, identity = self.query(ReportQuery), self.identity
+        # It reads every workload of the period and looks at their archives: in a worker thread.
+        report = await self.off_loop(lambda: self.platform.reports.build(identity, query.since))
+        if query.format == "json":
+            self.reply(report)
+            return
+        self.set_header("Content-Disposition", 'inline; filename="hetero-acceptance-report.html"')
+        self.finish(render_report(report, query.lang), set_content_type="text/html; charset=utf-8")
+
+
 default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/audit/verify", AuditVerifyHandler),
                     (rf"/{API_PREFIX}/metrics", MetricsHandler), (rf"/{API_PREFIX}/alerts", AlertsHandler),
-                    (rf"/{API_PREFIX}/usage", UsageHandler), (rf"/{API_PREFIX}/capacity", CapacityHandler)]
+                    (rf"/{API_PREFIX}/usage", UsageHandler), (rf"/{API_PREFIX}/capacity", CapacityHandler),
+                    (rf"/{API_PREFIX}/report", ReportHandler)]

@@ -118,6 +118,11 @@ class HeteroClient:
             raw = response.read()
         return json.loads(raw) if raw else None
 
+    def text(self, path: str, **params: Any) -> str:
+        """A GET whose answer is text (a log, an HTML report), as it comes."""
+        with self._open("GET", path, None, params) as response:
+            return response.read().decode("utf-8")
+
     # -- resources -------------------------------------------------------------------------------
 
     def version(self) -> dict:

@@ -32,6 +32,7 @@ from .alerts import AlertService
 from .audit import AuditService
 from .capacity import CapacityService
 from .metrics import PlatformMetrics
+from .report import ReportService
 from .serving import ServingService
 from .usage import UsageService
 from .user_kernels import UserKernelService
@@ -121,6 +122,8 @@ class Platform:
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
         self.usage = UsageService(self.catalog, self.repository, self.clock)
+        self.reports = ReportService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+                                     access=self.access, clock=self.clock)
         self.capacity = CapacityService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                         access=self.access, clock=self.clock)
         self.alerts = AlertService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,

@@ -381,6 +381,22 @@ class Repository:
         with self.session() as session:
             return [tuple(row) for row in session.execute(query)]
 
+    def record_since(self, since: float) -> dict[str, list]:
+        """What the acceptance report reads, in one snapshot: the workloads submitted since ``since``, their
+        attempts, their ``started`` events (image, pods), the alerts fired since and every service."""
+        with self.session() as session:
+            workloads = list(session.scalars(select(WorkloadRow).where(WorkloadRow.created_at >= since)
+                                             .order_by(WorkloadRow.id)))
+            ids = [row.id for row in workloads]
+            attempts = list(session.scalars(select(AttemptRow).where(AttemptRow.workload_id.in_(ids))
+                                            .order_by(AttemptRow.id))) if ids else []
+            started = list(session.scalars(select(EventRow).where(EventRow.workload_id.in_(ids),
+                                                                   EventRow.type == "started"))) if ids else []
+            alerts = list(session.scalars(select(AlertRow).where(AlertRow.fired_at >= since).order_by(AlertRow.id)))
+            services = list(session.scalars(select(ServiceRow).order_by(ServiceRow.name)))
+        return {"workloads": workloads, "attempts": attempts, "started": started, "alerts": alerts,
+                "services": services}
+
     # -- alerts ------------------------------------------------------------------------------
 
     def oldest_pending(self) -> dict[str, tuple[float, int]]:

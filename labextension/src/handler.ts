@@ -92,7 +92,7 @@ export async function streamAPI(
 
 /** One request to the API; a network failure becomes a `HeteroAPIError` with status 0 (an abort stays an abort). */
 async function send(endPoint: string, init: RequestInit, settings: ServerConnection.ISettings): Promise<Response> {
-  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
+  const url = apiPageUrl(endPoint, settings);
   try {
     return await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
@@ -133,4 +133,12 @@ function errorField(body: unknown, field: string): string | null {
     }
   }
   return null;
+}
+
+/** A page of the REST API to open in the browser (its session cookie authenticates it), e.g. the HTML report. */
+export function apiPageUrl(
+  endPoint: string,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): string {
+  return URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
 }

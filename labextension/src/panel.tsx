@@ -13,6 +13,7 @@ import {
   SectionId,
   ServicesSection
 } from './components';
+import { apiPageUrl } from './handler';
 import { heteroIcon } from './icons';
 import { HeteroModel } from './models';
 
@@ -132,7 +133,13 @@ export class HeteroPanel extends ReactWidget {
         return <NodesSection nodes={model.nodes} trans={trans} />;
       case 'admin':
         return (
-          <AdminSection tenants={model.tenants} role={model.me?.role ?? 'member'} lang={lang} trans={trans} />
+          <AdminSection
+            tenants={model.tenants}
+            role={model.me?.role ?? 'member'}
+            lang={lang}
+            trans={trans}
+            reportUrl={apiPageUrl(`report?format=html&lang=${lang}`)}
+          />
         );
       default: {
         const launch = model.launch;

@@ -271,6 +271,20 @@ describe('AdminSection', () => {
     expect(facts).toEqual(['ada', 'none', 'grace', 'CC-1']);
     expect(card?.querySelector('[role="progressbar"]')?.getAttribute('aria-label')).toBe('Devices: 6 / 8');
   });
+
+  it('links platform admins, and only them, to the acceptance report in a new tab', () => {
+    const url = '/hetero/api/v1/report?format=html&lang=en';
+    rendered = render(<AdminSection tenants={[]} role="platform-admin" lang="en" trans={trans} reportUrl={url} />);
+    const link = rendered.host.querySelector<HTMLAnchorElement>('.jp-hetero-report-link a');
+    expect([link?.getAttribute('href'), link?.target, link?.textContent]).toEqual([
+      url,
+      '_blank',
+      'Acceptance report (last 30 days)'
+    ]);
+    rendered.unmount();
+    rendered = render(<AdminSection tenants={[]} role="tenant-admin" lang="en" trans={trans} reportUrl={url} />);
+    expect(rendered.host.querySelector('.jp-hetero-report-link')).toBeNull();
+  });
 });
 
 describe('PlacementStatus', () => {

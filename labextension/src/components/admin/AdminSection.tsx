@@ -11,6 +11,8 @@ export interface IAdminSectionProps {
   role: Role;
   lang: Lang;
   trans: TranslationBundle;
+  /** Where the acceptance report opens (platform admins only). */
+  reportUrl?: string;
 }
 
 /** Tenants with quota and use, for tenant-admins (their own) and platform-admins (all). */
@@ -23,6 +25,13 @@ export function AdminSection(props: IAdminSectionProps): JSX.Element {
           ? trans.__('You are a platform admin: every tenant is shown.')
           : trans.__('You are a tenant admin: your tenant is shown.')}
       </div>
+      {props.role === 'platform-admin' && props.reportUrl && (
+        <p className="jp-hetero-report-link">
+          <a href={props.reportUrl} target="_blank" rel="noopener noreferrer">
+            {trans.__('Acceptance report (last 30 days)')}
+          </a>
+        </p>
+      )}
       <h4 className="jp-hetero-subtitle">{trans.__('Tenants')}</h4>
       {props.tenants.length === 0 && <div className="jp-hetero-empty">{trans.__('No tenants.')}</div>}
       {props.tenants.map(tenant => (
