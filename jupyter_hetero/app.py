@@ -278,6 +278,7 @@ class HeteroApp(ExtensionApp):
             device_idle_after_s=self.cull_device_idle_after,
             kernel_report_grace_s=self.kernel_report_grace,
             alert_interval_s=self.alert_interval,
+            catalog_path=self.catalog_file,
             alert_webhook=self.alert_webhook,
             stop_server=self._hub_stop_server(),
             identity_provider=self.serverapp.identity_provider,

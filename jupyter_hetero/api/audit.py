@@ -8,7 +8,8 @@ from pydantic import Field
 
 from .responses import Answer
 
-__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict", "CapacityAdvice", "Usage", "UsageRow"]
+__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict", "CapacityAdvice", "CatalogReload", "Onboarding", "Usage",
+           "UsageRow"]
 
 
 class AuditEntry(Answer):
@@ -119,3 +120,30 @@ class CapacityAdvice(Answer):
     queues: list[QueueWaits]
     add: list[MoreCapacity]
     release: list[LessCapacity]
+
+
+class OnboardingStep(Answer):
+    name: str = Field(description="node: capability, driver, sample, fault, metrics; tenant: quota, permissions, "
+                                  "member-submits, non-member-refused.")
+    ok: bool
+    evidence: str
+    at: float
+
+
+class Onboarding(Answer):
+    """A node's or tenant's onboarding checklist with the evidence of each step."""
+
+    kind: Literal["node", "tenant"]
+    name: str
+    state: Literal["pending", "verifying", "admitted", "rejected"]
+    failed_step: str | None
+    steps: list[OnboardingStep]
+    by: str
+    updated_at: float
+
+
+class CatalogReload(Answer):
+    file: str
+    applied: list[str] = Field(description="Sections changed and applied now (onboarding, alerts).")
+    unchanged: list[str]
+    at_restart: str

@@ -109,6 +109,19 @@ ROUTES: tuple[Route, ...] = (
           None, query=ReportQuery, answer_description="JSON (format=json) or one self-contained HTML file "
           "(format=html)", description="See docs/governance.md#acceptance-report for its sections.",
           errors=(BAD_REQUEST, FORBIDDEN)),
+    Route("/onboarding", "get", "listOnboarding", "Every node's and tenant's onboarding checklist (platform admins)",
+          [a.Onboarding], answer_description="Checklists with their evidence", errors=(FORBIDDEN,)),
+    Route("/onboarding/nodes/{name}", "post", "onboardNode",
+          "Run a node's onboarding checklist now: capability, driver, a sample and a failing job on it, its metrics "
+          "(platform admins)", a.Onboarding, path_parameters={"name": "string"},
+          answer_description="admitted, or rejected with the failed step", errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/onboarding/tenants/{name}", "post", "onboardTenant",
+          "Run a tenant's onboarding checklist: quota, permissions, a member may submit, a non-member may not "
+          "(platform admins)", a.Onboarding, path_parameters={"name": "string"},
+          answer_description="admitted, or rejected with the failed step", errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/catalog/reload", "post", "reloadCatalog",
+          "Read the catalog file again; onboarding and alerts apply at once (platform admins)", a.CatalogReload,
+          answer_description="What was applied", errors=(BAD_REQUEST, FORBIDDEN)),
     Route("/metrics", "get", "getMetrics", "The platform's metrics in Prometheus' text format (platform admins)",
           None, answer_description="Resource, task and governance families (see docs/governance.md)",
           media_type="text/plain", errors=(FORBIDDEN,)),

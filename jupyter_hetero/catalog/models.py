@@ -26,6 +26,7 @@ __all__ = [
     "FlavorQuota",
     "FlavorSelector",
     "LabelRequirement",
+    "Onboarding",
     "Localized",
     "MetricTarget",
     "PreemptionPolicy",
@@ -451,6 +452,18 @@ class Tenant(_Model):
         return "*" in self.templates or template in self.templates
 
 
+class Onboarding(_Model):
+    """How new nodes join: with ``nodes: required`` a node takes no work until it passed its checklist (capability
+    recorded, driver at or above ``min_driver`` of its family, a sample job and a failing one run on it, its
+    metrics visible); emulated nodes are admitted at once when ``pre_admit_emulated``."""
+
+    nodes: Literal["off", "required"] = "off"
+    pre_admit_emulated: bool = True
+    min_driver: dict[str, str] = Field(default_factory=dict, description="Per accelerator family: nvidia, ascend, "
+                                                                         "amd ...")
+    sample_timeout_s: DurationS = Field(default=300, ge=1)
+
+
 AlertKind = Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit"]
 
 
@@ -490,6 +503,7 @@ class Catalog(_Model):
     queues: list[Queue] = Field(min_length=1)
     tenants: list[Tenant] = Field(min_length=1)
     platform_admins: list[str] = Field(default_factory=list)
+    onboarding: Onboarding = Field(default_factory=Onboarding)
     alerts: list[AlertRule] = Field(default_factory=lambda: list(DEFAULT_ALERTS),
                                     description="What the server alerts on; a catalog that names none gets these.")
     platform_admin_groups: list[str] = Field(default_factory=list)

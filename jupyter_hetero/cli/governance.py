@@ -6,6 +6,7 @@ chain, checked on the database itself, and its entries; usage and cost over a pe
     jupyter hetero audit list --action workload. --outcome denied [--json]     (through a running server)
     jupyter hetero usage --since 30d --by cost_centre [--json]                (through a running server)
     jupyter hetero report --since 30d --format html -o report.html [--lang zh] (through a running server)
+    jupyter hetero admit node gpu-7 | admit tenant vision | admit list | admit reload-catalog
 
 ``verify`` reads the database directly, not through a server: it is the check of a store someone may have
 edited. It exits 0 when the chain is intact, 1 naming the first entry that breaks it, 2 when there is no
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from .workloads import _client, _guarded, server_options
 
-__all__ = ["add_audit_parser", "add_report_parser", "add_usage_parser"]
+__all__ = ["add_admit_parser", "add_audit_parser", "add_report_parser", "add_usage_parser"]
 
 
 def add_audit_parser(commands) -> None:
@@ -87,6 +88,51 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     Path(args.output).write_text(text, encoding="utf-8")
     print(f"{args.output}: the acceptance report since {args.since} ago ({args.format})")
+    return 0
+
+
+def add_admit_parser(commands) -> None:
+    admit = commands.add_parser("admit", help="onboard a node or a tenant through its checklist; reload the catalog")
+    actions = admit.add_subparsers(dest="action", required=True)
+    for kind in ("node", "tenant"):
+        one = actions.add_parser(kind, parents=[server_options()], help=f"run a {kind}'s onboarding checklist now")
+        one.add_argument("name")
+        one.add_argument("--json", action="store_true")
+        one.set_defaults(run=_guarded(_admit), kind=kind)
+    listed = actions.add_parser("list", parents=[server_options()], help="every onboarding checklist")
+    listed.add_argument("--json", action="store_true")
+    listed.set_defaults(run=_guarded(_admitted))
+    reload = actions.add_parser("reload-catalog", parents=[server_options()],
+                                help="read the catalog file again; onboarding and alerts apply at once")
+    reload.set_defaults(run=_guarded(_reload))
+
+
+def _admit(args: argparse.Namespace) -> int:
+    record = _client(args).request("POST", f"onboarding/{args.kind}s/{args.name}", {})
+    if args.json:
+        print(json.dumps(record, indent=2, ensure_ascii=False))
+    else:
+        print(f"{record['kind']} {record['name']}: {record['state']}")
+        for step in record["steps"]:
+            print(f"  {'ok  ' if step['ok'] else 'FAIL'} {step['name']}: {step['evidence']}")
+    return 0 if record["state"] == "admitted" else 1
+
+
+def _admitted(args: argparse.Namespace) -> int:
+    records = _client(args).request("GET", "onboarding")
+    if args.json:
+        print(json.dumps(records, indent=2, ensure_ascii=False))
+        return 0
+    from ..notebook.display import Table
+
+    print(repr(Table(["kind", "name", "state", "failed step"],
+                     [[r["kind"], r["name"], r["state"], r["failed_step"] or "-"] for r in records])))
+    return 0
+
+
+def _reload(args: argparse.Namespace) -> int:
+    answer = _client(args).request("POST", "catalog/reload", {})
+    print(f"{answer['file']}: applied {', '.join(answer['applied']) or 'nothing (no change)'}; {answer['at_restart']}")
     return 0
 
 

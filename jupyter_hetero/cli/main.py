@@ -9,6 +9,7 @@
     jupyter hetero audit verify [--db-url URL]        (exit 1 naming the first entry that breaks the chain)
     jupyter hetero usage [--since 30d] [--by tenant|user|queue|template|cost_centre|flavor]
     jupyter hetero report [--since 30d] [--format html|json] [-o FILE]
+    jupyter hetero admit node|tenant NAME | admit list | admit reload-catalog
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
 
@@ -44,6 +45,8 @@ _LAZY_COMMANDS = {
               "verify the audit log's hash chain, or list its entries"),
     "usage": ("jupyter_hetero.cli.governance", "add_usage_parser",
               "device-hours, accelerator-hours, idle time and cost over a period"),
+    "admit": ("jupyter_hetero.cli.governance", "add_admit_parser",
+              "onboard a node or a tenant through its checklist; reload the catalog"),
     "report": ("jupyter_hetero.cli.governance", "add_report_parser",
                "the acceptance report: per task type its evidence and checkpoints"),
     "hub-config": ("jupyter_hetero.cli.hub", "add_hub_config_parser",

@@ -1,7 +1,8 @@
 """Governance: the audit log (``GET /audit``, filtered and paged; ``GET /audit/verify``) and the metrics in
 Prometheus' text format (``GET /metrics``) for platform admins; alerts (``GET /alerts``) for everyone, each
 seeing the platform's and their tenant's; usage and cost (``GET /usage``), everyone's for admins, a tenant's for
-its admins, one's own for members; capacity advice (``GET /capacity``) and the acceptance report (``GET /report``), platform admins."""
+its admins, one's own for members; capacity advice (``GET /capacity``) and the acceptance report (``GET /report``), platform admins; onboarding
+(``GET /onboarding``, ``POST /onboarding/nodes|tenants/{name}``) and ``POST /catalog/reload``, platform admins."""
 
 from __future__ import annotations
 
@@ -85,7 +86,42 @@ class ReportHandler(HeteroHandler):
         self.finish(render_report(report, query.lang), set_content_type="text/html; charset=utf-8")
 
 
+class OnboardingHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply(self.platform.onboarding.list(self.identity))
+
+
+class OnboardNodeHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        platform, identity = self.platform, self.identity
+        platform.access.require_platform_admin(identity, "onboarding.node", f"node/{name}")
+        # Its sample jobs run on the node and are waited for: in a worker thread.
+        self.reply(await self.off_loop(lambda: platform.onboarding.verify_node(name, identity.user)))
+
+
+class OnboardTenantHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def post(self, name: str) -> None:
+        self.reply(self.platform.onboarding.verify_tenant(self.identity, name))
+
+
+class CatalogReloadHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        identity = self.identity
+        self.reply(await self.off_loop(lambda: self.platform.reload_catalog(identity)))
+
+
 default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/audit/verify", AuditVerifyHandler),
                     (rf"/{API_PREFIX}/metrics", MetricsHandler), (rf"/{API_PREFIX}/alerts", AlertsHandler),
                     (rf"/{API_PREFIX}/usage", UsageHandler), (rf"/{API_PREFIX}/capacity", CapacityHandler),
-                    (rf"/{API_PREFIX}/report", ReportHandler)]
+                    (rf"/{API_PREFIX}/report", ReportHandler), (rf"/{API_PREFIX}/onboarding", OnboardingHandler),
+                    (rf"/{API_PREFIX}/onboarding/nodes/(?P<name>[^/]+)", OnboardNodeHandler),
+                    (rf"/{API_PREFIX}/onboarding/tenants/(?P<name>[^/]+)", OnboardTenantHandler),
+                    (rf"/{API_PREFIX}/catalog/reload", CatalogReloadHandler)]

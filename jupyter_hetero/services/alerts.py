@@ -42,6 +42,7 @@ class AlertService:
                  quota_use: Callable, device_memory: Callable[[], list[tuple[int, str, float, float]]],
                  webhook: str = "", interval_s: float = 10.0):
         self.catalog = catalog
+        self.rules = catalog.alerts  # replaced when the catalog is reloaded
         self.repository = repository
         self.inventory = inventory
         self.clock = clock
@@ -56,7 +57,7 @@ class AlertService:
 
     def observe(self) -> Observed:
         now = self.clock.wall()
-        longest = max((rule.window_s for rule in self.catalog.alerts if rule.kind == "failure-rate"), default=0)
+        longest = max((rule.window_s for rule in self.rules if rule.kind == "failure-rate"), default=0)
         quota = [(tenant.name, limit["flavor"], limit["used"]["device_milli"] / 1000,
                   limit["nominal"]["device_milli"] / 1000)
                  for tenant in self.catalog.tenants for limit in self.quota_use(tenant)]
@@ -71,7 +72,7 @@ class AlertService:
     def evaluate(self) -> list[tuple[str, AlertRow]]:
         """One round: fire what is newly found, resolve what is no longer; the changes, in order. Blocking."""
         now = self.clock.wall()
-        found = findings(self.catalog.alerts, self.observe())
+        found = findings(self.rules, self.observe())
         firing = {(row.rule, row.subject): row for row in self.repository.alerts(state="firing", limit=100_000)}
         changes: list[tuple[str, AlertRow]] = []
         for key, finding in found.items():

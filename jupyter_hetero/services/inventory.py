@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import Any
 
 from ..backends.base import Held
@@ -25,6 +26,12 @@ class NodeView:
     first_seen: float
     last_seen: float
     held: Held = Held()  # what work we did not place holds of it (a cluster's other pods)
+    onboarded: bool = True  # passed onboarding, or none is required; until then it takes no work
+
+    @property
+    def admission(self) -> str:
+        """Its state as people and the engine see it: an admitted node still onboarding is pending."""
+        return "pending" if self.state == "admitted" and not self.onboarded else self.state
 
     @property
     def name(self) -> str:
@@ -35,8 +42,8 @@ class NodeView:
             **self.capability.model_dump(mode="json"),
             "family": self.capability.family.value,
             "flavor": self.flavor,
-            "state": self.state,
-            "schedulable": self.state == "admitted" and self.flavor is not None,
+            "state": self.admission,
+            "schedulable": self.admission == "admitted" and self.flavor is not None,
             "held_by_others": {"cpu_milli": self.held.cpu_milli, "memory_mib": self.held.memory_mib,
                                "devices": self.held.devices},
             "first_seen": self.first_seen,
@@ -51,6 +58,8 @@ class Inventory:
         self.catalog = catalog
         self.repository = repository
         self._nodes: dict[str, NodeView] = {}
+        # Whether a node has passed onboarding (or needs none); the onboarding service sets it.
+        self.onboarded: Callable[[NodeCapability], bool] = lambda capability: True
         # Bumped on every change, so the scheduler re-checks running placements only when one happened.
         self.version = 0
 
@@ -93,10 +102,25 @@ class Inventory:
         for capability, others in changed:
             row = written[capability.name]
             views[capability.name] = NodeView(capability=capability, flavor=row.flavor, state=row.state,
-                                              first_seen=row.first_seen, last_seen=row.last_seen, held=others)
+                                              first_seen=row.first_seen, last_seen=row.last_seen, held=others,
+                                              onboarded=self.onboarded(capability))
         self._nodes = views
         self.version += 1
         return self.nodes()
+
+    def refresh_onboarded(self) -> None:
+        """Ask again of every node whether it is onboarded (the rules changed)."""
+        for name, view in list(self._nodes.items()):
+            self.set_onboarded(name, self.onboarded(view.capability))
+
+    def set_onboarded(self, name: str, onboarded: bool) -> NodeView | None:
+        """A node passed onboarding (it may take work now) or must pass it again."""
+        view = self._nodes.get(name)
+        if view is None or view.onboarded == onboarded:
+            return view
+        self._nodes[name] = replace(view, onboarded=onboarded)
+        self.version += 1
+        return self._nodes[name]
 
     def mark_lost(self, name: str, reason: str) -> NodeView:
         """Take a node out of scheduling; work on it is stopped and handled by its queue's policy."""

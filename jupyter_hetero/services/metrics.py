@@ -106,7 +106,7 @@ class PlatformMetrics:
             cores_allocated.add_metric([view.name], held.get("cpu_milli", 0) / 1000)
             memory.add_metric([view.name], capability.memory_mib * _MIB)
             memory_allocated.add_metric([view.name], held.get("memory_mib", 0) * _MIB)
-            up.add_metric([view.name, view.state], 1 if view.state == "admitted" else 0)
+            up.add_metric([view.name, view.admission], 1 if view.admission == "admitted" else 0)
             used = self.backend.node_utilisation(capability) if not capability.emulated else None
             if used:
                 cpu_used.add_metric([view.name], used["cpu_pct"] / 100)

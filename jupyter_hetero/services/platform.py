@@ -32,6 +32,8 @@ from .alerts import AlertService
 from .audit import AuditService
 from .capacity import CapacityService
 from .metrics import PlatformMetrics
+from .onboarding import OnboardingService
+from .reload import reload_catalog
 from .report import ReportService
 from .serving import ServingService
 from .usage import UsageService
@@ -71,6 +73,7 @@ class Platform:
     device_idle_after_s: float = 1800.0
     kernel_report_grace_s: float = 30.0
     alert_interval_s: float = 10.0
+    catalog_path: str = ""  # the file the catalog was read from, read again by a reload
     alert_webhook: str = ""
     # In the hub's service: (user, server name) -> the hub stops that server (the idle rules cull it).
     stop_server: Callable[[str, str], Awaitable[None]] | None = None
@@ -130,6 +133,12 @@ class Platform:
                                    clock=self.clock, quota_use=self.catalog_service.tenant_usage,
                                    device_memory=self.scheduler.device_memory, webhook=self.alert_webhook,
                                    interval_s=self.alert_interval_s)
+        self.onboarding = OnboardingService(
+            catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
+            access=self.access, identify=lambda user, groups: self.identify(user, groups),
+            may_submit=self.workloads.check_access, metrics_nodes=self._metric_nodes, work_dir=self.work_dir,
+            wake=self.loop.wake)
+        self.onboarding.attach()
         self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
                                       clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
                                       usage_of=self.scheduler.usage)
@@ -195,11 +204,33 @@ class Platform:
         await asyncio.get_running_loop().run_in_executor(None, self.backend.close)
         self.repository.close()
 
+    def reload_catalog(self, identity: Identity) -> dict[str, Any]:
+        """Read the catalog file again; what may change while work runs (onboarding, alerts) applies at once."""
+        self.access.require_platform_admin(identity, "catalog.reload", "catalog")
+        answer = reload_catalog(self.catalog_path, applied_now={"onboarding": self.onboarding.rules,
+                                                                "alerts": self.alerts.rules},
+                                live={"onboarding": self._set_onboarding, "alerts": self._set_alerts})
+        self.access.record(identity, "catalog.applied", "catalog", {"applied": answer["applied"]})
+        return answer
+
+    def _set_onboarding(self, rules) -> None:
+        self.onboarding.rules = rules
+        self.inventory.refresh_onboarded()  # pre-admission and the required mode may have changed
+        self.loop.wake()
+
+    def _set_alerts(self, rules) -> None:
+        self.alerts.rules = rules
+
+    def _metric_nodes(self) -> set[str]:
+        return {sample.labels["node"] for family in self.metrics.families() if family.name == "hetero_node_devices"
+                for sample in family.samples}
+
     def _after_tick(self, now: float) -> None:
         try:
             self.serving.reconcile()
             self.serving.probe()
             self.kernels.sweep(now)
             self.alerts.tick()
+            self.onboarding.tick()
         finally:
             self.credentials.revoke_ended()  # explicit revocation; every use also checks the workload's state

@@ -105,7 +105,7 @@ def node_state(view: NodeView) -> NodeState:
         frameworks=frozenset(frameworks),
         labels=dict(capability.labels),
         domain=capability.labels.get(DOMAIN_LABEL, capability.name),
-        schedulable=view.state == "admitted" and view.flavor is not None,
+        schedulable=view.admission == "admitted" and view.flavor is not None,
         shares_devices=accelerator is not None and accelerator.sharing != "whole",
     )
 

@@ -1,7 +1,7 @@
 """Schema versions, applied in order at start-up; each step runs once per database.
 
 1: initial; 2: attempts and lifecycle columns; 3: failures, preemptions and node losses counted apart;
-4: workload credentials; 5: services; 6: alerts."""
+4: workload credentials; 5: services; 6: alerts; 7: onboarding."""
 
 from __future__ import annotations
 
@@ -115,10 +115,14 @@ def _v6_alerts(connection: Connection) -> None:
     Base.metadata.tables["alerts"].create(connection, checkfirst=True)
 
 
+def _v7_onboarding(connection: Connection) -> None:
+    Base.metadata.tables["onboarding"].create(connection, checkfirst=True)
+
+
 # (version, step). A new schema appends a step; released steps are never edited.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (3, _v3_attempt_outcome_counts), (4, _v4_credentials),
-    (5, _v5_services), (6, _v6_alerts),
+    (5, _v5_services), (6, _v6_alerts), (7, _v7_onboarding),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from .migrations import migrate
-from .tables import AlertRow, AttemptRow, AuditRow, EventRow, NodeRow, ServiceRow, WorkloadRow
+from .tables import AlertRow, AttemptRow, OnboardingRow, AuditRow, EventRow, NodeRow, ServiceRow, WorkloadRow
 
 __all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository", "default_db_url"]
 
@@ -396,6 +396,32 @@ class Repository:
             services = list(session.scalars(select(ServiceRow).order_by(ServiceRow.name)))
         return {"workloads": workloads, "attempts": attempts, "started": started, "alerts": alerts,
                 "services": services}
+
+    # -- onboarding --------------------------------------------------------------------------
+
+    def onboarding(self, kind: str | None = None) -> list[OnboardingRow]:
+        query = select(OnboardingRow).order_by(OnboardingRow.kind, OnboardingRow.name)
+        if kind is not None:
+            query = query.where(OnboardingRow.kind == kind)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def record_onboarding(self, kind: str, name: str, *, state: str, steps: list[dict[str, Any]],
+                          failed_step: str | None, by: str) -> OnboardingRow:
+        """Write a subject's checklist as it stands (one row per subject), with an event for each state it reaches."""
+        now = self.clock()
+        with self.session(write=True) as session:
+            row = session.scalar(select(OnboardingRow).where(OnboardingRow.kind == kind, OnboardingRow.name == name))
+            if row is None:
+                row = OnboardingRow(kind=kind, name=name)
+                session.add(row)
+            changed = row.state != state
+            row.state, row.steps, row.failed_step, row.by, row.updated_at = state, steps, failed_step, by, now
+            if changed:
+                reason = f"{kind} {name} {state}" + (f" at step {failed_step}" if failed_step else "")
+                session.add(EventRow(at=now, type=f"onboarding-{state}", node=name if kind == "node" else None,
+                                     reason=reason, data={"kind": kind, "name": name}))
+            return row
 
     # -- alerts ------------------------------------------------------------------------------
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AlertRow", "AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "ServiceRow",
+__all__ = ["AlertRow", "OnboardingRow", "AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "ServiceRow",
            "WorkloadRow"]
 
 
@@ -190,3 +190,20 @@ class AlertRow(Base):
     fired_at: Mapped[float] = mapped_column(Float)
     resolved_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     deliveries: Mapped[list[Any]] = mapped_column(JSON, default=list)  # each webhook call: state, at, outcome
+
+
+class OnboardingRow(Base):
+    """A node's, chip's, framework's, model's or tenant's onboarding: its checklist with the evidence of each step."""
+
+    __tablename__ = "onboarding"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))  # node | tenant
+    name: Mapped[str] = mapped_column(String(253))
+    state: Mapped[str] = mapped_column(String(16))  # pending | verifying | admitted | rejected
+    steps: Mapped[list[Any]] = mapped_column(JSON, default=list)  # {name, ok, evidence, at}, in order
+    failed_step: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    by: Mapped[str] = mapped_column(String(253))  # who asked (the server itself for a new node)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (UniqueConstraint("kind", "name"),)

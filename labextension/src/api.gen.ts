@@ -231,6 +231,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/onboarding": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every node's and tenant's onboarding checklist (platform admins) */
+        get: operations["listOnboarding"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/onboarding/nodes/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a node's onboarding checklist now: capability, driver, a sample and a failing job on it, its metrics (platform admins) */
+        post: operations["onboardNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/onboarding/tenants/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a tenant's onboarding checklist: quota, permissions, a member may submit, a non-member may not (platform admins) */
+        post: operations["onboardTenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/catalog/reload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read the catalog file again; onboarding and alerts apply at once (platform admins) */
+        post: operations["reloadCatalog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -902,6 +970,14 @@ export interface components {
             add: components["schemas"]["MoreCapacity"][];
             release: components["schemas"]["LessCapacity"][];
         };
+        /** CatalogReload */
+        CatalogReload: {
+            file: string;
+            /** @description Sections changed and applied now (onboarding, alerts). */
+            applied: string[];
+            unchanged: string[];
+            at_restart: string;
+        };
         /**
          * CreateService
          * @description ``POST /services``: an online service of ``replicas`` copies of a model server, behind one endpoint.
@@ -1392,6 +1468,29 @@ export interface components {
             parameters?: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * Onboarding
+         * @description A node's or tenant's onboarding checklist with the evidence of each step.
+         */
+        Onboarding: {
+            /** @enum {string} */
+            kind: "node" | "tenant";
+            name: string;
+            /** @enum {string} */
+            state: "pending" | "verifying" | "admitted" | "rejected";
+            failed_step: string | null;
+            steps: components["schemas"]["OnboardingStep"][];
+            by: string;
+            updated_at: number;
+        };
+        /** OnboardingStep */
+        OnboardingStep: {
+            /** @description node: capability, driver, sample, fault, metrics; tenant: quota, permissions, member-submits, non-member-refused. */
+            name: string;
+            ok: boolean;
+            evidence: string;
+            at: number;
         };
         /**
          * Placement
@@ -2567,6 +2666,97 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    listOnboarding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Checklists with their evidence */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Onboarding"][];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    onboardNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description admitted, or rejected with the failed step */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Onboarding"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    onboardTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description admitted, or rejected with the failed step */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Onboarding"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    reloadCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was applied */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogReload"];
+                };
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];

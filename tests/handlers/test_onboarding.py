@@ -1,0 +1,110 @@
+"""Onboarding through a real server, with ``onboarding.nodes: required`` and the demo's nodes not pre-admitted: each
+node runs its checklist (a real sample job and a real failing job on it); the T4 node, whose driver is below the
+catalog's minimum, is rejected and takes no work; after the minimum changes and the catalog is reloaded it
+passes and the waiting job runs there. A tenant's onboarding shows a member allowed and a non-member refused."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import yaml
+
+from jupyter_hetero.api.openapi import build_document
+
+from ..harness import until_async
+from .test_api_schema import check
+
+
+def write_catalog(path, minimum: str) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["onboarding"] = {"nodes": "required", "pre_admit_emulated": False, "min_driver": {"nvidia": minimum},
+                          "sample_timeout_s": 60}
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+
+
+@pytest.fixture
+def onboarding_required(tmp_path, hetero_config, server_config):
+    """The team catalog, batch inference on T4s only, every node to be onboarded (list it before ``api``)."""
+    from pathlib import Path
+
+    from ..builders import TOKENS, team_catalog
+
+    path = Path(team_catalog(tmp_path, templates={"batch-inference": {"flavors": ["t4"]}}))
+    write_catalog(path, "540")  # the demo's A100 node has 550.54.15, its T4 node 535.161.08
+    hetero_config.update(catalog_file=str(path), owner_is_platform_admin=False)
+    server_config["ServerApp"] = {"identity_provider_class": "jupyter_hetero.auth.TeamIdentityProvider"}
+    server_config["TeamIdentityProvider"] = {"user_tokens": TOKENS}
+    return path
+
+
+async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_changes(
+        onboarding_required, api, api_error, wait_for, jp_serverapp):
+    jp_serverapp.web_app.settings["hetero_platform"].loop.start()  # as the server's start does (tests start it lazily)
+    async def record(name: str, states: tuple[str, ...]) -> dict | None:
+        found = {(r["kind"], r["name"]): r for r in await api("onboarding", as_user="root")}
+        entry = found.get(("node", name))
+        return entry if entry and entry["state"] in states else None
+
+    a100 = await until_async(lambda: record("gpu-a100-0", ("admitted", "rejected")), "the A100 node's checklist",
+                             timeout=90)
+    assert a100["state"] == "admitted", a100
+    assert [step["name"] for step in a100["steps"]] == ["capability", "driver", "sample", "fault", "metrics"]
+    steps = {step["name"]: step for step in a100["steps"]}
+    assert "driver 550.54.15 >= 540" == steps["driver"]["evidence"]
+    assert "hetero-sample matmul (256, 256)" in steps["sample"]["evidence"]
+    assert "CUDA_VISIBLE_DEVICES 0" in steps["sample"]["evidence"]  # it ran with the node's device variables
+    assert steps["fault"]["evidence"].startswith("a job that exits 3 was seen as a failure with exit code 3")
+    check(build_document(), "/onboarding", "get", 200, [a100])
+
+    t4 = await until_async(lambda: record("gpu-t4-0", ("admitted", "rejected")), "the T4 node's checklist", timeout=90)
+    assert (t4["state"], t4["failed_step"]) == ("rejected", "driver"), t4
+    assert t4["steps"][-1]["evidence"] == "driver 535.161.08 is below the catalog's minimum 540"
+    nodes = {node["name"]: node for node in await api("nodes", as_user="root")}
+    assert (nodes["gpu-t4-0"]["state"], nodes["gpu-t4-0"]["schedulable"]) == ("pending", False)
+    assert nodes["gpu-a100-0"]["state"] == "admitted"
+
+    # Batch inference runs on T4s only here: it waits, for onboarding.
+    job = await api("workloads", "POST", {"kind": "job", "template": "batch-inference",
+                                          "command": [sys.executable, "-c", "print('on', __import__('os').environ"
+                                                                            "['HETERO_NODE'])"]}, as_user="alice")
+    waiting = await wait_for(job["id"], lambda w: w["state"] in ("queued", "inadmissible") and w.get("blockers"),
+                             as_user="alice")
+    assert any("pending onboarding" in blocker["message"] for blocker in waiting["blockers"]), waiting["blockers"]
+
+    status, error = await api_error("catalog/reload", "POST", {}, as_user="alice")
+    assert status == 403, error
+    write_catalog(onboarding_required, "530")
+    reloaded = await api("catalog/reload", "POST", {}, as_user="root")
+    assert reloaded["applied"] == ["onboarding"], reloaded
+    t4 = await until_async(lambda: record("gpu-t4-0", ("admitted",)), "the T4 node admitted after the reload",
+                           timeout=90)
+    assert dict((s["name"], s["ok"]) for s in t4["steps"]) == dict.fromkeys(
+        ("capability", "driver", "sample", "fault", "metrics"), True)
+    done = await wait_for(job["id"], lambda w: w["state"] == "succeeded", as_user="alice", timeout=90)
+    assert done["attempts"][0]["node"] == "gpu-t4-0"
+
+    status, error = await api_error("onboarding/nodes/gpu-a100-0", "POST", {}, as_user="carol")
+    assert status == 403 and "platform-admin" in error["message"], error
+    status, error = await api_error("onboarding/nodes/no-such-node", "POST", {}, as_user="root")
+    assert status == 404, error
+
+
+async def test_a_tenants_onboarding_shows_a_member_allowed_and_a_non_member_refused(onboarding_required, api,
+                                                                                      api_error):
+    vision = await api("onboarding/tenants/vision", "POST", {}, as_user="root")
+    assert vision["state"] == "admitted", vision
+    steps = {step["name"]: step for step in vision["steps"]}
+    assert list(steps) == ["quota", "permissions", "member-submits", "non-member-refused"]
+    assert steps["member-submits"]["evidence"].startswith("alice submitting ") and \
+        steps["member-submits"]["evidence"].endswith(": allowed")
+    assert "onboarding-outsider-of-vision submitting" in steps["non-member-refused"]["evidence"]
+    assert ": refused (" in steps["non-member-refused"]["evidence"]
+    nlp = await api("onboarding/tenants/nlp", "POST", {}, as_user="root")  # its members come by group
+    assert nlp["state"] == "admitted" and nlp["steps"][2]["evidence"].startswith("onboarding-member-of-nlp"), nlp
+    status, error = await api_error("onboarding/tenants/nobody", "POST", {}, as_user="root")
+    assert (status, error["field"]) == (404, "name"), error
+    status, _error = await api_error("onboarding/tenants/vision", "POST", {}, as_user="alice")
+    assert status == 403
+    audit = await api("audit", as_user="root", action="onboarding.")
+    assert {e["actor"] for e in audit["entries"]} >= {"root", "alice"}
