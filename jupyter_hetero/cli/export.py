@@ -20,7 +20,7 @@ from ..catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
 from ..export.kueue import DEFAULT_NAMESPACE, DEFAULT_PREFIX, KINDS, kueue_objects
 from ..export.prometheus import rule_groups
 
-__all__ = ["add_export_parser", "kind_file_name"]
+__all__ = ["add_export_parser", "emit", "kind_file_name"]
 
 
 def kind_file_name(kind: str) -> str:
@@ -56,11 +56,16 @@ def _export_rules(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     text = yaml.safe_dump(groups, sort_keys=False, allow_unicode=True, width=120)
-    if args.output is None:
+    return emit(text, args.output, f"{len(groups['groups'][0]['rules'])} rules")
+
+
+def emit(text: str, output: str | None, what: str) -> int:
+    """Print ``text``, or write it to ``output`` and say ``what`` it holds."""
+    if output is None:
         print(text, end="")
         return 0
-    Path(args.output).write_text(text, encoding="utf-8")
-    print(f"{args.output}: {len(groups['groups'][0]['rules'])} rules")
+    Path(output).write_text(text, encoding="utf-8")
+    print(f"{output}: {what}")
     return 0
 
 

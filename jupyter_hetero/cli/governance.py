@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from .export import emit
 from .workloads import _client, _guarded, server_options
 
 __all__ = ["add_admit_parser", "add_audit_parser", "add_report_parser", "add_usage_parser"]
@@ -83,12 +84,7 @@ def _report(args: argparse.Namespace) -> int:
         text = json.dumps(client.request("GET", "report", since=args.since), indent=2, ensure_ascii=False) + "\n"
     else:
         text = client.text("report", since=args.since, format="html", lang=args.lang)
-    if args.output is None:
-        print(text, end="")
-        return 0
-    Path(args.output).write_text(text, encoding="utf-8")
-    print(f"{args.output}: the acceptance report since {args.since} ago ({args.format})")
-    return 0
+    return emit(text, args.output, f"the acceptance report since {args.since} ago ({args.format})")
 
 
 def add_admit_parser(commands) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from ..auth import WorkloadUser, groups_of, is_server_owner
 from ..backends.base import Backend
 from ..catalog import Catalog
 from ..engine import Engine
-from ..errors import Forbidden
+from ..errors import Forbidden, InvalidRequest
 from ..store import SCHEMA_VERSION, Repository
 from .access import Access
 from .catalog import CatalogService
@@ -44,6 +45,8 @@ from .workloads import WorkloadService
 
 __all__ = ["Platform"]
 
+
+log = logging.getLogger(__name__)
 
 @dataclass
 class Platform:
@@ -139,6 +142,8 @@ class Platform:
             may_submit=self.workloads.check_access, metrics_nodes=self._metric_nodes, work_dir=self.work_dir,
             wake=self.loop.wake)
         self.onboarding.attach()
+        self._catalog_stamp: tuple[float, int] | None = None  # the catalog file's (mtime, size) as last read
+        self._reloading: asyncio.Future | None = None
         self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
                                       clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
                                       usage_of=self.scheduler.usage)
@@ -207,11 +212,35 @@ class Platform:
     def reload_catalog(self, identity: Identity) -> dict[str, Any]:
         """Read the catalog file again; what may change while work runs (onboarding, alerts) applies at once."""
         self.access.require_platform_admin(identity, "catalog.reload", "catalog")
-        answer = reload_catalog(self.catalog_path, applied_now={"onboarding": self.onboarding.rules,
-                                                                "alerts": self.alerts.rules},
-                                live={"onboarding": self._set_onboarding, "alerts": self._set_alerts})
+        answer = self._reload()
         self.access.record(identity, "catalog.applied", "catalog", {"applied": answer["applied"]})
         return answer
+
+    def _reload(self) -> dict[str, Any]:
+        self._catalog_stamp = _stamp(self.catalog_path)
+        return reload_catalog(self.catalog_path, applied_now={"onboarding": self.onboarding.rules,
+                                                              "alerts": self.alerts.rules},
+                              live={"onboarding": self._set_onboarding, "alerts": self._set_alerts})
+
+    def _watch_catalog(self) -> None:
+        """A change of the catalog file is a reload, as the API's (one look at its size and time per tick)."""
+        if not self.catalog_path or self._reloading is not None and not self._reloading.done():
+            return
+        stamp = _stamp(self.catalog_path)
+        if self._catalog_stamp is None:
+            self._catalog_stamp = stamp
+        elif stamp is not None and stamp != self._catalog_stamp:
+            self._catalog_stamp = stamp
+            self._reloading = asyncio.ensure_future(asyncio.to_thread(self._reload_from_file))
+
+    def _reload_from_file(self) -> None:
+        try:
+            answer = self._reload()
+        except InvalidRequest as exc:
+            log.warning("jupyter-hetero: the changed catalog file was not applied: %s", exc.message)
+            return
+        self.repository.record_audit(actor="server", action="catalog.applied", target="catalog", outcome="done",
+                                     detail={"applied": answer["applied"], "because": "the file changed"})
 
     def _set_onboarding(self, rules) -> None:
         self.onboarding.rules = rules
@@ -232,5 +261,14 @@ class Platform:
             self.kernels.sweep(now)
             self.alerts.tick()
             self.onboarding.tick()
+            self._watch_catalog()
         finally:
             self.credentials.revoke_ended()  # explicit revocation; every use also checks the workload's state
+
+
+def _stamp(path: str) -> tuple[float, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_mtime, found.st_size
