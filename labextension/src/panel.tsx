@@ -139,6 +139,7 @@ export class HeteroPanel extends ReactWidget {
             lang={lang}
             trans={trans}
             reportUrl={apiPageUrl(`report?format=html&lang=${lang}`)}
+            onboarding={model.onboarding}
           />
         );
       default: {

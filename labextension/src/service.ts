@@ -8,6 +8,7 @@ import type {
   IKernelUsage,
   IMyTenant,
   INode,
+  IOnboarding,
   IPreview,
   IQueueStatus,
   IService,
@@ -56,6 +57,7 @@ export interface IHeteroService {
   listNodes(): Promise<INode[]>;
   listServices(): Promise<IService[]>;
   listFiringAlerts(): Promise<IAlert[]>;
+  listOnboarding(): Promise<IOnboarding[]>;
   rollBackService(name: string): Promise<IService>;
   listMyWorkloads(): Promise<IWorkload[]>;
   getWorkload(id: number, lang: Lang): Promise<IWorkload>;
@@ -103,6 +105,11 @@ export class HeteroService implements IHeteroService {
 
   listServices(): Promise<IService[]> {
     return this._get('services');
+  }
+
+  /** Every node's and tenant's onboarding checklist (platform admins). */
+  listOnboarding(): Promise<IOnboarding[]> {
+    return this._get('onboarding');
   }
 
   /** Alerts firing now that the caller may see: the platform's and their tenant's. */

@@ -61,6 +61,9 @@ export type INode = Schemas['Node'];
 /** What `GET /services` answers, one each. */
 export type IService = Schemas['Service'];
 
+/** A node's or tenant's onboarding checklist with the evidence of each step (`GET /onboarding`). */
+export type IOnboarding = Schemas['Onboarding'];
+
 /** A rule that found something wrong, from firing to resolved (`GET /alerts`). */
 export type IAlert = Schemas['Alert'];
 

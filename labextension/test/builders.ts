@@ -1,6 +1,7 @@
 // Builders of API answers for tests: realistic defaults, override what a test is about.
 import type {
   IAlert,
+  IOnboarding,
   IAttempt,
   IExplanation,
   IFailurePolicy,
@@ -380,6 +381,22 @@ export function alert(overrides: Partial<IAlert> = {}): IAlert {
     fired_at: 0,
     resolved_at: null,
     deliveries: [],
+    ...overrides
+  };
+}
+
+export function onboarding(overrides: Partial<IOnboarding> = {}): IOnboarding {
+  return {
+    kind: 'node',
+    name: 'gpu-t4-0',
+    state: 'rejected',
+    failed_step: 'driver',
+    steps: [
+      { name: 'capability', ok: true, evidence: '1 x T4 (nvidia), 16384 MiB each', at: 0 },
+      { name: 'driver', ok: false, evidence: "driver 535.161.08 is below the catalog's minimum 540", at: 1 }
+    ],
+    by: 'server',
+    updated_at: 1,
     ...overrides
   };
 }

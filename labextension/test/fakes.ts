@@ -3,6 +3,7 @@ import { HeteroAPIError } from '../src/handler';
 import type { IHeteroService, IPreviewRequest, SubmitJob } from '../src/service';
 import type {
   IAlert,
+  IOnboarding,
   IExplanation,
   IKernelUsage,
   IMyTenant,
@@ -31,6 +32,7 @@ export class FakeService implements IHeteroService {
   nodes: INode[] = [build.node()];
   services: IService[] = [];
   alerts: IAlert[] = [];
+  onboarding: IOnboarding[] = [];
   workloads: IWorkload[] = [build.workload()];
   /** Answers of `getWorkload` by id; the list entry when absent. */
   details = new Map<number, IWorkload>();
@@ -101,6 +103,9 @@ export class FakeService implements IHeteroService {
   }
   listFiringAlerts(): Promise<IAlert[]> {
     return this._answer('listFiringAlerts', [], () => this.alerts);
+  }
+  listOnboarding(): Promise<IOnboarding[]> {
+    return this._answer('listOnboarding', [], () => this.onboarding);
   }
   rollBackService(name: string): Promise<IService> {
     return this._answer('rollBackService', [name], () => {

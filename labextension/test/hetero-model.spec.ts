@@ -50,6 +50,20 @@ describe('HeteroModel', () => {
     expect(fired.map(alert => alert.id)).toEqual([1, 2]);
   });
 
+  it('lists onboarding for platform admins only', async () => {
+    const tenantAdmin = new FakeService();
+    tenantAdmin.me = build.me({ role: 'tenant-admin' });
+    await new HeteroModel({ service: tenantAdmin }).refresh();
+    expect(tenantAdmin.callsOf('listOnboarding')).toHaveLength(0);
+
+    const platformAdmin = new FakeService();
+    platformAdmin.me = build.me({ role: 'platform-admin' });
+    platformAdmin.onboarding = [build.onboarding()];
+    const model = new HeteroModel({ service: platformAdmin });
+    await model.refresh();
+    expect(model.onboarding.map(entry => entry.name)).toEqual(['gpu-t4-0']);
+  });
+
   it('lists tenants only for admins', async () => {
     const member = new FakeService();
     await new HeteroModel({ service: member }).refresh();

@@ -1,5 +1,5 @@
-"""The acceptance report in a real browser: the Admin tab links a platform admin to it; it opens in a new tab as one
-self-contained page (its charts inline SVG), with every section, rendered by Chromium."""
+"""The acceptance report in a real browser: the Admin tab (with its onboarding list) links a platform admin to it; it
+opens in a new tab as one self-contained page (its charts inline SVG), with every section, rendered by Chromium."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ def test_the_admin_tab_opens_the_acceptance_report_in_a_new_tab(lab_server, lab_
         assert time.monotonic() < deadline, "the job never succeeded"
         time.sleep(0.3)
     panel = open_panel(lab_page, "admin")
+    # The shipped catalog asks no onboarding: the Admin tab says nodes take work as they are seen.
+    expect(panel.locator(".jp-hetero-subtitle", has_text="Onboarding")).to_be_visible()
+    expect(panel.get_by_text("No onboarding yet: nodes take work as they are seen.")).to_be_visible()
     link = panel.get_by_role("link", name="Acceptance report (last 30 days)")
     with lab_page.context.expect_page() as opened:
         link.click()

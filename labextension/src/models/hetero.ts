@@ -8,6 +8,7 @@ import type {
   ILocalized,
   IMyTenant,
   INode,
+  IOnboarding,
   IQueueStatus,
   IService,
   ITemplate,
@@ -141,6 +142,11 @@ export class HeteroModel extends ModelBase {
     this._serviceHistory = history;
   }
 
+  /** Onboarding checklists of nodes and tenants, for platform admins; empty otherwise. */
+  get onboarding(): readonly IOnboarding[] {
+    return this._onboarding;
+  }
+
   /** Tenants with quota and use, for admins; empty otherwise. */
   get tenants(): readonly ITenant[] {
     return this._tenants;
@@ -182,10 +188,14 @@ export class HeteroModel extends ModelBase {
       .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
       .map(r => messageOf(r.reason));
     let tenants: ITenant[] = [];
+    let onboarding: IOnboarding[] = [];
     const admin = me.status === 'fulfilled' && me.value.role !== 'member';
     if (admin) {
       try {
         tenants = await s.listTenants();
+        if (me.status === 'fulfilled' && me.value.role === 'platform-admin') {
+          onboarding = await s.listOnboarding();
+        }
       } catch (error) {
         failures.push(messageOf(error));
       }
@@ -200,6 +210,7 @@ export class HeteroModel extends ModelBase {
     if (me.status === 'fulfilled') {
       this._me = me.value;
       this._tenants = tenants;
+      this._onboarding = onboarding;
     }
     if (queues.status === 'fulfilled') {
       this._queues = queues.value;
@@ -264,6 +275,7 @@ export class HeteroModel extends ModelBase {
   private _nodes: INode[] = [];
   private _services: IService[] = [];
   private _alerts: IAlert[] = [];
+  private _onboarding: IOnboarding[] = [];
   private _alertsSeen = new Set<number>();
   private _alertFired = new Signal<this, IAlert>(this);
   private _serviceHistory = new Map<string, ITrafficPoint[]>();

@@ -272,6 +272,20 @@ describe('AdminSection', () => {
     expect(card?.querySelector('[role="progressbar"]')?.getAttribute('aria-label')).toBe('Devices: 6 / 8');
   });
 
+  it('shows platform admins each onboarding with its state, failed step and evidence', () => {
+    const entries = [build.onboarding(), build.onboarding({ kind: 'tenant', name: 'vision', state: 'admitted', failed_step: null, steps: [] })];
+    rendered = render(<AdminSection tenants={[]} role="platform-admin" lang="en" trans={trans} onboarding={entries} />);
+    const shown = [...rendered.host.querySelectorAll('.jp-hetero-onboarding > li')];
+    expect(shown.map(li => li.querySelector('summary')?.textContent)).toEqual([
+      'node gpu-t4-0: rejected (driver)',
+      'tenant vision: admitted'
+    ]);
+    expect([...shown[0].querySelectorAll('ol li')].map(li => li.textContent)).toEqual([
+      '✓ capability: 1 x T4 (nvidia), 16384 MiB each',
+      "✗ driver: driver 535.161.08 is below the catalog's minimum 540"
+    ]);
+  });
+
   it('links platform admins, and only them, to the acceptance report in a new tab', () => {
     const url = '/hetero/api/v1/report?format=html&lang=en';
     rendered = render(<AdminSection tenants={[]} role="platform-admin" lang="en" trans={trans} reportUrl={url} />);

@@ -1,8 +1,9 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import type { ITenant, Lang, Role } from '../../types';
+import type { IOnboarding, ITenant, Lang, Role } from '../../types';
 import { Section } from '../common/Section';
+import { OnboardingList } from './OnboardingList';
 import { TenantCard } from './TenantCard';
 
 /** Props of `AdminSection`. */
@@ -13,6 +14,8 @@ export interface IAdminSectionProps {
   trans: TranslationBundle;
   /** Where the acceptance report opens (platform admins only). */
   reportUrl?: string;
+  /** Nodes' and tenants' onboarding checklists (platform admins only). */
+  onboarding?: readonly IOnboarding[];
 }
 
 /** Tenants with quota and use, for tenant-admins (their own) and platform-admins (all). */
@@ -31,6 +34,12 @@ export function AdminSection(props: IAdminSectionProps): JSX.Element {
             {trans.__('Acceptance report (last 30 days)')}
           </a>
         </p>
+      )}
+      {props.role === 'platform-admin' && (
+        <>
+          <h4 className="jp-hetero-subtitle">{trans.__('Onboarding')}</h4>
+          <OnboardingList onboarding={props.onboarding ?? []} trans={trans} />
+        </>
       )}
       <h4 className="jp-hetero-subtitle">{trans.__('Tenants')}</h4>
       {props.tenants.length === 0 && <div className="jp-hetero-empty">{trans.__('No tenants.')}</div>}
