@@ -124,7 +124,8 @@ class CapacityAdvice(Answer):
 
 class OnboardingStep(Answer):
     name: str = Field(description="node: capability, driver, sample, fault, metrics; tenant: quota, permissions, "
-                                  "member-submits, non-member-refused.")
+                                  "member-submits, non-member-refused; chip: nodes, facts, flavor, onboarded; "
+                                  "framework: variant, node, imports.")
     ok: bool
     evidence: str
     at: float
@@ -133,7 +134,7 @@ class OnboardingStep(Answer):
 class Onboarding(Answer):
     """A node's or tenant's onboarding checklist with the evidence of each step."""
 
-    kind: Literal["node", "tenant"]
+    kind: Literal["node", "tenant", "chip", "framework"]
     name: str
     state: Literal["pending", "verifying", "admitted", "rejected"]
     failed_step: str | None

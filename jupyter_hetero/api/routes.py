@@ -119,6 +119,14 @@ ROUTES: tuple[Route, ...] = (
           "Run a tenant's onboarding checklist: quota, permissions, a member may submit, a non-member may not "
           "(platform admins)", a.Onboarding, path_parameters={"name": "string"},
           answer_description="admitted, or rejected with the failed step", errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/onboarding/chips/{model}", "post", "onboardChip",
+          "Run a chip model's onboarding checklist: nodes of it with their facts, a flavor that maps it, one of them "
+          "onboarded (platform admins)", a.Onboarding, path_parameters={"model": "string"},
+          answer_description="admitted, or rejected with the failed step", errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/onboarding/frameworks/{template}/{family}", "post", "onboardFramework",
+          "Run a template variant's framework checklist: a node it runs on, its frameworks imported there "
+          "(platform admins)", a.Onboarding, path_parameters={"template": "string", "family": "string"},
+          answer_description="admitted, or rejected with the failed step", errors=(FORBIDDEN, NOT_FOUND)),
     Route("/catalog/reload", "post", "reloadCatalog",
           "Read the catalog file again; onboarding and alerts apply at once (platform admins)", a.CatalogReload,
           answer_description="What was applied", errors=(BAD_REQUEST, FORBIDDEN)),

@@ -6,7 +6,8 @@ chain, checked on the database itself, and its entries; usage and cost over a pe
     jupyter hetero audit list --action workload. --outcome denied [--json]     (through a running server)
     jupyter hetero usage --since 30d --by cost_centre [--json]                (through a running server)
     jupyter hetero report --since 30d --format html -o report.html [--lang zh] (through a running server)
-    jupyter hetero admit node gpu-7 | admit tenant vision | admit list | admit reload-catalog
+    jupyter hetero admit node gpu-7 | tenant vision | chip A100-SXM4-80GB | framework training/nvidia
+    jupyter hetero admit list | admit reload-catalog
 
 ``verify`` reads the database directly, not through a server: it is the check of a store someone may have
 edited. It exits 0 when the chain is intact, 1 naming the first entry that breaks it, 2 when there is no
@@ -90,9 +91,9 @@ def _report(args: argparse.Namespace) -> int:
 def add_admit_parser(commands) -> None:
     admit = commands.add_parser("admit", help="onboard a node or a tenant through its checklist; reload the catalog")
     actions = admit.add_subparsers(dest="action", required=True)
-    for kind in ("node", "tenant"):
+    for kind, what in (("node", "NAME"), ("tenant", "NAME"), ("chip", "MODEL"), ("framework", "TEMPLATE/FAMILY")):
         one = actions.add_parser(kind, parents=[server_options()], help=f"run a {kind}'s onboarding checklist now")
-        one.add_argument("name")
+        one.add_argument("name", metavar=what)
         one.add_argument("--json", action="store_true")
         one.set_defaults(run=_guarded(_admit), kind=kind)
     listed = actions.add_parser("list", parents=[server_options()], help="every onboarding checklist")

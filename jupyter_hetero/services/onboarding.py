@@ -21,7 +21,9 @@ its driver is verified again when the catalog's minimum for its family changes (
 Emulated nodes are admitted at once with ``pre_admit_emulated`` (the demo's default).
 
 A tenant's checklist: quota set, permissions (queues, templates) set, a member may submit (the access check a
-submission makes, as that member), someone outside may not (the same check, refused).
+submission makes, as that member), someone outside may not (the same check, refused). A chip model's: nodes of
+it with their facts, a flavor that maps it, one of them onboarded. A framework's (a template's runtime variant
+for a family): an admitted node it can run on, and its frameworks imported there.
 """
 
 from __future__ import annotations
@@ -66,6 +68,21 @@ if os.environ.get("HETERO_EMULATED") != "1" and shutil.which("nvidia-smi"):
 print("hetero-sample ok")
 """
 FAULT = "print('hetero-fault-sample: exiting 3 on purpose'); import sys; sys.exit(3)"
+IMPORTS = """
+import importlib, sys
+failed = 0
+for name in {modules!r}:
+    try:
+        module = importlib.import_module(name)
+        print("imported", name, getattr(module, "__version__", ""))
+    except Exception as exc:
+        failed += 1
+        print("cannot import", name + ":", type(exc).__name__, exc)
+sys.exit(1 if failed else 0)
+"""
+# A framework's name in the catalog -> the module that imports it.
+FRAMEWORK_MODULES = {"pytorch": "torch", "tensorflow": "tensorflow", "paddlepaddle": "paddle", "scikit-learn": "sklearn",
+                     "tensorrt-llm": "tensorrt_llm", "megatron": "megatron"}
 
 
 class OnboardingService:
@@ -113,29 +130,34 @@ class OnboardingService:
         view = self.inventory.node(name)
         if view is None:
             raise NotFound(Message(N_("node {node!r} does not exist"), node=name))
-        capability = view.capability
-        self._basis[name] = self._minimum(capability)
+        self._basis[name] = self._minimum(view.capability)
+        row = self._checklist("node", name, by, [
+            ("capability", lambda: self._capability(view)), ("driver", lambda: self._driver(view)),
+            ("sample", lambda: self._sample(view)), ("fault", lambda: self._fault(view)),
+            ("metrics", lambda: self._metrics(view))])
+        admitted = row.state == "admitted"
+        (self._admitted.add if admitted else self._admitted.discard)(name)
+        self.inventory.set_onboarded(name, admitted)
+        if admitted:
+            self.wake()  # it may take work now
+        return onboarding_json(row)
+
+    def _checklist(self, kind: str, name: str, by: str,
+                   checks: list[tuple[str, Callable[[], tuple[bool, str]]]]) -> OnboardingRow:
+        """Run the steps in order, recording each with its evidence; the first that fails rejects the subject."""
         steps: list[dict[str, Any]] = []
-        self.repository.record_onboarding("node", name, state="verifying", steps=steps, failed_step=None, by=by)
-        for step, check in (("capability", self._capability), ("driver", self._driver), ("sample", self._sample),
-                            ("fault", self._fault), ("metrics", self._metrics)):
+        self.repository.record_onboarding(kind, name, state="verifying", steps=steps, failed_step=None, by=by)
+        for step, check in checks:
             try:
-                ok, evidence = check(view)
+                ok, evidence = check()
             except Exception as exc:  # a step that breaks fails, with why
-                log.warning("jupyter-hetero: onboarding step %s of node %s failed", step, name, exc_info=True)
+                log.warning("jupyter-hetero: onboarding step %s of %s %s failed", step, kind, name, exc_info=True)
                 ok, evidence = False, f"{type(exc).__name__}: {exc}"
             steps.append({"name": step, "ok": ok, "evidence": evidence, "at": time.time()})
             if not ok:
-                row = self.repository.record_onboarding("node", name, state="rejected", steps=steps, failed_step=step,
-                                                        by=by)
-                self._admitted.discard(name)
-                self.inventory.set_onboarded(name, False)
-                return onboarding_json(row)
-        row = self.repository.record_onboarding("node", name, state="admitted", steps=steps, failed_step=None, by=by)
-        self._admitted.add(name)
-        self.inventory.set_onboarded(name, True)
-        self.wake()  # it may take work now
-        return onboarding_json(row)
+                return self.repository.record_onboarding(kind, name, state="rejected", steps=steps, failed_step=step,
+                                                         by=by)
+        return self.repository.record_onboarding(kind, name, state="admitted", steps=steps, failed_step=None, by=by)
 
     def _minimum(self, capability: NodeCapability) -> str | None:
         return self.rules.min_driver.get(capability.family.value) if capability.family else None
@@ -207,12 +229,6 @@ class OnboardingService:
         tenant = self.catalog.tenant(name)
         if tenant is None:
             raise NotFound(Message(N_("tenant {tenant!r} does not exist"), tenant=name), field="name")
-        steps: list[dict[str, Any]] = []
-
-        def step(step_name: str, ok: bool, evidence: str) -> bool:
-            steps.append({"name": step_name, "ok": ok, "evidence": evidence, "at": time.time()})
-            return ok
-
         queue = next((q.name for q in self.catalog.queues if tenant.allows_queue(q.name)), None)
         template = next((t.name for t in self.catalog.templates if tenant.allows_template(t.name)
                          and (queue is None or t.queue == queue or tenant.allows_queue(t.queue))), None)
@@ -221,17 +237,73 @@ class OnboardingService:
         member = (tenant.users[0], frozenset()) if tenant.users else \
             (f"onboarding-member-of-{name}", frozenset(tenant.groups[:1])) if tenant.groups else None
         outsider = (f"onboarding-outsider-of-{name}", frozenset())
-        checks = [
-            lambda: step("quota", bool(tenant.quotas), ", ".join(sorted(tenant.quotas)) or "no quota for any flavor"),
-            lambda: step("permissions", queue is not None and template is not None,
-                         f"queues {', '.join(tenant.queues) or 'none'}; templates {', '.join(tenant.templates) or 'none'}"),
-            lambda: step("member-submits", *self._may(member, template, template_queue, expect=True)),
-            lambda: step("non-member-refused", *self._may(outsider, template, template_queue, expect=False)),
-        ]
-        failed = next((i for i, check in enumerate(checks) if not check()), None)
-        row = self.repository.record_onboarding(
-            "tenant", name, state="rejected" if failed is not None else "admitted", steps=steps,
-            failed_step=steps[failed]["name"] if failed is not None else None, by=identity.user)
+        row = self._checklist("tenant", name, identity.user, [
+            ("quota", lambda: (bool(tenant.quotas), ", ".join(sorted(tenant.quotas)) or "no quota for any flavor")),
+            ("permissions", lambda: (queue is not None and template is not None,
+                                     f"queues {', '.join(tenant.queues) or 'none'}; "
+                                     f"templates {', '.join(tenant.templates) or 'none'}")),
+            ("member-submits", lambda: self._may(member, template, template_queue, expect=True)),
+            ("non-member-refused", lambda: self._may(outsider, template, template_queue, expect=False)),
+        ])
+        return onboarding_json(row)
+
+    # -- chips and frameworks ----------------------------------------------------------------
+
+    def verify_chip(self, identity: Identity, model: str) -> dict[str, Any]:
+        """A chip model: nodes of it are in the inventory with their facts, a flavor maps it, and one passed its own
+        onboarding (or needs none)."""
+        self.access.require_platform_admin(identity, "onboarding.chip", f"chip/{model}")
+        nodes = [v for v in self.inventory.nodes() if v.capability.accelerator and v.capability.accelerator.model == model]
+        if not nodes:
+            raise NotFound(Message(N_("no node of the inventory has chip {model!r}"), model=model), field="name")
+
+        def facts() -> tuple[bool, str]:
+            known = [v for v in nodes if v.capability.accelerator.memory_mib and v.capability.accelerator.driver_version]
+            return len(known) == len(nodes), "; ".join(
+                f"{v.name}: {v.capability.accelerator.count} x {v.capability.accelerator.memory_mib} MiB, driver "
+                f"{v.capability.accelerator.driver_version or 'unknown'}" for v in nodes)
+
+        def flavor() -> tuple[bool, str]:
+            flavors = sorted({v.flavor for v in nodes if v.flavor})
+            return bool(flavors) and all(v.flavor for v in nodes), f"flavors {', '.join(flavors) or 'none'}"
+
+        def onboarded() -> tuple[bool, str]:
+            passed = [v.name for v in nodes if v.onboarded]
+            return bool(passed), f"onboarded nodes: {', '.join(passed) or 'none'} of {len(nodes)}"
+
+        row = self._checklist("chip", model, identity.user, [("nodes", lambda: (True, f"{len(nodes)} node(s)")),
+                                                              ("facts", facts), ("flavor", flavor),
+                                                              ("onboarded", onboarded)])
+        return onboarding_json(row)
+
+    def verify_framework(self, identity: Identity, template: str, family: str) -> dict[str, Any]:
+        """A template's runtime variant for a family: a node it can run on, and its frameworks imported there."""
+        self.access.require_platform_admin(identity, "onboarding.framework", f"framework/{template}/{family}")
+        found = self.catalog.template(template)
+        variant = next((v for v in found.variants if v.family.value == family), None) if found else None
+        if variant is None:
+            raise NotFound(Message(N_("template {template!r} has no variant for {family!r}"), template=template,
+                                   family=family), field="name")
+        node = next((v for v in self.inventory.nodes() if v.admission == "admitted" and v.capability.family
+                     and v.capability.family.value == family
+                     and variant.driver_ok(v.capability.accelerator.driver_version if v.capability.accelerator else None)
+                     and variant.runtime_ok(v.capability.accelerator.runtime_version if v.capability.accelerator
+                                            else None)), None)
+
+        def imports() -> tuple[bool, str]:
+            code = IMPORTS.format(modules=[FRAMEWORK_MODULES.get(f, f.replace("-", "_")) for f in variant.frameworks])
+            exit_code, text = self._run(node, "framework", code)
+            stand_in = " (the server's environment stands in for the image on the local backend)" \
+                if self.backend.runs_here else ""
+            return exit_code == 0, " | ".join(line for line in text.splitlines() if line.strip()) + stand_in
+
+        row = self._checklist("framework", f"{template}/{family}", identity.user, [
+            ("variant", lambda: (True, f"image {variant.image}, frameworks {', '.join(variant.frameworks) or 'none'}, "
+                                       f"driver >= {variant.min_driver or 'any'}, runtime >= {variant.min_runtime or 'any'}")),
+            ("node", lambda: (node is not None, f"runs on {node.name}" if node else f"no admitted {family} node meets "
+                                                                                    f"its driver and runtime")),
+            ("imports", imports),
+        ])
         return onboarding_json(row)
 
     def _may(self, who: tuple[str, frozenset[str]] | None, template: str | None, queue: str | None, *,

@@ -282,6 +282,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/onboarding/chips/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a chip model's onboarding checklist: nodes of it with their facts, a flavor that maps it, one of them onboarded (platform admins) */
+        post: operations["onboardChip"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/onboarding/frameworks/{template}/{family}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a template variant's framework checklist: a node it runs on, its frameworks imported there (platform admins) */
+        post: operations["onboardFramework"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/catalog/reload": {
         parameters: {
             query?: never;
@@ -1475,7 +1509,7 @@ export interface components {
          */
         Onboarding: {
             /** @enum {string} */
-            kind: "node" | "tenant";
+            kind: "node" | "tenant" | "chip" | "framework";
             name: string;
             /** @enum {string} */
             state: "pending" | "verifying" | "admitted" | "rejected";
@@ -1486,7 +1520,7 @@ export interface components {
         };
         /** OnboardingStep */
         OnboardingStep: {
-            /** @description node: capability, driver, sample, fault, metrics; tenant: quota, permissions, member-submits, non-member-refused. */
+            /** @description node: capability, driver, sample, fault, metrics; tenant: quota, permissions, member-submits, non-member-refused; chip: nodes, facts, flavor, onboarded; framework: variant, node, imports. */
             name: string;
             ok: boolean;
             evidence: string;
@@ -2722,6 +2756,55 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description admitted, or rejected with the failed step */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Onboarding"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    onboardChip: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description admitted, or rejected with the failed step */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Onboarding"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    onboardFramework: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                template: string;
+                family: string;
             };
             cookie?: never;
         };

@@ -1,12 +1,15 @@
 """Onboarding through a real server, with ``onboarding.nodes: required`` and the demo's nodes not pre-admitted: each
 node runs its checklist (a real sample job and a real failing job on it); the T4 node, whose driver is below the
 catalog's minimum, is rejected and takes no work; after the minimum changes and the catalog is reloaded it
-passes and the waiting job runs there. A tenant's onboarding shows a member allowed and a non-member refused."""
+passes and the waiting job runs there. A tenant's onboarding shows a member allowed and a non-member refused; a
+chip model's and a template variant's frameworks are onboarded with their evidence."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
+import numpy
 import pytest
 import yaml
 
@@ -116,3 +119,34 @@ async def test_a_tenants_onboarding_shows_a_member_allowed_and_a_non_member_refu
     assert status == 403
     audit = await api("audit", as_user="root", action="onboarding.")
     assert {e["actor"] for e in audit["entries"]} >= {"root", "alice"}
+
+
+@pytest.mark.usefixtures("team")
+@pytest.mark.team(templates={"data-preprocessing": {"variants": [
+    {"family": "cpu", "image": "quay.io/jupyter/scipy-notebook:2024-10-07", "frameworks": ["numpy", "yaml"]}]}})
+async def test_a_chip_model_and_a_template_variants_frameworks_are_onboarded_with_evidence(api, api_error):
+    nodes = {n["name"]: n for n in await api("nodes", as_user="root")}
+    model = nodes["gpu-a100-0"]["accelerator"]["model"]
+    chip = await api(f"onboarding/chips/{model}", "POST", {}, as_user="root")
+    assert chip["state"] == "admitted", chip
+    assert [s["name"] for s in chip["steps"]] == ["nodes", "facts", "flavor", "onboarded"]
+    assert "flavors a100-80g" == chip["steps"][2]["evidence"]
+    status, error = await api_error("onboarding/chips/TPU-v9", "POST", {}, as_user="root")
+    assert (status, error["field"]) == (404, "name"), error
+
+    # The variant's frameworks are imported on a CPU node: here, this server's environment has them.
+    cpu = await api("onboarding/frameworks/data-preprocessing/cpu", "POST", {}, as_user="root")
+    assert cpu["state"] == "admitted", cpu
+    assert cpu["steps"][2]["evidence"].startswith(f"imported numpy {numpy.__version__} | imported yaml")
+    # Training's NVIDIA variant wants PyTorch, DeepSpeed and Megatron: admitted only where they import.
+    nvidia = await api("onboarding/frameworks/training/nvidia", "POST", {}, as_user="root")
+    importable = all(importlib.util.find_spec(name) for name in ("torch", "deepspeed", "megatron"))
+    assert nvidia["state"] == ("admitted" if importable else "rejected"), nvidia
+    if not importable:
+        assert nvidia["failed_step"] == "imports" and "cannot import" in nvidia["steps"][2]["evidence"]
+    status, error = await api_error("onboarding/frameworks/training/tpu", "POST", {}, as_user="root")
+    assert status == 404, error
+    status, _error = await api_error("onboarding/frameworks/training/nvidia", "POST", {}, as_user="alice")
+    assert status == 403
+    listed = {(r["kind"], r["name"]) for r in await api("onboarding", as_user="root")}
+    assert {("chip", model), ("framework", "data-preprocessing/cpu"), ("framework", "training/nvidia")} <= listed
