@@ -125,7 +125,7 @@ class CapacityAdvice(Answer):
 class OnboardingStep(Answer):
     name: str = Field(description="node: capability, driver, sample, fault, metrics; tenant: quota, permissions, "
                                   "member-submits, non-member-refused; chip: nodes, facts, flavor, onboarded; "
-                                  "framework: variant, node, imports.")
+                                  "framework: variant, node, imports; model: node, run, outputs, latency, memory.")
     ok: bool
     evidence: str
     at: float
@@ -134,7 +134,7 @@ class OnboardingStep(Answer):
 class Onboarding(Answer):
     """A node's or tenant's onboarding checklist with the evidence of each step."""
 
-    kind: Literal["node", "tenant", "chip", "framework"]
+    kind: Literal["node", "tenant", "chip", "framework", "model"]
     name: str
     state: Literal["pending", "verifying", "admitted", "rejected"]
     failed_step: str | None

@@ -123,6 +123,11 @@ ROUTES: tuple[Route, ...] = (
           "Run a chip model's onboarding checklist: nodes of it with their facts, a flavor that maps it, one of them "
           "onboarded (platform admins)", a.Onboarding, path_parameters={"model": "string"},
           answer_description="admitted, or rejected with the failed step", errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/onboarding/models/{name}", "post", "onboardModel",
+          "Run a catalog model's checklist: on a node of its template, its outputs against the reference within the "
+          "tolerance, its p95 latency and peak memory within bounds (platform admins)", a.Onboarding,
+          path_parameters={"name": "string"}, answer_description="admitted, or rejected with the failed step",
+          errors=(FORBIDDEN, NOT_FOUND)),
     Route("/onboarding/frameworks/{template}/{family}", "post", "onboardFramework",
           "Run a template variant's framework checklist: a node it runs on, its frameworks imported there "
           "(platform admins)", a.Onboarding, path_parameters={"template": "string", "family": "string"},

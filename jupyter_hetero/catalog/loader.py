@@ -109,7 +109,7 @@ def _reference_issues(data: dict) -> list[CatalogIssue]:
         if isinstance(f, dict) and isinstance(f.get("name"), str)
     }
 
-    for section in ("flavors", "templates", "queues", "tenants", "alerts"):
+    for section in ("flavors", "templates", "queues", "tenants", "alerts", "models"):
         for name, count in Counter(_names(data.get(section))).items():
             if count > 1:
                 issues.append(CatalogIssue(section, f"name {name!r} is used {count} times"))
@@ -153,6 +153,10 @@ def _reference_issues(data: dict) -> list[CatalogIssue]:
             unknown(f"{path}.queues[{j}]", "queue", queue, queues)
         for j, template in enumerate(tenant.get("templates") or []):
             unknown(f"{path}.templates[{j}]", "template", template, templates)
+
+    for i, model in _items(data, "models"):
+        if "template" in model:
+            unknown(f"models[{i}]({model.get('name')}).template", "template", model["template"], templates)
 
     for i, rule in _items(data, "alerts"):
         for j, queue in enumerate(rule.get("queues") or []):

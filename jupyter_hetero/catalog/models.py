@@ -7,7 +7,7 @@ are strict (unknown keys are errors) so a typo in a catalog file is reported, no
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -26,6 +26,7 @@ __all__ = [
     "FlavorQuota",
     "FlavorSelector",
     "LabelRequirement",
+    "ModelEntry",
     "Onboarding",
     "Localized",
     "MetricTarget",
@@ -464,6 +465,27 @@ class Onboarding(_Model):
     sample_timeout_s: DurationS = Field(default=300, ge=1)
 
 
+class ModelEntry(_Model):
+    """A model the platform serves, onboarded by running it on a node its template matches: its outputs for the
+    reference ``inputs`` within ``tolerance`` of ``expected``, its p95 latency and peak memory within bounds."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    template: str = "online-inference"
+    code: str = Field(min_length=1, description="Python source defining predict(inputs) -> outputs.")
+    inputs: list[Any] = Field(min_length=1, description="Reference inputs, one call each.")
+    expected: list[Any] = Field(min_length=1, description="The reference outputs, one per input.")
+    tolerance: float = Field(default=1e-6, ge=0, description="Largest absolute difference allowed, number by number.")
+    max_latency_ms: float = Field(default=1000, gt=0, description="Bound of the p95 latency of one call.")
+    max_memory_mib: float = Field(default=4096, gt=0, description="Bound of the process's peak resident memory.")
+    repeats: int = Field(default=20, ge=1, le=10_000, description="Calls per input, for the latency.")
+
+    @model_validator(mode="after")
+    def _pairs(self) -> ModelEntry:
+        if len(self.inputs) != len(self.expected):
+            raise ValueError("inputs and expected must have as many entries")
+        return self
+
+
 AlertKind = Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit"]
 
 
@@ -504,6 +526,7 @@ class Catalog(_Model):
     tenants: list[Tenant] = Field(min_length=1)
     platform_admins: list[str] = Field(default_factory=list)
     onboarding: Onboarding = Field(default_factory=Onboarding)
+    models: list[ModelEntry] = Field(default_factory=list, description="Models onboarded against a reference.")
     alerts: list[AlertRule] = Field(default_factory=lambda: list(DEFAULT_ALERTS),
                                     description="What the server alerts on; a catalog that names none gets these.")
     platform_admin_groups: list[str] = Field(default_factory=list)

@@ -6,7 +6,7 @@ chain, checked on the database itself, and its entries; usage and cost over a pe
     jupyter hetero audit list --action workload. --outcome denied [--json]     (through a running server)
     jupyter hetero usage --since 30d --by cost_centre [--json]                (through a running server)
     jupyter hetero report --since 30d --format html -o report.html [--lang zh] (through a running server)
-    jupyter hetero admit node gpu-7 | tenant vision | chip A100-SXM4-80GB | framework training/nvidia
+    jupyter hetero admit node gpu-7 | tenant vision | chip A100-SXM4-80GB | framework training/nvidia | model NAME
     jupyter hetero admit list | admit reload-catalog
 
 ``verify`` reads the database directly, not through a server: it is the check of a store someone may have
@@ -91,7 +91,8 @@ def _report(args: argparse.Namespace) -> int:
 def add_admit_parser(commands) -> None:
     admit = commands.add_parser("admit", help="onboard a node or a tenant through its checklist; reload the catalog")
     actions = admit.add_subparsers(dest="action", required=True)
-    for kind, what in (("node", "NAME"), ("tenant", "NAME"), ("chip", "MODEL"), ("framework", "TEMPLATE/FAMILY")):
+    for kind, what in (("node", "NAME"), ("tenant", "NAME"), ("chip", "MODEL"), ("framework", "TEMPLATE/FAMILY"),
+                       ("model", "NAME")):
         one = actions.add_parser(kind, parents=[server_options()], help=f"run a {kind}'s onboarding checklist now")
         one.add_argument("name", metavar=what)
         one.add_argument("--json", action="store_true")

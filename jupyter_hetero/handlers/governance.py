@@ -2,7 +2,7 @@
 Prometheus' text format (``GET /metrics``) for platform admins; alerts (``GET /alerts``) for everyone, each
 seeing the platform's and their tenant's; usage and cost (``GET /usage``), everyone's for admins, a tenant's for
 its admins, one's own for members; capacity advice (``GET /capacity``) and the acceptance report (``GET /report``), platform admins; onboarding
-(``GET /onboarding``, ``POST /onboarding/nodes|tenants|chips/{name}``, ``.../frameworks/{template}/{family}``) and ``POST /catalog/reload``, platform admins."""
+(``GET /onboarding``, ``POST /onboarding/nodes|tenants|chips|models/{name}``, ``.../frameworks/{template}/{family}``) and ``POST /catalog/reload``, platform admins."""
 
 from __future__ import annotations
 
@@ -117,6 +117,15 @@ class OnboardChipHandler(HeteroHandler):
         self.reply(self.platform.onboarding.verify_chip(self.identity, model))
 
 
+class OnboardModelHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        platform, identity = self.platform, self.identity
+        # The model runs on a node and is waited for: in a worker thread.
+        self.reply(await self.off_loop(lambda: platform.onboarding.verify_model(identity, name)))
+
+
 class OnboardFrameworkHandler(HeteroHandler):
     @web.authenticated
     @authorized
@@ -141,6 +150,7 @@ default_handlers = [(rf"/{API_PREFIX}/audit", AuditHandler), (rf"/{API_PREFIX}/a
                     (rf"/{API_PREFIX}/onboarding/nodes/(?P<name>[^/]+)", OnboardNodeHandler),
                     (rf"/{API_PREFIX}/onboarding/tenants/(?P<name>[^/]+)", OnboardTenantHandler),
                     (rf"/{API_PREFIX}/onboarding/chips/(?P<model>[^/]+)", OnboardChipHandler),
+                    (rf"/{API_PREFIX}/onboarding/models/(?P<name>[^/]+)", OnboardModelHandler),
                     (rf"/{API_PREFIX}/onboarding/frameworks/(?P<template>[^/]+)/(?P<family>[^/]+)",
                      OnboardFrameworkHandler),
                     (rf"/{API_PREFIX}/catalog/reload", CatalogReloadHandler)]

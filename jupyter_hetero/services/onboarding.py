@@ -23,13 +23,17 @@ Emulated nodes are admitted at once with ``pre_admit_emulated`` (the demo's defa
 A tenant's checklist: quota set, permissions (queues, templates) set, a member may submit (the access check a
 submission makes, as that member), someone outside may not (the same check, refused). A chip model's: nodes of
 it with their facts, a flavor that maps it, one of them onboarded. A framework's (a template's runtime variant
-for a family): an admitted node it can run on, and its frameworks imported there.
+for a family): an admitted node it can run on, and its frameworks imported there. A model's (from the catalog's
+``models``): run on a node of its template's flavors, its outputs within the tolerance of the reference, its
+p95 latency and peak memory within their bounds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -79,6 +83,24 @@ for name in {modules!r}:
         failed += 1
         print("cannot import", name + ":", type(exc).__name__, exc)
 sys.exit(1 if failed else 0)
+"""
+# Runs a catalog model against its reference on a node: one JSON line of what it measured.
+MODEL_HARNESS = """
+import json, resource, sys, time
+namespace = {{}}
+exec(compile({code!r}, "model", "exec"), namespace)
+predict = namespace["predict"]
+outputs, latencies = [], []
+for value in {inputs!r}:
+    for _ in range({repeats}):
+        started = time.perf_counter()
+        answer = predict(value)
+        latencies.append((time.perf_counter() - started) * 1000)
+    outputs.append(answer)
+latencies.sort()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print("hetero-model " + json.dumps({{"outputs": outputs, "p95_ms": latencies[max(0, -(-95 * len(latencies) // 100) - 1)],
+                                     "peak_mib": peak}}))
 """
 # A framework's name in the catalog -> the module that imports it.
 FRAMEWORK_MODULES = {"pytorch": "torch", "tensorflow": "tensorflow", "paddlepaddle": "paddle", "scikit-learn": "sklearn",
@@ -247,6 +269,48 @@ class OnboardingService:
         ])
         return onboarding_json(row)
 
+    # -- models ------------------------------------------------------------------------------
+
+    def verify_model(self, identity: Identity, name: str) -> dict[str, Any]:
+        """A catalog model run on a node its template matches: outputs against the reference within the tolerance,
+        p95 latency and peak memory within their bounds."""
+        self.access.require_platform_admin(identity, "onboarding.model", f"model/{name}")
+        model = next((m for m in self.catalog.models if m.name == name), None)
+        if model is None:
+            raise NotFound(Message(N_("model {model!r} is not in the catalog"), model=name), field="name")
+        template = self.catalog.template(model.template)
+        node = next((v for v in self.inventory.nodes() if v.admission == "admitted" and template is not None
+                     and v.flavor in template.flavors), None)
+        measured: dict[str, Any] = {}
+
+        def run() -> tuple[bool, str]:
+            code, text = self._run(node, "model", MODEL_HARNESS.format(code=model.code, inputs=model.inputs,
+                                                                       repeats=model.repeats))
+            line = next((line for line in text.splitlines() if line.startswith("hetero-model ")), None)
+            if code != 0 or line is None:
+                return False, f"exit code {code}: {text.strip()[-300:]}"
+            measured.update(json.loads(line.removeprefix("hetero-model ")))
+            return True, f"ran {len(model.inputs)} input(s) x {model.repeats} on {node.name}"
+
+        def outputs() -> tuple[bool, str]:
+            worst = max(_difference(got, want) for got, want in zip(measured["outputs"], model.expected, strict=True))
+            return worst <= model.tolerance, f"largest difference from the reference {worst:.3g} (tolerance " \
+                                             f"{model.tolerance:g})"
+
+        def latency() -> tuple[bool, str]:
+            return measured["p95_ms"] <= model.max_latency_ms, \
+                f"p95 latency {measured['p95_ms']:.3f} ms (at most {model.max_latency_ms:g} ms)"
+
+        def memory() -> tuple[bool, str]:
+            return measured["peak_mib"] <= model.max_memory_mib, \
+                f"peak memory {measured['peak_mib']:.1f} MiB (at most {model.max_memory_mib:g} MiB)"
+
+        row = self._checklist("model", name, identity.user, [
+            ("node", lambda: (node is not None, f"{node.name} ({node.flavor}) for template {model.template}" if node
+                              else f"no admitted node of template {model.template}'s flavors")),
+            ("run", run), ("outputs", outputs), ("latency", latency), ("memory", memory)])
+        return onboarding_json(row)
+
     # -- chips and frameworks ----------------------------------------------------------------
 
     def verify_chip(self, identity: Identity, model: str) -> dict[str, Any]:
@@ -327,3 +391,14 @@ class OnboardingService:
 def onboarding_json(row: OnboardingRow) -> dict[str, Any]:
     return {"kind": row.kind, "name": row.name, "state": row.state, "failed_step": row.failed_step,
             "steps": row.steps, "by": row.by, "updated_at": row.updated_at}
+
+
+def _difference(got: Any, want: Any) -> float:
+    """The largest absolute difference between two answers, number by number (inf where their shapes differ)."""
+    if isinstance(want, (int, float)) and not isinstance(want, bool) and isinstance(got, (int, float)):
+        return abs(float(got) - float(want))
+    if isinstance(want, list) and isinstance(got, list) and len(got) == len(want):
+        return max((_difference(g, w) for g, w in zip(got, want, strict=True)), default=0.0)
+    if isinstance(want, dict) and isinstance(got, dict) and got.keys() == want.keys():
+        return max((_difference(got[k], want[k]) for k in want), default=0.0)
+    return 0.0 if got == want else math.inf

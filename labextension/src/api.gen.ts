@@ -299,6 +299,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/onboarding/models/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a catalog model's checklist: on a node of its template, its outputs against the reference within the tolerance, its p95 latency and peak memory within bounds (platform admins) */
+        post: operations["onboardModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/onboarding/frameworks/{template}/{family}": {
         parameters: {
             query?: never;
@@ -1509,7 +1526,7 @@ export interface components {
          */
         Onboarding: {
             /** @enum {string} */
-            kind: "node" | "tenant" | "chip" | "framework";
+            kind: "node" | "tenant" | "chip" | "framework" | "model";
             name: string;
             /** @enum {string} */
             state: "pending" | "verifying" | "admitted" | "rejected";
@@ -1520,7 +1537,7 @@ export interface components {
         };
         /** OnboardingStep */
         OnboardingStep: {
-            /** @description node: capability, driver, sample, fault, metrics; tenant: quota, permissions, member-submits, non-member-refused; chip: nodes, facts, flavor, onboarded; framework: variant, node, imports. */
+            /** @description node: capability, driver, sample, fault, metrics; tenant: quota, permissions, member-submits, non-member-refused; chip: nodes, facts, flavor, onboarded; framework: variant, node, imports; model: node, run, outputs, latency, memory. */
             name: string;
             ok: boolean;
             evidence: string;
@@ -2780,6 +2797,30 @@ export interface operations {
             header?: never;
             path: {
                 model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description admitted, or rejected with the failed step */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Onboarding"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    onboardModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
             };
             cookie?: never;
         };

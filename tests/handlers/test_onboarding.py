@@ -7,6 +7,7 @@ chip model's and a template variant's frameworks are onboarded with their eviden
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 
 import numpy
@@ -150,3 +151,49 @@ async def test_a_chip_model_and_a_template_variants_frameworks_are_onboarded_wit
     assert status == 403
     listed = {(r["kind"], r["name"]) for r in await api("onboarding", as_user="root")}
     assert {("chip", model), ("framework", "data-preprocessing/cpu"), ("framework", "training/nvidia")} <= listed
+
+
+MODELS = [
+    {"name": "doubler", "code": "def predict(x):\n    return [2 * v for v in x]", "inputs": [[1, 2], [3.5]],
+     "expected": [[2, 4], [7.0]], "tolerance": 1e-9, "max_latency_ms": 50, "max_memory_mib": 2048},
+    {"name": "drifting", "code": "def predict(x):\n    return [2.1 * v for v in x]", "inputs": [[1, 3]],
+     "expected": [[2, 6]], "tolerance": 0.01},
+    {"name": "slow", "code": "import time\ndef predict(x):\n    time.sleep(0.02)\n    return x", "inputs": [[1]],
+     "expected": [[1]], "max_latency_ms": 5, "repeats": 5},
+]
+
+
+@pytest.fixture
+def with_models(tmp_path, hetero_config, server_config):
+    """The team catalog with three models to onboard (list it before ``api``)."""
+    from pathlib import Path
+
+    from ..builders import TOKENS, team_catalog
+
+    path = Path(team_catalog(tmp_path))
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["models"] = MODELS
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    hetero_config.update(catalog_file=str(path), owner_is_platform_admin=False)
+    server_config["ServerApp"] = {"identity_provider_class": "jupyter_hetero.auth.TeamIdentityProvider"}
+    server_config["TeamIdentityProvider"] = {"user_tokens": TOKENS}
+
+
+async def test_a_model_is_onboarded_against_its_reference_outputs_latency_and_memory(with_models, api, api_error):
+    doubler = await api("onboarding/models/doubler", "POST", {}, as_user="root")
+    assert doubler["state"] == "admitted", doubler
+    steps = {step["name"]: step["evidence"] for step in doubler["steps"]}
+    assert list(steps) == ["node", "run", "outputs", "latency", "memory"]
+    assert steps["outputs"] == "largest difference from the reference 0 (tolerance 1e-09)"
+    assert re.fullmatch(r"p95 latency \d+\.\d{3} ms \(at most 50 ms\)", steps["latency"]), steps["latency"]
+    assert re.fullmatch(r"peak memory \d+\.\d MiB \(at most 2048 MiB\)", steps["memory"]), steps["memory"]
+
+    drifting = await api("onboarding/models/drifting", "POST", {}, as_user="root")
+    assert (drifting["state"], drifting["failed_step"]) == ("rejected", "outputs"), drifting
+    assert drifting["steps"][-1]["evidence"] == "largest difference from the reference 0.3 (tolerance 0.01)"
+    slow = await api("onboarding/models/slow", "POST", {}, as_user="root")
+    assert (slow["state"], slow["failed_step"]) == ("rejected", "latency"), slow
+    status, error = await api_error("onboarding/models/unknown", "POST", {}, as_user="root")
+    assert (status, error["field"]) == (404, "name"), error
+    status, _error = await api_error("onboarding/models/doubler", "POST", {}, as_user="carol")
+    assert status == 403
