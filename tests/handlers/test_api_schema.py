@@ -4,6 +4,7 @@ models, and real answers of a real server validate against the document."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -70,9 +71,7 @@ def test_an_answer_with_an_undocumented_field_fails_validation():
 
 def test_every_handler_method_is_documented_and_no_other():
     def pattern(path: str) -> str:
-        for name in ("name", "workload_id", "kernel_id"):
-            path = path.replace(f"{{{name}}}", f"(?P<{name}>[^/]+)")
-        return path
+        return re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path)
 
     handlers = {route.split("hetero/api/v1", 1)[1]: handler for route, handler in default_handlers}
     served = {(path, method) for path, handler in handlers.items()
