@@ -45,8 +45,10 @@ class Alert(Answer):
 
     id: int
     rule: str = Field(description="The catalog's alert rule.")
-    kind: Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit"]
-    subject: str = Field(description="queue/<name>, node/<name>, tenant/<name>/<flavor> or workload/<id>.")
+    kind: Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit",
+                  "onboarding-failed"]
+    subject: str = Field(description="queue/<name>, node/<name>, tenant/<name>/<flavor>, workload/<id> or, for "
+                                     "onboarding, <kind>/<name>.")
     tenant: str | None = Field(description="Whose it is, when it is one tenant's.")
     severity: Literal["info", "warning", "critical"]
     state: Literal["firing", "resolved"]

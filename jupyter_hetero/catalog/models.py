@@ -486,7 +486,8 @@ class ModelEntry(_Model):
         return self
 
 
-AlertKind = Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit"]
+AlertKind = Literal["queue-wait", "node-lost", "failure-rate", "quota-nearly-exhausted", "device-memory-near-limit",
+                    "onboarding-failed"]
 
 
 class AlertRule(_Model):
@@ -496,7 +497,8 @@ class AlertRule(_Model):
     or not ready; ``failure-rate``: a queue's failed share of the attempts ended in ``window_s`` over
     ``threshold`` (with at least ``min_attempts``); ``quota-nearly-exhausted``: a tenant's devices in use at
     ``threshold`` of its quota of a flavor; ``device-memory-near-limit``: a running replica's device memory at
-    ``threshold`` of its devices' (where measured)."""
+    ``threshold`` of its devices' (where measured); ``onboarding-failed``: a node, chip, framework, model or
+    tenant rejected by its onboarding checklist."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     kind: AlertKind
@@ -513,6 +515,7 @@ DEFAULT_ALERTS = [
     AlertRule(name="failure-rate", kind="failure-rate", threshold=0.25),
     AlertRule(name="quota-nearly-exhausted", kind="quota-nearly-exhausted", threshold=0.9, severity="info"),
     AlertRule(name="device-memory-near-limit", kind="device-memory-near-limit", threshold=0.9),
+    AlertRule(name="onboarding-failed", kind="onboarding-failed"),
 ]
 
 

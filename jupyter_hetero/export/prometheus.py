@@ -56,6 +56,9 @@ def _expressions(rule: AlertRule, catalog: Catalog):
         yield (f"Hetero{title}", "hetero_tenant_devices_in_use / on (tenant, flavor) (hetero_tenant_quota_devices > 0)"
                f" >= {rule.threshold if rule.threshold is not None else 0.9:g}",
                "tenant {{ $labels.tenant }} near its {{ $labels.flavor }} quota")
+    elif rule.kind == "onboarding-failed":
+        yield (f"Hetero{title}", 'hetero_onboarding{state="rejected"} == 1',
+               "{{ $labels.kind }} {{ $labels.name }} failed onboarding at {{ $labels.failed_step }}")
     elif rule.kind == "device-memory-near-limit":
         # The scrape has no running replica's memory, only each flavor's watermark against a device's memory.
         yield (f"Hetero{title}", "hetero_device_memory_watermark_bytes / on (flavor) group_left "

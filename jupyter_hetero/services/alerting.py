@@ -30,6 +30,7 @@ MESSAGES = {
     "quota-nearly-exhausted": N_("tenant {tenant} uses {used} of its {nominal} {flavor} devices ({share_pct}%)"),
     "device-memory-near-limit": N_("workload {workload} of tenant {tenant} uses {used_mib} MiB of its devices' "
                                    "{limit_mib} MiB ({share_pct}%)"),
+    "onboarding-failed": N_("{kind} {name} failed onboarding at step {step}: {evidence}"),
 }
 
 
@@ -44,6 +45,7 @@ class Observed:
     outcomes: list[tuple[str, str, float]] = field(default_factory=list)  # (queue, outcome, ended at)
     quota: list[tuple[str, str, float, float]] = field(default_factory=list)  # tenant, flavor, devices used, nominal
     device_memory: list[tuple[int, str, float, float]] = field(default_factory=list)  # workload, tenant, MiB, limit
+    rejected: list[tuple[str, str, str, str]] = field(default_factory=list)  # onboarding: kind, name, step, evidence
 
 
 @dataclass(frozen=True)
@@ -124,5 +126,12 @@ def _device_memory(rule: AlertRule, seen: Observed):
                                            "limit_mib": round(limit), "share_pct": round(used / limit * 100)}, tenant
 
 
+def _onboarding(rule: AlertRule, seen: Observed):
+    for kind, name, step, evidence in sorted(seen.rejected):
+        yield f"{kind}/{name}", {"kind": kind, "name": name, "step": step, "evidence": evidence}, \
+            name if kind == "tenant" else None
+
+
 _CHECKS = {"queue-wait": _queue_wait, "node-lost": _node_lost, "failure-rate": _failure_rate,
-           "quota-nearly-exhausted": _quota, "device-memory-near-limit": _device_memory}
+           "quota-nearly-exhausted": _quota, "device-memory-near-limit": _device_memory,
+           "onboarding-failed": _onboarding}

@@ -67,6 +67,8 @@ class AlertService:
             nodes={view.name: view.state for view in self.inventory.nodes()},
             outcomes=self.repository.attempt_outcomes(now - longest) if longest else [],
             quota=quota, device_memory=self.device_memory(),
+            rejected=[(row.kind, row.name, row.failed_step or "", (row.steps[-1]["evidence"] if row.steps else ""))
+                      for row in self.repository.onboarding() if row.state == "rejected"],
         )
 
     def evaluate(self) -> list[tuple[str, AlertRow]]:

@@ -484,7 +484,7 @@ class Repository:
         """What the metrics are counted from, read in one snapshot as plain tuples: every workload
         (queue, kind, template, tenant, state, created_at, admitted_at, attempts, preemptions, node_losses,
         checkpointed), every attempt (queue, template, tenant, placement, request, started_at, ended_at,
-        outcome, reason, archived, metrics) and the audit entries per outcome."""
+        outcome, reason, archived, metrics), the audit entries per outcome and each onboarding's state."""
         workloads = select(WorkloadRow.queue, WorkloadRow.kind, WorkloadRow.template, WorkloadRow.tenant,
                            WorkloadRow.state, WorkloadRow.created_at, WorkloadRow.admitted_at, WorkloadRow.attempts,
                            WorkloadRow.preemptions, WorkloadRow.node_losses, WorkloadRow.checkpoint_at.is_not(None))
@@ -493,10 +493,12 @@ class Repository:
                           AttemptRow.reason, AttemptRow.archive_path.is_not(None), AttemptRow.metrics,
                           ).join(WorkloadRow, AttemptRow.workload_id == WorkloadRow.id)
         audit = select(AuditRow.outcome, func.count()).group_by(AuditRow.outcome)
+        onboarding = select(OnboardingRow.kind, OnboardingRow.name, OnboardingRow.state, OnboardingRow.failed_step)
         with self.session() as session:
             return {"workloads": [tuple(row) for row in session.execute(workloads)],
                     "attempts": [tuple(row) for row in session.execute(attempts)],
-                    "audit": [tuple(row) for row in session.execute(audit)]}
+                    "audit": [tuple(row) for row in session.execute(audit)],
+                    "onboarding": [tuple(row) for row in session.execute(onboarding)]}
 
     def audit_log(self) -> list[AuditRow]:
         with self.session() as session:

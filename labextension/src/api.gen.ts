@@ -882,8 +882,8 @@ export interface components {
             /** @description The catalog's alert rule. */
             rule: string;
             /** @enum {string} */
-            kind: "queue-wait" | "node-lost" | "failure-rate" | "quota-nearly-exhausted" | "device-memory-near-limit";
-            /** @description queue/<name>, node/<name>, tenant/<name>/<flavor> or workload/<id>. */
+            kind: "queue-wait" | "node-lost" | "failure-rate" | "quota-nearly-exhausted" | "device-memory-near-limit" | "onboarding-failed";
+            /** @description queue/<name>, node/<name>, tenant/<name>/<flavor>, workload/<id> or, for onboarding, <kind>/<name>. */
             subject: string;
             /** @description Whose it is, when it is one tenant's. */
             tenant: string | null;

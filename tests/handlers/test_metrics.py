@@ -105,7 +105,8 @@ async def test_the_grafana_dashboard_and_the_alerting_rules_ask_only_for_metrics
     [group] = yaml.safe_load(exported.stdout)["groups"]
     rules = group["rules"]
     assert {rule["labels"]["rule"] for rule in rules} == {"queue-wait", "node-lost", "failure-rate",
-                                                          "quota-nearly-exhausted", "device-memory-near-limit"}
+                                                          "quota-nearly-exhausted", "device-memory-near-limit",
+                                                          "onboarding-failed"}
     assert all(rule["alert"].startswith("Hetero") and rule["labels"]["severity"] in ("info", "warning", "critical")
                for rule in rules)
     names = asked_for([rule["expr"] for rule in rules])

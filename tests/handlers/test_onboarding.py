@@ -20,6 +20,10 @@ from ..harness import until_async
 from .test_api_schema import check
 
 
+async def _alerts(api, rule: str, state: str = "firing") -> list[dict]:
+    return [a for a in await api("alerts", as_user="root", state=state) if a["rule"] == rule]
+
+
 def write_catalog(path, minimum: str) -> None:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     data["onboarding"] = {"nodes": "required", "pre_admit_emulated": False, "min_driver": {"nvidia": minimum},
@@ -36,7 +40,7 @@ def onboarding_required(tmp_path, hetero_config, server_config):
 
     path = Path(team_catalog(tmp_path, templates={"batch-inference": {"flavors": ["t4"]}}))
     write_catalog(path, "540")  # the demo's A100 node has 550.54.15, its T4 node 535.161.08
-    hetero_config.update(catalog_file=str(path), owner_is_platform_admin=False)
+    hetero_config.update(catalog_file=str(path), owner_is_platform_admin=False, alert_interval=0.2)
     server_config["ServerApp"] = {"identity_provider_class": "jupyter_hetero.auth.TeamIdentityProvider"}
     server_config["TeamIdentityProvider"] = {"user_tokens": TOKENS}
     return path
@@ -66,6 +70,11 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
     assert t4["steps"][-1]["evidence"] == "driver 535.161.08 is below the catalog's minimum 540"
     nodes = {node["name"]: node for node in await api("nodes", as_user="root")}
     assert (nodes["gpu-t4-0"]["state"], nodes["gpu-t4-0"]["schedulable"]) == ("pending", False)
+    # An alert says so, and the metrics carry each checklist's state.
+    [alert] = await until_async(lambda: _alerts(api, "onboarding-failed"), "the onboarding-failed alert", timeout=30)
+    assert (alert["subject"], alert["message"]) == (
+        "node/gpu-t4-0", "node gpu-t4-0 failed onboarding at step driver: driver 535.161.08 is below the catalog's "
+                         "minimum 540")
     assert nodes["gpu-a100-0"]["state"] == "admitted"
 
     # Batch inference runs on T4s only here: it waits, for onboarding.
@@ -84,6 +93,7 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
         ("capability", "driver", "sample", "fault", "metrics"), True)
     done = await wait_for(job["id"], lambda w: w["state"] == "succeeded", as_user="alice", timeout=90)
     assert done["attempts"][0]["node"] == "gpu-t4-0"
+    await until_async(lambda: _alerts(api, "onboarding-failed", "resolved"), "the alert to resolve", timeout=30)
 
     applied = await api("audit", as_user="root", action="catalog.applied")
     assert applied["entries"][-1]["detail"] == {"applied": ["onboarding"], "because": "the file changed"}

@@ -15,11 +15,13 @@ def test_every_default_rule_finds_its_subject_and_says_it():
         + [("urgent", "failed", 1.0)] * 9,  # urgent's failures are older than the window
         quota=[("vision", "a100-80g", 4.0, 4.0), ("nlp", "a100-80g", 1.0, 4.0), ("ops", "t4", 1.0, 0.0)],
         device_memory=[(11, "vision", 75_000.0, 81_920.0), (12, "nlp", 1_000.0, 81_920.0)],
+        rejected=[("tenant", "ops", "quota", "no quota for any flavor")],
     )
     found = findings(DEFAULT_ALERTS, seen)
     assert sorted(found) == [("device-memory-near-limit", "workload/11"), ("failure-rate", "queue/batch"),
-                             ("node-lost", "node/gpu-1"), ("queue-wait", "queue/batch"),
-                             ("quota-nearly-exhausted", "tenant/vision/a100-80g")]
+                             ("node-lost", "node/gpu-1"), ("onboarding-failed", "tenant/ops"),
+                             ("queue-wait", "queue/batch"), ("quota-nearly-exhausted", "tenant/vision/a100-80g")]
+    assert found[("onboarding-failed", "tenant/ops")].tenant == "ops"
     assert found[("queue-wait", "queue/batch")].message == \
         "queue batch: workload 7 has waited 1000.0 s, past its max wait of 600 s"
     assert found[("failure-rate", "queue/batch")].message == \
