@@ -32,6 +32,9 @@ _TEXT = {
     "alerts": N_("Alerts"),
     "none": N_("none"),
     "release_records": N_("Release records"),
+    "capacity_advice": N_("Capacity advice"),
+    "no_queue_over": N_("No queue waits past its max wait."),
+    "nothing_to_release": N_("Nothing to release."),
 }
 
 _CSS = """
@@ -123,6 +126,17 @@ def render_report(report: dict[str, Any], lang: str = "en") -> str:
                           html.escape(r.get("by") or "-"), _traffic(r.get("canary")), _traffic(r.get("stable"))]
                          for r in report["releases"]]) if report["releases"]
                  else f"<p class=\"muted\">{t(_TEXT['none'])}</p>")
+    advice = report["capacity"]
+    parts.append(f"<h2 id=\"capacity\">{t(_TEXT['capacity_advice'])}</h2>")
+    parts.append(_table([t(N_("Queue")), t(N_("Add")), t(N_("Flavor")), t(N_("Like")), t(N_("Replayed p95 s"))],
+                        [[html.escape(a["queue"]), str(a["nodes"] if a["nodes"] is not None else "-"),
+                          html.escape(a["flavor"] or "-"), html.escape(a["like"] or "-"),
+                          _value(a["replayed_p95_s"], "", "-")] for a in advice["add"]])
+                 if advice["add"] else f"<p class=\"muted\">{t(_TEXT['no_queue_over'])}</p>")
+    parts.append(_table([t(N_("Flavor")), t(N_("Release node")), t(N_("Devices")), t(N_("Allocated share"))],
+                        [[html.escape(r["flavor"]), html.escape(r["node"]), str(r["devices"]),
+                          f"{r['allocated_share']:.1%}"] for r in advice["release"]])
+                 if advice["release"] else f"<p class=\"muted\">{t(_TEXT['nothing_to_release'])}</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

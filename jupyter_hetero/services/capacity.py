@@ -179,8 +179,12 @@ class CapacityService:
     def advice(self, identity: Identity, query: CapacityQuery) -> dict:
         """Blocking (it replays): call it off the event loop."""
         self.access.require_platform_admin(identity, "capacity.advice", "capacity")
+        return self.advise(query.since)
+
+    def advise(self, since_s: float) -> dict:
+        """The advice over the last ``since_s`` seconds, for whoever was allowed to ask. Blocking."""
         now = self.clock.wall()
-        since = now - query.since
+        since = now - since_s
         recorded = []
         for workload_id, tenant, queue, template, request, created, admitted, run_s \
                 in self.repository.recorded_workloads(since):
@@ -197,4 +201,4 @@ class CapacityService:
         allocated = {row["key"]: row["device_hours"] for row in by_flavor["rows"]}
         return self.advisor.advise(recorded, nodes, queue_policies(self.catalog), tenant_quotas(self.catalog),
                                    {queue.name: queue.max_wait_s for queue in self.catalog.queues}, allocated,
-                                   float(query.since))
+                                   float(since_s))

@@ -177,9 +177,16 @@ class OnboardingService:
                 ok, evidence = False, f"{type(exc).__name__}: {exc}"
             steps.append({"name": step, "ok": ok, "evidence": evidence, "at": time.time()})
             if not ok:
-                return self.repository.record_onboarding(kind, name, state="rejected", steps=steps, failed_step=step,
-                                                         by=by)
-        return self.repository.record_onboarding(kind, name, state="admitted", steps=steps, failed_step=None, by=by)
+                return self._decided(kind, name, by, "rejected", steps, step)
+        return self._decided(kind, name, by, "admitted", steps, None)
+
+    def _decided(self, kind: str, name: str, by: str, state: str, steps: list[dict[str, Any]],
+                 failed: str | None) -> OnboardingRow:
+        row = self.repository.record_onboarding(kind, name, state=state, steps=steps, failed_step=failed, by=by)
+        self.repository.record_audit(actor=by, action=f"onboarding.{kind}", target=f"{kind}/{name}", outcome="done",
+                                     detail={"state": state, "failed_step": failed,
+                                             "steps": {step["name"]: step["ok"] for step in steps}})
+        return row
 
     def _minimum(self, capability: NodeCapability) -> str | None:
         return self.rules.min_driver.get(capability.family.value) if capability.family else None

@@ -34,7 +34,7 @@ from .audit import AuditService
 from .capacity import CapacityService
 from .metrics import PlatformMetrics
 from .onboarding import OnboardingService
-from .reload import reload_catalog
+from .reload import record_catalog, reload_catalog
 from .report import ReportService
 from .serving import ServingService
 from .usage import UsageService
@@ -128,10 +128,10 @@ class Platform:
         self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
                                               **launched)
         self.usage = UsageService(self.catalog, self.repository, self.clock)
-        self.reports = ReportService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
-                                     access=self.access, clock=self.clock)
         self.capacity = CapacityService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                         access=self.access, clock=self.clock)
+        self.reports = ReportService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+                                     access=self.access, clock=self.clock, capacity=self.capacity.advise)
         self.alerts = AlertService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                    clock=self.clock, quota_use=self.catalog_service.tenant_usage,
                                    device_memory=self.scheduler.device_memory, webhook=self.alert_webhook,
@@ -142,6 +142,7 @@ class Platform:
             may_submit=self.workloads.check_access, metrics_nodes=self._metric_nodes, work_dir=self.work_dir,
             wake=self.loop.wake)
         self.onboarding.attach()
+        record_catalog(self.repository, self.catalog, self.catalog_path)
         self._catalog_stamp: tuple[float, int] | None = None  # the catalog file's (mtime, size) as last read
         self._reloading: asyncio.Future | None = None
         self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,

@@ -6,7 +6,8 @@
 For each task type that ran: submissions, outcomes, retries and preemptions, the images and nodes (with their
 chips, drivers and runtimes) used, device utilisation and memory watermarks where measured, the errors; per
 queue the waits (p50, p95, against its max wait, as a histogram); usage and cost per tenant; device allocation
-over time per flavor; the alerts fired and the services' releases (each rollout and its verdict). Then the four
+over time per flavor; the alerts fired and the services' releases (each rollout and its verdict); the capacity
+advice (more nodes where a queue waits past its max wait, release where devices sit unused). Then the four
 checkpoints, each item met or not from that data, with the evidence in words:
 
 - data preprocessing: a template ran it, its outputs were archived (IO), a failure was retried;
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +48,9 @@ CHECKPOINTS = {
 
 class ReportService:
     def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, access: Access,
-                 clock: Clock):
+                 clock: Clock, capacity: Callable[[float], dict]):
         self.catalog = catalog
+        self.capacity = capacity  # the capacity advice over the last N seconds
         self.repository = repository
         self.inventory = inventory
         self.access = access
@@ -84,6 +87,7 @@ class ReportService:
             "utilisation": self._utilisation(record["attempts"], now, since),
             "alerts": [alert_json(row) for row in record["alerts"]],
             "releases": releases,
+            "capacity": self.capacity(since_s),
             "checkpoints": self._checkpoints(by_task, attempts, releases, by_template, now),
         }
 

@@ -523,6 +523,12 @@ class Repository:
         with self.session() as session:
             return list(session.scalars(query))
 
+    def last_audit(self, action: str) -> AuditRow | None:
+        """The newest entry of ``action``."""
+        with self.session() as session:
+            return session.scalars(select(AuditRow).where(AuditRow.action == action)
+                                   .order_by(AuditRow.id.desc()).limit(1)).first()
+
     def verify_audit(self) -> tuple[int, tuple[int, str] | None]:
         """How many entries the chain has, and the first one that breaks it (its id, what is wrong) or None.
 

@@ -93,6 +93,11 @@ async def test_the_acceptance_report_meets_every_checkpoint_and_agrees_with_the_
     assert batch["workloads"] == len(in_batch) and batch["histogram"][-1] == ["+Inf", len(in_batch)]
     usage = await api("usage", as_user="root", since="1h")
     assert [row["key"] for row in report["usage"]["rows"]] == [row["key"] for row in usage["rows"]] == ["vision"]
+    # The capacity advice, as GET /capacity gives it over the same period.
+    advice = await api("capacity", as_user="root", since="1h")
+    assert report["capacity"]["add"] == advice["add"]  # none: nothing waited past its max wait
+    assert [(r["flavor"], r["node"]) for r in report["capacity"]["release"]] == \
+        [(r["flavor"], r["node"]) for r in advice["release"]]  # the shares move on with the clock
     [release] = [r for r in report["releases"] if r["outcome"] == "rolled-back"]
     assert release["service"] == "report-demo" and release["canary"]["error_rate"] == 1.0
 
@@ -100,7 +105,7 @@ async def test_the_acceptance_report_meets_every_checkpoint_and_agrees_with_the_
                           headers={"Authorization": "token root-token"})
     assert page.headers["Content-Type"].startswith("text/html")
     body = page.body.decode()
-    for section in ("checkpoints", "task-types", "queues", "utilisation", "usage", "alerts", "releases"):
+    for section in ("checkpoints", "task-types", "queues", "utilisation", "usage", "alerts", "releases", "capacity"):
         assert f'id="{section}"' in body, section
     assert body.count("<svg") >= 3 and not re.search(r"<script|src=\"http|href=\"http", body)  # self-contained
     chinese = await jp_fetch("hetero", "api", "v1", "report", params={"since": "1h", "format": "html", "lang": "zh"},

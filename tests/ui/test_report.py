@@ -35,7 +35,7 @@ def test_the_admin_tab_opens_the_acceptance_report_in_a_new_tab(lab_server, lab_
     report = opened.value
     report.wait_for_load_state()
     expect(report.locator("h1")).to_have_text("jupyter-hetero acceptance report")
-    for section in ("checkpoints", "task-types", "queues", "utilisation", "usage", "alerts", "releases"):
+    for section in ("checkpoints", "task-types", "queues", "utilisation", "usage", "alerts", "releases", "capacity"):
         expect(report.locator(f"h2#{section}")).to_be_visible()
     expect(report.locator("#checkpoints + table")).to_contain_text("data-preprocessing")
     expect(report.locator("svg.chart").first).to_be_visible()
