@@ -107,6 +107,15 @@ class MoreCapacity(Answer):
     note: str | None = None
 
 
+class ShiftFlavor(Answer):
+    queue: str
+    template: str = Field(description="Whose workloads could also be offered ``to_flavor``: one the template's "
+                                      "runtime variants run on, which they did not ask for.")
+    to_flavor: str
+    replayed_p95_s: float | None
+    max_wait_s: float
+
+
 class LessCapacity(Answer):
     flavor: str
     node: str = Field(description="A node whose devices could be released: the replay without it keeps every queue "
@@ -121,6 +130,8 @@ class CapacityAdvice(Answer):
     period_s: float
     queues: list[QueueWaits]
     add: list[MoreCapacity]
+    shift: list[ShiftFlavor] = Field(description="Templates that, also offering a compatible flavor, would bring a "
+                                                 "queue back within its max wait on today's nodes.")
     release: list[LessCapacity]
 
 

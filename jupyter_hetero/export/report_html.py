@@ -133,6 +133,10 @@ def render_report(report: dict[str, Any], lang: str = "en") -> str:
                           html.escape(a["flavor"] or "-"), html.escape(a["like"] or "-"),
                           _value(a["replayed_p95_s"], "", "-")] for a in advice["add"]])
                  if advice["add"] else f"<p class=\"muted\">{t(_TEXT['no_queue_over'])}</p>")
+    if advice.get("shift"):
+        parts.append(_table([t(N_("Queue")), t(N_("Template")), t(N_("Also offer flavor")), t(N_("Replayed p95 s"))],
+                            [[html.escape(a["queue"]), html.escape(a["template"]), html.escape(a["to_flavor"]),
+                              _value(a["replayed_p95_s"], "", "-")] for a in advice["shift"]]))
     parts.append(_table([t(N_("Flavor")), t(N_("Release node")), t(N_("Devices")), t(N_("Allocated share"))],
                         [[html.escape(r["flavor"]), html.escape(r["node"]), str(r["devices"]),
                           f"{r['allocated_share']:.1%}"] for r in advice["release"]])

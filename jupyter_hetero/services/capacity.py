@@ -1,5 +1,6 @@
 """Capacity advice: where recorded waits exceed a queue's max wait, how many more nodes of which flavor would bring
-them back, and where devices sit unused, what could be released; each answer checked by replaying the recorded
+them back (or which compatible flavor a template could also offer), and where devices sit unused,
+what could be released; each answer checked by replaying the recorded
 workload through the engine on the changed inventory.
 
     advisor = CapacityAdvisor(engine_factory=lambda: Engine(eta=False))
@@ -20,7 +21,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
 from ..engine import Engine, NodeState, QueuePolicy, Request, TenantQuota
@@ -45,6 +46,7 @@ class Recorded:
     id: int
     tenant: str
     queue: str
+    template: str
     arrival: float
     request: Request
     flavors: tuple[str, ...]
@@ -62,7 +64,8 @@ class CapacityAdvisor:
 
     def advise(self, recorded: Sequence[Recorded], nodes: Sequence[NodeState], queues: dict[str, QueuePolicy],
                tenants: dict[str, TenantQuota], max_wait: dict[str, float], allocated_hours: dict[str, float],
-               period_s: float) -> dict:
+               period_s: float, compatible: dict[str, list[str]] | None = None) -> dict:
+        """``compatible``: per template, the flavors its runtime variants run on."""
         recorded_p95 = self._p95({r.queue: [] for r in recorded} | _by_queue(recorded, lambda r: r.waited_s))
         baseline = self._replay(recorded, nodes, queues, tenants)
         over = sorted(queue for queue, p95 in recorded_p95.items()
@@ -74,6 +77,8 @@ class CapacityAdvisor:
             for queue, p95 in sorted(recorded_p95.items())]}
         report["add"] = [advice for queue in over
                          if (advice := self._more(queue, recorded, nodes, queues, tenants, max_wait[queue]))]
+        report["shift"] = [advice for queue in over if (advice := self._shift(
+            queue, recorded, nodes, queues, tenants, max_wait[queue], compatible or {}))]
         report["release"] = self._release(recorded, nodes, queues, tenants, max_wait, allocated_hours, period_s,
                                           baseline)
         return report
@@ -96,6 +101,23 @@ class CapacityAdvisor:
         return {"queue": queue, "flavor": None, "nodes": None, "devices": None, "like": None,
                 "replayed_p95_s": None, "max_wait_s": limit,
                 "note": f"no {self.max_added} more nodes of the flavors it asked for bring its waits back"}
+
+    def _shift(self, queue: str, recorded, nodes, queues, tenants, limit: float,
+               compatible: dict[str, list[str]]) -> dict | None:
+        """A template of the queue whose workloads, also offered a compatible flavor they did not ask for (one the
+        template's runtime variants run on), would bring the queue's replayed p95 wait within its max wait on today's
+        nodes; None when none does."""
+        have = {node.flavor for node in nodes}
+        for template in sorted({r.template for r in recorded if r.queue == queue}):
+            asked = {f for r in recorded if r.queue == queue and r.template == template for f in r.flavors}
+            for flavor in [f for f in compatible.get(template, ()) if f in have and f not in asked]:
+                moved = [replace(r, flavors=(*r.flavors, flavor))
+                         if r.queue == queue and r.template == template else r for r in recorded]
+                p95 = self._replay(moved, nodes, queues, tenants).get(queue, math.inf)
+                if p95 <= limit:
+                    return {"queue": queue, "template": template, "to_flavor": flavor,
+                            "replayed_p95_s": _seconds(p95), "max_wait_s": limit}
+        return None
 
     # -- less capacity -----------------------------------------------------------------------
 
@@ -190,7 +212,7 @@ class CapacityService:
                 in self.repository.recorded_workloads(since):
             known = self.catalog.template(template)
             recorded.append(Recorded(
-                id=workload_id, tenant=tenant, queue=queue, arrival=created,
+                id=workload_id, tenant=tenant, queue=queue, template=template, arrival=created,
                 request=engine_request(request["request"]), flavors=tuple(request["flavors"]),
                 # What never ran yet is replayed for its template's typical run time.
                 run_s=run_s or (known.typical_runtime_s if known else 3600.0),
@@ -201,4 +223,6 @@ class CapacityService:
         allocated = {row["key"]: row["device_hours"] for row in by_flavor["rows"]}
         return self.advisor.advise(recorded, nodes, queue_policies(self.catalog), tenant_quotas(self.catalog),
                                    {queue.name: queue.max_wait_s for queue in self.catalog.queues}, allocated,
-                                   float(since_s))
+                                   float(since_s), compatible={
+                                       t.name: [f.name for f in self.catalog.flavors if t.variant_for(f.family)]
+                                       for t in self.catalog.templates})

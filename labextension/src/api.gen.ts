@@ -1019,6 +1019,8 @@ export interface components {
             period_s: number;
             queues: components["schemas"]["QueueWaits"][];
             add: components["schemas"]["MoreCapacity"][];
+            /** @description Templates that, also offering a compatible flavor, would bring a queue back within its max wait on today's nodes. */
+            shift: components["schemas"]["ShiftFlavor"][];
             release: components["schemas"]["LessCapacity"][];
         };
         /** CatalogReload */
@@ -2032,6 +2034,15 @@ export interface components {
             usage: components["schemas"]["ReplicaUsage"];
             /** @description Its readiness path answered at the last check: it takes traffic. */
             ready: boolean;
+        };
+        /** ShiftFlavor */
+        ShiftFlavor: {
+            queue: string;
+            /** @description Whose workloads could also be offered ``to_flavor``: one the template's runtime variants run on, which they did not ask for. */
+            template: string;
+            to_flavor: string;
+            replayed_p95_s: number | null;
+            max_wait_s: number;
         };
         /**
          * Slot

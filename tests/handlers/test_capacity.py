@@ -1,7 +1,7 @@
 """Capacity advice through a real server after real jobs: four two-A100 jobs queue behind each other on the demo's
 one A100 node, past the batch queue's max wait of 1 s; the advice, replaying them through the engine, asks for
-three more nodes like it (two would still leave one waiting), and offers the unused T4 and Ascend nodes for
-release, but not the A100 node they need."""
+three more nodes like it (two would still leave one waiting), or training to also offer the idle Ascend flavor
+it has a variant for, and offers the unused T4 and Ascend nodes for release, but not the A100 node they need."""
 
 from __future__ import annotations
 
@@ -43,6 +43,9 @@ async def test_capacity_advice_asks_for_enough_nodes_and_releases_unused_ones(sh
     assert (more["queue"], more["flavor"], more["nodes"], more["devices"], more["like"]) == \
         ("batch", "a100-80g", 3, 6, "gpu-a100-0"), more
     assert more["replayed_p95_s"] == 0
+    # Or: training may also run on Ascend 910B (it has a variant for it), whose node of eight sits idle.
+    assert [(s["queue"], s["template"], s["to_flavor"], s["replayed_p95_s"]) for s in advice["shift"]] == \
+        [("batch", "training", "ascend-910b", 0)], advice["shift"]
     released = {(r["flavor"], r["node"]) for r in advice["release"]}
     assert released == {("t4", "gpu-t4-0"), ("ascend-910b", "npu-910b-0")}, advice["release"]
     assert all(r["allocated_share"] == 0 for r in advice["release"])
