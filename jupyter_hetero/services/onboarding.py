@@ -31,6 +31,7 @@ p95 latency and peak memory within their bounds.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import math
@@ -40,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Backend, Launch
+from ..backends.base import Backend, Launch, Placed
 from ..capability import NodeCapability
 from ..catalog import Catalog
 from ..errors import Forbidden, NotFound
@@ -125,6 +126,7 @@ class OnboardingService:
         self._admitted = {row.name for row in repository.onboarding("node") if row.state == "admitted"}
         self._basis: dict[str, str | None] = {}  # node -> the driver minimum it was last verified against
         self._verifying: asyncio.Task | None = None
+        self._runs = itertools.count(int(time.time()))  # each sample's own number (its folder, its pod's name)
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -228,18 +230,26 @@ class OnboardingService:
 
     def _run(self, view, what: str, code: str) -> tuple[int | None, str]:
         """Run ``code`` on the node through the backend, as a replica of no workload; its exit code and log."""
-        if not self.backend.runs_here:
-            return None, f"the {self.backend.name} backend does not run onboarding samples yet"
-        folder = self.work_dir / "onboarding" / view.name / f"{what}-{int(time.time() * 1000)}"
+        run = next(self._runs)
+        folder = self.work_dir / "onboarding" / view.name / f"{what}-{run}"
         folder.mkdir(parents=True, exist_ok=True)
         capability = view.capability
         devices = ((0, 1000, 0),) if capability.accelerator else ()
         env = {"PYTHONUNBUFFERED": "1", "HETERO_NODE": view.name, "HETERO_EMULATED": "1" if capability.emulated else "0",
                **(device_environment(capability.family.value if capability.family else "cpu", devices)
                   if self.backend.runs_here else {})}
-        launch = Launch(workload_id=0, attempt=1, replica=0, node=view.name,
-                        argv=["command", "--", sys.executable, "-c", code], env=env, cwd=folder,
-                        log_path=folder / "log.txt", exit_path=folder / "exit.json", devices=tuple(d[0] for d in devices))
+        # Where pods run it, what it is given: one device of the node, a small share of CPU and memory, the image
+        # of the first template variant for its family (the interpreter of a pod's image is "python").
+        family = capability.family.value if capability.family else "cpu"
+        image = next((v.image for t in self.catalog.templates for v in t.variants if v.family.value == family), "")
+        placed = Placed(kind="job", tenant="platform", user="onboarding", queue="onboarding", template="onboarding",
+                        flavor=view.flavor or "", replicas=1, image=image, cpu_milli=500, memory_mib=512,
+                        devices=((1000, 0),) if capability.accelerator else (), accelerator=capability.accelerator)
+        python = sys.executable if self.backend.runs_here else "python"
+        # Run numbers well apart from workloads' attempts, so a pod's name is never one a workload had.
+        launch = Launch(workload_id=0, attempt=run, replica=0, node=view.name,
+                        argv=["command", "--", python, "-c", code], env=env, cwd=folder, log_path=folder / "log.txt",
+                        exit_path=folder / "exit.json", devices=tuple(d[0] for d in devices), placed=placed)
         handle = self.backend.launch(launch)
         deadline = time.monotonic() + self.rules.sample_timeout_s
         while self.backend.running(handle):

@@ -1,0 +1,55 @@
+"""Onboarding on the Kubernetes backend: with ``onboarding.nodes: required`` the cluster's nodes take no work until
+their checklists pass, and each checklist's sample job and failing job run as pods on that node (required node
+affinity), through the wire-level fake API server and its local kubelet."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
+
+from ..harness import until_async
+from .fixtures import kube_api  # noqa: F401 - a fixture
+from .test_backend import CPU_NODE, GPU_NODE, NAMESPACE, cluster, namespace, python_job  # noqa: F401 - fixtures
+
+
+@pytest.fixture
+def onboarding_required(tmp_path, hetero_config):
+    """The shipped catalog with every node to be onboarded (list it before ``cluster``)."""
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    data["onboarding"] = {"nodes": "required", "min_driver": {"nvidia": "535"}, "sample_timeout_s": 60}
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    hetero_config["catalog_file"] = str(path)
+
+
+async def test_the_clusters_nodes_are_onboarded_by_sample_pods_before_they_take_work(
+        onboarding_required, cluster, api, wait_for, jp_serverapp):  # noqa: F811 - the imported fixtures
+    seen: list[dict] = []
+    cluster.api.subscribe(lambda kind, obj: seen.append(obj) if obj.get("kind") == "Pod" else None)
+    jp_serverapp.web_app.settings["hetero_platform"].loop.start()  # as the server's start does
+
+    async def admitted() -> dict | None:
+        records = {r["name"]: r for r in await api("onboarding")}
+        done = [records.get(name, {}).get("state") for name in (CPU_NODE, GPU_NODE)]
+        return records if all(state in ("admitted", "rejected") for state in done) else None
+
+    records = await until_async(admitted, "both nodes' checklists", timeout=120)
+    for name in (CPU_NODE, GPU_NODE):
+        assert records[name]["state"] == "admitted", records[name]
+        steps = {step["name"]: step["evidence"] for step in records[name]["steps"]}
+        assert "hetero-sample matmul (256, 256)" in steps["sample"]
+        assert "exit code 3" in steps["fault"]
+    # The samples were pods, each bound by required affinity to the node it checked.
+    samples = [pod for pod in seen if pod["metadata"]["labels"].get("hetero.jupyter.org/tenant") == "platform"]
+    placed = {pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchFields"][0]["values"][0] for pod in samples}
+    assert placed == {CPU_NODE, GPU_NODE}
+    gpu_samples = [pod for pod in samples if GPU_NODE in str(pod["spec"]["affinity"])]
+    assert gpu_samples[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+    job = await api("workloads", "POST", python_job("print('after onboarding')"))
+    done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
+    assert done["state"] == "succeeded" and done["attempts"][0]["node"] == CPU_NODE
+    assert {node["name"]: node["state"] for node in await api("nodes")} == {CPU_NODE: "admitted", GPU_NODE: "admitted"}
