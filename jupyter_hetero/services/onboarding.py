@@ -140,6 +140,17 @@ class OnboardingService:
             return True
         return capability.name in self._admitted
 
+    def set_rules(self, rules) -> None:
+        """New onboarding rules (a catalog reload): a node admitted under the old ones whose driver the new minimum
+        refuses must pass again (it keeps its running work, takes no new work); one rejected for its driver is
+        verified again by the next tick, when the minimum moved."""
+        self.rules = rules
+        for view in self.inventory.nodes():
+            if view.name in self._admitted and not self._driver(view)[0]:
+                self._admitted.discard(view.name)
+                self._basis.pop(view.name, None)
+        self.inventory.refresh_onboarded()
+
     def tick(self) -> None:
         """Verify the next node that waits for it (one at a time, in a worker thread)."""
         if self.rules.nodes == "off" or (self._verifying is not None and not self._verifying.done()):

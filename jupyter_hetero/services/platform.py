@@ -143,7 +143,7 @@ class Platform:
             wake=self.loop.wake)
         self.onboarding.attach()
         record_catalog(self.repository, self.catalog, self.catalog_path)
-        self._catalog_stamp: tuple[float, int] | None = None  # the catalog file's (mtime, size) as last read
+        self._catalog_stamp: tuple[int, int] | None = None  # the catalog file's (mtime, size) as last read
         self._reloading: asyncio.Future | None = None
         self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
                                       clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
@@ -244,8 +244,7 @@ class Platform:
                                      detail={"applied": answer["applied"], "because": "the file changed"})
 
     def _set_onboarding(self, rules) -> None:
-        self.onboarding.rules = rules
-        self.inventory.refresh_onboarded()  # pre-admission and the required mode may have changed
+        self.onboarding.set_rules(rules)
         self.loop.wake()
 
     def _set_alerts(self, rules) -> None:
@@ -267,9 +266,9 @@ class Platform:
             self.credentials.revoke_ended()  # explicit revocation; every use also checks the workload's state
 
 
-def _stamp(path: str) -> tuple[float, int] | None:
+def _stamp(path: str) -> tuple[int, int] | None:
     try:
         found = os.stat(path)
     except OSError:
         return None
-    return found.st_mtime, found.st_size
+    return found.st_mtime_ns, found.st_size
