@@ -34,7 +34,6 @@ import asyncio
 import itertools
 import json
 import logging
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -53,59 +52,11 @@ from .access import Access
 from .environment import device_environment
 from .identity import Identity
 from .inventory import Inventory
+from .onboarding_probes import FAULT, FRAMEWORK_MODULES, IMPORTS, MODEL_HARNESS, SAMPLE, difference
 
 __all__ = ["OnboardingService", "onboarding_json"]
 
 log = logging.getLogger(__name__)
-
-SAMPLE = """
-import os, shutil, subprocess, sys
-import numpy
-a = numpy.random.default_rng(7).random((256, 256))
-product = a @ a.T
-print("hetero-sample matmul", product.shape, round(float(product.trace()), 3))
-for name in ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
-    if os.environ.get(name):
-        print("hetero-sample", name, os.environ[name])
-if os.environ.get("HETERO_EMULATED") != "1" and shutil.which("nvidia-smi"):
-    print(subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True, timeout=60).stdout.strip())
-print("hetero-sample ok")
-"""
-FAULT = "print('hetero-fault-sample: exiting 3 on purpose'); import sys; sys.exit(3)"
-IMPORTS = """
-import importlib, sys
-failed = 0
-for name in {modules!r}:
-    try:
-        module = importlib.import_module(name)
-        print("imported", name, getattr(module, "__version__", ""))
-    except Exception as exc:
-        failed += 1
-        print("cannot import", name + ":", type(exc).__name__, exc)
-sys.exit(1 if failed else 0)
-"""
-# Runs a catalog model against its reference on a node: one JSON line of what it measured.
-MODEL_HARNESS = """
-import json, resource, sys, time
-namespace = {{}}
-exec(compile({code!r}, "model", "exec"), namespace)
-predict = namespace["predict"]
-outputs, latencies = [], []
-for value in {inputs!r}:
-    for _ in range({repeats}):
-        started = time.perf_counter()
-        answer = predict(value)
-        latencies.append((time.perf_counter() - started) * 1000)
-    outputs.append(answer)
-latencies.sort()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print("hetero-model " + json.dumps({{"outputs": outputs, "p95_ms": latencies[max(0, -(-95 * len(latencies) // 100) - 1)],
-                                     "peak_mib": peak}}))
-"""
-# A framework's name in the catalog -> the module that imports it.
-FRAMEWORK_MODULES = {"pytorch": "torch", "tensorflow": "tensorflow", "paddlepaddle": "paddle", "scikit-learn": "sklearn",
-                     "tensorrt-llm": "tensorrt_llm", "megatron": "megatron"}
 
 
 class OnboardingService:
@@ -321,7 +272,7 @@ class OnboardingService:
             return True, f"ran {len(model.inputs)} input(s) x {model.repeats} on {node.name}"
 
         def outputs() -> tuple[bool, str]:
-            worst = max(_difference(got, want) for got, want in zip(measured["outputs"], model.expected, strict=True))
+            worst = max(difference(got, want) for got, want in zip(measured["outputs"], model.expected, strict=True))
             return worst <= model.tolerance, f"largest difference from the reference {worst:.3g} (tolerance " \
                                              f"{model.tolerance:g})"
 
@@ -420,13 +371,3 @@ def onboarding_json(row: OnboardingRow) -> dict[str, Any]:
     return {"kind": row.kind, "name": row.name, "state": row.state, "failed_step": row.failed_step,
             "steps": row.steps, "by": row.by, "updated_at": row.updated_at}
 
-
-def _difference(got: Any, want: Any) -> float:
-    """The largest absolute difference between two answers, number by number (inf where their shapes differ)."""
-    if isinstance(want, (int, float)) and not isinstance(want, bool) and isinstance(got, (int, float)):
-        return abs(float(got) - float(want))
-    if isinstance(want, list) and isinstance(got, list) and len(got) == len(want):
-        return max((_difference(g, w) for g, w in zip(got, want, strict=True)), default=0.0)
-    if isinstance(want, dict) and isinstance(got, dict) and got.keys() == want.keys():
-        return max((_difference(got[k], want[k]) for k in want), default=0.0)
-    return 0.0 if got == want else math.inf
