@@ -118,7 +118,7 @@ async def test_a_tenants_quota_alert_is_seen_by_that_tenant_and_admins_only(team
     [alert] = await until_async(lambda: quota_alerts("carol"), "vision's quota alert", timeout=30)
     assert (alert["subject"], alert["tenant"], alert["severity"]) == ("tenant/vision/a100-80g", "vision", "info")
     assert alert["message"] == "tenant vision uses 1 of its 1 a100-80g devices (100%)"
-    assert await quota_alerts("root") == [alert]
+    assert [a["id"] for a in await quota_alerts("root")] == [alert["id"]]  # (its deliveries may have grown)
     assert await quota_alerts("bob") == []  # nlp's member does not see vision's
     (jp_root_dir / "open").touch()
     await wait_for(job["id"], lambda w: w["state"] == "succeeded", as_user="alice", timeout=60)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from jupyter_hetero import __version__
@@ -112,11 +114,7 @@ async def test_openapi_describes_every_endpoint(api):
     assert document["openapi"].startswith("3.")
     assert document["info"]["version"] == __version__
     served = {pattern.split("hetero/api/v1", 1)[1] for pattern, _handler in default_handlers}
-    documented = {
-        path.replace("{name}", "(?P<name>[^/]+)").replace("{workload_id}", "(?P<workload_id>[^/]+)")
-        .replace("{kernel_id}", "(?P<kernel_id>[^/]+)")
-        for path in document["paths"]
-    }
+    documented = {re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) for path in document["paths"]}
     assert served == documented
 
 
