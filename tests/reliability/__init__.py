@@ -1,0 +1,1 @@
+"""Reliability and security: authorisation of every operation, for every kind of caller."""
