@@ -1,1 +1,1 @@
-"""Reliability and security: authorisation of every operation, for every kind of caller."""
+"""Reliability and security: invariants under load and faults, authorisation of every operation."""

@@ -1,0 +1,111 @@
+"""The invariants every reliability test holds the system to, read from the store and from the processes really
+running on this machine.
+
+    found = violations(repository, catalog, acknowledged={"burst-7": 7}, work_dir=Path(".../work"))
+    assert not found, found     # each a sentence naming the workload, node or device
+
+- no device is allocated past its whole (the placements of active work summed per device), and no placement
+  names a device its node does not have;
+- no tenant holds more of a flavor's devices than its quota and borrowing limit allow, nor than its cohort has;
+- every acknowledged submission is in the store, once;
+- work that holds nothing any more says so (no placement, nothing held) and its last word after its last
+  admission is a release (an ending, a requeue, a preemption), never the admission itself;
+- no process works for a workload that is not active (a job's processes start in its attempt's folder).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import psutil
+from sqlalchemy import select
+
+from jupyter_hetero.catalog import Catalog
+from jupyter_hetero.store import ACTIVE_STATES, Repository
+from jupyter_hetero.store.tables import EventRow, NodeRow, WorkloadRow
+
+__all__ = ["violations"]
+
+# Events that leave a workload holding capacity; any other after them releases it, or ends it.
+HOLDING = {"admitted", "starting", "started", "adopted", "checkpoint", "ready", "not-ready", "autoscaled"}
+
+
+def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[str, int] | None = None,
+               work_dir: Path | None = None) -> list[str]:
+    found: list[str] = []
+    # One read: the workloads, their events and the nodes as of one moment (two reads could see a workload
+    # queued, then its admission).
+    with repository.session() as session:
+        rows = list(session.scalars(select(WorkloadRow).order_by(WorkloadRow.id)))
+        events: dict[int, list[str]] = defaultdict(list)
+        for workload_id, kind in session.execute(select(EventRow.workload_id, EventRow.type)
+                                                 .where(EventRow.workload_id.is_not(None)).order_by(EventRow.id)):
+            events[workload_id].append(kind)
+        nodes = {row.name: row for row in session.scalars(select(NodeRow))}
+    active = [row for row in rows if row.state in ACTIVE_STATES and row.placement]
+
+    # Devices: never past their whole, never one the node lacks.
+    used: dict[tuple[str, int], int] = defaultdict(int)
+    for row in active:
+        for slot in row.placement["slots"]:
+            count = ((nodes.get(slot["node"]) and nodes[slot["node"]].capability.get("accelerator")) or {}).get("count", 0)
+            for device in slot["devices"]:
+                used[(slot["node"], device["index"])] += device["milli"]
+                if device["index"] >= count:
+                    found.append(f"workload {row.id} holds device {device['index']} of {slot['node']}, which has {count}")
+    found += [f"device {index} of {node} is allocated {milli} milli, past its 1000"
+              for (node, index), milli in sorted(used.items()) if milli > 1000]
+
+    # Quotas: a tenant within its nominal quota and borrowing limit, and never past its cohort.
+    held: dict[tuple[str, str], int] = defaultdict(int)
+    for row in active:
+        held[(row.tenant, row.placement["flavor"])] += row.held_device_milli
+    cohorts: dict[tuple[str, str], int] = defaultdict(int)
+    for tenant in catalog.tenants:
+        for flavor, quota in tenant.quotas.items():
+            cohorts[(tenant.cohort, flavor)] += quota.nominal.device_milli
+    for (name, flavor), milli in sorted(held.items()):
+        tenant = catalog.tenant(name)
+        quota = tenant.quotas.get(flavor) if tenant else None
+        cohort = cohorts.get((tenant.cohort, flavor), 0) if tenant else 0
+        if quota is not None and quota.borrowing_limit is not None \
+                and milli > quota.nominal.device_milli + quota.borrowing_limit.device_milli:
+            found.append(f"tenant {name} holds {milli} milli of {flavor}, past its quota and borrowing limit")
+        if milli > max(cohort, quota.nominal.device_milli if quota else 0) and milli > 0:
+            found.append(f"tenant {name} holds {milli} milli of {flavor}, more than its cohort's quota of {cohort}")
+
+    # Acknowledged submissions: each in the store, once.
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for row in rows:
+        if row.name:
+            by_name[row.name].append(row.id)
+    for name, workload_id in sorted((acknowledged or {}).items()):
+        if by_name.get(name) != [workload_id]:
+            found.append(f"submission {name} (acknowledged as {workload_id}) is in the store as {by_name.get(name)}")
+
+    # Released: nothing held, and the release said after the last admission.
+    for row in rows:
+        if row.state in ACTIVE_STATES:
+            continue
+        if row.placement or row.held_device_milli or row.held_cpu_milli or row.held_memory_mib:
+            found.append(f"workload {row.id} is {row.state} but still holds {row.placement or 'capacity'}")
+        said = events.get(row.id, [])
+        if "admitted" in said:
+            after = said[len(said) - 1 - said[::-1].index("admitted"):]
+            if all(kind in HOLDING for kind in after):
+                found.append(f"workload {row.id} is {row.state} with no release after its admission: {after}")
+
+    # Processes: none for work that is not active.
+    if work_dir is not None:
+        states = {row.id: row.state for row in rows}
+        jobs = str(Path(work_dir) / "jobs") + "/"
+        for process in psutil.process_iter(["pid", "cwd", "status"]):
+            cwd = process.info.get("cwd") or ""
+            if process.info.get("status") == psutil.STATUS_ZOMBIE or not cwd.startswith(jobs):
+                continue
+            workload = int(cwd[len(jobs):].split("/", 1)[0])
+            if states.get(workload) not in ACTIVE_STATES:
+                found.append(f"process {process.info['pid']} works for workload {workload}, which is "
+                             f"{states.get(workload)}")
+    return found
