@@ -64,6 +64,7 @@ async def test_a_concurrent_burst_of_two_tenants_keeps_every_invariant(api, hete
     store.close()
     assert not seen, "\n".join(dict.fromkeys(seen))
     assert checks >= 5
+    print(f"invariants: {len(acknowledged)} submissions, {checks} checks, no violation")
     finals = {w["state"] for w in await api("workloads", as_user="root", limit=500)}
     assert finals <= set(FINAL) and "cancelled" in finals and "succeeded" in finals
 
