@@ -397,12 +397,14 @@ def kill_runners_under(root: Path) -> int:
     import psutil
 
     killed = 0
-    for process in psutil.process_iter(["cmdline"]):
+    for process in psutil.process_iter(["cmdline", "cwd"]):
         line = process.info["cmdline"] or []
-        if "jupyter_hetero.kernel.runner" in line and any(part.startswith(str(root)) for part in line):
+        runner = "jupyter_hetero.kernel.runner" in line and any(part.startswith(str(root)) for part in line)
+        # Or a command a runner started, in its attempt's folder (orphaned, should a test kill its runner).
+        if runner or (process.info.get("cwd") or "").startswith(str(root) + "/"):
             try:
-                os.killpg(os.getpgid(process.pid), signal.SIGKILL)
+                os.killpg(os.getpgid(process.pid), signal.SIGKILL) if runner else process.kill()
                 killed += 1
-            except (ProcessLookupError, PermissionError):
+            except (ProcessLookupError, PermissionError, psutil.Error):
                 pass
     return killed

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ..harness import kill_runners_under, until_async
+from ..harness import until_async
 from ..serving.test_rollouts import CANARY, _load_until_decided, _serve
 
 pytestmark = [pytest.mark.usefixtures("team"),
@@ -22,12 +22,6 @@ FLAKY = ("import os, pathlib, sys\n"
          "pathlib.Path(os.environ['HETERO_OUTPUT_DIR'], 'clean.csv').write_text('a,b')")
 CHECKPOINT = "import os, pathlib; pathlib.Path(os.environ['HETERO_CHECKPOINT_DIR'], 'step-1.pt').write_text('w')\n" \
              "import time; time.sleep(2.5)"  # long enough for the scheduler to see the checkpoint while it runs
-
-
-@pytest.fixture(autouse=True)
-def no_replica_outlives_the_test(tmp_path):
-    yield
-    kill_runners_under(tmp_path)
 
 
 def job(template: str, code: str, **parameters) -> dict:

@@ -11,6 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from jupyter_hetero.api.openapi import build_document
@@ -27,7 +28,7 @@ SERVICE = {"name": "doubler", "command": MODEL, "replicas": 2, "min_replicas": 1
 
 @pytest.mark.team(vision_a100=4)
 async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a_killed_replica(
-        api, api_error, jp_fetch, wait_for):
+        api, api_error, jp_fetch, wait_for, tmp_path):
     created = await api("services", "POST", SERVICE, as_user="alice")
     assert (created["name"], created["endpoint"], created["replicas"]) == ("doubler", "/hetero/endpoints/doubler/", 2)
 
@@ -78,6 +79,8 @@ async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a
     traffic = (await api("services/doubler", as_user="alice"))["traffic"]
     assert traffic["requests"] == 106 and traffic["error_rate"] == 0.0 and traffic["requests_per_s"] > 0, traffic
     await until_async(lambda: _restarted(api, victim["id"]), "the killed replica to start again", timeout=60)
+    # Its model server, orphaned by the runner's death, went with it: nothing of the first attempt still runs.
+    assert not [p for p in psutil.process_iter(["cwd", "environ"]) if _of_attempt(p, victim["id"], 1, tmp_path)]
     await until_async(lambda: ready(2), "two ready replicas again", timeout=60)
 
     # Scaled by hand between its minimum and maximum.
@@ -100,6 +103,16 @@ async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a
         [r["id"] for r in replicas]
     for replica in ids:
         await wait_for(replica, lambda w: w["state"] == "cancelled", as_user="alice")
+
+
+def _of_attempt(process, workload_id: int, attempt: int, root: Path) -> bool:
+    """A live process of this test's server working for that attempt of the workload."""
+    environ, cwd = process.info.get("environ") or {}, process.info.get("cwd") or ""
+    try:
+        return cwd.startswith(str(root)) and environ.get("HETERO_WORKLOAD_ID") == str(workload_id) \
+            and environ.get("HETERO_ATTEMPT") == str(attempt) and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _auth(user: str) -> dict:

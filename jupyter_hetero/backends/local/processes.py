@@ -121,6 +121,13 @@ class LocalBackend:
         child = self._children.pop(handle.pid, None)
         if child is not None:
             child.poll()
+        # What the replica left in its group ends with it, as in a container: a runner killed from outside (the
+        # OOM killer, a SIGKILL) would leave its command running, orphaned, a service's still on its port. The
+        # group's id is not given to a new process while any member lives.
+        try:
+            os.killpg(handle.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             with open(handle.exit_path, encoding="utf-8") as record:
                 data = json.load(record)
