@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -43,6 +43,10 @@ __all__ = [
 ]
 
 
+# One command-line argument: Linux takes none longer (MAX_ARG_STRLEN); a longer one would fail at start, not here.
+Argument = Annotated[str, Field(max_length=131_072)]
+
+
 class _Query(BaseModel):
     # Unknown query parameters are errors, so a typo is reported instead of silently ignored.
     model_config = ConfigDict(extra="forbid")
@@ -64,7 +68,7 @@ class ListNodesQuery(_Query):
 class ScriptSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1, description="A .py file under the server's root.")
-    args: list[str] = Field(default_factory=list)
+    args: list[Argument] = Field(default_factory=list)
 
 
 class NotebookSpec(BaseModel):
@@ -82,7 +86,7 @@ class SubmitWorkload(BaseModel):
     template: str = Field(min_length=1)
     queue: str | None = Field(default=None, description="Defaults to the template's queue.")
     name: str | None = Field(default=None, max_length=253)
-    command: list[str] | None = Field(default=None, min_length=1)
+    command: list[Argument] | None = Field(default=None, min_length=1)
     script: ScriptSpec | None = None
     code: str | None = Field(default=None, min_length=1, description="Python source run as a script.")
     notebook: NotebookSpec | None = None
@@ -299,7 +303,8 @@ class CreateService(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
                       description="Its endpoint is /hetero/endpoints/<name>/ (lower-case letters, digits, '-').")
     template: str = Field(default="online-inference", min_length=1)
-    command: list[str] | None = Field(default=None, min_length=1, description="The model server; it listens on $PORT.")
+    command: list[Argument] | None = Field(default=None, min_length=1,
+                                           description="The model server; it listens on $PORT.")
     code: str | None = Field(default=None, min_length=1, description="Python source that serves on $PORT (run as a "
                                                                      "job's code cell is), instead of a command.")
     env: dict[str, str] = Field(default_factory=dict)
@@ -344,7 +349,7 @@ class RollOut(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    command: list[str] | None = Field(default=None, min_length=1)
+    command: list[Argument] | None = Field(default=None, min_length=1)
     code: str | None = Field(default=None, min_length=1)
     env: dict[str, str] | None = None
     parameters: dict[str, Any] | None = None

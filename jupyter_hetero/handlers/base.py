@@ -78,6 +78,7 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
             key: values[-1].decode() for key, values in self.request.query_arguments.items()
             if key not in _TRANSPORT_PARAMS
         }
+        _refuse_nul(raw, "query parameter")
         try:
             return model.model_validate(raw)
         except ValidationError as exc:
@@ -87,9 +88,12 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
         """Parse the JSON body into ``model``; malformed JSON or a bad field is a 400 naming it."""
         try:
             data = json.loads(self.request.body or b"{}")
+            _refuse_nul(data, "field")
         except ValueError as exc:
             raise InvalidRequest(Message(N_("request body is not valid JSON: {problem}"), problem=exc),
                                  field="body") from None
+        except RecursionError:
+            raise InvalidRequest(Message(N_("request body is nested too deeply to read")), field="body") from None
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -165,3 +169,18 @@ def _invalid(exc: ValidationError, noun: str) -> InvalidRequest:
     sentence = unknown_name if first["type"] == "extra_forbidden" else bad_value
     return InvalidRequest(Message(sentence, field=field, problem=first["msg"]), field=field,
                           errors=[{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()])
+
+
+def _refuse_nul(data: Any, kind: str, path: str = "") -> None:
+    """A NUL character reaches no file name, command line or environment: a 400 naming where it is."""
+    if isinstance(data, str):
+        if "\x00" in data:
+            raise InvalidRequest(Message(N_("{kind} {field} holds a NUL character, which no name, path, argument or "
+                                            "variable may hold"), kind=kind, field=path or "body"), field=path or "body")
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            _refuse_nul(key, kind, f"{path}.{key}" if path else str(key))
+            _refuse_nul(value, kind, f"{path}.{key}" if path else str(key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            _refuse_nul(value, kind, f"{path}[{index}]")
