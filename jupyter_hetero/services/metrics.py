@@ -31,6 +31,7 @@ from ..catalog import Catalog
 from ..store import Repository
 from .clock import Clock
 from .inventory import Inventory
+from .usage import held, hourly_cost
 
 __all__ = ["FAMILIES", "PlatformMetrics"]
 
@@ -79,6 +80,12 @@ class PlatformMetrics:
     # -- resource ----------------------------------------------------------------------------
 
     def resource(self, figures: dict[str, list[tuple]]) -> Iterator[Metric]:
+        yield from self.node_families()
+        yield from self._watermarks_and_waits(figures)
+
+    def node_families(self) -> list[Metric]:
+        """The per-node families: what each node has, what is allocated on it and what it uses where measured
+        (the inventory and the active placements only; none of the store's history)."""
         nodes = self.inventory.nodes()
         allocation = self.inventory.allocation(self.repository.active_placements())
         devices = _gauge("hetero_node_devices", "Devices a node has", ["node", "flavor", "family"])
@@ -114,9 +121,10 @@ class PlatformMetrics:
                 memory_used.add_metric([view.name], used["memory_used_mib"] * _MIB)
                 if "gpu_util_pct" in used:
                     device_used.add_metric([view.name], used["gpu_util_pct"] / 100)
-        yield from (devices, devices_allocated, device_memory, cores, cores_allocated, memory, memory_allocated, up, device_used,
-                    cpu_used, memory_used)
+        return [devices, devices_allocated, device_memory, cores, cores_allocated, memory, memory_allocated, up,
+                device_used, cpu_used, memory_used]
 
+    def _watermarks_and_waits(self, figures: dict[str, list[tuple]]) -> Iterator[Metric]:
         watermark: dict[str, float] = {}
         for _queue, _template, _tenant, placement, _request, *_times, metrics in figures["attempts"]:
             peak = (metrics or {}).get("gpu_memory_peak_mib")
@@ -183,15 +191,11 @@ class PlatformMetrics:
                 continue
             seconds = max(0.0, (ended if ended is not None else now) - started)
             flavor = placement["flavor"]
-            devices = sum(d["milli"] for slot in placement["slots"] for d in slot["devices"]) / 1000
+            devices, cores = held(placement, request)
             used[(tenant, flavor)] += devices * seconds
             known = prices.get(flavor)
-            if known is None or not known.price_per_hour:
-                continue
-            # An accelerator flavor is priced per device-hour, a CPU flavor per core-hour.
-            units = devices if devices else (request or {}).get("request", {}).get("cpu_milli", 0) / 1000 \
-                * len(placement["slots"])
-            cost[(tenant, centres.get(tenant, ""), flavor)] += units * seconds / 3600 * known.price_per_hour
+            if known is not None and known.price_per_hour:
+                cost[(tenant, centres.get(tenant, ""), flavor)] += hourly_cost(known, devices, cores) * seconds / 3600
         yield _counter("hetero_tenant_device_seconds", "Device-seconds held by a tenant's attempts, per flavor",
                        ["tenant", "flavor"], used)
         yield _counter("hetero_tenant_cost", "Cost of a tenant's attempts at the catalog's prices (its currency)",

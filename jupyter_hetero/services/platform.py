@@ -251,8 +251,8 @@ class Platform:
         self.alerts.rules = rules
 
     def _metric_nodes(self) -> set[str]:
-        return {sample.labels["node"] for family in self.metrics.families() if family.name == "hetero_node_devices"
-                for sample in family.samples}
+        return {sample.labels["node"] for family in self.metrics.node_families()
+                if family.name == "hetero_node_devices" for sample in family.samples}
 
     def _after_tick(self, now: float) -> None:
         try:

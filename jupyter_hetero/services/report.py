@@ -32,7 +32,7 @@ from .alerts import alert_json
 from .clock import Clock
 from .identity import Identity
 from .inventory import Inventory
-from .usage import usage_report
+from .usage import held, usage_report
 
 __all__ = ["CHECKPOINTS", "ReportService", "WAIT_BUCKETS_S"]
 
@@ -72,10 +72,9 @@ class ReportService:
         by_task: dict[str, list[WorkloadRow]] = defaultdict(list)
         for row in record["workloads"]:
             by_task[task_of.get(row.template, "other")].append(row)
-        usage = usage_report(self.repository.attempts_between(since, now), self.catalog, since=since, until=now,
-                             now=now, by="tenant")
-        by_template = usage_report(self.repository.attempts_between(since, now), self.catalog, since=since,
-                                   until=now, now=now, by="template")
+        ran = self.repository.attempts_between(since, now)
+        usage = usage_report(ran, self.catalog, since=since, until=now, now=now, by="tenant")
+        by_template = usage_report(ran, self.catalog, since=since, until=now, now=now, by="template")
         releases = [{"service": service.name, "tenant": service.tenant, **entry}
                     for service in record["services"] for entry in service.revisions if entry.get("at", 0) >= since]
         tasks = [self._task(task, rows, attempts, images) for task, rows in sorted(by_task.items())]
@@ -147,8 +146,8 @@ class ReportService:
         """Per flavor, devices allocated over time (a step per start and end) against the devices it has."""
         steps: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for attempt in attempts:
-            placement = attempt.placement or {}
-            devices = sum(d["milli"] for slot in placement.get("slots", ()) for d in slot["devices"]) / 1000
+            placement = attempt.placement
+            devices = held(placement, None)[0] if placement else 0
             if devices:
                 steps[placement["flavor"]] += [(max(attempt.started_at, since), devices),
                                                (attempt.ended_at if attempt.ended_at is not None else now, -devices)]

@@ -161,8 +161,8 @@ class Scheduler:
         self._monitor(now)
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
-        if changed or self._exposed is None:
-            self._expose()
+        if not self.backend.runs_here and (changed or self._exposed is None):
+            self._expose()  # a cluster's names for services; on this machine the endpoint is the only way in
         # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
         # however much of it waits.
         examined = self.inadmissible.due(self.inventory.version)

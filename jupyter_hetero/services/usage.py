@@ -19,16 +19,29 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..catalog import Catalog
+from ..catalog.models import Flavor
 from ..models import UsageQuery
 from ..store import Repository
 from .clock import Clock
 from .identity import Identity
 
-__all__ = ["GROUPS", "UsageService", "usage_report"]
+__all__ = ["GROUPS", "UsageService", "held", "hourly_cost", "usage_report"]
 
 GROUPS = ("tenant", "user", "queue", "template", "cost_centre", "flavor")
 _FIGURES = ("device_hours", "accelerator_hours", "idle_device_hours", "unmeasured_device_hours", "core_hours",
             "cost", "attempts")
+
+
+def held(placement: dict[str, Any], request: dict[str, Any] | None) -> tuple[float, float]:
+    """What an attempt held: devices (fractions as such) and cores (per replica, times its replicas)."""
+    devices = sum(d["milli"] for slot in placement["slots"] for d in slot["devices"]) / 1000
+    cores = (request or {}).get("request", {}).get("cpu_milli", 0) / 1000 * len(placement["slots"])
+    return devices, cores
+
+
+def hourly_cost(flavor: Flavor | None, devices: float, cores: float) -> float:
+    """An hour of it at the catalog's price: per device-hour, or per core-hour for a CPU flavor."""
+    return (flavor.price_per_hour if flavor else 0.0) * (devices if devices else cores)
 
 
 def usage_report(attempts: Iterable[tuple], catalog: Catalog, *, since: float, until: float, now: float,
@@ -43,8 +56,7 @@ def usage_report(attempts: Iterable[tuple], catalog: Catalog, *, since: float, u
         if hours == 0:
             continue
         flavor = flavors.get(placement["flavor"])
-        devices = sum(d["milli"] for slot in placement["slots"] for d in slot["devices"]) / 1000
-        cores = (request or {}).get("request", {}).get("cpu_milli", 0) / 1000 * len(placement["slots"])
+        devices, cores = held(placement, request)
         key = {"tenant": tenant, "user": user, "queue": queue, "template": template,
                "cost_centre": centres.get(tenant) or "", "flavor": placement["flavor"]}[by]
         row = rows.setdefault(key, {"key": key, **dict.fromkeys(_FIGURES, 0.0)})
@@ -58,8 +70,7 @@ def usage_report(attempts: Iterable[tuple], catalog: Catalog, *, since: float, u
         else:
             row["idle_device_hours"] += devices * hours * (1 - util / 100)
         row["core_hours"] += cores * hours
-        price = flavor.price_per_hour if flavor else 0.0
-        row["cost"] += price * (devices if devices else cores) * hours
+        row["cost"] += hourly_cost(flavor, devices, cores) * hours
         row["attempts"] += 1
     ordered = sorted(rows.values(), key=lambda row: (-row["cost"], -row["device_hours"], row["key"]))
     total = {name: sum(row[name] for row in ordered) for name in _FIGURES}

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from .migrations import migrate
-from .tables import AlertRow, AttemptRow, OnboardingRow, AuditRow, EventRow, NodeRow, ServiceRow, WorkloadRow
+from .tables import AlertRow, AttemptRow, AuditRow, EventRow, NodeRow, OnboardingRow, ServiceRow, WorkloadRow
 
 __all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository", "default_db_url"]
 

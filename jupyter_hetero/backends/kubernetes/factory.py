@@ -57,7 +57,8 @@ class PodFactory:
         replicas find each other by."""
         placed = launch.placed
         identity = PodIdentity(
-            workload_id=launch.workload_id, kind="service" if placed.serving else "job", tenant=placed.tenant, user=placed.user, queue=placed.queue,
+            workload_id=launch.workload_id, kind="service" if placed.serving else "job", tenant=placed.tenant,
+            user=placed.user, queue=placed.queue,
             template=placed.template, flavor=placed.flavor, attempt=launch.attempt, replica=launch.replica,
             replicas=placed.replicas,
         )

@@ -77,7 +77,8 @@ class LocalBackend:
         with open(launch.log_path, "ab") as log:
             child = subprocess.Popen(
                 [sys.executable, "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path), *launch.argv],
-                cwd=launch.cwd, env={**launch.env, "HOST": LOOPBACK} if serving else launch.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=launch.cwd, env={**launch.env, "HOST": LOOPBACK} if serving else launch.env, stdout=log,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group: signals reach the whole job, not us
             )
         self._children[child.pid] = child
