@@ -17,7 +17,7 @@ from typing import Any
 
 from .i18n import Message
 
-__all__ = ["Conflict", "Forbidden", "HeteroError", "InvalidRequest", "NotFound", "Unavailable"]
+__all__ = ["Conflict", "Forbidden", "GatewayTimeout", "HeteroError", "InvalidRequest", "NotFound", "Unavailable"]
 
 
 class HeteroError(Exception):
@@ -62,3 +62,9 @@ class Conflict(HeteroError):
 
 class Unavailable(HeteroError):
     status = 503
+
+
+class GatewayTimeout(HeteroError):
+    """What the server passed on was not answered in time (a service's replica)."""
+
+    status = 504

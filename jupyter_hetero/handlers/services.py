@@ -7,8 +7,9 @@ import time
 
 from jupyter_server.auth.decorator import authorized
 from tornado import httpclient, web
+from tornado.simple_httpclient import HTTPTimeoutError
 
-from ..errors import Unavailable
+from ..errors import GatewayTimeout, Unavailable
 from ..i18n import N_, Message
 from ..models import CreateService, RollBack, RollOut, ScaleService
 from .base import API_PREFIX, HeteroHandler, Relay
@@ -17,6 +18,7 @@ from .base import API_PREFIX, HeteroHandler, Relay
 _FORWARDED = ("Content-Type", "Accept", "Accept-Language")
 _RELAYED = ("Content-Type", "Content-Disposition", "Cache-Control")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_REPLICA_TIMEOUT_S = 300
 
 
 class ServicesHandler(HeteroHandler):
@@ -79,12 +81,19 @@ class EndpointHandler(Relay, HeteroHandler):
             request = httpclient.HTTPRequest(
                 f"{url}/{path}{query}", method=self.request.method, headers=headers, follow_redirects=False,
                 body=self.request.body if self.request.method in _BODY_METHODS else None,
-                allow_nonstandard_methods=True, connect_timeout=5, request_timeout=300)
+                allow_nonstandard_methods=True, connect_timeout=5, request_timeout=_REPLICA_TIMEOUT_S)
             started = time.perf_counter()
             serving.in_flight[name] = serving.in_flight.get(name, 0) + 1
             try:
                 response = await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
-            except OSError:
+            except (OSError, httpclient.HTTPClientError) as exc:
+                # Refused, or the connection closed before an answer (the replica died under the request,
+                # which a model server's inference does not mind doing twice): the next replica answers.
+                # Timed out: the replica is slow, not gone, and the caller hears so.
+                if isinstance(exc, HTTPTimeoutError):
+                    serving.observe(name, replica, time.perf_counter() - started, 504)
+                    raise GatewayTimeout(Message(N_("a replica of service {name} did not answer within {seconds} s"),
+                                                 name=name, seconds=_REPLICA_TIMEOUT_S), reason="replica-timeout") from None
                 response = None
             finally:
                 serving.in_flight[name] -= 1

@@ -192,3 +192,21 @@ async def test_only_the_services_tenant_may_change_it(api, api_error):
     status, _error = await api_error("services/no-such", "PATCH", {"replicas": 2}, as_user="alice")
     assert status == 404
     assert (await api("services/guarded", "DELETE", as_user="alice"))["state"] == "deleted"
+
+
+@pytest.mark.team(vision_a100=4)
+async def test_a_request_a_replica_drops_unanswered_is_answered_by_another(api, jp_fetch, tmp_path):
+    # Regression: a replica closing the connection under a request (its process dying) was a 500 to the caller.
+    await api("services", "POST", {**SERVICE, "name": "dropper", "env": {"MODEL_DROP_ONCE": str(tmp_path / "dropped")}},
+              as_user="alice")
+
+    async def ready():
+        service = await api("services/dropper", as_user="alice")
+        return service if service["ready_replicas"] == 2 else None
+
+    await until_async(ready, "two ready replicas", timeout=60)
+    # The replica the first prediction goes to closes the connection under it; the other one answers it.
+    response = await jp_fetch("hetero", "endpoints", "dropper", "predict", method="POST",
+                              body=json.dumps({"inputs": [4]}), headers=_auth("alice"))
+    assert json.loads(response.body)["outputs"] == [8] and (tmp_path / "dropped").exists()
+    await api("services/dropper", "DELETE", as_user="alice")
