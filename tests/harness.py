@@ -342,11 +342,13 @@ def workload_rows_loaded():
         event.remove(WorkloadRow, "load", listener)
 
 
-def start_hetero_server(layout: ServerLayout, name: str, nodes: Path, *extra_args: str) -> LabServer:
-    """A `jupyter server` with jupyter-hetero over ``layout``'s store, with ``nodes`` as its emulated nodes."""
+def start_hetero_server(layout: ServerLayout, name: str, nodes: Path, *extra_args: str,
+                        db_url: str | None = None) -> LabServer:
+    """A `jupyter server` with jupyter-hetero over ``layout``'s store (or ``db_url``), with ``nodes`` as its
+    emulated nodes."""
     return LabServer.start(
         layout, app="server", log_path=layout.root / f"{name}.log",
-        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
+        extra_args=[f"--HeteroApp.db_url={db_url or 'sqlite:///' + str(layout.state / 'hetero.sqlite')}",
                     f"--HeteroApp.work_dir={layout.state / 'work'}",
                     f"--HeteroApp.emulated_nodes_file={nodes}",
                     "--HeteroApp.local_node_name=local",

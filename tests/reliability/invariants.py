@@ -10,7 +10,8 @@ running on this machine.
 - every acknowledged submission is in the store, once;
 - work that holds nothing any more says so (no placement, nothing held) and its last word after its last
   admission is a release (an ending, a requeue, a preemption), never the admission itself;
-- no process works for a workload that is not active (a job's processes start in its attempt's folder).
+- no process works for a workload that is not active, nor for an attempt other than its newest (a job's, a
+  replica's and a kernel's processes carry their workload's id and attempt in their environment).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from jupyter_hetero.catalog import Catalog
 from jupyter_hetero.store import ACTIVE_STATES, Repository
 from jupyter_hetero.store.tables import EventRow, NodeRow, WorkloadRow
 
-__all__ = ["violations"]
+__all__ = ["violations", "workload_processes"]
 
 # Events that leave a workload holding capacity; any other after them releases it, or ends it.
 HOLDING = {"admitted", "starting", "started", "adopted", "checkpoint", "ready", "not-ready", "autoscaled"}
@@ -96,16 +97,34 @@ def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[s
             if all(kind in HOLDING for kind in after):
                 found.append(f"workload {row.id} is {row.state} with no release after its admission: {after}")
 
-    # Processes: none for work that is not active.
+    # Processes: none for work that is not active, and none of an attempt other than the workload's newest.
     if work_dir is not None:
+        newest = {row.id: row.attempts for row in rows}
         states = {row.id: row.state for row in rows}
-        jobs = str(Path(work_dir) / "jobs") + "/"
-        for process in psutil.process_iter(["pid", "cwd", "status"]):
-            cwd = process.info.get("cwd") or ""
-            if process.info.get("status") == psutil.STATUS_ZOMBIE or not cwd.startswith(jobs):
-                continue
-            workload = int(cwd[len(jobs):].split("/", 1)[0])
+        for pid, workload, attempt in workload_processes(Path(work_dir).parent):
             if states.get(workload) not in ACTIVE_STATES:
-                found.append(f"process {process.info['pid']} works for workload {workload}, which is "
-                             f"{states.get(workload)}")
+                found.append(f"process {pid} works for workload {workload}, which is {states.get(workload)}")
+            elif attempt is not None and attempt != newest.get(workload):
+                found.append(f"process {pid} works for attempt {attempt} of workload {workload}, whose newest is "
+                             f"{newest.get(workload)}: two attempts alive at once")
+    return found
+
+
+def workload_processes(root: Path) -> list[tuple[int, int, int | None]]:
+    """(pid, workload id, attempt) of every live process a server under ``root`` started for a workload: a job's
+    command and runner, a service's replica, a kernel (each carries ``HETERO_WORKLOAD_ID`` and works under
+    ``root``)."""
+    found = []
+    for process in psutil.process_iter(["pid", "cwd", "status"]):
+        if process.info.get("status") == psutil.STATUS_ZOMBIE or not (process.info.get("cwd") or "").startswith(
+                str(root) + "/"):
+            continue
+        try:
+            environ = process.environ()
+        except psutil.Error:
+            continue
+        if "HETERO_WORKLOAD_ID" in environ:
+            attempt = environ.get("HETERO_ATTEMPT")
+            found.append((process.info["pid"], int(environ["HETERO_WORKLOAD_ID"]),
+                          int(attempt) if attempt and attempt.isdigit() else None))
     return found
