@@ -6,10 +6,12 @@ import uuid
 from functools import partial
 from typing import Any
 
+from jupyter_client.kernelspec import NoSuchKernel
+from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..errors import Conflict, HeteroError
+from ..errors import Conflict, HeteroError, InvalidRequest
 from ..i18n import N_, Message
 from ..models import ActivityReport, Launched, ReleaseQuery, RequestKernelPlacement, StartKernel
 from ..services.kernels import KernelWaitTimeout
@@ -107,10 +109,17 @@ class KernelStartedHandler(HeteroHandler):
 async def start_kernel(handler: ApiHandler, body: StartKernel, **who: Any) -> str | None:
     """Start a hetero kernel from ``body`` (its provisioner waits for the placement): its id; None when the
     start failed and the failure was answered."""
+    kernel_name = body.kernel_name or GENERIC_KERNELSPEC
+    try:
+        # Before anything is placed: a kernelspec that is not here is the request's mistake, not a failed start.
+        await ensure_async(handler.kernel_manager.kernel_spec_manager.get_kernel_spec(kernel_name))
+    except NoSuchKernel:
+        raise InvalidRequest(Message(N_("no kernel named {kernel!r} is installed on this server (`jupyter kernelspec "
+                                        "list` shows those that are)"), kernel=kernel_name), field="kernel_name") from None
     kernel_id = str(uuid.uuid4())
     try:
         await handler.kernel_manager.start_kernel(
-            kernel_id=kernel_id, kernel_name=body.kernel_name or GENERIC_KERNELSPEC, path=body.path,
+            kernel_id=kernel_id, kernel_name=kernel_name, path=body.path,
             hetero={"template": body.template, "parameters": body.parameters, "queue": body.queue,
                     "wait_timeout": body.wait_timeout, **who},
         )

@@ -208,6 +208,15 @@ async def test_a_failed_kernel_launch_releases_its_devices_at_once(broken_kernel
     assert started["placement"]["flavor"] == "a100-80g"
 
 
+async def test_a_kernel_that_is_not_installed_is_the_requests_mistake_and_places_nothing(broken_kernelspec, api,
+                                                                                        api_error):
+    # It was a 500 ("the kernel could not start"), after a workload had been made and failed.
+    status, error = await api_error("kernels", "POST", {"template": "interactive", "kernel_name": "no-such-kernel"})
+    assert (status, error["field"]) == (400, "kernel_name") and "'no-such-kernel'" in error["message"], error
+    assert "no-such-kernel" in error["message_zh"] and error["message_zh"] != error["message"], error
+    assert await kernel_workloads(api) == []
+
+
 async def test_a_failed_launch_through_jupyters_own_api_releases_too(broken_kernelspec, api, jp_fetch, jp_serverapp):
     from tornado.httpclient import HTTPClientError
 
