@@ -1,0 +1,129 @@
+"""Who gets past each operation of the served OpenAPI document: one table for every authorisation matrix
+(tests/reliability/test_authorisation.py on one server, tests/hub/test_authorisation.py through the hub).
+
+    for method, path in operations():
+        allowed = caller in RULES[(method, path)]
+        route = fill(path, workload_id="7", name="matrix")
+
+The callers are named as both matrices have them: alice, a member of tenant vision, who owns the resources named
+in paths; carol, vision's tenant-admin; bob, a member of tenant nlp; root, a platform admin; and the scoped
+credential of one of alice's running jobs (its own work only).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from jupyter_hetero.api.openapi import build_document
+
+__all__ = ["BODIES", "EVERYONE", "GATE", "MODEL", "OWNERS", "PEOPLE", "QUERIES", "RULES", "credential_in", "fill",
+           "operations", "verdict"]
+
+PEOPLE = frozenset({"alice", "carol", "bob", "root"})
+EVERYONE = PEOPLE | {"credential"}
+# A resource in a path is alice's: her workload, her service, her placement. A workload's credential acts as its
+# submitter, for her own work only: alice's workloads and services are its.
+OWNERS = frozenset({"alice", "carol", "root", "credential"})  # alice, her tenant's admin, a platform admin, her credential
+
+RULES: dict[tuple[str, str], frozenset[str]] = {
+    ("get", "/version"): EVERYONE,
+    ("get", "/openapi.json"): EVERYONE,
+    ("get", "/templates"): EVERYONE,
+    ("get", "/templates/{name}"): EVERYONE,
+    ("get", "/queues"): EVERYONE,
+    ("get", "/tenants/me"): EVERYONE,
+    ("get", "/tenants"): frozenset({"carol", "root"}),
+    ("get", "/audit"): frozenset({"root"}),
+    ("get", "/audit/verify"): frozenset({"root"}),
+    ("get", "/alerts"): EVERYONE,
+    ("get", "/usage"): EVERYONE,
+    ("get", "/capacity"): frozenset({"root"}),
+    ("get", "/report"): frozenset({"root"}),
+    ("get", "/onboarding"): frozenset({"root"}),
+    ("post", "/onboarding/nodes/{name}"): frozenset({"root"}),
+    ("post", "/onboarding/tenants/{name}"): frozenset({"root"}),
+    ("post", "/onboarding/chips/{model}"): frozenset({"root"}),
+    ("post", "/onboarding/models/{name}"): frozenset({"root"}),
+    ("post", "/onboarding/frameworks/{template}/{family}"): frozenset({"root"}),
+    ("post", "/catalog/reload"): frozenset({"root"}),
+    ("get", "/metrics"): frozenset({"root"}),
+    ("get", "/nodes"): EVERYONE,
+    ("delete", "/nodes/{name}"): frozenset({"root"}),
+    ("get", "/workloads"): EVERYONE,
+    # Work is submitted into a tenant: root, a platform admin named in none, has none to submit into.
+    ("post", "/workloads"): EVERYONE - {"root"},
+    ("get", "/workloads/{workload_id}"): OWNERS,
+    ("delete", "/workloads/{workload_id}"): OWNERS,
+    ("get", "/workloads/{workload_id}/events"): OWNERS,
+    ("get", "/workloads/{workload_id}/logs"): OWNERS,
+    ("get", "/workloads/{workload_id}/explain"): OWNERS,
+    ("get", "/workloads/{workload_id}/files"): OWNERS,
+    ("post", "/workloads/{workload_id}/resubmit"): OWNERS - {"root"},  # submitted again, as the caller
+    ("post", "/workloads/{workload_id}/preempt"): frozenset({"root"}),
+    ("post", "/previews"): EVERYONE - {"root"},  # a preview is of a submission into the caller's tenant
+    ("post", "/kernels"): EVERYONE - {"root"},
+    ("post", "/servers"): EVERYONE,
+    # A placement is started and reported by its own user's server: no admin does it for them.
+    ("post", "/servers/{workload_id}/started"): frozenset({"alice", "credential"}),
+    ("delete", "/servers/{workload_id}"): OWNERS,
+    ("post", "/kernels/placements"): EVERYONE,
+    ("post", "/kernels/placements/{workload_id}/started"): frozenset({"alice", "credential"}),
+    ("delete", "/kernels/placements/{workload_id}/pod"): OWNERS,
+    ("delete", "/kernels/placements/{workload_id}"): OWNERS,
+    ("post", "/activity"): EVERYONE,
+    ("get", "/services"): EVERYONE,
+    ("post", "/services"): EVERYONE,
+    ("get", "/services/{name}"): OWNERS,
+    ("patch", "/services/{name}"): OWNERS,
+    ("delete", "/services/{name}"): OWNERS,
+    ("post", "/services/{name}/rollouts"): OWNERS,
+    ("post", "/services/{name}/rollback"): OWNERS,
+    ("get", "/kernels/{kernel_id}/usage"): EVERYONE,
+}
+# A valid request where one is needed to reach the rule (a body or query that fails validation is a 400 first).
+BODIES = {("post", "/workloads"): {"kind": "job", "template": "data-preprocessing", "command": ["true"]},
+          ("post", "/previews"): {"template": "training"},
+          ("patch", "/services/{name}"): {"replicas": 1},
+          ("post", "/services/{name}/rollouts"): {"env": {"MODEL_VERSION": "2"}}}
+QUERIES = {("get", "/workloads/{workload_id}/files"): {"path": "outputs/result.csv"}}
+# What a path's parameters are: alice's service "matrix", a kernel and a chip that are not there, and by path the
+# names that must be real (a template) or must change nothing (no such node to onboard; root's call takes out a node).
+_VALUES = {"name": "matrix", "kernel_id": "no-such-kernel", "model": "no-such-chip", "template": "training",
+           "family": "nvidia"}
+_NAMES = {"/templates/{name}": "training", "/nodes/{name}": "npu-910b-0", "/onboarding/nodes/{name}": "no-such-node",
+          "/onboarding/tenants/{name}": "vision", "/onboarding/models/{name}": "no-such-model"}
+
+
+# What the matrices run for alice: a job that prints its credential and runs until a file appears, and a model
+# server for her service.
+GATE = "import os, sys, time\nprint('TOKEN', os.environ['JUPYTER_HETERO_TOKEN'], flush=True)\n" \
+       "while not os.path.exists(sys.argv[1]): time.sleep(0.05)\n"
+MODEL = [sys.executable, str(Path(__file__).resolve().parents[1] / "serving" / "model_server.py")]
+
+
+def credential_in(log: str) -> str | None:
+    """The credential a GATE job printed in its ``log``, once it has."""
+    return next((line.split()[1] for line in log.splitlines() if line.startswith("TOKEN ")), None)
+
+
+def operations() -> list[tuple[str, str]]:
+    """Every (method, path) of the served document, sorted."""
+    return sorted((method, path) for path, methods in build_document()["paths"].items() for method in methods)
+
+
+def fill(path: str, *, workload_id: str) -> str:
+    """``path`` with its parameters named: alice's workload ``workload_id``, and the values above."""
+    values = {**_VALUES, "workload_id": workload_id, "name": _NAMES.get(path, _VALUES["name"])}
+    for key, value in values.items():
+        path = path.replace(f"{{{key}}}", value)
+    return path
+
+
+def verdict(method: str, path: str, caller: str, status: int) -> str | None:
+    """What is wrong with ``status`` for ``caller`` under the operation's rule, or None: "allowed" is neither
+    401 nor 403 (a 400, 404 or 409 is past the rule), "refused" is 401 or 403; a 500 is wrong either way."""
+    allowed = caller in RULES[(method, path)]
+    if status >= 500 or allowed == (status in (401, 403)):
+        return f"{method.upper()} {path} as {caller}: {status}, expected {'allowed' if allowed else 'refused'}"
+    return None
