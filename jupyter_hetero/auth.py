@@ -47,6 +47,7 @@ __all__ = [
     "WorkloadUser",
     "groups_of",
     "hide_server_token_from_members",
+    "hub_service_of",
     "is_server_owner",
 ]
 
@@ -159,6 +160,17 @@ def groups_of(user: User) -> frozenset[str]:
         return frozenset(hub_user.get("groups") or ())
     groups = getattr(user, "groups", None)
     return frozenset(group for group in groups if isinstance(group, str)) if groups else frozenset()
+
+
+def hub_service_of(user: User) -> str | None:
+    """The name of the JupyterHub service whose token made the request, or None for a person.
+
+    A hub service and a hub user may have the same name (the hub keeps them apart, by kind); the catalog
+    names people, so a service must never be taken for the user it shares a name with."""
+    hub_user = getattr(user, "hub_user", None)  # jupyterhub.singleuser's JupyterHubUser: the hub's model
+    if isinstance(hub_user, dict) and hub_user.get("kind") == "service":
+        return str(hub_user.get("name", ""))
+    return None
 
 
 def _presented_credential(handler) -> str | None:

@@ -14,11 +14,12 @@ from jupyter_server.base.call_context import CallContext
 from tornado import web
 
 from ..__about__ import __version__
-from ..auth import WorkloadUser, groups_of, is_server_owner
+from ..auth import WorkloadUser, groups_of, hub_service_of, is_server_owner
 from ..backends.base import Backend
 from ..catalog import Catalog
 from ..engine import Engine
 from ..errors import Forbidden, InvalidRequest
+from ..i18n import N_, Message
 from ..store import SCHEMA_VERSION, Repository
 from .access import Access
 from .catalog import CatalogService
@@ -174,10 +175,15 @@ class Platform:
     def identity_of(self, user, handler=None) -> Identity:
         """Who the authenticated user of a request (``handler``) is to the scheduler.
 
-        A workload credential is its submitter with its narrow rights; the server's owner goes by one
-        stable name (``owner``); anyone else by the name their identity provider gives them."""
+        A workload credential is its submitter with its narrow rights; a JupyterHub service's token is
+        no one (403), whatever its name; the server's owner goes by one stable name (``owner``); anyone
+        else by the name their identity provider gives them."""
         if isinstance(user, WorkloadUser):
             return self.credentials.identity(user=user.username, tenant=user.tenant, workload_id=user.workload_id)
+        if (service := hub_service_of(user)) is not None:
+            raise Forbidden(Message(N_("hub service {service!r} is not a user: the hetero API acts for people, each "
+                                       "in a tenant; call it with a user's token"), service=service),
+                            reason="hub-service")
         if is_server_owner(self.identity_provider, user, handler):
             return self.identify(self.owner, groups_of(user), owner=True)
         return self.identify(user.username, groups_of(user))

@@ -164,9 +164,11 @@ class HubProcess:
             time.sleep(0.2)
 
 
-def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str, ...] = ()) -> tuple[str, str]:
+def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str, ...] = (),
+                   api_token: str | None = None) -> tuple[str, str]:
     """The hub configuration that runs `jupyter hetero service` (with ``catalog`` and emulated ``nodes``),
-    lets users and their servers' tokens reach it, and tells the servers where it is; and its URL."""
+    lets users and their servers' tokens reach it, and tells the servers where it is; and its URL.
+    ``api_token``: the service's own hub token, when a test must hold it (the hub makes one otherwise)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/services/hetero/"
     command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
@@ -175,8 +177,9 @@ def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str,
                "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
                f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}",  # each user's server's root
                *extra_args]
+    token = f', "api_token": {api_token!r}' if api_token else ""
     return f"""
-c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
+c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}{token}}})
 c.JupyterHub.load_roles.append({{"name": "hetero-service", "scopes": {SERVICE_SCOPES!r}, "services": ["hetero"]}})
 c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero",
                                                           "read:services!service=hetero"]}})

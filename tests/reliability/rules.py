@@ -102,9 +102,9 @@ GATE = "import os, sys, time\nprint('TOKEN', os.environ['JUPYTER_HETERO_TOKEN'],
 MODEL = [sys.executable, str(Path(__file__).resolve().parents[1] / "serving" / "model_server.py")]
 
 
-def credential_in(log: str) -> str | None:
+def credential_in(log: str | None) -> str | None:
     """The credential a GATE job printed in its ``log``, once it has."""
-    return next((line.split()[1] for line in log.splitlines() if line.startswith("TOKEN ")), None)
+    return next((line.split()[1] for line in (log or "").splitlines() if line.startswith("TOKEN ")), None)
 
 
 def operations() -> list[tuple[str, str]]:
@@ -120,10 +120,11 @@ def fill(path: str, *, workload_id: str) -> str:
     return path
 
 
-def verdict(method: str, path: str, caller: str, status: int) -> str | None:
-    """What is wrong with ``status`` for ``caller`` under the operation's rule, or None: "allowed" is neither
-    401 nor 403 (a 400, 404 or 409 is past the rule), "refused" is 401 or 403; a 500 is wrong either way."""
-    allowed = caller in RULES[(method, path)]
+def verdict(method: str, path: str, caller: str, status: int,
+            rules: dict[tuple[str, str], frozenset[str]] = RULES) -> str | None:
+    """What is wrong with ``status`` for ``caller`` under the operation's rule in ``rules``, or None: "allowed" is
+    neither 401 nor 403 (a 400, 404 or 409 is past the rule), "refused" is 401 or 403; a 500 is wrong either way."""
+    allowed = caller in rules[(method, path)]
     if status >= 500 or allowed == (status in (401, 403)):
         return f"{method.upper()} {path} as {caller}: {status}, expected {'allowed' if allowed else 'refused'}"
     return None
