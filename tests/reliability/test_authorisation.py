@@ -6,8 +6,8 @@ tenant-admin), bob (a member of tenant nlp), root (a platform admin), and the sc
 running jobs (its own work only). What a call may do beyond getting past its rule (a 400 for the minimal body
 sent, a 404 for a file that is not there, a 409 for a state) is not this test's business: "allowed" means neither
 401 nor 403, "refused" means 401 or 403 (another tenant's resource is refused with 403 and the reason, not hidden).
-Not covered here: a JupyterHub service token (the hub suites test those) and XSRF, which jupyter-server itself
-enforces on cookie-authenticated calls, never on token-authenticated ones.
+The rules are tests/reliability/rules.py's, which the hub's matrix (tests/hub/test_authorisation.py: hub tokens,
+hub services) reads too; XSRF, which concerns cookie-authenticated calls only, is tests/reliability/test_xsrf.py's.
 """
 
 from __future__ import annotations
