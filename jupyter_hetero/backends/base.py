@@ -13,7 +13,12 @@ from typing import Protocol
 
 from ..capability import Accelerator, NodeCapability
 
-__all__ = ["Backend", "Exit", "Held", "Launch", "NodesSeen", "Placed", "ProcessHandle", "Serving"]
+__all__ = ["Backend", "Exit", "Held", "Launch", "LaunchUnavailable", "NodesSeen", "Placed", "ProcessHandle", "Serving"]
+
+
+class LaunchUnavailable(RuntimeError):
+    """The backend could not reach what it launches on (an API server that answers 5xx or 429, times out or
+    refuses connections): nothing of the workload's doing, so it waits and tries again without using a retry."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import OperationalError
 from tornado import web
 
 from ..auth import CredentialAuthorizer, CredentialIdentityProvider
@@ -62,6 +63,16 @@ class Relay:
         await self.relay(*args, **kwargs)
 
 
+# What a client is told (503) when a part the server needs is down for now: a dry run met a dead or stuck engine
+# process (it restarts), or the store could not be written (locked past its timeout, or its disk full).
+STORE_UNAVAILABLE = N_("The store cannot be written now (it is locked or its disk is full); nothing of this request "
+                       "was stored: try again in a while.")
+_UNAVAILABLE: dict[type, tuple[str, str]] = {
+    EngineUnavailable: (ENGINE_RESTARTING, "engine-unavailable"),
+    OperationalError: (STORE_UNAVAILABLE, "store-unavailable"),
+}
+
+
 class ApiHandler(ExtensionHandlerMixin, APIHandler):
     """JSON in and out, authorised on the ``hetero`` resource, domain errors as their statuses."""
 
@@ -111,11 +122,12 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps(exc.to_json(), default=str))
             return
-        if isinstance(exc, EngineUnavailable):  # a dry run met a dead or stuck engine process: it restarts
+        unavailable = next((told for kind, told in _UNAVAILABLE.items() if isinstance(exc, kind)), None)
+        if unavailable is not None:  # the server's part is down for now, not the request at fault: try again
+            message, reason = unavailable
             self.set_status(503)
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": ENGINE_RESTARTING, "message_zh": translate(ENGINE_RESTARTING, "zh"),
-                                    "reason": "engine-unavailable"}))
+            self.finish(json.dumps({"message": message, "message_zh": translate(message, "zh"), "reason": reason}))
             return
         super().write_error(status_code, **kwargs)
 

@@ -20,6 +20,9 @@ from .inventory import Inventory
 # A service replica that exits starts again after this, doubling each time up to the cap.
 SERVICE_BACKOFF_S = 1.0
 SERVICE_BACKOFF_MAX_S = 60.0
+# A launch the platform failed (its API answered 5xx or not at all) waits this long, doubling, up to the most.
+LAUNCH_BACKOFF_S = 2.0
+LAUNCH_BACKOFF_MAX_S = 300.0
 
 __all__ = ["Next", "after_attempt", "may_lose", "may_requeue", "may_stop", "placement_problem"]
 
@@ -97,6 +100,13 @@ def after_attempt(row: WorkloadRow, outcome: str, reason: str, policy: FailurePo
         delay = min(SERVICE_BACKOFF_S * 2 ** min(failures - 1, 10), SERVICE_BACKOFF_MAX_S)
         return Next("queued", "restarting", f"replica exited ({reason}); restart {failures} in {delay:g} s",
                     {"failures": failures}, retry_in_s=delay)
+    if outcome == "unlaunched":
+        # The platform could not be reached to launch it: back to the queue, no retry used, waiting longer each
+        # time the platform fails it in a row (attempts that neither failed, nor were preempted or lost).
+        tries = row.attempts - (row.failures or 0) - (row.preemptions or 0) - (row.node_losses or 0)
+        delay = min(LAUNCH_BACKOFF_S * 2 ** min(max(tries - 1, 0), 10), LAUNCH_BACKOFF_MAX_S)
+        return Next("queued", "requeued", f"{reason}; the platform's fault, so no retry is used: trying again in "
+                                          f"{delay:g} s", retry_in_s=delay)
     if outcome == "lost":
         counts = {"node_losses": (row.node_losses or 0) + 1}
         if row.kind == "service":  # replaced on another node, at once

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..backends.base import Backend, Launch, Placed, ProcessHandle, Serving
+from ..backends.base import Backend, Launch, LaunchUnavailable, Placed, ProcessHandle, Serving
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
@@ -414,11 +414,13 @@ class Scheduler:
         try:
             self._launch(row, now)
         except Exception as exc:
-            log.warning("jupyter-hetero: workload %s could not start: %s", row.id, exc, exc_info=not isinstance(exc, OSError))
+            unavailable = isinstance(exc, LaunchUnavailable)
+            log.warning("jupyter-hetero: workload %s could not start: %s", row.id, exc,
+                        exc_info=not isinstance(exc, (OSError, LaunchUnavailable)))
             running = self._running.get(row.id)
             if running is not None:
                 running.kill(self.backend)
-            self._finish(row.id, now, "failed", f"could not start: {exc}")
+            self._finish(row.id, now, "unlaunched" if unavailable else "failed", f"could not start: {exc}")
 
     def _launch(self, row: WorkloadRow, now: float) -> None:
         template = self.catalog.template(row.template)

@@ -71,6 +71,8 @@ class FakeApiServer:
         self._random = random.Random()
         self._last_event_stamp = 0
         self._services_allocated = 0
+        self._faults: list[list] = []  # [verb, resource, code, delay_s, times left], see fail()
+        self.faults_served = 0
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeApiServer:
@@ -172,6 +174,21 @@ class FakeApiServer:
 
     def list(self, kind: str, namespace: str | None = None) -> list[dict]:
         return copy.deepcopy(self.store.items(kind, namespace))
+
+    def fail(self, verb: str, resource: str, code: int = 500, *, times: int = 1, delay_s: float = 0.0) -> None:
+        """The next ``times`` ``verb`` calls on ``resource`` ("create", "pods") answer ``code`` (0: as usual) after
+        ``delay_s`` seconds, as an overloaded or failing API server does."""
+        self._faults.append([verb, resource, code, delay_s, times])
+
+    def fault_for(self, verb: str, resource: str) -> tuple[int, float] | None:
+        """The injected fault this call meets, if any (the wire calls it for each request)."""
+        with self._connections_lock:
+            for fault in self._faults:
+                if fault[0] == verb and fault[1] == resource and fault[4] > 0:
+                    fault[4] -= 1
+                    self.faults_served += 1
+                    return fault[2], fault[3]
+        return None
 
     def compact(self) -> None:
         """Forget the history: watches and exact lists from an older version answer 410 Expired."""

@@ -136,6 +136,12 @@ class ApiHandler(BaseHTTPRequestHandler):
             else:
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             self.api.requests.append((verb, match.group("resource"), sub))
+            fault = self.api.fault_for(verb, match.group("resource"))
+            if fault is not None:
+                time.sleep(fault[1])
+                if fault[0]:
+                    raise ApiError(fault[0], "InternalError" if fault[0] >= 500 else "Injected",
+                                   f"injected fault: {verb} {match.group('resource')} answers {fault[0]}")
             self._serve(verb, kind, namespace, name, sub, query, body)
         except ApiError as error:
             self._send_json(error.code, error.body)

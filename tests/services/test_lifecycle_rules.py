@@ -55,6 +55,14 @@ RETRY_TWICE = FailurePolicy(retries=2, backoff_s=10, backoff_factor=3, requeue_o
         pytest.param(row(), "lost", "node n1 was lost", FailurePolicy(requeue_on_node_loss=False), True,
                      ("lost", "lost", "node n1 was lost", None, {"node_losses": 1}),
                      id="or ends lost"),
+        pytest.param(row(), "unlaunched", "could not start: the Kubernetes API failed", RETRY_TWICE, True,
+                     ("queued", "requeued", "could not start: the Kubernetes API failed; the platform's fault, so no "
+                      "retry is used: trying again in 2 s", 2, {}),
+                     id="a launch the platform failed uses no retry"),
+        pytest.param(row(attempts=5, failures=1, preemptions=1), "unlaunched", "could not start", RETRY_TWICE, True,
+                     ("queued", "requeued", "could not start; the platform's fault, so no retry is used: trying "
+                      "again in 8 s", 8, {}),
+                     id="and waits twice as long each time in a row"),
         pytest.param(row(), "cancelled", "cancelled by ada", RETRY_TWICE, True,
                      ("cancelled", "cancelled", "cancelled by ada", None, {}), id="a cancel is final"),
     ],

@@ -25,7 +25,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from ...capability import NodeCapability
-from ..base import Exit, Launch, NodesSeen, Placed, ProcessHandle
+from ..base import Exit, Launch, LaunchUnavailable, NodesSeen, Placed, ProcessHandle
 from .config import KubernetesConfig
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
@@ -68,6 +68,7 @@ class KubernetesBackend:
         )
         self.clock = clock
         self._unseen: dict[str, float] = {}  # pods created, not yet in the cache -> when created
+        self._unanswered: dict[str, float] = {}  # pods whose create went unanswered -> since when
         self._nodes_seen: tuple[int, int] | None = None
         self._readings: dict[str, tuple[dict, object, object]] = {}  # node -> (object, foreign requests, reading)
         self.findings: dict[str, tuple[str, ...]] = {}  # node -> what reading it found
@@ -101,6 +102,8 @@ class KubernetesBackend:
     def poll_nodes(self) -> NodesSeen | None:
         """The nodes as capability records, their admission states (admitted, cordoned, lost) and what pods we
         did not place hold of them, when any of it changed since the last call; None otherwise."""
+        if self._unanswered:
+            self._delete_unanswered()
         seen = (self.reflector.nodes.version, self.reflector.foreign.version)
         if seen == self._nodes_seen:
             return None
@@ -140,7 +143,13 @@ class KubernetesBackend:
         namespace = pod.metadata.namespace
         key = f"{namespace}/{pod.metadata.name}"
         self._unseen[key] = self.clock()
-        uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
+        try:
+            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
+        except LaunchUnavailable:
+            # A create that timed out may yet make the pod: deleted now, and again should it show up later.
+            self._unanswered[key] = self.clock()
+            self.delete_pod(key, grace_s=0)
+            raise
         if service is not None:  # replica 0's: Kubernetes deletes it with that pod, should we not
             self._create(partial(self.core.create_namespaced_service, namespace,
                                  owned_by_pod(service, pod, uid) if uid else service))
@@ -148,6 +157,15 @@ class KubernetesBackend:
         self.follow_log(key, launch.log_path)
         return ProcessHandle(launch.replica, launch.node, 0, 0.0, str(launch.exit_path), launch.devices, False,
                              pod=key)
+
+    def _delete_unanswered(self) -> None:
+        """Pods whose create was not answered are deleted whenever they are seen (a late create made them), until
+        they have had as long to show up as any pod has."""
+        for key, since in list(self._unanswered.items()):
+            if self.pod(key) is not None:
+                self.delete_pod(key, grace_s=0)
+            elif self.clock() - since >= UNSEEN_GRACE_S:
+                del self._unanswered[key]
 
     def service_port(self) -> int:
         return self.config.service_port  # each pod has its own address
@@ -178,13 +196,18 @@ class KubernetesBackend:
 
     def _create(self, call: Callable[[], object]) -> str | None:
         """Create an object and return its uid; one that exists already (a launch repeated after a crash) is
-        taken as is (None)."""
+        taken as is (None). An API server that fails (5xx, 429), times out or cannot be reached raises
+        LaunchUnavailable; one that refuses the object (any other 4xx), RuntimeError."""
         try:
-            created = call()
+            created = call(_request_timeout=(5, self.config.api_timeout))
         except ApiException as exc:
+            if exc.status >= 500 or exc.status == 429:
+                raise LaunchUnavailable(f"the Kubernetes API failed: {_api_words(exc)} ({exc.status})") from None
             if exc.status != 409:
                 raise RuntimeError(f"the Kubernetes API refused: {_api_words(exc)}") from None
             return None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise LaunchUnavailable(f"the Kubernetes API did not answer: {exc}") from None
         metadata = created.get("metadata", {}) if isinstance(created, dict) else getattr(created, "metadata", None)
         return (metadata.get("uid") if isinstance(metadata, dict) else getattr(metadata, "uid", None)) or None
 
@@ -263,10 +286,12 @@ class KubernetesBackend:
 
     def _delete(self, call: Callable[[], object], what: str) -> None:
         try:
-            call()
+            call(_request_timeout=(5, self.config.api_timeout))
         except ApiException as exc:
             if exc.status != 404:
                 log.warning("jupyter-hetero: could not delete %s: %s", what, _api_words(exc))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("jupyter-hetero: could not delete %s: the Kubernetes API did not answer: %s", what, exc)
 
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
         """Delete our pods that no live workload holds, and kernels' connection Secrets and jobs' Services

@@ -89,6 +89,11 @@ class KubernetesConfig(LoggingConfigurable):
         240, config=True, help="Seconds each watch request asks the API server to keep open before it re-watches."
     )
     resync_interval = Float(600.0, config=True, help="Seconds between full re-lists of nodes and pods.")
+    api_timeout = Float(
+        30.0, config=True,
+        help="Seconds a create or delete may wait on the API server before it counts as not answered (a launch "
+        "then waits and tries again, using none of the workload's retries).",
+    )
 
     def namespace_for(self, tenant: str) -> str:
         return self.namespace.replace("{tenant}", tenant)
