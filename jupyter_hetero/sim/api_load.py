@@ -224,15 +224,24 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoints: tuple[str, ...] = ENDPOINTS) -> dict:
-    """Closed-loop clients per endpoint for ``duration_s``: latencies in ms and errors per endpoint."""
-    http = AsyncHTTPClient(force_instance=True, max_clients=clients * len(endpoints))
+async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoints: tuple[str, ...] = ENDPOINTS, *,
+                 pollers: int = 0, poll_interval_s: float = 2.0, submissions: int = 0) -> dict:
+    """Latencies in ms and errors per endpoint. Closed-loop: ``clients`` per endpoint, each calling again as soon as
+    it is answered, for ``duration_s``. Polling (``pollers`` > 0): that many readers, half on each GET endpoint,
+    each calling every ``poll_interval_s`` (jittered) as the panel does, while ``clients`` submitters POST until
+    ``submissions`` are acknowledged (or ``duration_s`` passes)."""
+    readers = [name for name in endpoints if name.startswith("GET")]
+    counts = {name: clients for name in endpoints}
+    if pollers:
+        counts.update({name: pollers // len(readers) + (i < pollers % len(readers)) for i, name in enumerate(readers)})
+    http = AsyncHTTPClient(force_instance=True, max_clients=sum(counts.values()))
     headers = {"Authorization": f"token {_TOKEN}", "Content-Type": "application/json"}
     body = json.dumps({"kind": "job", "template": "data-preprocessing", "command": ["sleep", "3600"]})
     latencies: dict[str, list[float]] = {name: [] for name in endpoints}
     errors: dict[str, list[str]] = {name: [] for name in endpoints}
     deadline = time.monotonic() + duration_s
     chooser = random.Random(7)
+    submitted = [0]
 
     def request(endpoint: str) -> HTTPRequest:
         if endpoint == "GET /queues":
@@ -243,8 +252,16 @@ async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoint
         return HTTPRequest(url + "hetero/api/v1/workloads", method="POST", body=body, headers=headers,
                            request_timeout=60)
 
+    def done() -> bool:  # the time is up, or (polling) every submission went out
+        return time.monotonic() >= deadline or bool(pollers and submissions and submitted[0] >= submissions)
+
     async def client(endpoint: str) -> None:
-        while time.monotonic() < deadline:
+        polling = bool(pollers) and endpoint in readers
+        if polling:  # the panels opened at different moments
+            await asyncio.sleep(chooser.uniform(0, poll_interval_s))
+        while not done():
+            if endpoint == "POST /workloads":
+                submitted[0] += 1
             started = time.perf_counter()
             response = await http.fetch(request(endpoint), raise_error=False)
             elapsed = (time.perf_counter() - started) * 1000
@@ -252,12 +269,14 @@ async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoint
                 latencies[endpoint].append(elapsed)
             else:
                 errors[endpoint].append(f"{response.code} {response.reason}")
+            if polling:
+                await asyncio.sleep(poll_interval_s * chooser.uniform(0.5, 1.5))
 
     started = time.monotonic()
-    await asyncio.gather(*(client(endpoint) for endpoint in endpoints for _ in range(clients)))
+    await asyncio.gather(*(client(endpoint) for endpoint in endpoints for _ in range(counts[endpoint])))
     elapsed = time.monotonic() - started
     http.close()
-    return {"elapsed_s": elapsed, "latencies": latencies, "errors": errors}
+    return {"elapsed_s": elapsed, "latencies": latencies, "errors": errors, "clients": counts}
 
 
 def _wait_running(server: _Server, expected: int, timeout: float) -> tuple[int, float]:
@@ -275,10 +294,12 @@ def _wait_running(server: _Server, expected: int, timeout: float) -> tuple[int, 
 
 
 def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, duration_s: float = 30.0,
-                 clients: int = 4, submit_s: float = 15.0, settle_s: float = 3.0, keep: bool = False) -> dict:
+                 clients: int = 4, submit_s: float = 15.0, settle_s: float = 3.0, keep: bool = False,
+                 pollers: int = 0, poll_interval_s: float = 2.0, submissions: int = 0) -> dict:
     """One benchmark run against the checkout at ``repo``: figures per endpoint and the server's tick
     timings in the mixed phase, then submissions per second in the submissions phase (``submit_s``
-    seconds, the same number of POST clients alone; 0 skips it)."""
+    seconds, the same number of POST clients alone; 0 skips it). With ``pollers``, the mixed phase is the
+    polling one (see :func:`_drive`): readers every ``poll_interval_s`` while ``submissions`` are made."""
     repo = repo.resolve()
     root = Path(tempfile.mkdtemp(prefix="hetero-bench-api-"))
     for folder in ("notebooks", "config", "data", "runtime"):
@@ -309,7 +330,8 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         time.sleep(settle_s)  # let the launch burst's tick finish before measuring steady state
         ticks_before = (server.call("GET", "hetero/api/v1/version").get("scheduler") or {}).get("ticks")
         load_started = time.time()
-        driven = asyncio.run(_drive(server.url, range(seeded["first"], seeded["last"] + 1), duration_s, clients))
+        driven = asyncio.run(_drive(server.url, range(seeded["first"], seeded["last"] + 1), duration_s, clients,
+                                    pollers=pollers, poll_interval_s=poll_interval_s, submissions=submissions))
         version = server.call("GET", "hetero/api/v1/version")
         submitted = None
         if submit_s > 0:
@@ -346,6 +368,8 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         "server_start_s": round(start_s, 1),
         "duration_s": round(driven["elapsed_s"], 1),
         "clients_per_endpoint": clients,
+        "clients": driven["clients"],
+        "poll_interval_s": poll_interval_s if pollers else None,
         "endpoints": endpoints,
         "submissions_per_s": round(endpoints["POST /workloads"]["ok"] / driven["elapsed_s"], 1),
         "tick": _tick_summary(scheduler, ticks_before, load_started),
