@@ -8,6 +8,7 @@ running on this machine.
   names a device its node does not have;
 - no tenant holds more of a flavor's devices than its quota and borrowing limit allow, nor than its cohort has;
 - every acknowledged submission is in the store, once;
+- no service replica was ever preempted (services hold their queue's reserved capacity);
 - work that holds nothing any more says so (no placement, nothing held) and its last word after its last
   admission is a release (an ending, a requeue, a preemption), never the admission itself;
 - no process works for a workload that is not active, nor for an attempt other than its newest (a job's, a
@@ -96,6 +97,10 @@ def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[s
             after = said[len(said) - 1 - said[::-1].index("admitted"):]
             if all(kind in HOLDING for kind in after):
                 found.append(f"workload {row.id} is {row.state} with no release after its admission: {after}")
+
+    # Services run on their queue's reserved capacity and are never preempted.
+    found += [f"service replica {row.id} was preempted" for row in rows
+              if row.kind == "service" and "preempted" in events.get(row.id, ())]
 
     # Processes: none for work that is not active, and none of an attempt other than the workload's newest.
     if work_dir is not None:

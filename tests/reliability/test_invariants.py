@@ -5,6 +5,8 @@ store and the process table every few hundred milliseconds while it runs, and on
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -93,8 +95,26 @@ def test_the_checker_finds_each_kind_of_violation(tmp_path):
     first = placed("one", "running", [(0, 1000)], 1000)
     placed("two", "running", [(0, 500), (5, 1000)], 1500)  # device 0 twice over; device 5 is not there
     stuck = placed("three", "succeeded", [(1, 1000)], 1000)  # ended, still holding, no release said
-    found = violations(store, catalog, acknowledged={"one": first, "ghost": 99})
+    service = store.add_workload(WorkloadRow(
+        kind="service", name="svc", tenant="default", user="ann", template="online-inference", queue="inference",
+        request={}, spec={}, state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=1),
+        reason="test")
+    store.update_workload(service.id, event="preempted", reason="test")
+    # Processes of this store's work: one of an attempt that is not the newest, one of work that has ended.
+    (tmp_path / "work").mkdir()
+    sleepers = [subprocess.Popen(["sleep", "60"], cwd=tmp_path / "work", env={
+        **os.environ, "HETERO_WORKLOAD_ID": str(workload), "HETERO_ATTEMPT": "1"}) for workload in (first, stuck)]
+    try:
+        found = violations(store, catalog, acknowledged={"one": first, "ghost": 99}, work_dir=tmp_path / "work")
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
     store.close()
+    assert f"service replica {service.id} was preempted" in found
+    assert f"process {sleepers[0].pid} works for attempt 1 of workload {first}, whose newest is 0: two attempts " \
+           "alive at once" in found
+    assert f"process {sleepers[1].pid} works for workload {stuck}, which is succeeded" in found
     assert "device 0 of gpu-1 is allocated 1500 milli, past its 1000" in found
     assert any("holds device 5 of gpu-1, which has 2" in line for line in found)
     assert any(line.startswith(f"workload {stuck} is succeeded but still holds") for line in found)
