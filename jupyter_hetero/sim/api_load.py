@@ -31,13 +31,14 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import psutil
 import yaml
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-__all__ = ["ENDPOINTS", "TARGETS", "run_api_load"]
+__all__ = ["ENDPOINTS", "TARGETS", "drive", "endpoint_figures", "run_api_load"]
 
 _TOKEN = "api-load-bench"
 _OWNER = "bench"
@@ -224,33 +225,42 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoints: tuple[str, ...] = ENDPOINTS, *,
-                 pollers: int = 0, poll_interval_s: float = 2.0, submissions: int = 0) -> dict:
-    """Latencies in ms and errors per endpoint. Closed-loop: ``clients`` per endpoint, each calling again as soon as
-    it is answered, for ``duration_s``. Polling (``pollers`` > 0): that many readers, half on each GET endpoint,
-    each calling every ``poll_interval_s`` (jittered) as the panel does, while ``clients`` submitters POST until
-    ``submissions`` are acknowledged (or ``duration_s`` passes)."""
+async def drive(url: str, ids: Sequence[int], duration_s: float, clients: int,
+                endpoints: tuple[str, ...] = ENDPOINTS, *, pollers: int = 0, poll_interval_s: float = 2.0,
+                submissions: int = 0, api: str = "hetero/api/v1/", body: dict | None = None,
+                token: Callable[[str, int | None], str] | None = None) -> dict:
+    """Latencies in ms and errors per endpoint, and the ids of the acknowledged submissions. Closed-loop:
+    ``clients`` per endpoint, each calling again as soon as it is answered, for ``duration_s``. Polling
+    (``pollers`` > 0): that many readers, half on each GET endpoint, each calling every ``poll_interval_s``
+    (jittered) as the panel does, while ``clients`` submitters POST until ``submissions`` are acknowledged (or
+    ``duration_s`` passes). Requests go to ``url + api + route``; each one's token is ``token(endpoint, id)``
+    (``id``: the workload a GET /workloads/{id} reads, else None), this module's server's by default.
+
+        asyncio.run(drive(hub_url, ids, 300, 4, pollers=200, submissions=2000,
+                          api="services/hetero/hetero/api/v1/", token=lambda endpoint, wid: owner_token[wid]))
+    """
     readers = [name for name in endpoints if name.startswith("GET")]
     counts = {name: clients for name in endpoints}
     if pollers:
         counts.update({name: pollers // len(readers) + (i < pollers % len(readers)) for i, name in enumerate(readers)})
     http = AsyncHTTPClient(force_instance=True, max_clients=sum(counts.values()))
-    headers = {"Authorization": f"token {_TOKEN}", "Content-Type": "application/json"}
-    body = json.dumps({"kind": "job", "template": "data-preprocessing", "command": ["sleep", "3600"]})
+    token = token or (lambda endpoint, workload_id: _TOKEN)
+    payload = json.dumps(body or {"kind": "job", "template": "data-preprocessing", "command": ["sleep", "3600"]})
     latencies: dict[str, list[float]] = {name: [] for name in endpoints}
     errors: dict[str, list[str]] = {name: [] for name in endpoints}
+    acknowledged: list[int] = []
     deadline = time.monotonic() + duration_s
     chooser = random.Random(7)
     submitted = [0]
 
     def request(endpoint: str) -> HTTPRequest:
+        workload_id = chooser.choice(ids) if endpoint == "GET /workloads/{id}" else None
+        headers = {"Authorization": f"token {token(endpoint, workload_id)}", "Content-Type": "application/json"}
         if endpoint == "GET /queues":
-            return HTTPRequest(url + "hetero/api/v1/queues", headers=headers, request_timeout=60)
+            return HTTPRequest(url + api + "queues", headers=headers, request_timeout=60)
         if endpoint == "GET /workloads/{id}":
-            return HTTPRequest(url + f"hetero/api/v1/workloads/{chooser.choice(ids)}", headers=headers,
-                               request_timeout=60)
-        return HTTPRequest(url + "hetero/api/v1/workloads", method="POST", body=body, headers=headers,
-                           request_timeout=60)
+            return HTTPRequest(url + api + f"workloads/{workload_id}", headers=headers, request_timeout=60)
+        return HTTPRequest(url + api + "workloads", method="POST", body=payload, headers=headers, request_timeout=60)
 
     def done() -> bool:  # the time is up, or (polling) every submission went out
         return time.monotonic() >= deadline or bool(pollers and submissions and submitted[0] >= submissions)
@@ -267,6 +277,8 @@ async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoint
             elapsed = (time.perf_counter() - started) * 1000
             if response.code in (200, 201):
                 latencies[endpoint].append(elapsed)
+                if endpoint == "POST /workloads":
+                    acknowledged.append(json.loads(response.body)["id"])
             else:
                 errors[endpoint].append(f"{response.code} {response.reason}")
             if polling:
@@ -276,7 +288,23 @@ async def _drive(url: str, ids: range, duration_s: float, clients: int, endpoint
     await asyncio.gather(*(client(endpoint) for endpoint in endpoints for _ in range(counts[endpoint])))
     elapsed = time.monotonic() - started
     http.close()
-    return {"elapsed_s": elapsed, "latencies": latencies, "errors": errors, "clients": counts}
+    return {"elapsed_s": elapsed, "latencies": latencies, "errors": errors, "clients": counts,
+            "acknowledged": acknowledged}
+
+
+def endpoint_figures(driven: dict) -> dict:
+    """Per endpoint of a :func:`drive` result: requests answered, errors (and the first kinds), p50, p99, max ms."""
+    return {
+        name: {
+            "ok": len(values),
+            "errors": len(driven["errors"][name]),
+            "first_errors": sorted(set(driven["errors"][name]))[:3],
+            "p50_ms": _round(_percentile(values, 50)),
+            "p99_ms": _round(_percentile(values, 99)),
+            "max_ms": _round(max(values) if values else None),
+        }
+        for name, values in driven["latencies"].items()
+    }
 
 
 def _wait_running(server: _Server, expected: int, timeout: float) -> tuple[int, float]:
@@ -299,7 +327,7 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
     """One benchmark run against the checkout at ``repo``: figures per endpoint and the server's tick
     timings in the mixed phase, then submissions per second in the submissions phase (``submit_s``
     seconds, the same number of POST clients alone; 0 skips it). With ``pollers``, the mixed phase is the
-    polling one (see :func:`_drive`): readers every ``poll_interval_s`` while ``submissions`` are made."""
+    polling one (see :func:`drive`): readers every ``poll_interval_s`` while ``submissions`` are made."""
     repo = repo.resolve()
     root = Path(tempfile.mkdtemp(prefix="hetero-bench-api-"))
     for folder in ("notebooks", "config", "data", "runtime"):
@@ -330,13 +358,13 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         time.sleep(settle_s)  # let the launch burst's tick finish before measuring steady state
         ticks_before = (server.call("GET", "hetero/api/v1/version").get("scheduler") or {}).get("ticks")
         load_started = time.time()
-        driven = asyncio.run(_drive(server.url, range(seeded["first"], seeded["last"] + 1), duration_s, clients,
+        driven = asyncio.run(drive(server.url, range(seeded["first"], seeded["last"] + 1), duration_s, clients,
                                     pollers=pollers, poll_interval_s=poll_interval_s, submissions=submissions))
         version = server.call("GET", "hetero/api/v1/version")
         submitted = None
         if submit_s > 0:
             submit_started = time.time()
-            posted = asyncio.run(_drive(server.url, range(seeded["first"], seeded["last"] + 1), submit_s, clients,
+            posted = asyncio.run(drive(server.url, range(seeded["first"], seeded["last"] + 1), submit_s, clients,
                                         endpoints=("POST /workloads",)))
             after = server.call("GET", "hetero/api/v1/version")
             submitted = _submissions(posted, clients, (version.get("scheduler") or {}).get("ticks"),
@@ -345,17 +373,7 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         if server is not None:
             server.stop()
         killed = _kill_jobs(work_dir)
-    endpoints = {
-        name: {
-            "ok": len(values),
-            "errors": len(driven["errors"][name]),
-            "first_errors": sorted(set(driven["errors"][name]))[:3],
-            "p50_ms": _round(_percentile(values, 50)),
-            "p99_ms": _round(_percentile(values, 99)),
-            "max_ms": _round(max(values) if values else None),
-        }
-        for name, values in driven["latencies"].items()
-    }
+    endpoints = endpoint_figures(driven)
     scheduler = version.get("scheduler")
     result = {
         "repo": str(repo),
