@@ -11,6 +11,7 @@ from .catalog import TaskType, WorkloadKind
 from .units import DurationS
 
 __all__ = [
+    "MAX_STORED_INT",
     "ExplainQuery",
     "ListNodesQuery",
     "ListTemplatesQuery",
@@ -42,6 +43,10 @@ __all__ = [
     "SubmitWorkload",
 ]
 
+
+# The largest integer the store keeps (a 64-bit column in SQLite and PostgreSQL): an id, offset or attempt past it
+# names no row, and the database driver refuses it outright (an OverflowError, which was a 500).
+MAX_STORED_INT = 2**63 - 1
 
 # One command-line argument: Linux takes none longer (MAX_ARG_STRLEN); a longer one would fail at start, not here.
 Argument = Annotated[str, Field(max_length=131_072)]
@@ -185,7 +190,7 @@ class KernelActivity(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    workload_id: int
+    workload_id: int = Field(ge=-MAX_STORED_INT, le=MAX_STORED_INT)
     execution_state: str = Field(max_length=32, description="idle, busy, starting ... (Jupyter's word).")
     last_activity: float | None = Field(default=None, description="When it last did anything (Unix time).")
 
@@ -195,7 +200,7 @@ class ServerActivity(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    workload_id: int = Field(description="The server's own workload (its HETERO_WORKLOAD_ID).")
+    workload_id: int = Field(ge=-MAX_STORED_INT, le=MAX_STORED_INT, description="The server's own workload (its HETERO_WORKLOAD_ID).")
     last_activity: float | None = Field(default=None, description="When it last served a request or ran code "
                                                                   "(Unix time; jupyter_server's last activity).")
 
@@ -223,7 +228,7 @@ class PreviewWorkload(BaseModel):
 
 class FilesQuery(_Query):
     path: str = Field(min_length=1, description="A file under the attempt's archive, e.g. outputs/result.csv.")
-    attempt: int | None = Field(default=None, ge=1)
+    attempt: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)
 
 
 class ListWorkloadsQuery(_Query):
@@ -237,7 +242,7 @@ class ListWorkloadsQuery(_Query):
 
 
 class LogsQuery(_Query):
-    attempt: int | None = Field(default=None, ge=1)
+    attempt: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)
     follow: bool = False
     tail: int | None = Field(default=None, ge=1, le=100000, description="Only the last N lines.")
 
@@ -284,7 +289,7 @@ class AuditQuery(_Query):
     target: str | None = Field(default=None, description="A target (workload/7) or its prefix (workload/).")
     since: float | None = Field(default=None, description="Epoch seconds.")
     until: float | None = Field(default=None, description="Epoch seconds.")
-    after: int = Field(default=0, ge=0)
+    after: int = Field(default=0, ge=0, le=MAX_STORED_INT)
     limit: int = Field(default=200, ge=1, le=5000)
 
 
@@ -369,4 +374,4 @@ class RollBack(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    revision: int | None = Field(default=None, ge=1)
+    revision: int | None = Field(default=None, ge=1, le=MAX_STORED_INT)

@@ -17,6 +17,7 @@ from ..models import (
     ExplainQuery,
     FilesQuery,
     ListWorkloadsQuery,
+    MAX_STORED_INT,
     LogsQuery,
     PreemptQuery,
     PreviewWorkload,
@@ -167,10 +168,14 @@ class PreemptHandler(HeteroHandler):
 
 
 def _id(text: str) -> int:
+    """A workload id from a path; one that is not an integer the store can hold names no workload (a 404)."""
     try:
-        return int(text)
+        number = int(text)
     except ValueError:
-        raise NotFound(Message(N_("workload {workload!r} does not exist"), workload=text)) from None
+        number = None
+    if number is None or abs(number) > MAX_STORED_INT:
+        raise NotFound(Message(N_("workload {workload!r} does not exist"), workload=text))
+    return number
 
 
 async def _stream(handler: HeteroHandler, path, offset: int, decode=None) -> int | None:

@@ -207,6 +207,9 @@ async def test_the_parameterised_launch_contract(kernelspecs, api, jp_fetch):
         pytest.param({"template": "interactive", "parameters": {"devices": 9}}, 400, "parameters.devices",
                      id="devices above the bound"),
         pytest.param({"template": "interactive", "wait_timeout": -1}, 400, "wait_timeout", id="negative timeout"),
+        # Found by fuzzing: it was a 500, "the kernel could not start: No such kernel named ...".
+        pytest.param({"template": "interactive", "kernel_name": "no-such-kernelspec"}, 400, "kernel_name",
+                     id="unknown kernelspec"),
     ],
 )
 async def test_bad_kernel_requests(kernelspecs, api_error, body, status, field):

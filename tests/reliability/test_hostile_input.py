@@ -16,13 +16,14 @@ from jupyter_hetero.catalog import CatalogError, parse_catalog
 pytestmark = pytest.mark.usefixtures("team")
 
 
-async def _call(jp_fetch, route: str, method: str = "GET", body: str | None = None, **params) -> tuple[int, dict]:
+async def _call(jp_fetch, route: str, method: str = "GET", body: str | None = None, user: str = "alice",
+                **params) -> tuple[int, dict]:
     from ..conftest import _token
 
     try:
         response = await jp_fetch("hetero", "api", "v1", *route.split("/"), method=method, body=body,
                                   params=params or None, allow_nonstandard_methods=True,
-                                  headers={"Authorization": f"token {_token('alice')}"})
+                                  headers={"Authorization": f"token {_token(user)}"})
     except HTTPClientError as error:
         return error.code, json.loads(error.response.body or b"{}")
     return response.code, json.loads(response.body or b"{}")
@@ -79,6 +80,27 @@ async def test_path_traversal_in_scripts_files_and_names_is_refused(jp_fetch, wa
     for name in ("../x", "a/b", "A_B", "名字", "x" * 64):
         status, error = await _call(jp_fetch, "services", "POST", json.dumps({"name": name, "command": ["true"]}))
         assert status == 400 and error.get("field") == "name", (name, status, error)
+
+
+async def test_integers_past_what_the_store_holds_are_refused_naming_the_field(jp_fetch):
+    # Found by fuzzing: each was a 500, the database driver's OverflowError for an integer past 64 bits.
+    huge = 2**63
+    for route, method, body, user, params, field in [
+        ("audit", "GET", None, "root", {"after": str(huge)}, "after"),
+        ("workloads/1/logs", "GET", None, "alice", {"attempt": str(huge)}, "attempt"),
+        ("workloads/1/files", "GET", None, "alice", {"path": "outputs/x", "attempt": str(huge)}, "attempt"),
+        ("activity", "POST", {"kernels": [{"workload_id": huge, "execution_state": "idle"}]}, "alice", {},
+         "kernels.0.workload_id"),
+        ("activity", "POST", {"server": {"workload_id": -huge - 1}}, "alice", {}, "server.workload_id"),
+        ("services/any/rollback", "POST", {"revision": huge}, "alice", {}, "revision"),
+    ]:
+        status, error = await _call(jp_fetch, route, method, body and json.dumps(body), user, **params)
+        assert (status, error.get("field")) == (400, field), (route, status, error)
+    for route, method in [(f"workloads/{huge}", "GET"), (f"workloads/{huge}", "DELETE"),
+                          (f"workloads/{-huge - 1}/events", "GET"), (f"workloads/{huge}/resubmit", "POST"),
+                          (f"kernels/placements/{huge}/started", "POST"), (f"servers/{huge}", "DELETE")]:
+        status, error = await _call(jp_fetch, route, method, "{}" if method == "POST" else None)
+        assert status == 404 and "does not exist" in error.get("message", ""), (route, status, error)
 
 
 def test_a_catalog_built_to_explode_is_refused_with_its_problem():
