@@ -53,8 +53,9 @@ Argument = Annotated[str, Field(max_length=131_072)]
 
 
 class _Query(BaseModel):
-    # Unknown query parameters are errors, so a typo is reported instead of silently ignored.
-    model_config = ConfigDict(extra="forbid")
+    # Unknown query parameters are errors, so a typo is reported instead of silently ignored; "nan" and "inf" are no
+    # times or amounts.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ListTemplatesQuery(_Query):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -85,11 +86,9 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
 
     def query(self, model: type[Q]) -> Q:
         """Parse the query string into ``model``; a bad value is a 400 naming the parameter."""
-        raw = {
-            key: values[-1].decode() for key, values in self.request.query_arguments.items()
-            if key not in _TRANSPORT_PARAMS
-        }
-        _refuse_nul(raw, "query parameter")
+        raw = {key: _text(values[-1], "query parameter", key)
+               for key, values in self.request.query_arguments.items() if key not in _TRANSPORT_PARAMS}
+        _refuse_unusable(raw, "query parameter")
         try:
             return model.model_validate(raw)
         except ValidationError as exc:
@@ -99,7 +98,7 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
         """Parse the JSON body into ``model``; malformed JSON or a bad field is a 400 naming it."""
         try:
             data = json.loads(self.request.body or b"{}")
-            _refuse_nul(data, "field")
+            _refuse_unusable(data, "field")
         except ValueError as exc:
             raise InvalidRequest(Message(N_("request body is not valid JSON: {problem}"), problem=exc),
                                  field="body") from None
@@ -109,6 +108,10 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
             return model.model_validate(data)
         except ValidationError as exc:
             raise _invalid(exc, "field") from None
+
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """A path argument as text: bytes that are not UTF-8 are a 400 naming the argument (tornado's names none)."""
+        return _text(value, "path parameter", name or "path")
 
     def reply(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -183,16 +186,37 @@ def _invalid(exc: ValidationError, noun: str) -> InvalidRequest:
                           errors=[{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()])
 
 
-def _refuse_nul(data: Any, kind: str, path: str = "") -> None:
-    """A NUL character reaches no file name, command line or environment: a 400 naming where it is."""
+def _text(value: bytes, kind: str, field: str) -> str:
+    """``value`` decoded as UTF-8; anything else (a stray byte, an encoded surrogate) is a 400 naming ``field``."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidRequest(Message(N_("{kind} {field} is not UTF-8 text"), kind=kind, field=field),
+                             field=field) from None
+
+
+def _refuse_unusable(data: Any, kind: str, path: str = "") -> None:
+    """What no name, path, argument, variable or quantity may hold is a 400 naming where it is: a NUL character, a
+    lone surrogate (JSON's "\\ud800", which no file name or environment can encode), a number that is not finite
+    (NaN, Infinity, or 1e999, which JSON's parser reads as infinity)."""
+    field = path or "body"
     if isinstance(data, str):
         if "\x00" in data:
             raise InvalidRequest(Message(N_("{kind} {field} holds a NUL character, which no name, path, argument or "
-                                            "variable may hold"), kind=kind, field=path or "body"), field=path or "body")
+                                            "variable may hold"), kind=kind, field=field), field=field)
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidRequest(Message(N_("{kind} {field} holds a lone surrogate, which is not text"), kind=kind,
+                                         field=field), field=field) from None
+    elif isinstance(data, float):
+        if not math.isfinite(data):
+            raise InvalidRequest(Message(N_("{kind} {field} is not a finite number"), kind=kind, field=field),
+                                 field=field)
     elif isinstance(data, dict):
         for key, value in data.items():
-            _refuse_nul(key, kind, f"{path}.{key}" if path else str(key))
-            _refuse_nul(value, kind, f"{path}.{key}" if path else str(key))
+            _refuse_unusable(key, kind, f"{path}.{key}" if path else str(key))
+            _refuse_unusable(value, kind, f"{path}.{key}" if path else str(key))
     elif isinstance(data, list):
         for index, value in enumerate(data):
-            _refuse_nul(value, kind, f"{path}[{index}]")
+            _refuse_unusable(value, kind, f"{path}[{index}]")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import yaml
-from tornado.httpclient import HTTPClientError
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from jupyter_hetero.catalog import CatalogError, parse_catalog
 
@@ -101,6 +101,51 @@ async def test_integers_past_what_the_store_holds_are_refused_naming_the_field(j
                           (f"kernels/placements/{huge}/started", "POST"), (f"servers/{huge}", "DELETE")]:
         status, error = await _call(jp_fetch, route, method, "{}" if method == "POST" else None)
         assert status == 404 and "does not exist" in error.get("message", ""), (route, status, error)
+
+
+async def _raw(port: int, base_url: str, route: str, method: str = "GET", body: bytes | None = None,
+               user: str = "alice") -> tuple[int, dict]:
+    """A call whose URL and body go as given (jp_fetch would escape the percent signs, and send text as UTF-8) to
+    the test's server, started by asking for jp_fetch."""
+    from ..conftest import _token
+
+    response = await AsyncHTTPClient().fetch(
+        f"http://127.0.0.1:{port}{base_url}hetero/api/v1/{route}", method=method, body=body,
+        headers={"Authorization": f"token {_token(user)}"}, raise_error=False, allow_nonstandard_methods=True)
+    return response.code, json.loads(response.body or b"{}")
+
+
+async def test_query_and_path_values_that_are_not_utf8_are_refused_naming_the_parameter(jp_fetch, jp_http_port,
+                                                                                    jp_base_url):
+    # Found by hand beside the fuzzing: in a query, a 500 (a UnicodeDecodeError); in a path, tornado's own 400,
+    # which names no field.
+    for route, field in [("workloads?queue=%FF", "queue"), ("nodes?emulated=%C3%28", "emulated"),
+                         ("workloads/1/files?path=outputs/%ED%A0%80", "path"),  # a surrogate, encoded
+                         ("workloads/%C3%28", "workload_id"), ("templates/%FF%FE", "name")]:
+        status, error = await _raw(jp_http_port, jp_base_url, route)
+        assert (status, error.get("field")) == (400, field) and error.get("message"), (route, status, error)
+
+
+async def test_numbers_that_are_not_finite_and_lone_surrogates_are_refused_naming_the_field(
+        jp_http_port, jp_base_url, api):
+    # Found by hand beside the fuzzing: NaN or infinity (1e999, which JSON's parser reads as infinity) in a quantity
+    # was a 500; a lone surrogate was taken into a job's environment, which no process can be given.
+    before = len(await api("workloads", as_user="root"))
+    job = b'{"kind": "job", "template": "data-preprocessing", "command": ["true"], '
+    for route, body, user, field in [
+        ("workloads", job + b'"parameters": {"cpu": NaN}}', "alice", "parameters.cpu"),
+        ("workloads", job + b'"parameters": {"time_limit": 1e999}}', "alice", "parameters.time_limit"),
+        ("workloads", job + b'"parameters": {"memory": -Infinity}}', "alice", "parameters.memory"),
+        ("workloads", job + b'"env": {"A": "\\ud800"}}', "alice", "env.A"),
+        ("previews", b'{"template": "training", "parameters": {"devices": NaN}}', "alice", "parameters.devices"),
+        ("activity", b'{"kernels": [{"workload_id": 1, "execution_state": "idle", "last_activity": 1e999}]}',
+         "alice", "kernels[0].last_activity"),
+        ("audit?since=nan", None, "root", "since"),
+        ("audit?until=inf", None, "root", "until"),
+    ]:
+        status, error = await _raw(jp_http_port, jp_base_url, route, "POST" if body else "GET", body, user)
+        assert (status, error.get("field")) == (400, field) and error.get("message"), (route, body, status, error)
+    assert len(await api("workloads", as_user="root")) == before  # nothing stored
 
 
 def test_a_catalog_built_to_explode_is_refused_with_its_problem():
