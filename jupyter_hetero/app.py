@@ -99,6 +99,14 @@ class HeteroApp(ExtensionApp):
         "Its calls carry the server's hub token "
         "($JUPYTERHUB_API_TOKEN), which needs the scope access:services!service=hetero (Spawner.server_token_scopes).",
     )
+    service_retry_seconds = Float(
+        10.0, config=True,
+        help="A hub user's server: for how many seconds a call is tried again (with a short backoff) while the hub's "
+        "hetero service cannot be reached (restarting, or down), before it answers 502 service-unreachable. Only a "
+        "call the service never saw is sent again, and a GET; any other call cut off after it was sent answers 502 "
+        "outcome-unknown at once. A restarted service takes some seconds to answer again (about 5 on a small "
+        "machine).",
+    )
     owner_is_platform_admin = Bool(
         config=True,
         help="Whether the server's owner (whoever holds its own token or password) is a platform admin "
@@ -341,7 +349,8 @@ class HeteroApp(ExtensionApp):
         if not self.service_url or not token:
             raise TraitError("HeteroApp.mode 'hub-user' needs service_url (or $JUPYTER_HETERO_SERVICE_URL) and the "
                              "server's hub token $JUPYTERHUB_API_TOKEN")
-        service = self.settings["hetero_service"] = HubService(self.service_url, token)
+        service = self.settings["hetero_service"] = HubService(self.service_url, token,
+                                                                 retry_seconds=self.service_retry_seconds)
         # Its kernels run here, placed by the service; only this server's passthrough variables reach them.
         kernels = self.settings["hetero_hub_kernels"] = HubKernels(
             service, passthrough=self.workload_env_passthrough, environ=os.environ,

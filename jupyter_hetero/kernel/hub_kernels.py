@@ -104,7 +104,7 @@ class HubKernels:
         )
         try:
             response = await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
-        except OSError as exc:
+        except (OSError, httpclient.HTTPClientError) as exc:  # refused, reset, or closed before its answer (599)
             raise ServiceUnavailable(f"the hub's hetero service did not answer: {exc}") from None
         answer = _json(response.body)
         if response.code >= 300 and not isinstance(answer, dict):
