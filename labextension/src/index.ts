@@ -117,7 +117,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const overviewPoll = new RefreshPoll({
       name: 'jupyter-hetero:overview',
       refresh: () => model.refresh(),
-      intervalS: DEFAULT_REFRESH_INTERVAL_S
+      intervalS: DEFAULT_REFRESH_INTERVAL_S,
+      retrySoon: () => model.unreachable
     });
     panel.disposed.connect(() => {
       overviewPoll.dispose();

@@ -65,6 +65,7 @@ export class HeteroPanel extends ReactWidget {
             <HeteroPanelView
               version={model.version}
               error={model.error}
+              unreachable={model.unreachable}
               loading={model.loading}
               trans={this._trans}
               onRefresh={() => void model.refresh()}

@@ -18,12 +18,15 @@ const FAILED = 'refresh failed';
  *
  * While the document is hidden, or while `refresh` reports failure, the
  * interval doubles up to five minutes; it snaps back to `intervalS` after the
- * next success, and the page becoming visible again ticks at once.
+ * next success, and the page becoming visible again ticks at once. A failure
+ * `retrySoon` says will pass by itself (the hub's shared service restarting)
+ * keeps the usual interval, so the panel is back soon after the service.
  */
 export class RefreshPoll implements IDisposable {
   constructor(options: RefreshPoll.IOptions) {
     this._refresh = options.refresh;
     this._isHidden = options.isHidden ?? (() => typeof document !== 'undefined' && document.hidden);
+    this._retrySoon = options.retrySoon ?? (() => false);
     this._intervalS = options.intervalS;
     this._poll = new Poll({
       name: options.name,
@@ -74,9 +77,12 @@ export class RefreshPoll implements IDisposable {
 
   private async _tick(): Promise<void> {
     if (this._isHidden()) {
+      this._poll.frequency = frequency(this._intervalS);
       throw HIDDEN;
     }
-    if (!(await this._refresh())) {
+    const ok = await this._refresh();
+    this._poll.frequency = frequency(this._intervalS, !ok && this._retrySoon());
+    if (!ok) {
       throw FAILED;
     }
   }
@@ -89,6 +95,7 @@ export class RefreshPoll implements IDisposable {
 
   private readonly _refresh: () => Promise<boolean>;
   private readonly _isHidden: () => boolean;
+  private readonly _retrySoon: () => boolean;
   private readonly _poll: Poll<void, unknown, 'standby'>;
   private _intervalS: number;
 }
@@ -104,13 +111,15 @@ export namespace RefreshPoll {
     intervalS: number;
     /** Whether the page is hidden; `document.hidden` by default. */
     isHidden?: () => boolean;
+    /** Whether the last failure will pass by itself soon, so the poll keeps its interval; never by default. */
+    retrySoon?: () => boolean;
   }
 }
 
-function frequency(seconds: number): IPoll.Frequency {
+function frequency(seconds: number, steady = false): IPoll.Frequency {
   const interval =
     Number.isFinite(seconds) && seconds > 0
       ? Math.min(seconds * 1000, MAX_REFRESH_INTERVAL_MS)
       : Poll.NEVER;
-  return { interval, backoff: 2, max: MAX_REFRESH_INTERVAL_MS };
+  return { interval, backoff: steady ? false : 2, max: MAX_REFRESH_INTERVAL_MS };
 }

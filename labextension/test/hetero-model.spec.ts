@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import { HeteroAPIError } from '../src/handler';
 import { HeteroModel } from '../src/models';
 import * as build from './builders';
 import { FakeService, record } from './fakes';
@@ -94,6 +95,30 @@ describe('HeteroModel', () => {
 
     service.failures.clear();
     await expect(model.refresh()).resolves.toBe(true);
+    expect(model.error).toBeNull();
+  });
+
+  it('says the shared service is not answering while refreshes fail with service-unreachable, until one succeeds', async () => {
+    const service = new FakeService();
+    const model = new HeteroModel({ service });
+    await model.refresh();
+    expect(model.unreachable).toBe(false);
+
+    const down = new HeteroAPIError('The shared hetero service is not answering', 502, 'service-unreachable');
+    service.failures.set('listQueues', down);
+    await expect(model.refresh()).resolves.toBe(false);
+    expect(model.unreachable).toBe(true);
+    expect(model.error).toBe('The shared hetero service is not answering');
+
+    service.failures.set('listQueues', FakeService.error('scheduler is restarting', 503)); // another failure
+    await model.refresh();
+    expect(model.unreachable).toBe(false);
+
+    service.failures.set('listQueues', down);
+    await model.refresh();
+    service.failures.clear();
+    await expect(model.refresh()).resolves.toBe(true);
+    expect(model.unreachable).toBe(false);
     expect(model.error).toBeNull();
   });
 

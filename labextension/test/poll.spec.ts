@@ -68,6 +68,24 @@ describe('RefreshPoll', () => {
     poll.dispose();
   });
 
+  it('keeps its interval while the failure will pass by itself (the shared service restarting)', async () => {
+    let calls = 0;
+    const poll = new RefreshPoll({
+      name: 'test',
+      intervalS: 0.01,
+      isHidden: () => false,
+      retrySoon: () => true,
+      refresh: async () => {
+        calls += 1;
+        return false;
+      }
+    });
+    await until(() => calls >= 4);
+    expect(poll.state.phase).toBe('rejected');
+    expect(poll.state.interval).toBe(10);
+    poll.dispose();
+  });
+
   it('refreshes only when asked with an interval of 0', async () => {
     let calls = 0;
     const poll = new RefreshPoll({

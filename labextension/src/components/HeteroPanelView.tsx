@@ -11,6 +11,8 @@ import { VersionBanner } from './common/VersionBanner';
 export interface IHeteroPanelViewProps {
   version: string | null;
   error: string | null;
+  /** The error is the hub's shared service not answering: the panel says it retries, instead of the error. */
+  unreachable?: boolean;
   loading: boolean;
   trans: TranslationBundle;
   onRefresh: () => void;
@@ -41,7 +43,12 @@ export function HeteroPanelView(props: IHeteroPanelViewProps): JSX.Element {
           {trans.__('Refresh')}
         </button>
       </header>
-      {error !== null && <ErrorMessage message={error} trans={trans} />}
+      {error !== null && props.unreachable && (
+        <div className="jp-hetero-unreachable" role="status" title={error}>
+          {trans.__('The shared hetero service is not answering; retrying…')}
+        </div>
+      )}
+      {error !== null && !props.unreachable && <ErrorMessage message={error} trans={trans} />}
       <AlertList alerts={props.alerts ?? []} messageOf={props.alertMessage ?? (alert => alert.message)} trans={trans} />
       <SectionTabs
         tabs={props.tabs}

@@ -1,4 +1,5 @@
 import { localized } from '../format';
+import { HeteroAPIError } from '../handler';
 import type { IHeteroService } from '../service';
 import type { ITrafficPoint } from '../components/services/TrafficChart';
 import { Signal } from '@lumino/signaling';
@@ -157,6 +158,14 @@ export class HeteroModel extends ModelBase {
     return this._error;
   }
 
+  /**
+   * Whether the last refresh failed because the hub's shared hetero service does not answer (restarting or down:
+   * the user's server tried for some seconds, then said `service-unreachable`); the panel says it retries.
+   */
+  get unreachable(): boolean {
+    return this._unreachable;
+  }
+
   /** Whether a refresh is in flight. */
   get loading(): boolean {
     return this._loading;
@@ -184,9 +193,9 @@ export class HeteroModel extends ModelBase {
       s.listServices(),
       s.listFiringAlerts()
     ]);
-    const failures = [version, me, templates, queues, nodes, services, alerts]
+    const rejected = [version, me, templates, queues, nodes, services, alerts]
       .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
-      .map(r => messageOf(r.reason));
+      .map(r => r.reason as unknown);
     let tenants: ITenant[] = [];
     let onboarding: IOnboarding[] = [];
     const admin = me.status === 'fulfilled' && me.value.role !== 'member';
@@ -197,9 +206,10 @@ export class HeteroModel extends ModelBase {
           onboarding = await s.listOnboarding();
         }
       } catch (error) {
-        failures.push(messageOf(error));
+        rejected.push(error);
       }
     }
+    const failures = rejected.map(messageOf);
     const workOk = await workDone;
     if (generation !== this._generation || this.isDisposed) {
       return true; // superseded: the newer refresh reports for both
@@ -234,6 +244,7 @@ export class HeteroModel extends ModelBase {
     } else {
       this._error = null;
     }
+    this._unreachable = rejected.some(isUnreachable);
     this._loading = false;
     this.emitChanged();
     // Free capacity moves with the cluster: keep the open preview live.
@@ -281,8 +292,14 @@ export class HeteroModel extends ModelBase {
   private _serviceHistory = new Map<string, ITrafficPoint[]>();
   private _tenants: ITenant[] = [];
   private _error: string | null = null;
+  private _unreachable = false;
   private _loading = false;
   private _generation = 0;
+}
+
+/** Whether `error` says the hub's shared hetero service could not be reached (after the server's own retries). */
+export function isUnreachable(error: unknown): boolean {
+  return error instanceof HeteroAPIError && error.reason === 'service-unreachable';
 }
 
 /** Types belonging to `HeteroModel`. */

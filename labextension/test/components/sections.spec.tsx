@@ -378,6 +378,23 @@ describe('HeteroPanelView', () => {
     expect(controlling).toEqual(['Queues']);
   });
 
+  it('says the shared service is not answering and retries, in place of the error, while it is unreachable', () => {
+    const said = 'The shared hetero service is not answering: it is restarting or down (tried for 10 s).';
+    rendered = render(
+      <HeteroPanelView version="0.1.0" error={said} unreachable={true} loading={false} trans={trans} onRefresh={vi.fn()} tabs={tabs} current="queues" onSelect={vi.fn()} />
+    );
+    const banner = rendered.host.querySelector('.jp-hetero-unreachable');
+    expect(banner?.textContent).toBe('The shared hetero service is not answering; retrying…');
+    expect(banner?.getAttribute('role')).toBe('status');
+    expect(banner?.getAttribute('title')).toBe(said);
+    expect(rendered.host.querySelector('.jp-hetero-error')).toBeNull();
+    rendered.unmount();
+    rendered = render(
+      <HeteroPanelView version="0.1.0" error={null} unreachable={false} loading={false} trans={trans} onRefresh={vi.fn()} tabs={tabs} current="queues" onSelect={vi.fn()} />
+    );
+    expect(rendered.host.querySelector('.jp-hetero-unreachable')).toBeNull();
+  });
+
   it('shows the alerts firing above the sections, critical ones as alerts, none when none fires', () => {
     const alerts = [
       build.alert(),
