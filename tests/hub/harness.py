@@ -33,6 +33,7 @@ from ..harness import free_port
 __all__ = ["CHP", "HubProcess", "hetero_service"]
 
 CHP = REPO / "labextension" / "node_modules" / ".bin" / "configurable-http-proxy"
+KEEPER = Path(__file__).with_name("keeper.py")
 PASSWORD = "hetero-test"
 
 
@@ -165,10 +166,11 @@ class HubProcess:
 
 
 def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str, ...] = (),
-                   api_token: str | None = None) -> tuple[str, str]:
+                   api_token: str | None = None, kept: Path | None = None) -> tuple[str, str]:
     """The hub configuration that runs `jupyter hetero service` (with ``catalog`` and emulated ``nodes``),
     lets users and their servers' tokens reach it, and tells the servers where it is; and its URL.
-    ``api_token``: the service's own hub token, when a test must hold it (the hub makes one otherwise)."""
+    ``api_token``: the service's own hub token, when a test must hold it (the hub makes one otherwise).
+    ``kept``: a pid file; the service runs under keeper.py, which starts it again whenever it dies."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/services/hetero/"
     command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
@@ -177,6 +179,8 @@ def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str,
                "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
                f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}",  # each user's server's root
                *extra_args]
+    if kept is not None:
+        command = [sys.executable, str(KEEPER), str(kept), "--", *command]
     token = f', "api_token": {api_token!r}' if api_token else ""
     return f"""
 c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}{token}}})

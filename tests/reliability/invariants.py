@@ -107,6 +107,11 @@ def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[s
         newest = {row.id: row.attempts for row in rows}
         states = {row.id: row.state for row in rows}
         for pid, workload, attempt in workload_processes(Path(work_dir).parent):
+            if states.get(workload) not in ACTIVE_STATES or (attempt is not None and attempt != newest.get(workload)):
+                # Read after the store was: the workload may have been admitted and started since (a live
+                # scheduler), so it is judged on its state now, which a process of it cannot precede.
+                row = repository.workload(workload)
+                states[workload], newest[workload] = (row.state, row.attempts) if row else (None, None)
             if states.get(workload) not in ACTIVE_STATES:
                 found.append(f"process {pid} works for workload {workload}, which is {states.get(workload)}")
             elif attempt is not None and attempt != newest.get(workload):
