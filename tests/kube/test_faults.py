@@ -30,7 +30,7 @@ async def test_a_failing_api_server_delays_a_launch_without_using_a_retry_and_le
     cluster = impatient
     cluster.api.fail("create", "pods", 500, times=2)
     cluster.api.fail("create", "pods", 0, delay_s=2.0)  # made, but answered too late: the pod must not stay
-    job = await api("workloads", "POST", python_job("print('made it')"))
+    job = await api("workloads", "POST", python_job("print('made it')", name="late"))
     done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
     assert done["state"] == "succeeded" and done["failures"] == 0, done  # no retry used by the platform's faults
     events = [(e["type"], e["reason"]) for e in await api(f"workloads/{job['id']}/events")]
@@ -40,15 +40,13 @@ async def test_a_failing_api_server_delays_a_launch_without_using_a_retry_and_le
     assert [a["outcome"] for a in done["attempts"]] == ["unlaunched"] * 3 + ["succeeded"]
     assert cluster.api.faults_served == 3
 
-    async def no_pods():
-        return not cluster.pods()
-
-    await until_async(no_pods, "every pod of the job to be deleted, the late one included", timeout=30)
+    await until_async(no_pods(cluster), "every pod of the job to be deleted, the late one included", timeout=30)
     store = Repository(hetero_config["db_url"], clock=time.time)
-    assert not violations(store, load_catalog(DEFAULT_CATALOG_PATH))
+    assert not violations(store, load_catalog(DEFAULT_CATALOG_PATH), acknowledged={"late": job["id"]},
+                          pods=cluster.api.list("Pod"))
 
 
-async def test_a_410_and_dropped_watches_while_work_runs_lose_no_exit(cluster, api, wait_for):
+async def test_a_410_and_dropped_watches_while_work_runs_lose_no_exit(cluster, api, wait_for, hetero_config):
     gate = Path(cluster.kubelet.root) / "open"
     jobs = [await api("workloads", "POST", python_job(
         f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.05)\nprint('done {i}')"))
@@ -57,13 +55,21 @@ async def test_a_410_and_dropped_watches_while_work_runs_lose_no_exit(cluster, a
         await wait_for(job["id"], lambda w: w["state"] == "running", timeout=60)
     cluster.api.compact()  # the history the watches resume from is gone: they answer 410 and re-list
     cluster.api.drop_watches()
+    store = Repository(hetero_config["db_url"], clock=time.time)
+    assert len(cluster.pods()) == 3
+    assert not violations(store, load_catalog(DEFAULT_CATALOG_PATH), pods=cluster.api.list("Pod"))
     gate.write_text("open")
     cluster.api.drop_watches()  # and again while the pods end
     for job in jobs:
         done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
         assert done["state"] == "succeeded" and done["attempt_count"] == 1, done
 
-    async def no_pods():
+    await until_async(no_pods(cluster), "every ended job's pod to be deleted", timeout=30)
+    assert not violations(store, load_catalog(DEFAULT_CATALOG_PATH), pods=cluster.api.list("Pod"))
+
+
+def no_pods(cluster):
+    async def gone() -> bool:
         return not cluster.pods()
 
-    await until_async(no_pods, "every ended job's pod to be deleted", timeout=30)
+    return gone

@@ -11,6 +11,7 @@ running on this machine.
 - no service replica was ever preempted (services hold their queue's reserved capacity);
 - work that holds nothing any more says so (no placement, nothing held) and its last word after its last
   admission is a release (an ending, a requeue, a preemption), never the admission itself;
+- no pod (``pods=``, a cluster's) is there for a workload that is not active;
 - no process works for a workload that is not active, nor for an attempt other than its newest (a job's, a
   replica's and a kernel's processes carry their workload's id and attempt in their environment).
 """
@@ -18,11 +19,13 @@ running on this machine.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import psutil
 from sqlalchemy import select
 
+from jupyter_hetero.backends.kubernetes.backend import WORKLOAD_LABEL
 from jupyter_hetero.catalog import Catalog
 from jupyter_hetero.store import ACTIVE_STATES, Repository
 from jupyter_hetero.store.tables import EventRow, NodeRow, WorkloadRow
@@ -34,7 +37,7 @@ HOLDING = {"admitted", "starting", "started", "adopted", "checkpoint", "ready", 
 
 
 def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[str, int] | None = None,
-               work_dir: Path | None = None) -> list[str]:
+               work_dir: Path | None = None, pods: Iterable[dict] | None = None) -> list[str]:
     found: list[str] = []
     # One read: the workloads, their events and the nodes as of one moment (two reads could see a workload
     # queued, then its admission).
@@ -117,6 +120,13 @@ def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[s
             elif attempt is not None and attempt != newest.get(workload):
                 found.append(f"process {pid} works for attempt {attempt} of workload {workload}, whose newest is "
                              f"{newest.get(workload)}: two attempts alive at once")
+    # Pods (a cluster's reality): none for work that is not active.
+    states = {row.id: row.state for row in rows}
+    for pod in pods or ():
+        workload = (pod["metadata"].get("labels") or {}).get(WORKLOAD_LABEL)
+        if workload and states.get(int(workload)) not in ACTIVE_STATES:
+            found.append(f"pod {pod['metadata'].get('namespace')}/{pod['metadata']['name']} is there for workload "
+                         f"{workload}, which is {states.get(int(workload))}")
     return found
 
 

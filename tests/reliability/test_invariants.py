@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_hetero.backends.kubernetes.backend import WORKLOAD_LABEL
 from jupyter_hetero.catalog import load_catalog
 from jupyter_hetero.store import Repository
 
@@ -105,13 +106,17 @@ def test_the_checker_finds_each_kind_of_violation(tmp_path):
     sleepers = [subprocess.Popen(["sleep", "60"], cwd=tmp_path / "work", env={
         **os.environ, "HETERO_WORKLOAD_ID": str(workload), "HETERO_ATTEMPT": "1"}) for workload in (first, stuck)]
     try:
-        found = violations(store, catalog, acknowledged={"one": first, "ghost": 99}, work_dir=tmp_path / "work")
+        found = violations(store, catalog, acknowledged={"one": first, "ghost": 99}, work_dir=tmp_path / "work",
+                           pods=[{"metadata": {"namespace": "hetero", "name": f"hetero-job-{workload}-a1-r0",
+                                               "labels": {WORKLOAD_LABEL: str(workload)}}} for workload in (first, stuck)])
     finally:
         for sleeper in sleepers:
             sleeper.kill()
             sleeper.wait()
     store.close()
     assert f"service replica {service.id} was preempted" in found
+    assert f"pod hetero/hetero-job-{stuck}-a1-r0 is there for workload {stuck}, which is succeeded" in found
+    assert not [line for line in found if line.startswith(f"pod hetero/hetero-job-{first}-")]
     assert f"process {sleepers[0].pid} works for attempt 1 of workload {first}, whose newest is 0: two attempts " \
            "alive at once" in found
     assert f"process {sleepers[1].pid} works for workload {stuck}, which is succeeded" in found
