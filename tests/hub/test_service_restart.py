@@ -1,7 +1,7 @@
 """Hub service restarts: the hub's hetero service is SIGKILLed at random points while a user's server keeps
 submitting, listing and cancelling through its forwarder (4 times; ``HETERO_RELIABILITY_LONG=1``: 21), and comes
-back on the same store (under a keeper, as
-systemd would run it: the hub alone starts a managed service again only at its next poll, 30 s later).
+back on the same store (under a keeper, as systemd would run it: the hub alone starts a managed service again only
+at its next poll, 30 s later).
 
 After each restart the invariants hold and every acknowledged submission is in the store once. A call made while
 the service was down was answered after the forwarder's retries, or with a clear 502: ``service-unreachable`` (it
