@@ -94,9 +94,12 @@ class Burst:
             if rng.random() < 0.5:
                 server.api(f"api/kernels/{kernel['id']}", "DELETE", timeout=30)
         elif action == "catalog":
-            catalog = yaml.safe_load(self.catalog_file.read_text())
-            catalog["queues"][0]["max_wait_s"] = rng.randint(200, 400)
-            self.catalog_file.write_text(yaml.safe_dump(catalog, sort_keys=False))
+            with self._lock:  # one editor at a time, and the file replaced whole, as an editor saves it
+                catalog = yaml.safe_load(self.catalog_file.read_text())
+                catalog["queues"][0]["max_wait_s"] = rng.randint(200, 400)
+                edited = self.catalog_file.with_suffix(".edited")
+                edited.write_text(yaml.safe_dump(catalog, sort_keys=False))
+                os.replace(edited, self.catalog_file)
             client.request("POST", "catalog/reload")
             self.counts["catalog"] += 1
         else:
