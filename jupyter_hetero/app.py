@@ -371,8 +371,27 @@ class HeteroApp(ExtensionApp):
             self.settings["hetero_hub_kernels"].start_reporting()
 
     async def stop_extension(self) -> None:
+        forget_failed_starts(self.serverapp.kernel_manager)
         platform = self.settings.get("hetero_platform")
         if platform is not None:
             await platform.close()
         if "hetero_hub_kernels" in self.settings:
             await self.settings["hetero_hub_kernels"].stop_reporting()
+
+
+def forget_failed_starts(kernel_manager) -> list[str]:
+    """Drop the kernels whose start failed from the manager's pending ones; the ids dropped.
+
+    jupyter_client keeps a kernel whose start raised among its pending kernels for good (it pops one only once
+    started), and the server's shutdown then asks to stop it, is told it does not exist, and never finishes: the
+    server hangs on SIGTERM. A hetero kernel's start fails whenever it gets no placement, so the server forgets
+    them before it stops its kernels (extensions stop first).
+    """
+    pending = getattr(kernel_manager, "_pending_kernels", None)
+    if not isinstance(pending, dict):
+        return []
+    failed = [kernel_id for kernel_id, task in pending.items()
+              if kernel_id not in kernel_manager and getattr(task, "done", lambda: False)()]
+    for kernel_id in failed:
+        pending.pop(kernel_id, None)
+    return failed

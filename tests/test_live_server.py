@@ -15,7 +15,7 @@ import pytest
 from jupyter_hetero.notebook.client import ApiError, HeteroClient
 
 from .conftest import DEMO_NODES
-from .harness import LabServer, ServerLayout, kill_runners_under, start_hetero_server, until
+from .harness import LabApiError, LabServer, ServerLayout, kill_runners_under, start_hetero_server, until
 
 pytestmark = pytest.mark.slow
 
@@ -176,3 +176,19 @@ def test_the_cli_creates_scales_rolls_out_and_back_and_deletes_a_service(layout)
         assert listed.returncode == 0 and listed.stdout.splitlines()[1].startswith("echo "), listed.stdout
         assert [found["name"] for found in json.loads(services(server, "list", "--json").stdout)] == ["echo"]
         assert json.loads(services(server, "delete", "--json", "echo").stdout)["state"] == "deleted"
+
+
+def test_a_server_whose_kernel_failed_to_start_still_stops_on_sigterm(layout):
+    # Regression: jupyter_client keeps a kernel whose start raised among its pending ones, and the server's
+    # shutdown then failed on it ("Kernel does not exist") and never finished: it hung on SIGTERM.
+    server = start(layout, "kernels")
+    try:
+        with pytest.raises(LabApiError) as refused:  # no placement: the template's bound refuses it at once
+            server.api("hetero/api/v1/kernels", "POST", {"template": "interactive", "parameters": {"cpu": 64}})
+        assert refused.value.status == 400
+        server.api("hetero/api/v1/kernels", "POST", {"template": "interactive"}, timeout=60)  # and one that runs
+        os.killpg(server.process.pid, signal.SIGTERM)
+        assert server.process.wait(10) is not None, server.log_tail()
+        assert "Kernel does not exist" not in server.log_path.read_text(errors="replace")
+    finally:
+        server.stop()
