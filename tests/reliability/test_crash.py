@@ -36,7 +36,7 @@ LONG = bool(os.environ.get("HETERO_RELIABILITY_LONG"))
 KILLS = int(os.environ.get("HETERO_CRASH_KILLS") or (100 if LONG else 20))
 # PostgreSQL outlives the server (its own process), so what differs is the driver's and the lock's behaviour
 # at a client's death: fewer kills show it.
-KILLS_ON = {"sqlite": KILLS, "postgresql": max(1, KILLS // 4)}
+KILLS_ON = {"sqlite": KILLS, "postgresql": max(1, KILLS // 6)}
 GATE = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)\n"
 FINAL = {"succeeded", "failed", "cancelled"}
 
@@ -164,7 +164,7 @@ def crash_and_restart(layout: ServerLayout, db_url: str, kills: int) -> None:
         adopted += sum(store.events(workload_id=w)[-1].type == "adopted" for w in running)
         if n == kills:
             break
-        burst.run(server, rng.uniform(0.2, 1.2))
+        burst.run(server, rng.uniform(0.2, 1.0))
         processes = workload_processes(layout.root)
         assert len({(w, a) for _pid, w, a in processes}) == len({w for _pid, w, _a in processes}), (seed, n, processes)
         running = {row.id: reconciled(row.id) for row in store.workloads(states=("running",), kind="job")}
