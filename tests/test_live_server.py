@@ -8,11 +8,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
+import psutil
 import pytest
 
 from jupyter_hetero.notebook.client import ApiError, HeteroClient
+from jupyter_hetero.store import Repository
 
 from .conftest import DEMO_NODES
 from .harness import LabApiError, LabServer, ServerLayout, kill_runners_under, start_hetero_server, until
@@ -192,3 +195,28 @@ def test_a_server_whose_kernel_failed_to_start_still_stops_on_sigterm(layout):
         assert "Kernel does not exist" not in server.log_path.read_text(errors="replace")
     finally:
         server.stop()
+
+
+def test_a_launch_the_server_died_before_recording_is_stopped_and_started_again(layout):
+    # Regression: a server killed between launching an attempt and recording its processes came back to an
+    # attempt of no processes, judged it ended well ("succeeded", exit code 0) and left its job running, unknown.
+    server = start(layout, "first")
+    client = HeteroClient(server.base_url, server.token)
+    job = client.submit(template="data-preprocessing", script={"path": "hold.py", "args": [str(layout.root / "go")]})
+    until(lambda: client.workload(job["id"])["state"] == "running", "the held job to run")
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.stop()
+    store = Repository(f"sqlite:///{layout.state / 'hetero.sqlite'}", clock=time.time)
+    first = store.attempts(job["id"])[0]
+    runner = first.processes[0]["pid"]
+    store.update_attempt(first.id, processes=[])  # as the store was when the server died mid-launch
+    store.update_workload(job["id"], event="starting", reason="attempt 1", state="starting")
+    with start(layout, "second") as again:
+        client = HeteroClient(again.base_url, again.token)
+        until(lambda: client.workload(job["id"])["attempt_count"] == 2, "a second attempt")
+        assert not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE
+        (layout.root / "go").write_text("go")
+        done = until(lambda: (w := client.workload(job["id"]))["state"] in ("succeeded", "failed") and w, "the end")
+        assert done["state"] == "succeeded" and done["failures"] == 0, done
+        assert [a["outcome"] for a in done["attempts"]] == ["unlaunched", "succeeded"], done["attempts"]
+    store.close()

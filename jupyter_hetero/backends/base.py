@@ -156,6 +156,10 @@ class Backend(Protocol):
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
         """Stop what the backend runs for no live workload (``keep``: the units that are held)."""
         ...
+    def stop_unrecorded(self, attempt_dir: Path) -> int:
+        """Stop what an attempt launched that the store never recorded (the server died between a launch and its
+        record): processes whose exit file lies in ``attempt_dir``. How many were stopped."""
+        ...
 
     def launch(self, launch: Launch) -> ProcessHandle: ...
     def service_port(self) -> int:

@@ -33,6 +33,7 @@ from .base import API_PREFIX, Relay
 __all__ = ["Delivery", "HubService", "delivery", "find_service_url", "forward_handlers"]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_RELAYED_HEADERS = frozenset({"content-type", "content-disposition", "cache-control"})
 # Methods whose repeat changes nothing: one the service may have received is sent again.
 _REPEATABLE = frozenset({"GET", "HEAD", "OPTIONS"})
 # Errors a connection can only meet before it is made: nothing reached the service.
@@ -61,7 +62,6 @@ def delivery(exc: BaseException) -> Delivery:
     # A reset, a broken pipe, a stream closed, a timeout during the request: all after connecting, when the
     # request may have been sent whole.
     return Delivery.MAYBE_RECEIVED
-_RELAYED_HEADERS = frozenset({"content-type", "content-disposition", "cache-control"})
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,14 @@ class Scheduler:
         for row in [r for kind in RUN_BY_BACKEND for r in self.repository.workloads(states=ACTIVE_STATES, kind=kind)]:
             attempts = self.repository.attempts(row.id)
             current = attempts[-1] if attempts and attempts[-1].ended_at is None else None
+            if current is not None and not current.processes:
+                # The server died between a launch and its record: what it started runs unknown, so it is stopped
+                # and the workload starts again (an attempt of no processes would read as one that ended well).
+                stopped = self.backend.stop_unrecorded(Path(current.log_path).parent)
+                self.repository.update_attempt(current.id, ended_at=self.wall(), outcome="unlaunched",
+                                               reason=f"the server restarted while it started; {stopped} process "
+                                                      "group(s) it had not recorded were stopped")
+                current = None
             if row.state == "admitted" or current is None:
                 self._release(row, "queued", "requeued", "the server restarted before the workload started")
                 continue

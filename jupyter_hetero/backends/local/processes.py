@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
 
@@ -56,7 +57,20 @@ class LocalBackend:
         return [handle for handle in handles if self.running(handle)]  # they write their log file themselves
 
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
-        return []  # a server's processes end with their process group; none outlive it unknown
+        return []  # what a recorded attempt runs is adopted; what an unrecorded one runs, see stop_unrecorded
+
+    def stop_unrecorded(self, attempt_dir: Path) -> int:
+        stopped = 0
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            line = process.info["cmdline"] or []
+            exit_file = line[line.index("--exit-file") + 1] if "--exit-file" in line[:-1] else ""
+            if "jupyter_hetero.kernel.runner" in line and Path(exit_file).parent == attempt_dir:
+                try:
+                    os.killpg(process.info["pid"], signal.SIGKILL)  # its own group: the runner and its command
+                    stopped += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+        return stopped
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
         """This machine's CPU and memory use, and its GPUs' where NVML measures them. Emulated
