@@ -14,10 +14,10 @@ from tornado.iostream import StreamClosedError
 from ..errors import Conflict, NotFound
 from ..i18n import N_, Message
 from ..models import (
+    MAX_STORED_INT,
     ExplainQuery,
     FilesQuery,
     ListWorkloadsQuery,
-    MAX_STORED_INT,
     LogsQuery,
     PreemptQuery,
     PreviewWorkload,

@@ -65,11 +65,7 @@ class LocalBackend:
             line = process.info["cmdline"] or []
             exit_file = line[line.index("--exit-file") + 1] if "--exit-file" in line[:-1] else ""
             if "jupyter_hetero.kernel.runner" in line and Path(exit_file).parent == attempt_dir:
-                try:
-                    os.killpg(process.info["pid"], signal.SIGKILL)  # its own group: the runner and its command
-                    stopped += 1
-                except (ProcessLookupError, PermissionError):
-                    pass
+                stopped += _signal_group(process.info["pid"], signal.SIGKILL)  # the runner and its command
         return stopped
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
@@ -139,10 +135,7 @@ class LocalBackend:
         # What the replica left in its group ends with it, as in a container: a runner killed from outside (the
         # OOM killer, a SIGKILL) would leave its command running, orphaned, a service's still on its port. The
         # group's id is not given to a new process while any member lives.
-        try:
-            os.killpg(handle.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal_group(handle.pid, signal.SIGKILL)
         try:
             with open(handle.exit_path, encoding="utf-8") as record:
                 data = json.load(record)
@@ -159,10 +152,7 @@ class LocalBackend:
     def _signal(self, handle: ProcessHandle, signum: int) -> None:
         if self._process(handle) is None and handle.pid not in self._children:
             return
-        try:
-            os.killpg(handle.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal_group(handle.pid, signum)
 
     def scan(self, handles: Iterable[ProcessHandle]) -> dict[ProcessHandle, dict]:
         """The live ones among ``handles``, each with its latest usage sample.
@@ -241,3 +231,12 @@ class LocalBackend:
         if handle.measurable:
             sample.update(sample_gpus(handle.devices))
         return sample
+
+
+def _signal_group(pid: int, signum: int) -> bool:
+    """Signal the process group ``pid`` leads (each runner leads its own); False when it is gone or not ours."""
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
