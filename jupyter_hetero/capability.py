@@ -17,6 +17,7 @@ from .units import CpuMilli, MemoryMiB, friendly_quantities
 __all__ = [
     "Accelerator",
     "AcceleratorFamily",
+    "DeviceInfo",
     "Interconnect",
     "Network",
     "NodeCapability",
@@ -64,6 +65,20 @@ class Network(_Record):
     bandwidth_gbps: float = Field(default=10, ge=0)
 
 
+class DeviceInfo(_Record):
+    """One device of an accelerator group: where it sits, for placement that keeps a gang's devices close."""
+
+    index: int = Field(ge=0, description="The device's index as its vendor's runtime numbers it.")
+    link_domain: str | None = Field(
+        default=None,
+        description="Devices with the same name share a fast link: an NVLink or NVSwitch island, an HCCS ring, "
+        "an xGMI hive. None: the device reaches the others over PCIe only.",
+    )
+    numa_node: int | None = Field(default=None, description="The NUMA node the device is attached to.")
+    pci_bus: str | None = Field(default=None, description="PCI bus id, e.g. '0000:3b:00.0'.")
+    health: str | None = Field(default=None, description="What its vendor's tool says of it when not healthy.")
+
+
 class Accelerator(_Record):
     """A group of identical accelerator devices on one node."""
 
@@ -84,6 +99,10 @@ class Accelerator(_Record):
     )
     frameworks: list[str] = Field(default_factory=list)
     inference_engines: list[str] = Field(default_factory=list)
+    firmware_version: str | None = None
+    devices: list[DeviceInfo] = Field(
+        default_factory=list, description="Per-device locality, where discovery or the declaration gives it."
+    )
 
     @property
     def family(self) -> AcceleratorFamily:

@@ -838,6 +838,10 @@ export interface components {
             resource: string | null;
             frameworks: string[];
             inference_engines: string[];
+            /** @default null */
+            firmware_version: string | null;
+            /** @description Per-device locality, where discovery or the declaration gives it. */
+            devices: components["schemas"]["DeviceInfo"][];
         };
         /**
          * AcceleratorFamily
@@ -1089,6 +1093,34 @@ export interface components {
              * @default 60
              */
             scale_down_delay_s?: number;
+        };
+        /**
+         * DeviceInfo
+         * @description One device of an accelerator group: where it sits, for placement that keeps a gang's devices close.
+         */
+        DeviceInfo: {
+            /** @description The device's index as its vendor's runtime numbers it. */
+            index: number;
+            /**
+             * @description Devices with the same name share a fast link: an NVLink or NVSwitch island, an HCCS ring, an xGMI hive. None: the device reaches the others over PCIe only.
+             * @default null
+             */
+            link_domain: string | null;
+            /**
+             * @description The NUMA node the device is attached to.
+             * @default null
+             */
+            numa_node: number | null;
+            /**
+             * @description PCI bus id, e.g. '0000:3b:00.0'.
+             * @default null
+             */
+            pci_bus: string | null;
+            /**
+             * @description What its vendor's tool says of it when not healthy.
+             * @default null
+             */
+            health: string | null;
         };
         /** DeviceShare */
         DeviceShare: {
