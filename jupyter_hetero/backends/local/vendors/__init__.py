@@ -2,15 +2,32 @@
 
 A vendor module (``nvidia``, ``amd``, ``ascend``, ``intel``, ``cambricon``, ``hygon``) turns its tool's or
 library's output into :class:`DeviceFacts` (what a device is) and :class:`DeviceUsage` (what it is doing now).
-Its parsers are pure functions of the tool's text, tested against recorded outputs; running the tool, its
+Each module offers ``discover(run, which) -> (list[DeviceFacts], notes)`` and
+``sample(indexes, run, which) -> list[DeviceUsage]``, both soft: a missing tool is ``([], [])``, a failing or
+hung one a note, never an exception. Its parsers are pure functions of the tool's text, tested against recorded outputs; running the tool, its
 absence and its timeout are the discovery's business, not the parser's.
 """
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["DeviceFacts", "DeviceUsage"]
+__all__ = ["DeviceFacts", "DeviceUsage", "Runner", "Which", "run_tool"]
+
+# How a vendor module runs its tool: argv in, stdout out; raises OSError, subprocess.CalledProcessError or
+# subprocess.TimeoutExpired. Tests pass their own to replay recorded outputs.
+Runner = Callable[[list[str]], str]
+# Where a tool is on PATH, or None (shutil.which).
+Which = Callable[[str], "str | None"]
+
+TOOL_TIMEOUT_S = 10.0
+
+
+def run_tool(argv: list[str]) -> str:
+    """Run a vendor's tool with a bounded wait: a hung driver must not hang discovery or sampling."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=True).stdout
 
 
 @dataclass(frozen=True, slots=True)
