@@ -23,7 +23,7 @@ from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.store import Repository
 
 __all__ = ["FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "HubUser",
-           "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine"]
+           "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine", "installed", "replay"]
 
 
 class HubStyleUser(User):
@@ -235,3 +235,22 @@ class HubUser:
     def new_api_token(self, **options) -> str:
         self.tokens_asked.append(options)
         return self._token
+
+
+def replay(answers: dict[tuple[str, ...], str | Exception]):
+    """A vendor tool's Runner that answers each query (its argv after the tool) with a recorded output, or raises.
+
+        run = replay({("discovery", "--json"): recorded("discovery-max1100.json")})
+        intel.discover(run, installed)
+    """
+    def run(argv: list[str]) -> str:
+        answer = answers[tuple(argv[1:])]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    return run
+
+
+def installed(tool: str) -> str:
+    """A Which for a machine where every vendor's tool is installed."""
+    return f"/usr/bin/{tool}"
