@@ -1,0 +1,108 @@
+"""Hygon DCUs (Z100, K100) through ``hy-smi``, Hygon's fork of ``rocm-smi``.
+
+``hy-smi --showproductname --showmeminfo vram --showdriverversion --json`` says what the cards are and
+``hy-smi --showuse --showmemuse --showmeminfo vram --json`` what they are doing; without ``--json`` (or from an
+hy-smi too old for it) the usage comes as the summary table, which is read too. hy-smi may print warnings
+before its JSON; they become notes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from . import DeviceFacts, DeviceUsage, Runner, Which
+from ._tool import query
+
+__all__ = ["discover", "parse_devices", "parse_usage", "sample"]
+
+TOOL = "hy-smi"
+_MIB = 1024 * 1024
+_DISCOVER = ["--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json"]
+_SAMPLE = ["--showuse", "--showmemuse", "--showmeminfo", "vram", "--json"]
+_TABLE_ROW = re.compile(r"^\s*(\d+)\s+.*?(\d+(?:\.\d+)?)%\s+(\d+(?:\.\d+)?)%")
+
+
+def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
+    """Hygon DCUs on this machine; ``([], [])`` where hy-smi is not installed."""
+    path = which(TOOL)
+    if path is None:
+        return [], []
+    found, note = query(run, TOOL, [path, *_DISCOVER], parse_devices)
+    return found if found is not None else ([], [note])
+
+
+def sample(indexes: list[int], run: Runner, which: Which) -> list[DeviceUsage]:
+    """Utilisation and memory in use of the given DCUs; none where hy-smi does not answer."""
+    path = which(TOOL)
+    if path is None:
+        return []
+    usage, _ = query(run, TOOL, [path, *_SAMPLE], parse_usage)
+    return [u for u in usage or [] if u.index in indexes]
+
+
+def parse_devices(text: str) -> tuple[list[DeviceFacts], list[str]]:
+    """The cards of the discovery query, and hy-smi's warnings (a driver mismatch, say) as notes."""
+    cards, warnings = _json(text)
+    driver = _field(cards.get("system", {}), "Driver version")
+    devices = [
+        DeviceFacts(
+            index=index,
+            vendor="hygon",
+            model=_field(card, "Card Series") or _field(card, "Card SKU") or "unknown",
+            memory_mib=int(_field(card, "vram Total Memory (B)") or 0) // _MIB,
+            driver_version=driver,
+            pci_bus=_field(card, "PCI Bus"),
+            numa_node=_int(_field(card, "(Topology) Numa Node")),
+        )
+        for index, card in _cards(cards)
+    ]
+    return devices, [f"{TOOL}: {warning}" for warning in warnings]
+
+
+def parse_usage(text: str) -> list[DeviceUsage]:
+    """Each card's DCU use and memory in use, from the JSON of the sampling query or from hy-smi's table.
+
+    The table gives memory only as a share of a total it does not print, so memory is None there.
+    """
+    if "{" not in text:
+        return [DeviceUsage(int(row[1]), float(row[3])) for row in map(_TABLE_ROW.match, text.splitlines()) if row]
+    cards, _ = _json(text)
+    return [
+        DeviceUsage(index, _float(_field(card, "DCU use (%)")), _mib(_field(card, "vram Total Used Memory (B)")))
+        for index, card in _cards(cards)
+    ]
+
+
+def _json(text: str) -> tuple[dict[str, Any], list[str]]:
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no JSON in the output")
+    data = json.loads(text[start : text.rfind("}") + 1])
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    return data, [line.strip() for line in text[:start].splitlines() if line.strip()]
+
+
+def _cards(data: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    return sorted((int(key.removeprefix("card")), card) for key, card in data.items() if re.fullmatch(r"card\d+", key))
+
+
+def _field(card: dict[str, Any], name: str) -> str | None:
+    # hy-smi and rocm-smi releases differ in case ("VRAM Total Memory (B)", "vram Total Memory (B)").
+    value = next((v for k, v in card.items() if k.lower() == name.lower()), None)
+    text = str(value).strip() if value is not None else ""
+    return text if text and text.upper() != "N/A" else None
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None and value.lstrip("-").isdigit() and int(value) >= 0 else None
+
+
+def _float(value: str | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _mib(value: str | None) -> float | None:
+    return int(value) / _MIB if value is not None else None
