@@ -51,8 +51,11 @@ def test_the_wait_for_a_hung_tool_is_really_bounded(module, tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("module", MODULES)
-@pytest.mark.parametrize("output", ["", "Segmentation fault (core dumped)", '{"card0": [1, 2', "\x00\x1b[0m"],
-                         ids=["empty", "crash text", "cut-off JSON", "binary junk"])
+@pytest.mark.parametrize(
+    "output",
+    ["", "Segmentation fault (core dumped)", '{"card0": [1, 2', '{"device_list": [7], "card0": "busy"}', "\x00\x1b[0m"],
+    ids=["empty", "crash text", "cut-off JSON", "JSON of another shape", "binary junk"],
+)
 def test_garbled_output_is_a_note(module, output):
     devices, notes = module.discover(lambda argv: output, installed_at(f"/usr/bin/{module.TOOL}"))
     assert devices == []

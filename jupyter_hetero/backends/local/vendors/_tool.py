@@ -10,8 +10,9 @@ from . import Runner
 
 T = TypeVar("T")
 
-# What a parser raises on output it cannot read: JSON errors are ValueErrors, missing keys KeyErrors.
-GARBLED = (ValueError, KeyError, TypeError, IndexError)
+# What a parser raises on output it cannot read: JSON errors are ValueErrors, missing keys KeyErrors, a list
+# where an object was due AttributeErrors.
+_GARBLED = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 
 
 def query(run: Runner, tool: str, argv: list[str], parse: Callable[[str], T]) -> tuple[T | None, str | None]:
@@ -27,7 +28,7 @@ def query(run: Runner, tool: str, argv: list[str], parse: Callable[[str], T]) ->
         return None, note
     try:
         return parse(text), None
-    except GARBLED as exc:
+    except _GARBLED as exc:
         return None, f"{tool}: could not read the output of '{' '.join(argv[1:])}' ({type(exc).__name__}: {exc})"
 
 

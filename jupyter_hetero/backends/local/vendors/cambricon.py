@@ -1,8 +1,8 @@
 """Cambricon MLUs (MLU370, MLU590) through ``cnmon info``.
 
-``cnmon info`` prints a block per card (an MLU370-X8's two chips are two cards): ``Card N`` then indented
-``Key : value`` lines, a key with no value opening a section (``Physical Memory Usage``, ``PCI``). The same
-output gives what a card is and what it is doing, so discovery and sampling read one command.
+``cnmon info`` prints a block per card: ``Card N`` then indented ``Key : value`` lines, a key with no value
+opening a section (``Physical Memory Usage``, ``PCI``). The same output gives what a card is and what it is
+doing, so discovery and sampling read one command.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def _field(card: dict[str, Any], name: str) -> str | None:
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value is not None and value.lstrip("-").isdigit() and int(value) >= 0 else None
+    return int(value) if value is not None and value.isdigit() else None  # rocm-smi says -1 for "no NUMA node"
 
 
 def _float(value: str | None) -> float | None:

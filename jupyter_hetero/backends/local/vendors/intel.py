@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from statistics import fmean
+from typing import Any, TypeVar
 
 from . import DeviceFacts, DeviceUsage, Runner, Which
 from ._tool import query
@@ -21,6 +23,8 @@ _MIB = 1024 * 1024
 _UTILIZATION = "XPUM_STATS_GPU_UTILIZATION"
 _MEMORY_USED = "XPUM_STATS_MEMORY_USED"  # MiB
 
+T = TypeVar("T")
+
 
 def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
     """Intel GPUs on this machine; ``([], [])`` where xpu-smi is not installed."""
@@ -31,17 +35,19 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
     if records is None:
         return [], [note]
     notes: list[str] = []
+
+    def ask(argv: list[str], parse: Callable[[str], T]) -> T | None:
+        answer, note = query(run, TOOL, [path, *argv], parse)
+        notes.extend([note] if note else [])
+        return answer
+
     for record in records:
         if "memory_physical_size_byte" not in record:
-            detail, note = query(run, TOOL, [path, "discovery", "-d", str(record["device_id"]), "--json"], _parse_detail)
-            record.update(detail or {})
-            notes += [note] if note else []
+            record.update(ask(["discovery", "-d", str(record["device_id"]), "--json"], _parse_detail) or {})
     # Topology and version only add to what the list says; without them a device is still a device.
-    domains, note = query(run, TOOL, [path, "topology", "-m"], parse_topology)
-    notes += [note] if note else []
-    runtime, note = query(run, TOOL, [path, "-v"], parse_level_zero)
-    notes += [note] if note else []
-    return [_facts(record, runtime, (domains or {}).get(record["device_id"])) for record in records], notes
+    domains = ask(["topology", "-m"], parse_topology) or {}
+    runtime = ask(["-v"], parse_level_zero)
+    return [_facts(record, runtime, domains.get(record["device_id"])) for record in records], notes
 
 
 def sample(indexes: list[int], run: Runner, which: Which) -> list[DeviceUsage]:
@@ -94,15 +100,19 @@ def parse_stats(text: str) -> DeviceUsage:
     data = _json(text)
     device = {m["metrics_type"]: float(m["value"]) for m in data.get("device_level", [])}
     tiles = [{m["metrics_type"]: float(m["value"]) for m in tile.get("data_list", [])} for tile in data.get("tile_level", [])]
-    utilization = device.get(_UTILIZATION)
-    if utilization is None:
-        per_tile = [tile[_UTILIZATION] for tile in tiles if _UTILIZATION in tile]
-        utilization = sum(per_tile) / len(per_tile) if per_tile else None
-    memory = device.get(_MEMORY_USED)
-    if memory is None:
-        per_tile = [tile[_MEMORY_USED] for tile in tiles if _MEMORY_USED in tile]
-        memory = sum(per_tile) if per_tile else None
-    return DeviceUsage(index=int(data["device_id"]), util_pct=utilization, memory_used_mib=memory)
+    return DeviceUsage(
+        index=int(data["device_id"]),
+        util_pct=_metric(_UTILIZATION, device, tiles, fmean),  # the device's share of time busy: the tiles' mean
+        memory_used_mib=_metric(_MEMORY_USED, device, tiles, sum),
+    )
+
+
+def _metric(name: str, device: dict[str, float], tiles: list[dict[str, float]],
+            combine: Callable[[list[float]], float]) -> float | None:
+    if name in device:
+        return device[name]
+    per_tile = [tile[name] for tile in tiles if name in tile]
+    return combine(per_tile) if per_tile else None
 
 
 def _parse_detail(text: str) -> dict[str, Any]:
