@@ -26,17 +26,19 @@ def test_a_k100_node_is_discovered():
     assert notes == []
     assert [d.index for d in devices] == [0, 1, 2, 3]
     assert {(d.vendor, d.model, d.memory_mib, d.driver_version) for d in devices} == {
-        ("hygon", "K100_AI", 68702699520 // 2**20, "6.3.13-V1.12.0a")}
+        ("hygon", "K100_AI", 65520, "6.3.13-V1.12.0a")}
 
 
 @pytest.mark.parametrize(
     ("name", "usage"),
     [
-        pytest.param("hy-smi-usage-k100ai.json",
+        pytest.param("hy-smi-usage-dcu-k100ai.json",
                      [DeviceUsage(0, 74.0, 57000.0), DeviceUsage(1, 29.0, 55700.0), DeviceUsage(3, 0.0, 0.0)],
-                     id="JSON: DCU use and VRAM used"),
+                     id="JSON: DCU use, VRAM in bytes"),
+        pytest.param("hy-smi-usage-hyhal-k100ai.json", [DeviceUsage(0, 0.0, 1166.0)], id="hyhal JSON: HCU use, VRAM in MiB"),
         pytest.param("hy-smi-table-k100ai.txt", [DeviceUsage(0, 0.0), DeviceUsage(1, 0.0), DeviceUsage(3, 0.0)],
                      id="summary table: DCU% only"),
+        pytest.param("hy-smi-table-legacy.txt", [DeviceUsage(0, 84.0), DeviceUsage(1, 0.0)], id="older table with clocks"),
     ],
 )
 def test_usage_is_read_for_the_cards_asked_about(name, usage):

@@ -2,8 +2,9 @@
 
 ``hy-smi --showproductname --showmeminfo vram --showdriverversion --json`` says what the cards are and
 ``hy-smi --showuse --showmemuse --showmeminfo vram --json`` what they are doing; without ``--json`` (or from an
-hy-smi too old for it) the usage comes as the summary table, which is read too. hy-smi may print warnings
-before its JSON; they become notes.
+hy-smi too old for it) the usage comes as the summary table, which is read too. Releases name the same things
+differently (``DCU use (%)`` or, in hyhal's, ``HCU use (%)``; VRAM in bytes or MiB). hy-smi may print
+warnings before its JSON; they become notes.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def parse_devices(text: str) -> tuple[list[DeviceFacts], list[str]]:
             index=index,
             vendor="hygon",
             model=_field(card, "Card Series") or _field(card, "Card SKU") or "unknown",
-            memory_mib=int(_field(card, "vram Total Memory (B)") or 0) // _MIB,
+            memory_mib=int(_memory_mib(card, "Total") or 0),
             driver_version=driver,
             pci_bus=_field(card, "PCI Bus"),
             numa_node=_int(_field(card, "(Topology) Numa Node")),
@@ -70,7 +71,7 @@ def parse_usage(text: str) -> list[DeviceUsage]:
         return [DeviceUsage(int(row[1]), float(row[3])) for row in map(_TABLE_ROW.match, text.splitlines()) if row]
     cards, _ = _json(text)
     return [
-        DeviceUsage(index, _float(_field(card, "DCU use (%)")), _mib(_field(card, "vram Total Used Memory (B)")))
+        DeviceUsage(index, _float(_field(card, "DCU use (%)") or _field(card, "HCU use (%)")), _memory_mib(card, "Total Used"))
         for index, card in _cards(cards)
     ]
 
@@ -86,14 +87,24 @@ def _json(text: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def _cards(data: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    return sorted((int(key.removeprefix("card")), card) for key, card in data.items() if re.fullmatch(r"card\d+", key))
+    cards = ((int(key.removeprefix("card")), card) for key, card in data.items() if re.fullmatch(r"card\d+", key))
+    return sorted(cards, key=lambda item: item[0])
 
 
 def _field(card: dict[str, Any], name: str) -> str | None:
-    # hy-smi and rocm-smi releases differ in case ("VRAM Total Memory (B)", "vram Total Memory (B)").
+    # Releases differ in case ("VRAM Total Memory (B)", "vram Total Memory (B)") and in the unit named in the key.
     value = next((v for k, v in card.items() if k.lower() == name.lower()), None)
     text = str(value).strip() if value is not None else ""
     return text if text and text.upper() != "N/A" else None
+
+
+def _memory_mib(card: dict[str, Any], which: str) -> float | None:
+    """VRAM in MiB, from ``vram Total Memory (B)`` (rocm-smi, older DTK) or ``(MiB)`` (hyhal of DTK 24.04)."""
+    in_bytes = _field(card, f"vram {which} Memory (B)")
+    if in_bytes is not None:
+        return int(in_bytes) / _MIB
+    in_mib = _field(card, f"vram {which} Memory (MiB)")
+    return float(in_mib) if in_mib is not None else None
 
 
 def _int(value: str | None) -> int | None:
@@ -103,6 +114,3 @@ def _int(value: str | None) -> int | None:
 def _float(value: str | None) -> float | None:
     return float(value) if value is not None else None
 
-
-def _mib(value: str | None) -> float | None:
-    return int(value) / _MIB if value is not None else None
