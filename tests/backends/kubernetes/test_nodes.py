@@ -31,7 +31,7 @@ def node(name: str) -> dict:
 def gpu(vendor, model, count, memory, resource, *, driver=None, runtime=None, interconnect="pcie", sharing="whole"):
     return {"vendor": vendor, "model": model, "count": count, "memory_mib": memory, "driver_version": driver,
             "runtime": runtime, "interconnect": interconnect, "sharing": sharing, "frameworks": [],
-            "inference_engines": [], "resource": resource}
+            "inference_engines": [], "resource": resource, "firmware_version": None, "devices": []}
 
 
 def no_runtime(name, vendor):
