@@ -33,7 +33,6 @@ from ..harness import free_port
 __all__ = ["CHP", "HubProcess", "hetero_service"]
 
 CHP = REPO / "labextension" / "node_modules" / ".bin" / "configurable-http-proxy"
-KEEPER = Path(__file__).with_name("keeper.py")
 PASSWORD = "hetero-test"
 
 
@@ -107,17 +106,19 @@ class HubProcess:
         """A new API token of ``user`` (what their server and kernels would hold)."""
         return self.api(f"users/{user}/tokens", "POST", {"note": "tests", "expires_in": 3600})["token"]
 
-    def spawn(self, user: str, timeout: float = 90.0) -> None:
-        """Start ``user``'s server and wait until the hub says it is ready."""
-        self._request(f"hub/api/users/{user}/server", "POST", token=self.admin_token, check=False)
-        self._wait(lambda: (self.api(f"users/{user}").get("servers", {}).get("", {}) or {}).get("ready"),
-                   f"{user}'s server to be ready", timeout)
+    def spawn(self, *users: str, timeout: float = 90.0) -> None:
+        """Start ``users``' servers, all at once, and wait until the hub says each is ready."""
+        for user in users:
+            self._request(f"hub/api/users/{user}/server", "POST", token=self.admin_token, check=False)
+        for user in users:
+            self._wait(lambda: (self.api(f"users/{user}").get("servers", {}).get("", {}) or {}).get("ready"),
+                       f"{user}'s server to be ready", timeout)
 
     # -- through the proxy, as a user --------------------------------------------------------------
 
-    def get(self, path: str, token: str) -> tuple[int, Any]:
+    def get(self, path: str, token: str, timeout: float = 30) -> tuple[int, Any]:
         """GET through the proxy with ``token``: (status, decoded JSON or text)."""
-        return self._request(path, token=token, check=False, with_status=True)
+        return self._request(path, token=token, check=False, with_status=True, timeout=timeout)
 
     def _users(self) -> list[str]:
         try:
@@ -132,13 +133,13 @@ class HubProcess:
             return None
 
     def _request(self, path: str, method: str = "GET", body: Any = None, *, token: str | None = None,
-                 check: bool = True, with_status: bool = False) -> Any:
+                 check: bool = True, with_status: bool = False, timeout: float = 30) -> Any:
         data = json.dumps(body).encode() if body is not None else (b"" if method in ("POST", "PUT") else None)
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if token:
             request.add_header("Authorization", f"token {token}")
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 status, raw = response.status, response.read()
         except urllib.error.HTTPError as error:
             if check:
@@ -166,11 +167,10 @@ class HubProcess:
 
 
 def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str, ...] = (),
-                   api_token: str | None = None, kept: Path | None = None) -> tuple[str, str]:
+                   api_token: str | None = None) -> tuple[str, str]:
     """The hub configuration that runs `jupyter hetero service` (with ``catalog`` and emulated ``nodes``),
     lets users and their servers' tokens reach it, and tells the servers where it is; and its URL.
-    ``api_token``: the service's own hub token, when a test must hold it (the hub makes one otherwise).
-    ``kept``: a pid file; the service runs under keeper.py, which starts it again whenever it dies."""
+    ``api_token``: the service's own hub token, when a test must hold it (the hub makes one otherwise)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/services/hetero/"
     command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
@@ -179,8 +179,6 @@ def hetero_service(root: Path, catalog: str, nodes: Path, extra_args: tuple[str,
                "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2",
                f"--HeteroApp.user_root_template={root / 'homes'}/{{username}}",  # each user's server's root
                *extra_args]
-    if kept is not None:
-        command = [sys.executable, str(KEEPER), str(kept), "--", *command]
     token = f', "api_token": {api_token!r}' if api_token else ""
     return f"""
 c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}{token}}})
