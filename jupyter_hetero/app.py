@@ -104,8 +104,8 @@ class HeteroApp(ExtensionApp):
         help="A hub user's server: for how many seconds a call is tried again (with a short backoff) while the hub's "
         "hetero service cannot be reached (restarting, or down), before it answers 502 service-unreachable. Only a "
         "call the service never saw is sent again, and a GET; any other call cut off after it was sent answers 502 "
-        "outcome-unknown at once. A restarted service takes some seconds to answer again (about 5 on a small "
-        "machine).",
+        "outcome-unknown at once. JupyterHub starts a managed service that died again at its next poll of the "
+        "process, up to 30 s later, and the service then takes some seconds to start: 60 outwaits that.",
     )
     owner_is_platform_admin = Bool(
         config=True,
