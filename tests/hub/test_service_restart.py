@@ -251,7 +251,7 @@ def test_the_hub_restarts_its_killed_service_and_users_servers_retry_with_nothin
             killed = time.time()  # wall clock: compared with the new process's creation
             service.kill()
             # Gone, its port closed (a zombie until the hub's poll reaps it): until then a call may still connect
-            # and be cut off (outcome-unknown, above).
+            # and be cut off (outcome-unknown).
             hub._wait(lambda: _dead(service), "the service to die", 10)
             began = time.monotonic()
             with ThreadPoolExecutor(2) as pool:  # bob's calls at the kill, while alice's panel refreshes
