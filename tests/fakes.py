@@ -5,6 +5,7 @@ the only place fakes live (builders are in builders.py).
     SteppingClock.step(3600)          # the wall clock jumps an hour, as an NTP step or a resume would
     hetero_config["backend_class"] = "tests.fakes.GatedBackend"
     backend.launching.wait(); ...; backend.gate.set()     # a tick held inside a launch, then let go
+    --HeteroApp.backend_class=tests.fakes.CutOffGang      # a server to kill in the middle of a gang's launch
     repository.before_next_write(7, cancel)               # a cancel lands just before the tick writes row 7
     EngineProcess(TroubledEngine(stall_at=5.0))           # an engine process that hangs on the cycle at now=5
 """
@@ -22,8 +23,9 @@ from jupyter_hetero.engine import Decisions, Engine, Snapshot
 from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.store import Repository
 
-__all__ = ["FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser", "HubUser",
-           "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine", "installed", "replay"]
+__all__ = ["CutOffGang", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
+           "HubUser", "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine", "installed",
+           "replay"]
 
 
 class HubStyleUser(User):
@@ -186,6 +188,20 @@ class SecondReplicaFails(LocalBackend):
             raise ValueError("device plugin answered garbage")
         handle = super().launch(launch)
         self.started.append(handle)
+        return handle
+
+
+class CutOffGang(LocalBackend):
+    """The local backend, except that a gang's launch stops for good inside its second replica's: that replica
+    runs, its handle is never returned, and the later ones are never launched. A file ``cut-off`` in the attempt's
+    folder says so, for a test to kill the server there, as a crash mid-launch would."""
+
+    def launch(self, launch: Launch) -> ProcessHandle:
+        handle = super().launch(launch)
+        if launch.replica == 1:
+            (launch.log_path.parent / "cut-off").write_text(str(handle.pid))
+            threading.Event().wait(60)  # the test kills the server meanwhile; should it not, the launch fails
+            raise RuntimeError("the server was not killed mid-launch")
         return handle
 
 

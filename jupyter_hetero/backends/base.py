@@ -156,9 +156,9 @@ class Backend(Protocol):
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
         """Stop what the backend runs for no live workload (``keep``: the units that are held)."""
         ...
-    def stop_unrecorded(self, attempt_dir: Path) -> int:
-        """Stop what an attempt launched that the store never recorded (the server died between a launch and its
-        record): processes whose exit file lies in ``attempt_dir``. How many were stopped."""
+    def stop_cut_off(self, attempt_dir: Path) -> int:
+        """Stop every replica an attempt whose launch the server did not live to record has started, recorded or
+        not: processes whose exit file lies in ``attempt_dir``. How many were stopped."""
         ...
 
     def launch(self, launch: Launch) -> ProcessHandle: ...

@@ -130,13 +130,14 @@ class Scheduler:
         for row in [r for kind in RUN_BY_BACKEND for r in self.repository.workloads(states=ACTIVE_STATES, kind=kind)]:
             attempts = self.repository.attempts(row.id)
             current = attempts[-1] if attempts and attempts[-1].ended_at is None else None
-            if current is not None and not current.processes:
-                # The server died between a launch and its record: what it started runs unknown, so it is stopped
-                # and the workload starts again (an attempt of no processes would read as one that ended well).
-                stopped = self.backend.stop_unrecorded(Path(current.log_path).parent)
+            if current is not None and row.state == "starting":
+                # The server died during the launch, before its `started` record: some of a gang's replicas may
+                # run, recorded or not, and the rest never will. Every one is stopped and the attempt starts again
+                # whole (a part of a gang adopted would run alone; one of no processes would read as ended well).
+                stopped = self.backend.stop_cut_off(Path(current.log_path).parent)
                 self.repository.update_attempt(current.id, ended_at=self.wall(), outcome="unlaunched",
-                                               reason=f"the server restarted while it started; {stopped} process "
-                                                      "group(s) it had not recorded were stopped")
+                                               reason=f"the server restarted during its launch; {stopped} process "
+                                                      "group(s) it had started were stopped")
                 current = None
             if row.state == "admitted" or current is None:
                 self._release(row, "queued", "requeued", "the server restarted before the workload started")
@@ -463,9 +464,10 @@ class Scheduler:
                 devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
                 placed=self.placed(row, placement.flavor, slot, len(placement.slots), port=port),
             )))
-            # Stored per replica, so a crash half-way through the launch still leaves every pid to stop.
-            self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in running.handles])
+        # Recorded once every replica runs: a restart adopts only an attempt whose launch was recorded whole (the
+        # `started` below); one cut off before that is found by its folder and stopped (see reconcile).
         handles = running.handles
+        self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in handles])
         image = template.variant_for(self.inventory.node(placement.slots[0].node).capability.family).image \
             if template and self.inventory.node(placement.slots[0].node) else None
         self.repository.update_workload(

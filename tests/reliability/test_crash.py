@@ -25,7 +25,7 @@ from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 from jupyter_hetero.notebook.client import ApiError, HeteroClient, ServerNotFound
 from jupyter_hetero.store import Repository
 
-from ..conftest import DEMO_NODES
+from ..conftest import DEMO_NODES, REPO
 from ..harness import LabApiError, LabServer, ServerLayout, start_hetero_server, until
 from ..postgres import DATABASES, database
 from .invariants import violations, workload_processes
@@ -194,3 +194,45 @@ def crash_and_restart(layout: ServerLayout, db_url: str, kills: int) -> None:
     print(f"{db_url.split(':')[0]}: kills {kills}, restarts checked {kills}, acknowledged {len(burst.acknowledged)}, "
           f"actions {burst.counts}, running jobs adopted across restarts {adopted}, failed {len(failed)}, "
           f"ended {len(states)}; {killing:.0f} s of kills and restarts, {settling:.0f} s to settle")
+
+
+def test_a_gang_cut_off_mid_launch_is_stopped_whole_and_started_again(layout, monkeypatch):
+    # Regression: the scheduler recorded a gang's replicas one by one as it launched them. A server killed in
+    # between came back to adopt the recorded part alone (a gang of one, read as its whole attempt), and the
+    # replica launched but not yet recorded ran on, unknown, past its workload's end.
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the first server imports its backend from tests.fakes
+    store = Repository(f"sqlite:///{layout.state / 'hetero.sqlite'}", clock=time.time)
+    catalog, work_dir = load_catalog(DEFAULT_CATALOG_PATH), layout.state / "work"
+    server = start_hetero_server(layout, "cut", DEMO_NODES, "--HeteroApp.backend_class=tests.fakes.CutOffGang")
+    try:
+        job = HeteroClient(server.base_url, server.token).submit(
+            name="gang", template="training", parameters={"devices": 1, "replicas": 3},
+            script={"path": "gate.py", "args": [str(layout.root / "open")]})
+        cut = work_dir / "jobs" / str(job["id"]) / "attempts" / "1" / "cut-off"
+        until(cut.exists, "the launch to stop inside its second replica's", timeout=60)
+        os.kill(server.process.pid, signal.SIGKILL)  # replica 0 launched, 1 launched but not returned, 2 never
+    finally:
+        server.stop()
+    cut_off = [pid for pid, workload, attempt in workload_processes(layout.root) if (workload, attempt) == (job["id"], 1)]
+    assert cut_off, "the kill left nothing of the gang running: the test proves nothing"
+
+    with start_hetero_server(layout, "again", DEMO_NODES) as again:
+        client = HeteroClient(again.base_url, again.token)
+        until(lambda: [e for e in store.events(workload_id=job["id"]) if e.type in ("adopted", "requeued")],
+              "the restart to take the workload up")
+        first = store.attempts(job["id"])[0]
+        assert first.outcome == "unlaunched", (first.outcome, first.processes)  # not adopted in part
+        assert "the server restarted during its launch" in first.reason, first.reason
+        assert not [p for p in workload_processes(layout.root) if p[1:] == (job["id"], 1)], "attempt 1 still runs"
+        running = until(lambda: (w := client.workload(job["id"]))["state"] == "running" and w, "attempt 2", timeout=60)
+        assert running["attempt_count"] == 2 and running["failures"] == 0, running
+        assert len(store.attempts(job["id"])[1].processes) == 3  # the whole gang, at once
+        assert not violations(store, catalog, acknowledged={"gang": job["id"]}, work_dir=work_dir)
+        (layout.root / "open").write_text("open")
+        done = until(lambda: (w := client.workload(job["id"]))["state"] in FINAL and w, "the gang to end", timeout=60)
+        assert done["state"] == "succeeded", done
+        assert [a["outcome"] for a in done["attempts"]] == ["unlaunched", "succeeded"], done["attempts"]
+        assert store.attempts(job["id"])[1].metrics["exit_codes"] == [0, 0, 0]
+        assert not violations(store, catalog, acknowledged={"gang": job["id"]}, work_dir=work_dir)
+        assert not workload_processes(layout.root), "a process outlived its workload"
+    store.close()

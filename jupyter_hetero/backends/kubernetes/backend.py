@@ -293,8 +293,8 @@ class KubernetesBackend:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("jupyter-hetero: could not delete %s: the Kubernetes API did not answer: %s", what, exc)
 
-    def stop_unrecorded(self, attempt_dir: Path) -> int:
-        return 0  # an unrecorded attempt's pods are held by no workload: collect_orphans deletes them
+    def stop_cut_off(self, attempt_dir: Path) -> int:
+        return 0  # a cut-off attempt's pods are held by no workload: collect_orphans deletes them
 
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
         """Delete our pods that no live workload holds, and kernels' connection Secrets and jobs' Services

@@ -57,9 +57,9 @@ class LocalBackend:
         return [handle for handle in handles if self.running(handle)]  # they write their log file themselves
 
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:
-        return []  # what a recorded attempt runs is adopted; what an unrecorded one runs, see stop_unrecorded
+        return []  # what a recorded attempt runs is adopted; what a cut-off one runs, see stop_cut_off
 
-    def stop_unrecorded(self, attempt_dir: Path) -> int:
+    def stop_cut_off(self, attempt_dir: Path) -> int:
         stopped = 0
         for process in psutil.process_iter(["pid", "cmdline"]):
             line = process.info["cmdline"] or []
