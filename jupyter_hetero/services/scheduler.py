@@ -712,9 +712,11 @@ class Scheduler:
         if lost:
             # The event only: a requeue follows, and "lost" is a final state a cancel would take at its word.
             self.repository.update_workload(row.id, event="lost", reason=reason)
-        # Back to the queue only if no cancel came while the attempt ended; an ending is written as is.
+        # Back to the queue only if no cancel came while the attempt ended; an ending is written as is. A backoff's
+        # end goes in the event too: the history then says from when the workload waited to be admitted.
         released = self.repository.update_workload_if(
-            row.id, None if final else may_requeue, event=event, reason=reason, state=state, placement=None, node=None,
+            row.id, None if final else may_requeue, event=event, reason=reason,
+            data={"not_before": not_before} if not_before is not None else None, state=state, placement=None, node=None,
             flavor=None,
             held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
             preempted_for=None, not_before=not_before, finished_at=wall if final else None,

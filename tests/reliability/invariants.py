@@ -9,6 +9,9 @@ running on this machine.
 - no tenant holds more of a flavor's devices than its quota and borrowing limit allow, nor than its cohort has;
 - every acknowledged submission is in the store, once;
 - no service replica was ever preempted (services hold their queue's reserved capacity);
+- reserved capacity, over the store's whole history (see reservations.py): other queues never held more of a
+  flavor than a reserving queue could take back allowed, and a reserving queue's work never waited past the
+  borrowers' grace and a few seconds while only borrowers of its reservation kept it waiting;
 - work that holds nothing any more says so (no placement, nothing held) and its last word after its last
   admission is a release (an ending, a requeue, a preemption), never the admission itself;
 - no pod (``pods=``, a cluster's) is there for a workload that is not active;
@@ -18,6 +21,7 @@ running on this machine.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +33,8 @@ from jupyter_hetero.backends.kubernetes.backend import WORKLOAD_LABEL
 from jupyter_hetero.catalog import Catalog
 from jupyter_hetero.store import ACTIVE_STATES, Repository
 from jupyter_hetero.store.tables import EventRow, NodeRow, WorkloadRow
+
+from .reservations import Event, reservation_violations
 
 __all__ = ["violations", "workload_processes"]
 
@@ -43,10 +49,11 @@ def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[s
     # queued, then its admission).
     with repository.session() as session:
         rows = list(session.scalars(select(WorkloadRow).order_by(WorkloadRow.id)))
-        events: dict[int, list[str]] = defaultdict(list)
-        for workload_id, kind in session.execute(select(EventRow.workload_id, EventRow.type)
-                                                 .where(EventRow.workload_id.is_not(None)).order_by(EventRow.id)):
-            events[workload_id].append(kind)
+        events: dict[int, list[Event]] = defaultdict(list)
+        for workload_id, kind, at, data in session.execute(
+                select(EventRow.workload_id, EventRow.type, EventRow.at, EventRow.data)
+                .where(EventRow.workload_id.is_not(None)).order_by(EventRow.id)):
+            events[workload_id].append((kind, at, data or {}))
         nodes = {row.name: row for row in session.scalars(select(NodeRow))}
     active = [row for row in rows if row.state in ACTIVE_STATES and row.placement]
 
@@ -95,7 +102,7 @@ def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[s
             continue
         if row.placement or row.held_device_milli or row.held_cpu_milli or row.held_memory_mib:
             found.append(f"workload {row.id} is {row.state} but still holds {row.placement or 'capacity'}")
-        said = events.get(row.id, [])
+        said = [kind for kind, _at, _data in events.get(row.id, ())]
         if "admitted" in said:
             after = said[len(said) - 1 - said[::-1].index("admitted"):]
             if all(kind in HOLDING for kind in after):
@@ -103,7 +110,9 @@ def violations(repository: Repository, catalog: Catalog, *, acknowledged: dict[s
 
     # Services run on their queue's reserved capacity and are never preempted.
     found += [f"service replica {row.id} was preempted" for row in rows
-              if row.kind == "service" and "preempted" in events.get(row.id, ())]
+              if row.kind == "service" and any(kind == "preempted" for kind, _at, _data in events.get(row.id, ()))]
+    # Reserved capacity: lent only as what can be taken back, and taken back in time.
+    found += reservation_violations(rows, events, nodes.values(), catalog, now=time.time())
 
     # Processes: none for work that is not active, and none of an attempt other than the workload's newest.
     if work_dir is not None:
