@@ -157,8 +157,8 @@ class Backend(Protocol):
         """Stop what the backend runs for no live workload (``keep``: the units that are held)."""
         ...
     def stop_cut_off(self, attempt_dir: Path) -> int:
-        """Stop every replica an attempt whose launch the server did not live to record has started, recorded or
-        not: processes whose exit file lies in ``attempt_dir``. How many were stopped."""
+        """Stop every replica an attempt cut off mid-launch started (the server died before recording the launch
+        whole), recorded or not: processes whose exit file lies in ``attempt_dir``. How many were stopped."""
         ...
 
     def launch(self, launch: Launch) -> ProcessHandle: ...

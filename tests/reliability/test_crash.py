@@ -213,8 +213,11 @@ def test_a_gang_cut_off_mid_launch_is_stopped_whole_and_started_again(layout, mo
         os.kill(server.process.pid, signal.SIGKILL)  # replica 0 launched, 1 launched but not returned, 2 never
     finally:
         server.stop()
-    cut_off = [pid for pid, workload, attempt in workload_processes(layout.root) if (workload, attempt) == (job["id"], 1)]
-    assert cut_off, "the kill left nothing of the gang running: the test proves nothing"
+
+    def alive(attempt: int) -> list[tuple[int, int, int | None]]:
+        return [p for p in workload_processes(layout.root) if p[1:] == (job["id"], attempt)]
+
+    assert alive(1), "the kill left nothing of the gang running: the test proves nothing"
 
     with start_hetero_server(layout, "again", DEMO_NODES) as again:
         client = HeteroClient(again.base_url, again.token)
@@ -223,7 +226,7 @@ def test_a_gang_cut_off_mid_launch_is_stopped_whole_and_started_again(layout, mo
         first = store.attempts(job["id"])[0]
         assert first.outcome == "unlaunched", (first.outcome, first.processes)  # not adopted in part
         assert "the server restarted during its launch" in first.reason, first.reason
-        assert not [p for p in workload_processes(layout.root) if p[1:] == (job["id"], 1)], "attempt 1 still runs"
+        assert not alive(1), "attempt 1 still runs"
         running = until(lambda: (w := client.workload(job["id"]))["state"] == "running" and w, "attempt 2", timeout=60)
         assert running["attempt_count"] == 2 and running["failures"] == 0, running
         assert len(store.attempts(job["id"])[1].processes) == 3  # the whole gang, at once
