@@ -8,12 +8,16 @@ the only place fakes live (builders are in builders.py).
     --HeteroApp.backend_class=tests.fakes.CutOffGang      # a server to kill in the middle of a gang's launch
     repository.before_next_write(7, cancel)               # a cancel lands just before the tick writes row 7
     EngineProcess(TroubledEngine(stall_at=5.0))           # an engine process that hangs on the cycle at now=5
+    recorded_tool(bin_dir, "npu-smi", {"info": DATA / "info-910b4.txt"})  # a vendor tool replaying outputs
 """
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import time
+from pathlib import Path
 
 from jupyter_server.auth.identity import IdentityProvider, User
 
@@ -25,7 +29,7 @@ from jupyter_hetero.store import Repository
 
 __all__ = ["CutOffGang", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
            "HubUser", "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine", "installed",
-           "replay"]
+           "recorded_tool", "replay"]
 
 
 class HubStyleUser(User):
@@ -270,3 +274,24 @@ def replay(answers: dict[tuple[str, ...], str | Exception]):
 def installed(tool: str) -> str:
     """A Which for a machine where every vendor's tool is installed."""
     return f"/usr/bin/{tool}"
+
+
+def recorded_tool(bin_dir: Path, name: str, answers: dict[str, Path], *, hang_s: float = 0.0) -> Path:
+    """An executable ``bin_dir/name`` that prints the recorded output its arguments (joined by spaces) name,
+    and fails as a vendor tool does (exit status 1, a message on stderr) for arguments it has no record of; with
+    ``hang_s`` it first sleeps that long, as a tool stuck on a driver does. Put ``bin_dir`` on PATH."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    tool = bin_dir / name
+    table = json.dumps({argv: str(path) for argv, path in answers.items()})
+    tool.write_text(
+        f"#!{sys.executable}\n"
+        "import pathlib, sys, time\n"
+        f"time.sleep({hang_s!r})\n"
+        f"answer = {table}.get(' '.join(sys.argv[1:]))\n"
+        "if answer is None:\n"
+        "    sys.exit(f'{sys.argv[0]}: no record for {sys.argv[1:]}')\n"
+        "sys.stdout.write(pathlib.Path(answer).read_text(encoding='utf-8'))\n",
+        encoding="utf-8",
+    )
+    tool.chmod(0o755)
+    return tool

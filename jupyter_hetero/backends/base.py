@@ -89,6 +89,7 @@ class Launch:
     exit_path: Path
     devices: tuple[int, ...] = ()  # device indexes on the node
     measurable: bool = False  # a real node whose devices the backend can sample (not emulated)
+    family: str = ""  # the devices' accelerator family, whose vendor tool samples them
     placed: Placed | None = None
 
 
@@ -105,6 +106,7 @@ class ProcessHandle:
     devices: tuple[int, ...] = ()
     measurable: bool = False
     pod: str = ""
+    family: str = ""
 
     @property
     def label(self) -> str:
@@ -114,12 +116,14 @@ class ProcessHandle:
     def to_json(self) -> dict:
         return {"replica": self.replica, "node": self.node, "pid": self.pid, "pid_started": self.pid_started,
                 "exit_path": self.exit_path, "devices": list(self.devices), "measurable": self.measurable,
-                **({"pod": self.pod} if self.pod else {})}
+                **({"pod": self.pod} if self.pod else {}), **({"family": self.family} if self.family else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> ProcessHandle:
         return cls(data["replica"], data["node"], data["pid"], data["pid_started"], data.get("exit_path", ""),
-                   tuple(data.get("devices", ())), data.get("measurable", False), data.get("pod", ""))
+                   tuple(data.get("devices", ())), data.get("measurable", False), data.get("pod", ""),
+                   # Handles stored before families were recorded were measured only on NVIDIA nodes.
+                   data.get("family") or ("nvidia" if data.get("measurable") else ""))
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,8 @@ class HubKernelUsageHandler(HubKernelHandler):
         kernel, workload = await self.workload_of(kernel_id)
         if not workload.get("placement"):
             raise NotFound(Message(N_("no running hetero kernel {kernel!r}"), kernel=kernel_id))
-        usage = await kernel_usage(kernel_id, kernel, workload, emulated=kernel.provisioner.emulated)
+        usage = await kernel_usage(kernel_id, kernel, workload, emulated=kernel.provisioner.emulated,
+                                   family=kernel.provisioner.family)
         self.reply({**usage, "template": workload["template"]})
 
 

@@ -45,6 +45,7 @@ class HeteroProvisioner(LocalProvisioner):
     pod = None  # the kernel's pod (a PodKernel; in a hub user's server a RemotePod), on the Kubernetes backend
     launches = 0  # pods started for this kernel (each restart starts a new one)
     emulated = False  # placed on an emulated node
+    family = ""  # its devices' accelerator family, whose vendor tool measures them
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         overrides = dict(kwargs.pop("hetero", None) or {})
@@ -69,6 +70,7 @@ class HeteroProvisioner(LocalProvisioner):
         session = {k: v for k, v in (kwargs.get("env") or {}).items() if k.startswith("JPY_SESSION")}
         kwargs["env"] = {**session, **env}
         self.emulated = env.get("HETERO_EMULATED") == "1"  # its devices are not measured
+        self.family = env.get("HETERO_FAMILY", "")
         if kernels.pods is not None:
             # No signal reaches a pod from here: interrupts go as messages on the control channel.
             self.kernel_spec.interrupt_mode = "message"

@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 
 from ..backends.base import Placed
-from ..backends.local.nvml import sample_gpus
+from ..backends.local.telemetry import sample_devices
 from ..catalog import Catalog
 from ..engine import render
 from ..errors import HeteroError, NotFound
@@ -439,7 +439,7 @@ class KernelService:
         return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
 
     def _devices_idle_too_long(self, row: WorkloadRow, now: float) -> bool:
-        """Where utilisation is measurable (real NVIDIA devices), low use for long enough culls."""
+        """Where utilisation is measurable (a real node's devices), low use for long enough culls."""
         use = self._device_use.get(row.id)
         if use is None or use >= self.device_idle_pct:
             self._low_since.pop(row.id, None)
@@ -448,17 +448,18 @@ class KernelService:
         return now - since >= self.device_idle_after_s
 
     def _sample_devices(self, rows: list[WorkloadRow]) -> None:
-        """Measure these kernels' real devices in a worker thread (NVML waits on the driver); a sweep
-        decides on the latest measurement, at most one sweep old."""
+        """Measure these kernels' real devices in a worker thread (a vendor's library or tool waits on the
+        driver); a sweep decides on the latest measurement, at most one sweep old."""
         if self._sampling is not None and not self._sampling.done():
             return
-        targets = {row.id: devices for row in rows if (devices := self._measurable_devices(row))}
+        targets = {row.id: measured for row in rows if (measured := self._measurable_devices(row))[1]}
         if not targets:
             self._device_use = {}
             return
 
         def sample() -> dict[int, float]:
-            found = {workload_id: sample_gpus(devices).get("gpu_util_pct") for workload_id, devices in targets.items()}
+            found = {workload_id: sample_devices(family, devices).get("gpu_util_pct")
+                     for workload_id, (family, devices) in targets.items()}
             return {workload_id: use for workload_id, use in found.items() if use is not None}
 
         self._sampling = asyncio.get_running_loop().run_in_executor(None, sample)
@@ -468,12 +469,13 @@ class KernelService:
         if not future.cancelled() and future.exception() is None:
             self._device_use = future.result()
 
-    def _measurable_devices(self, row: WorkloadRow) -> list[int]:
+    def _measurable_devices(self, row: WorkloadRow) -> tuple[str, list[int]]:
+        """(family, device indexes) of a kernel's devices that can be sampled here; ("", []) for none."""
         placement = placement_from_json(row.placement) if row.placement else None
         view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
         if view is None or view.capability.emulated or not self.scheduler.backend.runs_here:
-            return []  # only this machine's devices can be sampled here
-        return [index for index, _m, _mem in placement.slots[0].devices]
+            return "", []  # only this machine's devices can be sampled here
+        return view.capability.family.value, [index for index, _m, _mem in placement.slots[0].devices]
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:
         kernel_id = self.kernel_id(row)
@@ -529,18 +531,20 @@ class KernelService:
         view = self.scheduler.inventory.node(placement_from_json(row.placement).slots[0].node)
         return await kernel_usage(kernel_id, kernel, {"id": row.id, "placement": row.placement, "queue": row.queue,
                                                       "tenant": row.tenant, "idle": row.idle},
-                                  emulated=bool(view and view.capability.emulated), measurable=view is not None)
+                                  emulated=bool(view and view.capability.emulated),
+                                  family=view.capability.family.value if view is not None else "")
 
 
 async def kernel_usage(kernel_id: str, kernel, workload: dict[str, Any], *, emulated: bool,
-                       measurable: bool = True) -> dict[str, Any]:
+                       family: str) -> dict[str, Any]:
     """What ``GET /kernels/{id}/usage`` answers of a kernel running here, whose ``workload`` (id, placement,
-    queue, tenant, idle) holds its devices: its process tree's CPU and memory, and its devices' use."""
+    queue, tenant, idle) holds its devices: its process tree's CPU and memory, and its devices' use, sampled
+    by the vendor tool of their ``family`` ("" where none can: a node this server does not know)."""
     pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
     placement = placement_from_json(workload["placement"])
     devices = [index for index, _m, _mem in placement.slots[0].devices]
-    # CPU use is a rate over a short interval, and NVML calls wait on the driver: not on the event loop.
-    cpu, memory, gpus = await asyncio.to_thread(_measure, pid, devices if measurable and not emulated else [])
+    # CPU use is a rate over a short interval, and vendor tools wait on the driver: not on the event loop.
+    cpu, memory, gpus = await asyncio.to_thread(_measure, pid, family if not emulated else "", devices)
     return {
         "kernel_id": kernel_id, "workload_id": workload["id"], "pid": pid, "cpu_percent": round(cpu, 1),
         "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
@@ -549,11 +553,11 @@ async def kernel_usage(kernel_id: str, kernel, workload: dict[str, Any], *, emul
         "execution_state": getattr(kernel, "execution_state", None), "idle": bool(workload.get("idle")),
         "device_utilisation": gpus or None,
         "device_note": None if gpus else ("emulated devices are not measured" if emulated
-                                          else "device utilisation is not measurable here (no NVML)"),
+                                          else "device utilisation is not measurable here (no vendor tool answered)"),
     }
 
 
-def _measure(pid: int | None, devices: list[int]) -> tuple[float, float, dict[str, float]]:
+def _measure(pid: int | None, family: str, devices: list[int]) -> tuple[float, float, dict[str, float]]:
     """(CPU %, resident bytes) of the kernel's process tree over CPU_SAMPLE_S, and its devices' use."""
     cpu = memory = 0.0
     try:
@@ -572,7 +576,7 @@ def _measure(pid: int | None, devices: list[int]) -> tuple[float, float, dict[st
                 continue  # a child that ended meanwhile
     except (psutil.Error, TypeError, ValueError):
         pass
-    return cpu, memory, sample_gpus(devices) if devices else {}
+    return cpu, memory, sample_devices(family, devices) if family and devices else {}
 
 
 def is_hetero(kernel) -> bool:

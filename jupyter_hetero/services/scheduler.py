@@ -453,15 +453,15 @@ class Scheduler:
         # A service's replica listens where PORT says (serving platforms' convention); its endpoint finds it there.
         port = self.backend.service_port() if row.kind == "service" else None
         for replica, slot in enumerate(placement.slots):
-            env, measurable = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
-                                                       attempt=number, checkpoint=checkpoint)
+            env, measured = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
+                                                     attempt=number, checkpoint=checkpoint)
             if port is not None:
                 env["PORT"] = str(port)
             running.handles.append(self.backend.launch(Launch(
                 workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv,
                 env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
                 log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
-                devices=tuple(index for index, _milli, _mem in slot.devices), measurable=measurable,
+                devices=tuple(index for index, _milli, _mem in slot.devices), measurable=bool(measured), family=measured,
                 placed=self.placed(row, placement.flavor, slot, len(placement.slots), port=port),
             )))
         # Recorded once every replica runs: a restart adopts only an attempt whose launch was recorded whole (the
@@ -483,9 +483,9 @@ class Scheduler:
         self.times.steady(row.id, "started_at", started)
 
     def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
-                            attempt: int, checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], bool]:
-        """One replica's environment (variant env, the job's env, device pinning, HETERO_*), and
-        whether its devices can be measured (a real NVIDIA node rather than an emulated one)."""
+                            attempt: int, checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], str]:
+        """One replica's environment (variant env, the job's env, device pinning, HETERO_*), and the
+        family whose vendor tool measures its devices ("" where none can: an emulated or CPU-only node)."""
         template = self.catalog.template(row.template)
         view = self.inventory.node(slot.node)
         family = view.capability.family if view else None
@@ -511,17 +511,18 @@ class Scheduler:
             "HETERO_OUTPUT_DIR": str(paths.outputs),
             "HETERO_RESUME_FROM": str(checkpoint[0]) if checkpoint else "",
             "HETERO_EMULATED": "1" if view and view.capability.emulated else "0",
+            "HETERO_FAMILY": family.value if family else "cpu",
             "HETERO_IMAGE": variant.image if variant else "",
             "PYTHONUNBUFFERED": "1",
         }
-        measurable = bool(view and not view.capability.emulated and family is not None and family.value == "nvidia")
-        return env, measurable
+        measurable = view is not None and not view.capability.emulated and family is not None and family.value != "cpu"
+        return env, family.value if measurable else ""
 
     def placed_environment(self, row: WorkloadRow) -> dict[str, str]:
         """The environment of a workload its caller starts once placed (a kernel, a hub user's server):
         its one replica's, and where it was placed."""
         placement = placement_from_json(row.placement)
-        env, _measurable = self.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
+        env, _measured = self.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
                                                     attempt=row.attempts or 1)
         env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
         return env

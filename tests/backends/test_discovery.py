@@ -1,9 +1,6 @@
-"""Local discovery: the real machine, and the parsers of npu-smi and rocm-smi output."""
+"""Local discovery: the real machine and emulated nodes (each vendor's parsers: test_vendors.py)."""
 
 from __future__ import annotations
-
-import json
-import subprocess
 
 import psutil
 import pytest
@@ -12,31 +9,7 @@ from jupyter_hetero.backends.local.discovery import (
     EmulatedNodesError,
     discover_local_node,
     load_emulated_nodes,
-    parse_npu_smi,
-    parse_rocm_smi,
 )
-
-# The layout `npu-smi info` prints on an Atlas 800T A2 (two devices shown).
-NPU_SMI = """\
-+------------------------------------------------------------------------------------------------+
-| npu-smi 24.1.rc2                 Version: 24.1.rc2                                             |
-+---------------------------+---------------+----------------------------------------------------+
-| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
-| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
-+===========================+===============+====================================================+
-| 0     910B3               | OK            | 93.1        36                0    / 0             |
-| 0                         | 0000:C1:00.0  | 0           0    / 0          3396 / 65536         |
-+===========================+===============+====================================================+
-| 1     910B3               | OK            | 91.5        35                0    / 0             |
-| 0                         | 0000:C2:00.0  | 0           0    / 0          3394 / 65536         |
-+===========================+===============+====================================================+
-"""
-
-ROCM_SMI = json.dumps({
-    "card0": {"Card series": "AMD Instinct MI300X", "VRAM Total Memory (B)": str(192 * 1024**3)},
-    "card1": {"Card series": "AMD Instinct MI300X", "VRAM Total Memory (B)": str(192 * 1024**3)},
-    "system": {"Driver version": "6.7.0"},
-})
 
 
 def test_the_real_machine_is_discovered():
@@ -46,39 +19,6 @@ def test_the_real_machine_is_discovered():
     assert node.memory_mib == psutil.virtual_memory().total // (1024 * 1024)
     assert node.emulated is False
     assert node.labels["kubernetes.io/hostname"] == "here"
-
-
-def test_npu_smi_output_is_parsed():
-    devices = parse_npu_smi(NPU_SMI)
-    assert [d["index"] for d in devices] == [0, 1]
-    assert devices[0]["model"] == "910B3"
-    assert devices[0]["memory_mib"] == 65536
-    assert devices[0]["driver_version"] == "24.1.rc2"
-    assert devices[0]["interconnect"] == "hccs"
-
-
-def test_rocm_smi_output_is_parsed():
-    devices = parse_rocm_smi(ROCM_SMI)
-    assert [d["model"] for d in devices] == ["AMD Instinct MI300X"] * 2
-    assert devices[0]["memory_mib"] == 192 * 1024
-    assert devices[0]["driver_version"] == "6.7.0"
-
-
-def test_an_ascend_machine_is_discovered_through_npu_smi():
-    node = discover_local_node("npu", run=lambda argv: NPU_SMI, which=lambda tool: "/usr/local/bin/npu-smi" if tool == "npu-smi" else None)
-    assert node.accelerator is not None
-    assert (node.accelerator.vendor, node.accelerator.model, node.accelerator.count) == ("ascend", "910B3", 2)
-    assert node.family.value == "ascend"
-
-
-def test_a_failing_tool_is_a_note_not_a_crash():
-    def broken(argv):
-        raise subprocess.CalledProcessError(9, argv, "", "dcmi module initialize failed")
-
-    node = discover_local_node("npu", run=broken, which=lambda tool: "/usr/bin/" + tool)
-    assert node.accelerator is None or node.accelerator.vendor == "nvidia"
-    assert any(note.startswith("npu-smi: query failed") for note in node.notes)
-    assert any(note.startswith("rocm-smi: query failed") for note in node.notes)
 
 
 def test_emulated_nodes_with_replicas_are_flagged(tmp_path):

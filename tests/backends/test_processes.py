@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from jupyter_hetero.backends.base import Launch
-from jupyter_hetero.backends.local.nvml import sample_gpus
+from jupyter_hetero.backends.local.telemetry import sample_devices
 from jupyter_hetero.backends.local.processes import LocalBackend
 
 
@@ -67,6 +67,7 @@ def test_a_restarted_server_still_recognises_the_process_by_pid_and_start_time(t
     _until_stopped(second, handle)
 
 
-def test_gpu_sampling_without_nvml_reports_nothing_rather_than_failing():
-    assert sample_gpus([]) == {}
-    assert isinstance(sample_gpus([0]), dict)
+def test_device_sampling_without_a_vendor_library_or_tool_reports_nothing_rather_than_failing():
+    assert sample_devices("nvidia", []) == {}
+    assert isinstance(sample_devices("nvidia", [0]), dict)
+    assert sample_devices("cpu", [0]) == {}

@@ -1,4 +1,4 @@
-"""Discover this machine: psutil for CPU and memory, then NVML, ``npu-smi`` and ``rocm-smi``.
+"""Discover this machine: psutil for CPU and memory, then each vendor's devices through :data:`VENDORS`.
 
 Each accelerator source is optional. A missing library or tool is a fact recorded in the
 node's ``notes``, never an error: a laptop without a GPU is a perfectly good node.
@@ -6,53 +6,52 @@ node's ``notes``, never an error: a laptop without a GPU is a perfectly good nod
 
 from __future__ import annotations
 
-import json
 import platform
-import re
 import shutil
 import socket
-import subprocess
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import psutil
 import yaml
 from pydantic import ValidationError
 
-from ...capability import Accelerator, NodeCapability
+from ...capability import Accelerator, DeviceInfo, NodeCapability
+from .vendors import DeviceFacts, Runner, Which, amd, ascend, nvidia, run_tool
 
 __all__ = [
+    "VENDORS",
     "EmulatedNodesError",
     "discover_local_node",
+    "group_devices",
     "load_emulated_nodes",
-    "parse_npu_smi",
-    "parse_rocm_smi",
-    "probe_nvml",
+    "vendor_module",
 ]
 
 _MIB = 1024 * 1024
-Runner = Callable[[list[str]], str]
+# The vendor modules discovery walks, in order; each offers discover(run, which) and sample(indexes, run, which).
+# A machine's accelerators are those of the first module that finds any; every module's notes are kept.
+VENDORS: tuple[ModuleType, ...] = (nvidia, amd, ascend)
 
 
-def _run(argv: list[str]) -> str:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True).stdout
+def vendor_module(family: str) -> ModuleType | None:
+    """The vendor module for an accelerator family (``"ascend"`` -> ``vendors.ascend``); None for CPU or unknown."""
+    return next((module for module in VENDORS if module.__name__.rpartition(".")[2] == family), None)
 
 
-def discover_local_node(name: str | None = None, *, run: Runner = _run,
-                        which: Callable[[str], str | None] = shutil.which) -> NodeCapability:
-    """This machine as a node; accelerators from the first source that finds any."""
+def discover_local_node(name: str | None = None, *, run: Runner = run_tool, which: Which = shutil.which,
+                        vendors: tuple[ModuleType, ...] = VENDORS) -> NodeCapability:
+    """This machine as a node; accelerators from the first vendor module that finds any."""
     notes: list[str] = []
     accelerator = None
-    for probe in (probe_nvml, lambda: _probe_tool("npu-smi", ["npu-smi", "info"], parse_npu_smi, run, which),
-                  lambda: _probe_tool("rocm-smi", ["rocm-smi", "--showproductname", "--showmeminfo", "vram",
-                                                   "--showdriverversion", "--json"], parse_rocm_smi, run, which)):
-        found, note = probe()
-        if note:
-            notes.append(note)
-        if found is not None and accelerator is None:
-            accelerator = found
+    for vendor in vendors:
+        devices, found_notes = vendor.discover(run, which)
+        notes.extend(found_notes)
+        if devices and accelerator is None:
+            accelerator, note = group_devices(devices)
+            notes.extend([note] if note else [])
     hostname = name or socket.gethostname() or "localhost"
     return NodeCapability(
         name=hostname,
@@ -71,131 +70,24 @@ def _k8s_arch(machine: str) -> str:
     return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
 
 
-def _group(devices: list[dict[str, Any]], notes_prefix: str) -> tuple[Accelerator | None, str | None]:
+def group_devices(devices: list[DeviceFacts]) -> tuple[Accelerator, str | None]:
     """One accelerator group from per-device facts; a mixed machine keeps its most common model."""
-    if not devices:
-        return None, None
-    counts = Counter(d["model"] for d in devices)
+    counts = Counter(device.model for device in devices)
     model, count = counts.most_common(1)[0]
-    first = next(d for d in devices if d["model"] == model)
+    chosen = sorted((device for device in devices if device.model == model), key=lambda device: device.index)
+    first = chosen[0]
     note = None
     if len(counts) > 1:
         others = ", ".join(f"{n}x {m}" for m, n in counts.items() if m != model)
-        note = f"{notes_prefix}: mixed models on one node; scheduling uses {count}x {model}, not {others}"
-    return Accelerator(count=count, **{k: v for k, v in first.items() if k != "index"}), note
-
-
-def probe_nvml() -> tuple[Accelerator | None, str | None]:
-    """NVIDIA GPUs through NVML (the ``nvidia-ml-py`` package), when the library loads."""
-    try:
-        import pynvml  # noqa: PLC0415  (optional dependency)
-    except ImportError:
-        return None, "nvml: nvidia-ml-py is not installed"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError subclasses vary by driver; any failure means "no NVIDIA GPU here"
-        return None, f"nvml: not available ({exc})"
-    try:
-        driver = _text(pynvml.nvmlSystemGetDriverVersion())
-        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        devices = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            devices.append({
-                "index": index,
-                "vendor": "nvidia",
-                "model": _text(pynvml.nvmlDeviceGetName(handle)).removeprefix("NVIDIA ").strip(),
-                "memory_mib": pynvml.nvmlDeviceGetMemoryInfo(handle).total // _MIB,
-                "driver_version": driver,
-                "runtime": f"cuda {cuda // 1000}.{(cuda % 1000) // 10}",
-                "interconnect": "nvlink" if _has_nvlink(pynvml, handle) else "pcie",
-                "sharing": "milli",
-            })
-        return _group(devices, "nvml")
-    except Exception as exc:  # a half-working driver is still a fact to show, not a crash
-        return None, f"nvml: query failed ({exc})"
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001 - shutdown failures change nothing we report
-            pass
-
-
-def _has_nvlink(pynvml, handle) -> bool:
-    try:
-        return bool(pynvml.nvmlDeviceGetNvLinkState(handle, 0))
-    except Exception:  # noqa: BLE001 - GPUs without NVLink raise NotSupported
-        return False
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _probe_tool(tool: str, argv: list[str], parse: Callable[[str], list[dict[str, Any]]], run: Runner,
-                which: Callable[[str], str | None]) -> tuple[Accelerator | None, str | None]:
-    if which(tool) is None:
-        return None, None  # the tool's absence is the normal case on most machines: nothing to report
-    try:
-        devices = parse(run(argv))
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
-        return None, f"{tool}: query failed ({exc})"
-    if not devices:
-        return None, f"{tool}: found no devices"
-    return _group(devices, tool)
-
-
-_NPU_VERSION = re.compile(r"Version:\s*([0-9][\w.]*)")
-_NPU_ROW = re.compile(r"^\|\s*(\d+)\s+(\S+)\s*\|")
-_NPU_HBM = re.compile(r"(\d+)\s*/\s*(\d+)\s*\|?\s*$")
-
-
-def parse_npu_smi(text: str) -> list[dict[str, Any]]:
-    """Devices from ``npu-smi info``: a row ``| 0  910B3 | ...`` then a row whose last cell is ``used / total`` MB."""
-    version = _NPU_VERSION.search(text)
-    devices: list[dict[str, Any]] = []
-    lines = text.splitlines()
-    for number, line in enumerate(lines):
-        row = _NPU_ROW.match(line)
-        if not row:
-            continue
-        memory = 0
-        for follow in lines[number + 1 : number + 3]:
-            hbm = _NPU_HBM.search(follow.rstrip())
-            if hbm:
-                memory = int(hbm.group(2))
-        model = row.group(2)
-        devices.append({
-            "index": int(row.group(1)),
-            "vendor": "ascend",
-            "model": model if model.lower().startswith(("9", "3")) else model.removeprefix("Ascend"),
-            "memory_mib": memory,
-            "driver_version": version.group(1) if version else None,
-            "runtime": None,
-            "interconnect": "hccs" if model.startswith("910") else "pcie",
-        })
-    return devices
-
-
-def parse_rocm_smi(text: str) -> list[dict[str, Any]]:
-    """Devices from ``rocm-smi --showproductname --showmeminfo vram --showdriverversion --json``."""
-    data = json.loads(text)
-    driver = (data.get("system") or {}).get("Driver version")
-    devices = []
-    for key, card in sorted(data.items()):
-        if not key.startswith("card"):
-            continue
-        total = card.get("VRAM Total Memory (B)")
-        devices.append({
-            "index": int(key.removeprefix("card")),
-            "vendor": "amd",
-            "model": card.get("Card series") or card.get("Card SKU") or "unknown",
-            "memory_mib": int(total) // _MIB if total else 0,
-            "driver_version": driver,
-            "runtime": None,
-            "interconnect": "xgmi" if "MI" in (card.get("Card series") or "") else "pcie",
-        })
-    return devices
+        note = f"{first.vendor}: mixed models on one node; scheduling uses {count}x {model}, not {others}"
+    linked = [device.interconnect for device in chosen if device.link_domain]
+    return Accelerator(
+        vendor=first.vendor, model=model, count=count, memory_mib=min((d.memory_mib for d in chosen if d.memory_mib), default=0),
+        driver_version=first.driver_version, runtime=first.runtime, firmware_version=first.firmware_version,
+        interconnect=linked[0] if linked else "pcie", sharing="milli" if first.vendor == "nvidia" else "whole",
+        devices=[DeviceInfo(index=d.index, link_domain=d.link_domain, numa_node=d.numa_node, pci_bus=d.pci_bus,
+                            health=d.health) for d in chosen],
+    ), note
 
 
 class EmulatedNodesError(ValueError):

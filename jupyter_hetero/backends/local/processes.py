@@ -16,7 +16,7 @@ import psutil
 
 from ...capability import NodeCapability
 from ..base import Exit, Launch, ProcessHandle
-from .nvml import sample_gpus
+from .telemetry import sample_devices
 
 __all__ = ["LocalBackend"]
 
@@ -69,15 +69,15 @@ class LocalBackend:
         return stopped
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
-        """This machine's CPU and memory use, and its GPUs' where NVML measures them. Emulated
-        nodes use nothing real: None."""
+        """This machine's CPU and memory use, and its devices' where their vendor's tool measures them.
+        Emulated nodes use nothing real: None."""
         if capability.emulated:
             return None
         memory = psutil.virtual_memory()
         return {
             "cpu_pct": psutil.cpu_percent(interval=None),
             "memory_used_mib": (memory.total - memory.available) // _MIB,
-            **sample_gpus(range(capability.device_count)),
+            **_sample_node(capability),
         }
 
     def launch(self, launch: Launch) -> ProcessHandle:
@@ -97,7 +97,7 @@ class LocalBackend:
         except psutil.NoSuchProcess:
             started = 0.0
         return ProcessHandle(launch.replica, launch.node, child.pid, started, str(launch.exit_path), launch.devices,
-                             launch.measurable)
+                             launch.measurable, family=launch.family)
 
     def service_port(self) -> int:
         """A port nothing on this machine listens on now."""
@@ -202,7 +202,7 @@ class LocalBackend:
                     pass  # gone since the pass over the table: it holds no memory now
             sample = {"rss_mib": round(rss / _MIB, 1)}
             if handle.measurable:
-                sample.update(sample_gpus(handle.devices))
+                sample.update(sample_devices(handle.family, handle.devices))
             measured[handle] = sample
         return measured
 
@@ -214,8 +214,8 @@ class LocalBackend:
                 and entry["status"] != psutil.STATUS_ZOMBIE)
 
     def sample(self, handle: ProcessHandle) -> dict:
-        """Resident memory of the replica's process tree, in MiB, and its GPUs' use where NVML
-        measures it: the latest :meth:`scan`'s when that found the replica alive, else measured now."""
+        """Resident memory of the replica's process tree, in MiB, and its devices' use where their
+        vendor's tool measures it: the latest :meth:`scan`'s when that found the replica alive, else measured now."""
         if handle in self._scanned:
             return self._scanned[handle]
         process = self._process(handle)
@@ -229,8 +229,16 @@ class LocalBackend:
             pass
         sample = {"rss_mib": round(rss / _MIB, 1)}
         if handle.measurable:
-            sample.update(sample_gpus(handle.devices))
+            sample.update(sample_devices(handle.family, handle.devices))
         return sample
+
+
+def _sample_node(capability: NodeCapability) -> dict[str, float]:
+    accelerator = capability.accelerator
+    if accelerator is None:
+        return {}
+    indexes = [device.index for device in accelerator.devices] or list(range(accelerator.count))
+    return sample_devices(capability.family.value, indexes)
 
 
 def _signal_group(pid: int, signum: int) -> bool:

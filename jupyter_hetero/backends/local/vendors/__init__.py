@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["DeviceFacts", "DeviceUsage", "Runner", "Which", "run_tool"]
+__all__ = ["DeviceFacts", "DeviceUsage", "Runner", "Which", "failure", "run_tool"]
 
 # How a vendor module runs its tool: argv in, stdout out; raises OSError, subprocess.CalledProcessError or
 # subprocess.TimeoutExpired. Tests pass their own to replay recorded outputs.
@@ -25,9 +25,19 @@ Which = Callable[[str], "str | None"]
 TOOL_TIMEOUT_S = 10.0
 
 
-def run_tool(argv: list[str]) -> str:
+def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
     """Run a vendor's tool with a bounded wait: a hung driver must not hang discovery or sampling."""
-    return subprocess.run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=True).stdout
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True).stdout
+
+
+def failure(exc: BaseException) -> str:
+    """What a note says of a tool that failed: its timeout, its exit status and message, or the OS error."""
+    if isinstance(exc, subprocess.TimeoutExpired):
+        return f"no answer within {exc.timeout:g} s"
+    if isinstance(exc, subprocess.CalledProcessError):
+        said = (exc.stderr or exc.stdout or "").strip()
+        return f"exit status {exc.returncode}" + (f": {said[:200]}" if said else "")
+    return str(exc)
 
 
 @dataclass(frozen=True, slots=True)

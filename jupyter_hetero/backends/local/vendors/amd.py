@@ -1,0 +1,241 @@
+"""AMD Instinct and Radeon GPUs: the ``amdsmi`` Python bindings where they import, else ``rocm-smi --json``.
+
+What is read, and from which command (``rocm-smi``):
+
+- ``--showproductname --showmeminfo vram --showdriverversion --showbus --showvbios --json``: model
+  (``Card Series`` in ROCm 6, ``Card series`` in ROCm 5, ``Device Name`` or ``Card SKU`` where those are
+  missing), VRAM total, driver (``system.Driver version``), PCI bus, VBIOS.
+- ``--showtopo --json``: NUMA node per card and the link type between every pair of cards: cards joined
+  by ``XGMI`` share a ``link_domain`` (an Infinity Fabric hive).
+- ``--showuse --showmemuse --showmeminfo vram --json``: ``GPU use (%)`` and VRAM in use (bytes, or the
+  percentage ROCm 5 calls ``GPU memory use (%)`` and ROCm 6 ``GPU Memory Allocated (VRAM%)``).
+- The ROCm release from ``$ROCM_PATH/.info/version`` (``/opt/rocm`` by default).
+
+Keys are matched without regard to case: ROCm 5 and 6 spell several of them differently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import DeviceFacts, DeviceUsage, Runner, Which, failure
+from .links import link_domains, numa_node_of, pci_bus_id
+
+__all__ = ["discover", "parse_rocm_smi", "parse_topology", "parse_usage", "rocm_version", "sample"]
+
+TOOL = "rocm-smi"
+DISCOVER_ARGS = ["--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--showbus", "--showvbios",
+                 "--json"]
+TOPO_ARGS = ["--showtopo", "--json"]
+USAGE_ARGS = ["--showuse", "--showmemuse", "--showmeminfo", "vram", "--json"]
+_MIB = 1024 * 1024
+_MISSING = ("", "n/a", "na", "unknown", "none")
+_LINK = re.compile(r"\(topology\) link type between drm devices (\d+) and (\d+)")
+
+
+def parse_rocm_smi(text: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """(driver, cards) from ``rocm-smi ... --json``: each card's facts, keys lower-cased, with its ``index``."""
+    data = _json(text)
+    system = _lower(data.get("system") or {})
+    cards = []
+    for key, card in data.items():
+        if key.lower().startswith("card") and key[4:].isdigit() and isinstance(card, dict):
+            cards.append({**_lower(card), "index": int(key[4:])})
+    return _value(system, "driver version"), sorted(cards, key=lambda card: card["index"])
+
+
+def parse_topology(text: str) -> tuple[list[tuple[int, int]], dict[int, int]]:
+    """(pairs of cards joined by XGMI, NUMA node per card) from ``rocm-smi --showtopo --json``."""
+    data = _json(text)
+    pairs = []
+    for key, value in _lower(data.get("system") or {}).items():
+        link = _LINK.fullmatch(key)
+        if link and str(value).upper() == "XGMI":
+            pairs.append((int(link.group(1)), int(link.group(2))))
+    numa = {}
+    for key, card in data.items():
+        if key.lower().startswith("card") and isinstance(card, dict):
+            node = _int(_value(_lower(card), "(topology) numa node"))
+            if node is not None and node >= 0:
+                numa[int(key[4:])] = node
+    return pairs, numa
+
+
+def parse_usage(text: str) -> list[DeviceUsage]:
+    """Each card's use now from ``rocm-smi --showuse --showmemuse --showmeminfo vram --json``."""
+    _driver, cards = parse_rocm_smi(text)
+    found = []
+    for card in cards:
+        used = _int(_value(card, "vram total used memory (b)"))
+        total = _int(_value(card, "vram total memory (b)"))
+        percent = _float(_value(card, "gpu memory allocated (vram%)", "gpu memory use (%)"))
+        if used is None and percent is not None and total:
+            used = round(total * percent / 100)
+        found.append(DeviceUsage(card["index"], _float(_value(card, "gpu use (%)")),
+                                 round(used / _MIB, 1) if used is not None else None))
+    return found
+
+
+def rocm_version(root: str | None = None) -> str | None:
+    """``6.1`` from ``$ROCM_PATH/.info/version`` (``6.1.2-119``); None without a ROCm install."""
+    try:
+        text = (Path(root or os.environ.get("ROCM_PATH") or "/opt/rocm") / ".info" / "version").read_text("utf-8")
+    except OSError:
+        return None
+    found = re.match(r"\s*(\d+)\.(\d+)", text)
+    return f"{found.group(1)}.{found.group(2)}" if found else None
+
+
+def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
+    """This machine's AMD GPUs: through ``amdsmi`` where it imports and answers, else ``rocm-smi``."""
+    devices, notes = _discover_amdsmi()
+    if devices:
+        return devices, notes
+    if which(TOOL) is None:
+        return [], notes
+    try:
+        driver, cards = parse_rocm_smi(run([TOOL, *DISCOVER_ARGS]))
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return [], [*notes, f"{TOOL}: query failed ({failure(exc)})"]
+    if not cards:
+        return [], [*notes, f"{TOOL}: found no devices"]
+    try:
+        pairs, numa = parse_topology(run([TOOL, *TOPO_ARGS]))
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        pairs, numa = [], {}
+        notes.append(f"{TOOL}: no topology ({failure(exc)})")
+    domains = link_domains(pairs, "xgmi")
+    runtime = rocm_version()
+    devices = []
+    for card in cards:
+        index, total = card["index"], _int(_value(card, "vram total memory (b)"))
+        bus = pci_bus_id(_value(card, "pci bus"))
+        devices.append(DeviceFacts(
+            index=index, vendor="amd",
+            model=_value(card, "card series", "device name", "card sku") or "unknown",
+            memory_mib=total // _MIB if total else 0, driver_version=driver,
+            runtime=f"rocm {runtime}" if runtime else None, firmware_version=_value(card, "vbios version"),
+            interconnect="xgmi" if index in domains else "pcie", link_domain=domains.get(index),
+            numa_node=numa.get(index, numa_node_of(bus)), pci_bus=bus,
+            health=None if total else f"{TOOL} reports no VRAM for card{index}",
+        ))
+    notes += [f"{TOOL}: {d.health}" for d in devices if d.health]
+    return devices, notes
+
+
+def sample(indexes: Sequence[int], run: Runner, which: Which) -> list[DeviceUsage]:
+    """These GPUs' use now, from one ``rocm-smi`` call (or ``amdsmi``); [] when neither answers."""
+    found = _sample_amdsmi(indexes)
+    if found is not None:
+        return found
+    if which(TOOL) is None:
+        return []
+    try:
+        usage = parse_usage(run([TOOL, *USAGE_ARGS]))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return []
+    wanted = set(indexes)
+    return [use for use in usage if use.index in wanted]
+
+
+# -- the amdsmi bindings (ROCm 6+): what rocm-smi says, without a subprocess -------------------------------
+
+def _discover_amdsmi() -> tuple[list[DeviceFacts], list[str]]:
+    amdsmi = _amdsmi()
+    if amdsmi is None:
+        return [], []
+    try:
+        amdsmi.amdsmi_init()
+        try:
+            handles = amdsmi.amdsmi_get_processor_handles()
+            xgmi = getattr(getattr(amdsmi, "AmdSmiIoLinkType", None), "XGMI", None)
+            pairs = [(i, j) for i in range(len(handles)) for j in range(i + 1, len(handles))
+                     if xgmi is not None and amdsmi.amdsmi_topo_get_link_type(handles[i], handles[j]).get("type") == xgmi]
+            domains, runtime = link_domains(pairs, "xgmi"), rocm_version()
+            devices = []
+            for index, handle in enumerate(handles):
+                vram = amdsmi.amdsmi_get_gpu_vram_info(handle)
+                bus = pci_bus_id(str(amdsmi.amdsmi_get_gpu_device_bdf(handle)))
+                devices.append(DeviceFacts(
+                    index=index, vendor="amd", model=amdsmi.amdsmi_get_gpu_asic_info(handle).get("market_name") or "unknown",
+                    memory_mib=int(vram.get("vram_size") or vram.get("vram_size_mb") or 0),
+                    driver_version=amdsmi.amdsmi_get_gpu_driver_info(handle).get("driver_version"),
+                    runtime=f"rocm {runtime}" if runtime else None,
+                    firmware_version=amdsmi.amdsmi_get_gpu_vbios_info(handle).get("version"),
+                    interconnect="xgmi" if index in domains else "pcie", link_domain=domains.get(index),
+                    numa_node=amdsmi.amdsmi_topo_get_numa_node_number(handle), pci_bus=bus,
+                ))
+            return devices, []
+        finally:
+            amdsmi.amdsmi_shut_down()
+    except Exception as exc:  # noqa: BLE001 - a library that loads but cannot reach the driver: try the tool
+        return [], [f"amdsmi: query failed ({exc}); asking {TOOL}"]
+
+
+def _sample_amdsmi(indexes: Sequence[int]) -> list[DeviceUsage] | None:
+    amdsmi = _amdsmi()
+    if amdsmi is None:
+        return None
+    try:
+        amdsmi.amdsmi_init()
+        try:
+            handles = amdsmi.amdsmi_get_processor_handles()
+            return [DeviceUsage(index, float(amdsmi.amdsmi_get_gpu_activity(handles[index])["gfx_activity"]),
+                                float(amdsmi.amdsmi_get_gpu_vram_usage(handles[index])["vram_used"]))
+                    for index in indexes if index < len(handles)]
+        finally:
+            amdsmi.amdsmi_shut_down()
+    except Exception:  # noqa: BLE001 - fall back to rocm-smi
+        return None
+
+
+def _amdsmi():
+    try:
+        import amdsmi  # noqa: PLC0415 - optional: ships with ROCm, not on PyPI for every release
+    except Exception:  # noqa: BLE001 - ImportError, or an OSError when libamd_smi.so is missing
+        return None
+    return amdsmi
+
+
+# -- rocm-smi's JSON --------------------------------------------------------------------------------------
+
+def _json(text: str) -> dict[str, Any]:
+    """The JSON object in a rocm-smi answer, past any warning lines printed before it."""
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no JSON in the answer")
+    data, _end = json.JSONDecoder().raw_decode(text[start:])
+    if not isinstance(data, dict):
+        raise ValueError("the answer is not a JSON object")
+    return data
+
+
+def _lower(card: dict[str, Any]) -> dict[str, Any]:
+    return {str(key).strip().lower(): value for key, value in card.items()}
+
+
+def _value(card: dict[str, Any], *keys: str) -> str | None:
+    """The first of ``keys`` the card has a real value for ("N/A" is none)."""
+    for key in keys:
+        value = card.get(key)
+        if value is not None and str(value).strip().lower() not in _MISSING:
+            return str(value).strip()
+    return None
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _int(text: str | None) -> int | None:
+    number = _float(text)
+    return int(number) if number is not None else None

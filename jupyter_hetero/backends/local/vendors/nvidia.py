@@ -1,0 +1,134 @@
+"""NVIDIA GPUs through NVML (the ``nvidia-ml-py`` package), when the library and the driver load.
+
+Per device: model, memory, driver and CUDA versions, VBIOS, PCI bus, NUMA node, and NVLink peers: GPUs
+joined by NVLink, directly or through an NVSwitch, share a ``link_domain``. NVML is a library, not a tool:
+``run`` and ``which`` are not used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import DeviceFacts, DeviceUsage, Runner, Which
+from .links import link_domains, numa_node_of, pci_bus_id
+
+__all__ = ["discover", "nvlink_pairs", "sample"]
+
+_MIB = 1024 * 1024
+# NVML's remote device types on an NVLink: another GPU, an IBM NPU bridge, an NVSwitch.
+_REMOTE_GPU, _REMOTE_SWITCH = 0, 2
+_SWITCH = "nvswitch"
+
+
+def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
+    """This machine's NVIDIA GPUs; ``([], [note])`` when NVML is not there or fails."""
+    nvml, note = _nvml()
+    if nvml is None:
+        return [], [note] if note else []
+    try:
+        driver = _text(nvml.nvmlSystemGetDriverVersion())
+        cuda = nvml.nvmlSystemGetCudaDriverVersion_v2()
+        handles = [nvml.nvmlDeviceGetHandleByIndex(index) for index in range(nvml.nvmlDeviceGetCount())]
+        buses = [pci_bus_id(_text(nvml.nvmlDeviceGetPciInfo(handle).busId)) for handle in handles]
+        domains = link_domains(nvlink_pairs(buses, [_nvlinks(nvml, handle) for handle in handles]), "nvlink")
+        devices = [
+            DeviceFacts(
+                index=index, vendor="nvidia",
+                model=_text(nvml.nvmlDeviceGetName(handle)).removeprefix("NVIDIA ").strip(),
+                memory_mib=nvml.nvmlDeviceGetMemoryInfo(handle).total // _MIB,
+                driver_version=driver, runtime=f"cuda {cuda // 1000}.{(cuda % 1000) // 10}",
+                firmware_version=_optional(nvml.nvmlDeviceGetVbiosVersion, handle),
+                interconnect="nvlink" if index in domains else "pcie", link_domain=domains.get(index),
+                numa_node=_numa(nvml, handle, buses[index]), pci_bus=buses[index],
+            )
+            for index, handle in enumerate(handles)
+        ]
+    except Exception as exc:  # noqa: BLE001 - a half-working driver is still a fact to show, not a crash
+        return [], [f"nvml: query failed ({exc})"]
+    return devices, []
+
+
+def nvlink_pairs(buses: Sequence[str | None], links: Sequence[list[tuple[int, str | None]]]) -> list[tuple[int, int]]:
+    """Pairs of GPU indexes joined by NVLink, from each GPU's active links as (remote type, remote bus):
+    a link to another GPU pairs the two; GPUs linked to NVSwitches all reach each other."""
+    index_of = {bus: index for index, bus in enumerate(buses) if bus}
+    pairs, switched = [], []
+    for index, active in enumerate(links):
+        for remote_type, remote_bus in active:
+            if remote_type == _REMOTE_SWITCH:
+                switched.append(index)
+            elif remote_type == _REMOTE_GPU and remote_bus in index_of:
+                pairs.append((index, index_of[remote_bus]))
+    pairs.extend((switched[0], other) for other in switched[1:])
+    return pairs
+
+
+def sample(indexes: Sequence[int], run: Runner, which: Which) -> list[DeviceUsage]:
+    """Utilisation and memory in use of these GPUs now; [] without NVML or when a device vanished."""
+    nvml, _note = _nvml()
+    if nvml is None:
+        return []
+    try:
+        found = []
+        for index in indexes:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            found.append(DeviceUsage(index, float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
+                                     round(nvml.nvmlDeviceGetMemoryInfo(handle).used / _MIB, 1)))
+        return found
+    except Exception:  # noqa: BLE001 - a device that vanished or a driver hiccup: skip this sample
+        return []
+
+
+_state: dict[str, Any] = {}
+
+
+def _nvml() -> tuple[Any, str | None]:
+    """The initialised ``pynvml`` module, once per process; (None, why) when it cannot be had."""
+    if "nvml" not in _state:
+        try:
+            import pynvml  # noqa: PLC0415 - optional dependency
+
+            pynvml.nvmlInit()
+            _state.update(nvml=pynvml, note=None)
+        except ImportError:
+            _state.update(nvml=None, note="nvml: nvidia-ml-py is not installed")
+        except Exception as exc:  # noqa: BLE001 - NVMLError subclasses vary by driver: no NVIDIA GPU here
+            _state.update(nvml=None, note=f"nvml: not available ({exc})")
+    return _state["nvml"], _state["note"]
+
+
+def _nvlinks(nvml, handle) -> list[tuple[int, str | None]]:
+    """This GPU's active NVLinks as (remote device type, remote PCI bus)."""
+    active = []
+    for link in range(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)):
+        try:
+            if not nvml.nvmlDeviceGetNvLinkState(handle, link):
+                continue
+        except Exception:  # noqa: BLE001 - NotSupported past the GPU's last link, or no NVLink at all
+            break
+        remote_type = _optional(nvml.nvmlDeviceGetNvLinkRemoteDeviceType, handle, link)
+        remote = _optional(nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2, handle, link)
+        active.append((_REMOTE_GPU if remote_type is None else int(remote_type),
+                       pci_bus_id(_text(remote.busId)) if remote is not None else None))
+    return active
+
+
+def _numa(nvml, handle, bus: str | None) -> int | None:
+    node = _optional(getattr(nvml, "nvmlDeviceGetNumaNodeId", None), handle)
+    return int(node) if isinstance(node, int) and node >= 0 else numa_node_of(bus)
+
+
+def _optional(call, *args):
+    """What an NVML call answers, or None where this GPU or driver does not support it."""
+    if call is None:
+        return None
+    try:
+        value = call(*args)
+    except Exception:  # noqa: BLE001 - NVMLError_NotSupported and friends
+        return None
+    return _text(value) if isinstance(value, bytes) else value
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,239 @@
+"""Each vendor module against recorded outputs of its tool (tests/data/vendors/*/SOURCES.md says where each
+comes from), and the tool absent, failing, or hanging past its timeout: always a note, never an exception."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from jupyter_hetero.backends.local.discovery import discover_local_node, group_devices, vendor_module
+from jupyter_hetero.backends.local.telemetry import _QuietAfterTimeout, sample_devices
+from jupyter_hetero.backends.local.vendors import amd, ascend, nvidia, run_tool
+from jupyter_hetero.backends.local.vendors.links import link_domains, pci_bus_id
+
+from ..fakes import recorded_tool
+
+DATA = Path(__file__).parent.parent / "data" / "vendors"
+ASCEND, AMD = DATA / "ascend", DATA / "amd"
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def no_toolkits(monkeypatch):
+    """No CANN or ROCm install is looked for outside the test data."""
+    monkeypatch.setattr(ascend, "TOOLKIT_HOMES", ())
+    monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
+    monkeypatch.setenv("ROCM_PATH", str(AMD / "rocm"))
+
+
+def replay(answers: dict[str, Path], tool: str):
+    """A runner answering ``tool``'s argv from recorded files, and a which that finds only ``tool``."""
+    def run(argv: list[str]) -> str:
+        path = answers.get(" ".join(argv[1:]))
+        if path is None:
+            raise OSError(f"no record for {argv}")
+        return read(path)
+    return run, lambda name: f"/usr/local/bin/{name}" if name == tool else None
+
+
+# -- Ascend ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("record", "driver", "expected"),
+    [
+        pytest.param("info-910b4.txt", "24.1.1",
+                     [(0, 0, 0, "910B4", "OK", "0000:c1:00.0", 0.0, 26838, 32768),
+                      (1, 0, 1, "910B4", "OK", "0000:c2:00.0", 0.0, 29356, 32768)],
+                     id="Atlas 800I A2 910B4, process table after it"),
+        pytest.param("info-910-a3.txt", "26.0.rc2",
+                     [(0, 0, 0, "910", "OK", "0000:9d:00.0", 0.0, 3419, 65536),
+                      (0, 1, 1, "910", "OK", "0000:9f:00.0", 0.0, 2874, 65536)],
+                     id="Atlas A3 two chips per NPU, Phy-ID column"),
+        pytest.param("info-310p3-duo.txt", "25.2.0",
+                     [(2, 0, 0, "310P3", "OK", "0000:01:00.0", 0.0, 1529, 44280),
+                      (2, 1, 1, "310P3", "OK", "0000:01:00.0", 0.0, 1412, 43693)],
+                     id="Atlas 300I Duo 310P3, Device column, no HBM column"),
+        pytest.param("info-910a-reconstructed.txt", "22.0.4",
+                     [(0, 0, 0, "910A", "OK", "0000:c1:00.0", 0.0, 0, 32768),
+                      (1, 0, 1, "910A", "OK", "0000:81:00.0", 0.0, 0, 32768),
+                      (2, 0, 2, "910A", "Critical", "0000:41:00.0", None, 0, 32768),
+                      (3, 0, 3, "910A", "OK", "0000:01:00.0", 0.0, 0, 32768)],
+                     id="Atlas 800 9000 910A, a chip in Critical state"),
+        pytest.param("info-atlas-200i-a2-doc.txt", "25.2.0",
+                     [(0, 0, 0, "xxx", "OK", None, 0.0, 957, 10810)], id="vendor doc: Bus-Id NA, name redacted"),
+    ],
+)
+def test_npu_smi_info_tables_of_each_atlas_generation(record, driver, expected):
+    found_driver, chips = ascend.parse_info(read(ASCEND / record))
+    assert found_driver == driver
+    assert [(c.npu, c.chip, c.device, c.model, c.health, c.bus, c.aicore_pct, c.memory_used_mib, c.memory_total_mib)
+            for c in chips] == expected
+
+
+def test_npu_smi_keyed_outputs_are_read_per_chip():
+    assert ascend.parse_board(read(ASCEND / "board-atlas-200i-a2-doc.txt")) == ("24.1.RC2", "7.1.0.4.218", None)
+    assert ascend.parse_board(read(ASCEND / "board-910b4-driver-mismatch-reconstructed.txt"))[2] == "NOK"
+    usages = ascend.parse_keyed(read(ASCEND / "usages-910b.txt"))
+    assert usages[0]["HBM Capacity(MB)"] == "65536" and usages[0]["Aicore Usage Rate(%)"] == "0"
+    memory = ascend.parse_keyed(read(ASCEND / "memory-200i-a2-doc.txt"))
+    assert (memory[0]["Chip ID"], memory[0]["Total Capacity(MB)"]) == ("0", "12288")
+    assert ascend.parse_topo(read(ASCEND / "topo-910b-reconstructed.txt")) == [(0, 1), (1, 0)]
+    assert ascend.parse_topo(read(ASCEND / "topo-unsupported-doc.txt")) is None
+
+
+def test_the_cann_version_comes_from_the_toolkit_install_record_or_version_cfg(tmp_path):
+    assert ascend.cann_version([str(ASCEND / "toolkit")]) == "8.0.RC2"
+    (tmp_path / "version.cfg").write_text(read(ASCEND / "version.cfg"), encoding="utf-8")
+    assert ascend.cann_version([str(tmp_path)]) == "8.0.0"
+    assert ascend.cann_version([str(tmp_path / "nowhere")]) is None
+
+
+def test_an_atlas_800i_a2_is_discovered_with_versions_hccs_and_firmware(monkeypatch, no_toolkits):
+    monkeypatch.setenv("ASCEND_TOOLKIT_HOME", str(ASCEND / "toolkit"))
+    run, which = replay({"info": ASCEND / "info-910b4.txt", "info -t topo": ASCEND / "topo-910b-reconstructed.txt",
+                         "info -t board -i 0": ASCEND / "board-910b4-reconstructed.txt",
+                         "info -t board -i 1": ASCEND / "board-910b4-reconstructed.txt"}, "npu-smi")
+    devices, notes = ascend.discover(run, which)
+    assert notes == []
+    assert [(d.index, d.model, d.memory_mib, d.link_domain, d.interconnect) for d in devices] == [
+        (0, "910B4", 32768, "hccs-0", "hccs"), (1, "910B4", 32768, "hccs-0", "hccs")]
+    assert (devices[0].driver_version, devices[0].firmware_version, devices[0].runtime) == (
+        "24.1.1", "7.5.0.3.220", "cann 8.0.RC2")
+
+
+def test_a_driver_firmware_mismatch_and_a_critical_chip_are_health_and_notes(no_toolkits):
+    run, which = replay({"info": ASCEND / "info-910a-reconstructed.txt",
+                         "info -t topo": ASCEND / "topo-unsupported-doc.txt",
+                         **{f"info -t board -i {n}": ASCEND / "board-910b4-driver-mismatch-reconstructed.txt"
+                            for n in range(4)}}, "npu-smi")
+    devices, notes = ascend.discover(run, which)
+    assert devices[2].health == "Critical"
+    assert devices[0].health == "driver/firmware compatibility NOK"
+    assert any("differs from the tool's (22.0.4)" in note for note in notes)
+    assert any(note.startswith("npu-smi: no topology (not supported); the 910 chips are taken as one HCCS") for note in notes)
+    assert {d.link_domain for d in devices} == {"hccs-0"}
+
+
+def test_hbm_capacity_and_ai_core_use_come_from_the_per_chip_queries_where_the_table_lacks_them(tmp_path):
+    table = read(ASCEND / "info-910a-reconstructed.txt").replace("0    / 32768", "NA", 1)
+    (tmp_path / "info.txt").write_text(table, encoding="utf-8")
+    run, which = replay({"info": tmp_path / "info.txt", "info -t memory -i 0": ASCEND / "memory-910b-reconstructed.txt",
+                         "info -t usages -i 0": ASCEND / "usages-910b.txt",
+                         "info -t usages -i 2": ASCEND / "usages-910b.txt"}, "npu-smi")
+    devices, _notes = ascend.discover(run, which)
+    assert devices[0].memory_mib == 32768  # from -t memory
+    usage = ascend.sample([0, 2], run, which)
+    assert [(u.index, u.util_pct, u.memory_used_mib) for u in usage] == [(0, 0.0, 1966), (2, 0.0, 0)]
+
+
+def test_a_310p_duo_card_stays_on_pcie():
+    run, which = replay({"info": ASCEND / "info-310p3-duo.txt", "info -t topo": ASCEND / "topo-unsupported-doc.txt"},
+                        "npu-smi")
+    devices, notes = ascend.discover(run, which)
+    assert [(d.index, d.interconnect, d.link_domain, d.memory_mib) for d in devices] == [
+        (0, "pcie", None, 44280), (1, "pcie", None, 43693)]
+    accelerator, _note = group_devices(devices)
+    assert (accelerator.model, accelerator.count, accelerator.memory_mib) == ("310P3", 2, 43693)
+
+
+# -- AMD ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("discover", "topo", "expected", "note"),
+    [
+        pytest.param("discover-rocm6-mi300x.json", "topo-rocm6-mi300x.json",
+                     [(0, "AMD Instinct MI300X", 196592, "xgmi-0", 0, "0000:05:00.0", None),
+                      (1, "AMD Instinct MI300X", 196592, "xgmi-0", 0, "0000:26:00.0", None)],
+                     None, id="ROCm 6 MI300X hive: Card Series"),
+        pytest.param("discover-rocm5-mi250x.json", "topo-rocm5-mi250x.json",
+                     [(0, "AMD INSTINCT MI250X", 65520, "xgmi-0", 3, "0000:c1:00.0", None),
+                      (1, "AMD INSTINCT MI250X", 65520, "xgmi-0", 3, "0000:c6:00.0", None),
+                      (2, "D65209", 0, None, 1, "0000:c9:00.0", "rocm-smi reports no VRAM for card2")],
+                     "rocm-smi: rocm-smi reports no VRAM for card2",
+                     id="ROCm 5 MI250X: Card series, a warning line, a card answering N/A"),
+    ],
+)
+def test_rocm_smi_discovery_across_rocm_5_and_6(discover, topo, expected, note, no_toolkits):
+    run, which = replay({" ".join(amd.DISCOVER_ARGS): AMD / discover, " ".join(amd.TOPO_ARGS): AMD / topo}, "rocm-smi")
+    devices, notes = amd.discover(run, which)
+    assert [(d.index, d.model, d.memory_mib, d.link_domain, d.numa_node, d.pci_bus, d.health) for d in devices] == expected
+    assert devices[0].runtime == "rocm 6.1"
+    assert notes == ([note] if note else [])
+
+
+def test_a_radeon_without_topology_is_on_pcie(no_toolkits):
+    run, which = replay({" ".join(amd.DISCOVER_ARGS): AMD / "discover-rocm6-radeon-marimo-9237.json"}, "rocm-smi")
+    devices, notes = amd.discover(run, which)
+    assert [(d.model, d.memory_mib, d.interconnect, d.driver_version) for d in devices] == [
+        ("Radeon RX 7900 XT", 20464, "pcie", None)]
+    assert notes[0].startswith("rocm-smi: no topology (no record for")
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        pytest.param("usage-rocm6.json", [(0, 87.0, 80603.7), (1, 0.0, 284.0)], id="ROCm 6: bytes in use"),
+        pytest.param("usage-rocm5.json", [(0, 100.0, 32760.0), (1, 0.0, 0.0), (2, None, None)],
+                     id="ROCm 5: GPU memory use (%) of the VRAM total"),
+    ],
+)
+def test_rocm_smi_usage(record, expected):
+    run, which = replay({" ".join(amd.USAGE_ARGS): AMD / record}, "rocm-smi")
+    assert [(u.index, u.util_pct, u.memory_used_mib) for u in amd.sample([0, 1, 2], run, which)] == expected
+
+
+# -- the registry, NVIDIA, and tools that are absent, failing or hung -----------------------------------------
+
+def test_the_registry_maps_each_family_to_its_module():
+    assert vendor_module("ascend") is ascend and vendor_module("amd") is amd and vendor_module("nvidia") is nvidia
+    assert vendor_module("cpu") is None
+
+
+def test_nvlink_pairs_join_direct_peers_and_everything_behind_nvswitches():
+    buses = ["0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0"]
+    direct = [[(0, buses[1])], [(0, buses[0])], [], []]
+    assert link_domains(nvidia.nvlink_pairs(buses, direct), "nvlink") == {0: "nvlink-0", 1: "nvlink-0"}
+    switched = [[(2, "0000:c1:00.0")], [(2, "0000:c2:00.0")], [(2, "0000:c1:00.0")], []]
+    assert link_domains(nvidia.nvlink_pairs(buses, switched), "nvlink") == {0: "nvlink-0", 1: "nvlink-0",
+                                                                            2: "nvlink-0"}
+    assert pci_bus_id("00000000:3B:00.0") == "0000:3b:00.0"
+
+
+def test_every_tool_absent_is_a_plain_node():
+    node = discover_local_node("bare", run=lambda argv: pytest.fail(f"ran {argv}"), which=lambda name: None,
+                               vendors=(amd, ascend))
+    assert node.accelerator is None and node.notes == []
+    assert sample_devices("ascend", [0], run=lambda argv: pytest.fail("ran"), which=lambda name: None) == {}
+
+
+def test_a_failing_tool_is_a_note_not_a_crash(tmp_path):
+    recorded_tool(tmp_path, "npu-smi", {})
+    recorded_tool(tmp_path, "rocm-smi", {})
+    node = discover_local_node("broken", which=lambda name: shutil.which(name, path=str(tmp_path)),
+                               run=lambda argv: run_tool([str(tmp_path / argv[0]), *argv[1:]]), vendors=(amd, ascend))
+    assert node.accelerator is None
+    assert [note.split(" (")[0] for note in node.notes] == ["rocm-smi: query failed", "npu-smi: query failed"]
+    assert "no record for ['info']" in node.notes[1]
+
+
+def test_a_hung_tool_is_bounded_by_its_timeout_and_left_alone_after(tmp_path):
+    recorded_tool(tmp_path, "npu-smi", {"info": ASCEND / "info-910b4.txt"}, hang_s=30)
+    run = functools.partial(run_tool, timeout=0.5)
+    which = functools.partial(shutil.which, path=str(tmp_path))
+    started = time.monotonic()
+    node = discover_local_node("hung", run=lambda argv: run([str(tmp_path / argv[0]), *argv[1:]]), which=which,
+                               vendors=(ascend,))
+    assert time.monotonic() - started < 10
+    assert node.notes == ["npu-smi: query failed (no answer within 0.5 s)"]
+    quiet = _QuietAfterTimeout(quiet_s=60, run=lambda argv: run([str(tmp_path / argv[0]), *argv[1:]]))
+    assert sample_devices("ascend", [0], run=quiet, which=which) == {}
+    started = time.monotonic()
+    assert sample_devices("ascend", [0], run=quiet, which=which) == {}  # refused at once: no second wait
+    assert time.monotonic() - started < 0.2
