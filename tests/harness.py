@@ -138,7 +138,7 @@ class ServerLayout:
         """Where server-side state such as the hetero SQLite file goes."""
         return self.root / "state"
 
-    def environ(self) -> dict[str, str]:
+    def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The server's environment: user-level Jupyter dirs private, the environment's own share kept.
 
         Only the *user* config/data/runtime dirs move; ``{sys.prefix}/share/jupyter`` and
@@ -155,7 +155,7 @@ class ServerLayout:
             JUPYTER_PLATFORM_DIRS="0",
             PYTHONUNBUFFERED="1",
         )
-        return env
+        return {**env, **(extra or {})}
 
 
 class LabServer:
@@ -177,10 +177,12 @@ class LabServer:
         extra_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
         app: str = "lab",
+        env: dict[str, str] | None = None,
     ) -> LabServer:
         """Start the server and return once ``/api/status`` answers; raise with the log tail if it never does.
 
-        ``app="server"`` starts a plain ``jupyter server`` (no JupyterLab) for API-only tests."""
+        ``app="server"`` starts a plain ``jupyter server`` (no JupyterLab) for API-only tests; ``env`` adds to
+        its environment (e.g. a PATH with recorded vendor tools)."""
         port = free_port()
         lab_args = [
             f"--LabApp.workspaces_dir={layout.workspaces}",
@@ -208,7 +210,7 @@ class LabServer:
             process = subprocess.Popen(
                 command,
                 cwd=layout.notebooks,
-                env=layout.environ(),
+                env=layout.environ(env),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -343,11 +345,11 @@ def workload_rows_loaded():
 
 
 def start_hetero_server(layout: ServerLayout, name: str, nodes: Path, *extra_args: str,
-                        db_url: str | None = None) -> LabServer:
+                        db_url: str | None = None, env: dict[str, str] | None = None) -> LabServer:
     """A `jupyter server` with jupyter-hetero over ``layout``'s store (or ``db_url``), with ``nodes`` as its
     emulated nodes."""
     return LabServer.start(
-        layout, app="server", log_path=layout.root / f"{name}.log",
+        layout, app="server", log_path=layout.root / f"{name}.log", env=env,
         extra_args=[f"--HeteroApp.db_url={db_url or 'sqlite:///' + str(layout.state / 'hetero.sqlite')}",
                     f"--HeteroApp.work_dir={layout.state / 'work'}",
                     f"--HeteroApp.emulated_nodes_file={nodes}",

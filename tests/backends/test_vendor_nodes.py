@@ -1,0 +1,70 @@
+"""A real `jupyter server` on a machine whose vendor tool is a recorded-output replayer on PATH: discovery and
+sampling run the tool as real subprocesses, and the node shows its devices, versions, interconnect and live
+use in the API the node cards and the status bar read, as an NVIDIA node's do."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ..fakes import recorded_tool
+from ..harness import ServerLayout, start_hetero_server, until
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).parent.parent / "data" / "vendors"
+ASCEND, AMD = DATA / "ascend", DATA / "amd"
+NO_EMULATED_NODES = "nodes: []\n"
+
+
+def _ascend_machine(bin_dir: Path) -> dict[str, str]:
+    recorded_tool(bin_dir, "npu-smi", {
+        "info": ASCEND / "info-910b4.txt", "info -t topo": ASCEND / "topo-910b-reconstructed.txt",
+        "info -t board -i 0": ASCEND / "board-910b4-reconstructed.txt",
+        "info -t board -i 1": ASCEND / "board-910b4-reconstructed.txt",
+    })
+    return {"ASCEND_TOOLKIT_HOME": str(ASCEND / "toolkit")}
+
+
+def _amd_machine(bin_dir: Path) -> dict[str, str]:
+    recorded_tool(bin_dir, "rocm-smi", {
+        "--showproductname --showmeminfo vram --showdriverversion --showbus --showvbios --json":
+            AMD / "discover-rocm6-mi300x.json",
+        "--showtopo --json": AMD / "topo-rocm6-mi300x.json",
+        "--showuse --showmemuse --showmeminfo vram --json": AMD / "usage-rocm6.json",
+    })
+    return {"ROCM_PATH": str(AMD / "rocm")}
+
+
+@pytest.mark.parametrize(
+    ("machine", "expected", "use"),
+    [
+        pytest.param(_ascend_machine, {"vendor": "ascend", "model": "910B4", "count": 2, "memory_mib": 32768,
+                                       "driver_version": "24.1.1", "runtime": "cann 8.0.RC2",
+                                       "firmware_version": "7.5.0.3.220", "interconnect": "hccs"},
+                     {"gpu_util_pct": 0.0, "gpu_memory_mib": 56194.0}, id="Atlas 800I A2, 2x 910B4"),
+        pytest.param(_amd_machine, {"vendor": "amd", "model": "AMD Instinct MI300X", "count": 2,
+                                    "memory_mib": 196592, "driver_version": "6.7.0", "runtime": "rocm 6.1",
+                                    "firmware_version": "113-M3000100-102", "interconnect": "xgmi"},
+                     {"gpu_util_pct": 43.5, "gpu_memory_mib": 80887.7}, id="MI300X xGMI hive"),
+    ],
+)
+def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path, machine, expected, use):
+    bin_dir = tmp_path / "bin"
+    env = machine(bin_dir)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(NO_EMULATED_NODES, encoding="utf-8")
+    layout = ServerLayout.create(tmp_path / "server")
+    with start_hetero_server(layout, "vendor", nodes, env=env) as server:
+        local = next(node for node in server.api("hetero/api/v1/nodes") if node["name"] == "local")
+        accelerator = local["accelerator"]
+        assert {key: accelerator[key] for key in expected} == expected
+        assert local["family"] == expected["vendor"] and local["emulated"] is False
+        assert {device["link_domain"] for device in accelerator["devices"]} == {f"{expected['interconnect']}-0"}
+        assert [device["pci_bus"] is not None for device in accelerator["devices"]] == [True, True]
+        used = until(lambda: (n := next(n for n in server.api("hetero/api/v1/nodes") if n["name"] == "local"))
+                     ["utilisation"], "the node's utilisation")
+        assert {key: used[key] for key in use} == use
