@@ -4,13 +4,18 @@ comes from), and the tool absent, failing, or hanging past its timeout: always a
 from __future__ import annotations
 
 import functools
+import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from jupyter_hetero.backends.base import Launch
+from jupyter_hetero.backends.local import telemetry
 from jupyter_hetero.backends.local.discovery import discover_local_node, group_devices, vendor_module
+from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.backends.local.telemetry import _QuietAfterTimeout, sample_devices
 from jupyter_hetero.backends.local.vendors import amd, ascend, nvidia, run_tool
 from jupyter_hetero.backends.local.vendors.links import link_domains, pci_bus_id
@@ -237,3 +242,25 @@ def test_a_hung_tool_is_bounded_by_its_timeout_and_left_alone_after(tmp_path):
     started = time.monotonic()
     assert sample_devices("ascend", [0], run=quiet, which=which) == {}  # refused at once: no second wait
     assert time.monotonic() - started < 0.2
+
+
+def test_one_usage_pass_asks_the_tool_once_for_every_replica(tmp_path, monkeypatch):
+    recorded_tool(tmp_path / "bin", "npu-smi", {"info": ASCEND / "info-910b4.txt"})
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    asked = []
+    monkeypatch.setattr(telemetry, "_run", lambda argv: asked.append(argv) or run_tool(argv))
+    backend = LocalBackend(usage_interval_s=0)
+    handles = [backend.launch(Launch(
+        workload_id=1, attempt=1, replica=replica, node="local", argv=["command", "--", sys.executable, "-c",
+                                                                        "import time; time.sleep(30)"],
+        env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path, log_path=tmp_path / "log.txt",
+        exit_path=tmp_path / f"exit-{replica}.json", devices=(replica,), measurable=True, family="ascend"))
+        for replica in (0, 1)]
+    try:
+        scanned = backend.scan(handles)
+        assert [{k: v for k, v in scanned[h].items() if k != "rss_mib"} for h in handles] == [
+            {"gpu_util_pct": 0.0, "gpu_memory_mib": 26838.0}, {"gpu_util_pct": 0.0, "gpu_memory_mib": 29356.0}]
+        assert asked == [["npu-smi", "info"]]
+    finally:
+        for handle in handles:
+            backend.kill(handle)

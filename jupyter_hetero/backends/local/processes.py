@@ -16,7 +16,7 @@ import psutil
 
 from ...capability import NodeCapability
 from ..base import Exit, Launch, ProcessHandle
-from .telemetry import sample_devices
+from .telemetry import sample_devices, sample_each, summarise
 
 __all__ = ["LocalBackend"]
 
@@ -188,6 +188,12 @@ class LocalBackend:
         for process in psutil.process_iter(["ppid", "create_time", "status"]):
             table[process.pid] = {**process.info, "process": process}
             children.setdefault(process.info["ppid"], []).append(process.pid)
+        # One ask of each family's tool for every device measured in this pass, not one per replica.
+        wanted: dict[str, set[int]] = {}
+        for handle in handles:
+            if handle.measurable:
+                wanted.setdefault(handle.family, set()).update(handle.devices)
+        devices = {family: sample_each(family, sorted(indexes)) for family, indexes in wanted.items()}
         measured: dict[ProcessHandle, dict] = {}
         for handle in handles:
             if not self._alive_in(handle, table.get(handle.pid)):
@@ -202,7 +208,8 @@ class LocalBackend:
                     pass  # gone since the pass over the table: it holds no memory now
             sample = {"rss_mib": round(rss / _MIB, 1)}
             if handle.measurable:
-                sample.update(sample_devices(handle.family, handle.devices))
+                found = devices[handle.family]
+                sample.update(summarise(found[index] for index in handle.devices if index in found))
             measured[handle] = sample
         return measured
 

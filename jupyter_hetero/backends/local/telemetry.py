@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 
 from .discovery import vendor_module
-from .vendors import run_tool
+from .vendors import DeviceUsage, run_tool
 
-__all__ = ["QUIET_AFTER_TIMEOUT_S", "sample_devices"]
+__all__ = ["QUIET_AFTER_TIMEOUT_S", "sample_devices", "sample_each", "summarise"]
 
 # After a tool timed out it is left alone this long: a hung driver would otherwise cost every sampling
 # pass (every few seconds, per running workload) the whole timeout.
@@ -51,10 +51,20 @@ _run = _QuietAfterTimeout()
 
 def sample_devices(family: str, indexes: Sequence[int], *, run=None, which=shutil.which) -> dict[str, float]:
     """Mean utilisation and summed memory in use of these devices of ``family``; {} when not measurable."""
+    return summarise(sample_each(family, indexes, run=run, which=which).values())
+
+
+def sample_each(family: str, indexes: Sequence[int], *, run=None, which=shutil.which) -> dict[int, DeviceUsage]:
+    """Each of these devices' use, in one ask of its vendor's tool: what a pass over many replicas shares."""
     vendor = vendor_module(family)
     if vendor is None or not indexes:
         return {}
-    usage = vendor.sample(list(indexes), run or _run, which)
+    return {use.index: use for use in vendor.sample(sorted(set(indexes)), run or _run, which)}
+
+
+def summarise(usage) -> dict[str, float]:
+    """``gpu_util_pct`` (mean) and ``gpu_memory_mib`` (sum) of some devices' use, each where measured."""
+    usage = list(usage)
     utils = [use.util_pct for use in usage if use.util_pct is not None]
     memory = [use.memory_used_mib for use in usage if use.memory_used_mib is not None]
     return {
