@@ -19,7 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from ...capability import Accelerator, DeviceInfo, NodeCapability
-from .vendors import DeviceFacts, Runner, Which, amd, ascend, nvidia, run_tool
+from .vendors import DeviceFacts, Runner, Which, amd, ascend, cambricon, hygon, intel, nvidia, run_tool
 
 __all__ = [
     "VENDORS",
@@ -33,7 +33,7 @@ __all__ = [
 _MIB = 1024 * 1024
 # The vendor modules discovery walks, in order; each offers discover(run, which) and sample(indexes, run, which).
 # A machine's accelerators are those of the first module that finds any; every module's notes are kept.
-VENDORS: tuple[ModuleType, ...] = (nvidia, amd, ascend)
+VENDORS: tuple[ModuleType, ...] = (nvidia, amd, ascend, intel, cambricon, hygon)
 
 
 def vendor_module(family: str) -> ModuleType | None:

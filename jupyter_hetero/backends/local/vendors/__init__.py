@@ -25,9 +25,10 @@ Which = Callable[[str], "str | None"]
 TOOL_TIMEOUT_S = 10.0
 
 
-def run_tool(argv: list[str], timeout: float = TOOL_TIMEOUT_S) -> str:
-    """Run a vendor's tool with a bounded wait: a hung driver must not hang discovery or sampling."""
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True).stdout
+def run_tool(argv: list[str], timeout: float | None = None) -> str:
+    """Run a vendor's tool with a bounded wait (``TOOL_TIMEOUT_S`` unless given): a hung driver must not hang
+    discovery or sampling."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout or TOOL_TIMEOUT_S, check=True).stdout
 
 
 def failure(exc: BaseException) -> str:
