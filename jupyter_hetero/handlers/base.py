@@ -97,7 +97,9 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
     def body(self, model: type[Q]) -> Q:
         """Parse the JSON body into ``model``; malformed JSON or a bad field is a 400 naming it."""
         try:
-            data = json.loads(self.request.body or b"{}")
+            # Bytes that are not UTF-8 are read as lone surrogates (a BOM is dropped), so that the check below names
+            # the field that holds them rather than refusing the whole body.
+            data = json.loads((self.request.body or b"{}").decode("utf-8-sig", "surrogateescape"))
             _refuse_unusable(data, "field")
         except ValueError as exc:
             raise InvalidRequest(Message(N_("request body is not valid JSON: {problem}"), problem=exc),
@@ -196,9 +198,10 @@ def _text(value: bytes, kind: str, field: str) -> str:
 
 
 def _refuse_unusable(data: Any, kind: str, path: str = "") -> None:
-    """What no name, path, argument, variable or quantity may hold is a 400 naming where it is: a NUL character, a
-    lone surrogate (JSON's "\\ud800", which no file name or environment can encode), a number that is not finite
-    (NaN, Infinity, or 1e999, which JSON's parser reads as infinity)."""
+    """What no name, path, argument, variable or quantity may hold is a 400 naming where it is: a NUL character;
+    text that is not UTF-8, which no file name or environment can encode (a lone surrogate: JSON's "\\ud800", or a
+    byte that is not UTF-8, as ``body`` reads it); a number that is not finite (NaN, Infinity, or 1e999, which JSON's
+    parser reads as infinity)."""
     field = path or "body"
     if isinstance(data, str):
         if "\x00" in data:
@@ -207,8 +210,8 @@ def _refuse_unusable(data: Any, kind: str, path: str = "") -> None:
         try:
             data.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidRequest(Message(N_("{kind} {field} holds a lone surrogate, which is not text"), kind=kind,
-                                         field=field), field=field) from None
+            raise InvalidRequest(Message(N_("{kind} {field} is not UTF-8 text"), kind=kind, field=field),
+                                 field=field) from None
     elif isinstance(data, float):
         if not math.isfinite(data):
             raise InvalidRequest(Message(N_("{kind} {field} is not a finite number"), kind=kind, field=field),

@@ -126,7 +126,7 @@ async def test_query_and_path_values_that_are_not_utf8_are_refused_naming_the_pa
         assert (status, error.get("field")) == (400, field) and error.get("message"), (route, status, error)
 
 
-async def test_numbers_that_are_not_finite_and_lone_surrogates_are_refused_naming_the_field(
+async def test_numbers_that_are_not_finite_and_text_that_is_not_utf8_are_refused_naming_the_field(
         jp_http_port, jp_base_url, api):
     # Found by hand beside the fuzzing: NaN or infinity (1e999, which JSON's parser reads as infinity) in a quantity
     # was a 500; a lone surrogate was taken into a job's environment, which no process can be given.
@@ -137,6 +137,9 @@ async def test_numbers_that_are_not_finite_and_lone_surrogates_are_refused_namin
         ("workloads", job + b'"parameters": {"time_limit": 1e999}}', "alice", "parameters.time_limit"),
         ("workloads", job + b'"parameters": {"memory": -Infinity}}', "alice", "parameters.memory"),
         ("workloads", job + b'"env": {"A": "\\ud800"}}', "alice", "env.A"),
+        # Found by the sweep (test_sweep.py): bytes that are not UTF-8 in a body refused it whole, naming no field.
+        ("workloads", job + b'"env": {"A": "\xff\xfe"}}', "alice", "env.A"),
+        ("services", b'{"name": "x", "command": ["\xc3\x28"]}', "alice", "command[0]"),
         ("previews", b'{"template": "training", "parameters": {"devices": NaN}}', "alice", "parameters.devices"),
         ("activity", b'{"kernels": [{"workload_id": 1, "execution_state": "idle", "last_activity": 1e999}]}',
          "alice", "kernels[0].last_activity"),
