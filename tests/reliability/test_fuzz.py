@@ -1,14 +1,16 @@
-"""Schemathesis over the served OpenAPI document, against a real `jupyter server` on 127.0.0.1: every operation, with
-generated valid and invalid parameters and bodies, as a platform admin and as a tenant member; then stateful runs
-that follow the links schemathesis infers between operations (a listed or submitted workload's id into its reads and
-changes, a service's name into its scaling and rollouts). No answer may be a 5xx, and every 4xx is a JSON object with
-a ``message``; a 400 also names the ``field``. ``pytest -s`` prints the figures. The requests are the same each run;
+"""Schemathesis over the served OpenAPI document: every operation, with generated valid and invalid parameters and
+bodies; then stateful runs that follow the links schemathesis infers between operations (a listed or submitted
+workload's id into its reads and changes, a service's name into its scaling and rollouts). No answer may be a 5xx,
+and every 4xx is a JSON object with a ``message``; a 400 also names the ``field``.
+
+Two targets: a real `jupyter server` on 127.0.0.1, as a platform admin, a tenant member and her tenant's admin; and
+the hetero service of a real JupyterHub (`jupyter hetero service`), through the hub's proxy with the member's and the
+admin's hub tokens, fewer requests each. ``pytest -s`` prints the figures. The requests are the same each run;
 ``HETERO_RELIABILITY_LONG=1`` sends ten times as many, different each run.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -24,16 +26,20 @@ from schemathesis import GenerationMode
 
 from jupyter_hetero.api.openapi import build_document
 
-from ..builders import TOKENS, team_catalog
+from ..builders import team_catalog
 from ..conftest import DEMO_NODES, _token
-from ..harness import LabServer, ServerLayout, kill_runners_under, start_hetero_server
+from ..harness import kill_runners_under
+from ..hub.harness import CHP, HubProcess, hetero_service
 
 pytestmark = pytest.mark.slow
 
 LONG = os.environ.get("HETERO_RELIABILITY_LONG") == "1"
-EXAMPLES = 120 if LONG else 12  # per operation, caller and mode (valid, invalid)
-STATEFUL_RUNS = 200 if LONG else 20  # per caller, of up to 8 steps each
-CALLERS = ("root", "alice")  # a platform admin; a member of tenant vision
+SCALE = 10 if LONG else 1
+# Generated requests per operation and mode (valid, invalid), by caller: root, a platform admin; alice, a member of
+# tenant vision; carol, vision's tenant-admin. Through the hub each request takes the proxy's hop: fewer.
+SERVER_CALLERS = {"root": 12, "alice": 12, "carol": 4}
+HUB_CALLERS = {"alice": 3, "carol": 1}
+STATEFUL_RUNS = {"server": 20, "hub": 5}  # per caller, of up to 8 steps each
 # A job that ends at once, whose id the generated calls may name as well as random ones.
 QUICK = {"kind": "job", "template": "data-preprocessing", "command": ["true"]}
 # Hypothesis settings for sending requests: deterministic unless long, no shrinking (a failure is recorded, not
@@ -82,36 +88,55 @@ def _problem(response: requests.Response) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[LabServer]:
-    """One real server for the module, with the two-tenant team catalog and personal tokens."""
-    root = tmp_path_factory.mktemp("fuzz")
-    layout = ServerLayout.create(root)
-    config = {"ServerApp": {"identity_provider_class": "jupyter_hetero.auth.TeamIdentityProvider"},
-              "TeamIdentityProvider": {"user_tokens": TOKENS},
-              "HeteroApp": {"catalog_file": team_catalog(root, vision_a100=2), "owner_is_platform_admin": False}}
-    (layout.jupyter_config / "jupyter_server_config.json").write_text(json.dumps(config), encoding="utf-8")
+@dataclass(frozen=True)
+class Target:
+    """Where the requests go, with whose tokens, and how many are generated per operation and mode, by caller."""
+
+    name: str
+    api: str
+    tokens: dict[str, str]
+    callers: dict[str, int]
+    stateful_runs: int  # per caller
+
+    def headers(self, user: str) -> dict[str, str]:
+        return {"Authorization": f"token {self.tokens[user]}"}
+
+
+@pytest.fixture(scope="module", params=["server", "hub"])
+def target(request, tmp_path_factory) -> Iterator[Target]:
+    """conftest's real server; or the hetero service of a real hub, with the same catalog, through the hub's proxy."""
+    runs = STATEFUL_RUNS[request.param] * SCALE
+    if request.param == "server":
+        callers = {user: examples * SCALE for user, examples in SERVER_CALLERS.items()}
+        yield Target("server", request.getfixturevalue("team_server").api, {user: _token(user) for user in callers},
+                     callers, runs)
+        return
+    if not CHP.exists():
+        pytest.fail(f"configurable-http-proxy is not installed at {CHP}: run `make install`")
+    callers = {user: examples * SCALE for user, examples in HUB_CALLERS.items()}
+    root = tmp_path_factory.mktemp("fuzz-hub")
+    service, _url = hetero_service(root, team_catalog(root, vision_a100=2), DEMO_NODES)
     try:
-        with start_hetero_server(layout, "fuzz", DEMO_NODES) as running:
-            yield running
+        with HubProcess.start(root, groups={}, users=tuple(callers), extra_config=service) as hub:
+            hub.with_service(tuple(callers))
+            yield Target("hub", f"{hub.url}services/hetero/hetero/api/v1", hub.tokens, callers, runs)
     finally:
-        kill_runners_under(root)  # generated jobs, kernels and service replicas, orphans included
+        kill_runners_under(root)  # generated jobs and service replicas, orphans included
 
 
-def _served_schema(server: LabServer):
-    api = f"{server.base_url}hetero/api/v1"
-    headers = {"Authorization": f"token {_token('root')}"}
-    schema = schemathesis.openapi.from_url(f"{api}/openapi.json", headers=headers)
-    schema.config.update(base_url=api)
+def _served_schema(target: Target):
+    user = next(iter(target.callers))
+    schema = schemathesis.openapi.from_url(f"{target.api}/openapi.json", headers=target.headers(user))
+    schema.config.update(base_url=target.api)
     # The token is each caller's, sent with every request: a generated or missing one would only meet the
     # authentication, which test_authorisation.py covers, and never reach a handler.
     schema.config.generation.update(with_security_parameters=False)
-    return schema, api
+    return schema
 
 
-def _call(session: requests.Session, api: str, user: str, case) -> requests.Response:
+def _call(session: requests.Session, target: Target, user: str, case) -> requests.Response:
     _bound_the_wait(case)
-    return case.call(base_url=api, session=session, headers={"Authorization": f"token {_token(user)}"}, timeout=60)
+    return case.call(base_url=target.api, session=session, headers=target.headers(user), timeout=60)
 
 
 def _bound_the_wait(case) -> None:
@@ -123,13 +148,13 @@ def _bound_the_wait(case) -> None:
             case.body["wait_timeout"] = 1
 
 
-def test_every_operation_answers_generated_requests_without_a_server_error(server):
-    schema, api = _served_schema(server)
+def test_every_operation_answers_generated_requests_without_a_server_error(target):
+    schema = _served_schema(target)
     session = requests.Session()
     # Real things for half the calls to name, so that the handlers past the lookup run too.
-    known = {"workload_id": _post(session, api, "alice", "workloads", QUICK)["id"], "service": "fuzzed",
+    known = {"workload_id": _post(session, target, "workloads", QUICK)["id"], "service": "fuzzed",
              "template": "training", "node": "gpu-t4-0", "tenant": "vision", "family": "nvidia"}
-    _post(session, api, "alice", "services", {"name": "fuzzed", "command": ["true"]})
+    _post(session, target, "services", {"name": "fuzzed", "command": ["true"]})
     findings = Findings()
     nothing_invalid = set()
     for operation in (result.ok() for result in schema.get_all_operations()):
@@ -141,11 +166,13 @@ def test_every_operation_answers_generated_requests_without_a_server_error(serve
             strategy = operation.as_strategy(generation_mode=mode)
             if fixed:
                 strategy = st.one_of(strategy, operation.as_strategy(generation_mode=mode, path_parameters=fixed))
-            for user in CALLERS:
-                _run(strategy, EXAMPLES, lambda case, user=user: findings.check(case, _call(session, api, user, case)))
+            for user, examples in target.callers.items():
+                _run(strategy, examples,
+                     lambda case, user=user: findings.check(case, _call(session, target, user, case)))
     total = sum(findings.sent.values())
-    print(f"\nfuzzed {len(findings.sent)} operations ({len(nothing_invalid)} with nothing to make invalid) with "
-          f"{total} requests; statuses {dict(sorted(findings.statuses.items()))}; {len(findings.defects)} defects")
+    print(f"\n{target.name}: fuzzed {len(findings.sent)} operations ({len(nothing_invalid)} with nothing to make "
+          f"invalid) with {total} requests; statuses {dict(sorted(findings.statuses.items()))}; "
+          f"{len(findings.defects)} defects")
     # Every operation of the document but the document itself, which schemathesis leaves out as not the API's.
     assert set(findings.sent) == {f"{method.upper()} {path}" for path, methods in build_document()["paths"].items()
                                   for method in methods} - {"GET /openapi.json"}
@@ -176,23 +203,22 @@ def _known_path(path: str, known: dict) -> dict:
     return values
 
 
-def test_stateful_runs_follow_the_links_between_operations(server):
-    schema, api = _served_schema(server)
+def test_stateful_runs_follow_the_links_between_operations(target):
+    schema = _served_schema(target)
     session = requests.Session()
     # Something for the first calls of a run (the lists) to find and the links to carry on: alice's job and service.
-    _post(session, api, "alice", "workloads", QUICK)
-    _post(session, api, "alice", "services", {"name": "stateful", "command": ["true"]})
+    _post(session, target, "workloads", QUICK)
+    _post(session, target, "services", {"name": "stateful", "command": ["true"]})
     findings = Findings()
     runs, restarts = Counter(), 0
-    for user in CALLERS:
+    for user in target.callers:
 
         class Run(schema.as_state_machine()):
             def before_call(self, case):
                 _bound_the_wait(case)
 
             def get_call_kwargs(self, case, user=user):
-                return {"base_url": api, "session": session, "headers": {"Authorization": f"token {_token(user)}"},
-                        "timeout": 60}
+                return {"base_url": target.api, "session": session, "headers": target.headers(user), "timeout": 60}
 
             def validate_response(self, response, case, **kwargs):
                 findings.check(case, response)
@@ -202,7 +228,7 @@ def test_stateful_runs_follow_the_links_between_operations(server):
 
         while True:
             try:
-                Run.run(settings=settings(FUZZ, max_examples=max(STATEFUL_RUNS - runs[user], 1),
+                Run.run(settings=settings(FUZZ, max_examples=max(target.stateful_runs - runs[user], 1),
                                           stateful_step_count=8, derandomize=not LONG and not restarts))
                 break
             except FlakyStrategyDefinition:
@@ -211,10 +237,10 @@ def test_stateful_runs_follow_the_links_between_operations(server):
                 restarts += 1
                 assert restarts <= 10, "the stateful runs keep restarting"
     total = sum(findings.sent.values())
-    print(f"\nstateful: runs {dict(runs)} ({restarts} restarts), {total} requests over "
+    print(f"\n{target.name}, stateful: runs {dict(runs)} ({restarts} restarts), {total} requests over "
           f"{len(findings.sent)} operations; statuses {dict(sorted(findings.statuses.items()))}; "
           f"{len(findings.defects)} defects")
-    assert total >= STATEFUL_RUNS * len(CALLERS)
+    assert total >= target.stateful_runs * len(target.callers)
     assert not findings.defects, findings.report()
 
 
@@ -229,8 +255,8 @@ def _run(strategy, examples: int, send) -> None:
     fuzz()
 
 
-def _post(session: requests.Session, api: str, user: str, route: str, body: dict) -> dict:
-    response = session.post(f"{api}/{route}", json=body, headers={"Authorization": f"token {_token(user)}"},
-                            timeout=60)
+def _post(session: requests.Session, target: Target, route: str, body: dict) -> dict:
+    """``body`` posted to ``route`` as alice."""
+    response = session.post(f"{target.api}/{route}", json=body, headers=target.headers("alice"), timeout=60)
     assert response.status_code == 201, response.text
     return response.json()
