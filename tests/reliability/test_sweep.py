@@ -1,8 +1,8 @@
-"""What schemathesis does not send, swept over every parameter of the served OpenAPI document against a real server:
-text that is not UTF-8 (stray bytes; a surrogate, JSON's "\\ud800" or UTF-8-encoded in a URL) into every path and
-query parameter and every property of a JSON body, nested ones too; and numbers that are not finite (NaN, Infinity,
--Infinity, and 1e400, which JSON's parser reads as infinity) into every one that takes a number. Schemathesis
-generates valid UTF-8 and finite numbers only.
+"""What schemathesis does not send (it generates valid UTF-8 and finite numbers only), swept over every parameter of
+the served OpenAPI document against a real server: text that is not UTF-8 (stray bytes; a surrogate, JSON's
+"\\ud800" or UTF-8-encoded in a URL) into every path and query parameter and every property of a JSON body, nested
+ones too; and numbers that are not finite (NaN, Infinity, -Infinity, and 1e400, which JSON's parser reads as
+infinity) into every one that takes a number.
 
 Every such request must be refused with a 4xx JSON answer whose ``field`` names the parameter (a workload id in a
 path that is no integer names no workload: a 404 saying so); never a 5xx, never taken. Afterwards the store holds
@@ -172,27 +172,13 @@ def _request(api: str, method: str, path: str, workload_id: int, parameter: Para
     url = f"{api}{fill(route, workload_id=str(workload_id))}" + (f"?{query}" if query else "")
     if method not in ("post", "patch"):
         return url, None
-    body = json.loads(json.dumps(BODIES.get((method, path), {})))
-    if parameter.where != "body":
-        return url, json.dumps(body).encode()
-    _put(body, parameter.location, "\x00hostile")
+    body = dict(BODIES.get((method, path), {}))
+    if parameter.where == "body":
+        value = "\x00hostile"  # a placeholder, replaced in the JSON text by the hostile token
+        for key in reversed(parameter.location[1:]):
+            value = [value] if isinstance(key, int) else {key: value}
+        body[parameter.location[0]] = value
     return url, json.dumps(body).encode().replace(b'"\\u0000hostile"', hostile.in_json)
-
-
-def _put(body: dict | list, location: tuple, value: object) -> None:
-    """``value`` at ``location`` in ``body``, making the dicts and lists on the way (replacing what is there)."""
-    key, rest = location[0], location[1:]
-    if rest:
-        inner = [] if isinstance(rest[0], int) else {}
-        if isinstance(key, int):
-            body[:] = [inner]
-        else:
-            body[key] = inner
-        _put(inner, rest, value)
-    elif isinstance(key, int):
-        body[:] = [value]
-    else:
-        body[key] = value
 
 
 def _problem(response: requests.Response, parameter: Parameter, hostile: Hostile) -> str | None:
