@@ -21,6 +21,7 @@ from ..catalog.models import (
     LabelRequirement,
     Localized,
     MetricTarget,
+    NetworkRequirement,
     PreemptionPolicy,
     QueueClass,
     ResourceRequest,
@@ -120,6 +121,8 @@ class Template(Answer):
     labels: list[LabelRequirement]
     interconnect: list[Interconnect]
     frameworks: list[str]
+    inference_engines: list[str]
+    network: NetworkRequirement
     time_limit_s: int | None
     typical_runtime_s: int
     idle_timeout_s: int | None

@@ -7,11 +7,12 @@ are strict (unknown keys are errors) so a typo in a catalog file is reported, no
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..capability import AcceleratorFamily, Interconnect, NodeCapability
+from ..packages import parse_requirement
 from ..units import CpuMilli, DurationS, MemoryMiB, compare_versions, friendly_quantities, parse_duration_s, parse_memory_mib
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "FlavorSelector",
     "LabelRequirement",
     "ModelEntry",
+    "NetworkRequirement",
     "Onboarding",
     "Localized",
     "MetricTarget",
@@ -59,6 +61,15 @@ class Localized(_Model):
 
     def text(self, language: str = "en") -> str:
         return self.zh if language.lower().startswith("zh") else self.en
+
+
+def _requirement(text: str) -> str:
+    parse_requirement(text)
+    return text
+
+
+# A framework or inference engine and, optionally, a version range: "torch", "torch>=2.3", "vllm>=0.6,<0.7".
+PackageRequirement = Annotated[str, AfterValidator(_requirement)]
 
 
 class LabelRequirement(_Model):
@@ -208,14 +219,21 @@ class ResourceRequest(_Model):
 
 
 class RuntimeVariant(_Model):
-    """How a template runs on one accelerator family: image, env, minimum driver and runtime."""
+    """How a template runs on one accelerator family: image, env, minimum driver, runtime and firmware, and
+    what the node must provide for it."""
 
     family: AcceleratorFamily
     image: str = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     min_driver: str | None = None
-    min_runtime: str | None = None
-    frameworks: list[str] = Field(default_factory=list)
+    min_runtime: str | None = Field(default=None, description="The family's runtime: CUDA, CANN, ROCm, level-zero ...")
+    min_firmware: str | None = None
+    frameworks: list[str] = Field(default_factory=list, description="What the image brings (onboarding imports "
+                                                                    "them); not asked of the node.")
+    requires: list[PackageRequirement] = Field(
+        default_factory=list, description="Frameworks or inference engines the node must provide on this family, "
+        "e.g. 'torch_npu>=2.1' with min_runtime '8.0' (CANN 8)."
+    )
 
     def driver_ok(self, driver: str | None) -> bool:
         return self.min_driver is None or (driver is not None and compare_versions(driver, self.min_driver) >= 0)
@@ -261,6 +279,13 @@ class AdvancedParameter(_Model):
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"min {self.min} is above max {self.max}")
         return self
+
+
+class NetworkRequirement(_Model):
+    """What a template needs of a node's network."""
+
+    rdma: bool = False
+    min_bandwidth_gbps: float = Field(default=0, ge=0)
 
 
 class TaskType(str, Enum):
@@ -320,8 +345,14 @@ class Template(_Model):
     queue: str
     parameters: list[AdvancedParameter] = Field(default_factory=list)
     labels: list[LabelRequirement] = Field(default_factory=list, description="Extra node label constraints.")
-    interconnect: list[Interconnect] = Field(default_factory=list)
-    frameworks: list[str] = Field(default_factory=list, description="Frameworks the node must provide.")
+    interconnect: list[Interconnect] = Field(
+        default_factory=list, description="Accepted interconnects for multi-device work; without pcie, the devices "
+        "of one replica must also share one fast-link domain.")
+    frameworks: list[PackageRequirement] = Field(default_factory=list, description="Frameworks the node must provide, "
+                                                                                   "e.g. 'torch>=2.3'.")
+    inference_engines: list[PackageRequirement] = Field(
+        default_factory=list, description="Inference engines the node must provide, e.g. 'vllm>=0.6'.")
+    network: NetworkRequirement = Field(default_factory=NetworkRequirement)
     time_limit_s: DurationS | None = Field(default=None, ge=1)
     typical_runtime_s: DurationS = Field(default=3600, ge=1, description="Expected run time when none is declared.")
     idle_timeout_s: DurationS | None = Field(default=None, ge=1, description="Kernels idle this long are culled.")

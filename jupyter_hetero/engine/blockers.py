@@ -11,15 +11,20 @@ from .decisions import Blocker
 from .model import Res, Workload
 from .quota import QuotaCheck, QuotaVerdict
 
-__all__ = ["STATIC_KINDS", "capacity_blocker", "inadmissible", "quota_blocker", "static_blockers"]
+__all__ = ["STATIC_KINDS", "STATIC_ORDER", "capacity_blocker", "inadmissible", "quota_blocker", "static_blockers"]
 
-# Blockers about the inventory itself: no node of the flavor, none big enough, none with the right
-# accelerator, driver, runtime, frameworks, interconnect or labels, or none onboarded yet. Only a
-# change of the inventory can lift them; quota, capacity, holds and preemption are a matter of time.
-STATIC_KINDS = frozenset({
-    "no-nodes", "not-admitted", "no-accelerator", "device-memory", "device-count", "device-sharing", "flavor-devices",
-    "interconnect", "variant", "driver", "runtime", "frameworks", "labels", "node-cpu", "node-memory",
-})
+# Blockers about the inventory itself, closest to lifted first: nodes still onboarding; labels; software a
+# node could install (frameworks, inference engines, what the variant requires) or upgrade (driver, runtime,
+# firmware); its network and links; the size of its hardware; the wrong hardware; no node at all. Only a change
+# of the inventory can lift them; quota, capacity, holds and preemption are a matter of time.
+STATIC_ORDER = (
+    "not-admitted", "labels", "frameworks", "inference-engines", "variant-requires", "driver", "runtime", "firmware",
+    "bandwidth", "rdma", "link-domain", "interconnect", "device-sharing", "device-memory", "device-count",
+    "flavor-devices", "node-memory", "node-cpu", "variant", "no-accelerator", "no-nodes",
+)
+STATIC_KINDS = frozenset(STATIC_ORDER)
+# Static blockers rank below every blocker of time (at least 0.05); a flavor without nodes is the farthest (0).
+_STATIC_CLOSENESS = {kind: 0.02 * (1 - rank / (len(STATIC_ORDER) - 1)) for rank, kind in enumerate(STATIC_ORDER)}
 
 
 def inadmissible(blockers) -> bool:
@@ -29,10 +34,9 @@ def inadmissible(blockers) -> bool:
 
 def static_blockers(flavor: str, mismatches) -> list[Blocker]:
     if not mismatches:
-        return [Blocker("no-nodes", flavor, {}, 0.0)]
-    # A flavor with nodes that lack something says more than one with no node at all: it ranks first.
+        return [Blocker("no-nodes", flavor, {}, _STATIC_CLOSENESS["no-nodes"])]
     return [
-        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, 0.01)
+        Blocker(kind, flavor, {"need": example.need, "have": example.have, "nodes": count}, _STATIC_CLOSENESS[kind])
         for kind, (example, count) in mismatches.items()
     ]
 

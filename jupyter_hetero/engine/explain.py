@@ -52,8 +52,19 @@ _MESSAGES: dict[str, str] = {
     ),
     "driver": N_("driver: template needs driver {need}, nodes of flavor {flavor} have {have}"),
     "runtime": N_("runtime: template needs runtime {need}, nodes of flavor {flavor} have {have}"),
+    "firmware": N_("firmware: template needs firmware {need}, nodes of flavor {flavor} have {have}"),
+    "variant-requires": N_(
+        "runtime: the template's runtime variant for flavor {flavor} needs {need} on the node; its nodes provide {have}"
+    ),
     "frameworks": N_("frameworks: template needs {need}, nodes of flavor {flavor} provide {have}"),
+    "inference-engines": N_("inference engines: template needs {need}, nodes of flavor {flavor} provide {have}"),
+    "rdma": N_("network: template needs RDMA, nodes of flavor {flavor} have none"),
+    "bandwidth": N_("network: template needs {need} Gb/s or more, nodes of flavor {flavor} have {have} Gb/s"),
     "interconnect": N_("interconnect: template needs {need}, nodes of flavor {flavor} have {have}"),
+    "link-domain": N_(
+        "interconnect: a replica needs {need} devices on one fast link (one NVLink, HCCS or xGMI domain); "
+        "the largest domain on nodes of flavor {flavor} has {have}"
+    ),
     "labels": N_("labels: nodes of flavor {flavor} do not satisfy {need} (have {have})"),
     "device-count": N_("capacity: a replica needs {need} devices on one node, nodes of flavor {flavor} have {have}"),
     "device-sharing": N_("sharing: a replica needs a share of a device; nodes of flavor {flavor} give whole devices only"),

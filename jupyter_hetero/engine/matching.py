@@ -1,16 +1,20 @@
 """Static matching: can this node ever run this workload, whatever is free right now?
 
-Checks accelerator presence and device memory, the template variant's minimum driver and
-runtime (version-aware), frameworks, interconnect and label expressions. The answer depends only
-on facts that do not change within a cycle, so it is cached per (constraints, flavor).
+Checks accelerator presence, device memory, count and sharing, the interconnect and, for several
+devices of one replica that need a fast link, a link domain that holds them all; the template
+variant's minimum driver, runtime and firmware (version-aware) and what it requires on the node;
+frameworks and inference engines against requirement strings with version ranges
+(:mod:`..packages`); RDMA and bandwidth; and label expressions. The answer depends only on facts
+that do not change within a cycle, so it is cached per (constraints, flavor).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import compare_versions, format_memory
-from .model import Constraints, NodeState, Request
+from ..packages import unmet
+from ..units import compare_versions, format_amount, format_memory
+from .model import Constraints, NodeState, Request, VariantNeed
 
 __all__ = ["LabelReq", "Mismatch", "mismatch"]
 
@@ -59,30 +63,56 @@ def mismatch(node: NodeState, request: Request, constraints: Constraints) -> Mis
     if not node.schedulable:
         return Mismatch("not-admitted", "an admitted node", "pending onboarding")
     if request.uses_devices:
-        if not node.devices:
-            return Mismatch("no-accelerator", "an accelerator", "CPU only")
-        device_mem = node.devices[0].mem
-        if request.device_mem and device_mem < request.device_mem:
-            return Mismatch("device-memory", format_memory(request.device_mem), format_memory(device_mem))
-        if request.devices > len(node.devices):
-            return Mismatch("device-count", str(request.devices), str(len(node.devices)))
-        if request.device_milli and not node.shares_devices:
-            return Mismatch("device-sharing", "a share of a device", "whole devices only")
-        if request.replicas > 1 or request.devices > 1:
-            if constraints.interconnect and node.interconnect not in constraints.interconnect:
-                return Mismatch("interconnect", "|".join(constraints.interconnect), node.interconnect)
+        found = _devices_mismatch(node, request, constraints)
+        if found is not None:
+            return found
     variant = constraints.variant(node.family)
     if constraints.variants and variant is None:
         return Mismatch("variant", "a runtime variant for " + node.family, "none in the template")
     if variant is not None:
-        if variant.min_driver and (node.driver is None or compare_versions(node.driver, variant.min_driver) < 0):
-            return Mismatch("driver", f">= {variant.min_driver}", node.driver or "unknown")
-        if variant.min_runtime and (node.runtime is None or compare_versions(node.runtime, variant.min_runtime) < 0):
-            return Mismatch("runtime", f">= {variant.min_runtime}", node.runtime or "unknown")
-    missing = [f for f in constraints.frameworks if f not in node.frameworks]
-    if missing:
-        return Mismatch("frameworks", ",".join(constraints.frameworks), ",".join(sorted(node.frameworks)) or "none")
+        found = _variant_mismatch(node, variant)
+        if found is not None:
+            return found
+    if (missing := unmet(constraints.frameworks, node.frameworks)) is not None:
+        return Mismatch("frameworks", *missing)
+    if (missing := unmet(constraints.inference_engines, node.inference_engines)) is not None:
+        return Mismatch("inference-engines", *missing)
+    if constraints.rdma and not node.rdma:
+        return Mismatch("rdma", "RDMA", "none")
+    if node.bandwidth_gbps < constraints.min_bandwidth_gbps:
+        return Mismatch("bandwidth", format_amount(constraints.min_bandwidth_gbps), format_amount(node.bandwidth_gbps))
     for requirement in constraints.labels:
         if not requirement.matches(node.labels):
             return Mismatch("labels", str(requirement), node.labels.get(requirement.key, "absent"))
+    return None
+
+
+def _devices_mismatch(node: NodeState, request: Request, constraints: Constraints) -> Mismatch | None:
+    if not node.devices:
+        return Mismatch("no-accelerator", "an accelerator", "CPU only")
+    device_mem = node.devices[0].mem
+    if request.device_mem and device_mem < request.device_mem:
+        return Mismatch("device-memory", format_memory(request.device_mem), format_memory(device_mem))
+    if request.devices > len(node.devices):
+        return Mismatch("device-count", str(request.devices), str(len(node.devices)))
+    if request.device_milli and not node.shares_devices:
+        return Mismatch("device-sharing", "a share of a device", "whole devices only")
+    if request.replicas > 1 or request.devices > 1:
+        if constraints.interconnect and node.interconnect not in constraints.interconnect:
+            return Mismatch("interconnect", "|".join(constraints.interconnect), node.interconnect)
+    if request.devices > 1 and constraints.fast_link:
+        # One replica's devices talk over the fast link only inside one domain; across domains it is PCIe.
+        largest = len(node.devices) if node.largest_link_domain is None else node.largest_link_domain
+        if largest < request.devices:
+            return Mismatch("link-domain", str(request.devices), str(largest))
+    return None
+
+
+def _variant_mismatch(node: NodeState, variant: VariantNeed) -> Mismatch | None:
+    for kind, need, have in (("driver", variant.min_driver, node.driver), ("runtime", variant.min_runtime, node.runtime),
+                             ("firmware", variant.min_firmware, node.firmware)):
+        if need and (have is None or compare_versions(have, need) < 0):
+            return Mismatch(kind, f">= {need}", have or "unknown")
+    if variant.requires and (missing := unmet(variant.requires, node.frameworks | node.inference_engines)):
+        return Mismatch("variant-requires", *missing)
     return None

@@ -97,12 +97,15 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class VariantNeed:
-    """Minimum driver and runtime of the template's variant for one accelerator family."""
+    """What the template's variant for one accelerator family needs of a node: minimum driver, runtime and
+    firmware, and requirement strings (``torch_npu>=2.1``) its frameworks or inference engines must satisfy."""
 
     family: str
     min_driver: str | None = None
     min_runtime: str | None = None
-    frameworks: tuple[str, ...] = ()
+    frameworks: tuple[str, ...] = ()  # what the variant's image brings; not asked of the node
+    min_firmware: str | None = None
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,17 +113,26 @@ class Constraints:
     """Node constraints of a workload beyond raw capacity; equal constraints share match results."""
 
     labels: tuple = ()  # of matching.LabelReq
-    frameworks: tuple[str, ...] = ()
+    frameworks: tuple[str, ...] = ()  # requirement strings: "torch", "torch>=2.3"
     interconnect: tuple[str, ...] = ()
     variants: tuple[VariantNeed, ...] = ()
+    inference_engines: tuple[str, ...] = ()  # requirement strings: "vllm>=0.6"
+    rdma: bool = False
+    min_bandwidth_gbps: float = 0
     # Constraints key several per-cycle caches; hashing nested tuples on every lookup adds up.
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.labels, self.frameworks, self.interconnect, self.variants)))
+        object.__setattr__(self, "_hash", hash((self.labels, self.frameworks, self.interconnect, self.variants,
+                                                self.inference_engines, self.rdma, self.min_bandwidth_gbps)))
 
     def __hash__(self) -> int:
         return self._hash
+
+    @property
+    def fast_link(self) -> bool:
+        """Whether the devices of one replica must share a fast link (the template accepts no PCIe)."""
+        return bool(self.interconnect) and not ({"pcie", "none"} & set(self.interconnect))
 
     def variant(self, family: str) -> VariantNeed | None:
         return next((v for v in self.variants if v.family == family), None)
@@ -152,11 +164,18 @@ class NodeState:
     driver: str | None = None
     runtime: str | None = None
     interconnect: str = "none"
-    frameworks: frozenset[str] = frozenset()
+    frameworks: frozenset[str] = frozenset()  # as declared: "torch==2.4.1", "torch 2.4.1" or "torch"
     labels: dict[str, str] = field(default_factory=dict)
     domain: str = ""  # interconnect domain; gangs with placement=same-interconnect stay inside one
     schedulable: bool = True
     shares_devices: bool = True  # whether a replica may have a fraction of a device here (MPS, HAMi ...)
+    inference_engines: frozenset[str] = frozenset()  # as declared, like frameworks
+    firmware: str | None = None
+    rdma: bool = False
+    bandwidth_gbps: float = 0
+    # The most devices that share one fast-link domain (NVLink island, HCCS ring, xGMI hive); None where the
+    # node gives no per-device links, and then its interconnect links all its devices.
+    largest_link_domain: int | None = None
 
     def clone(self) -> NodeState:
         """A copy whose free capacity can change without touching this one (cheaper than deepcopy)."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+from ..capability import Accelerator
 from ..catalog import Catalog, Queue, Resources, Template
 from ..engine import (
     Constraints,
@@ -107,7 +109,19 @@ def node_state(view: NodeView) -> NodeState:
         domain=capability.labels.get(DOMAIN_LABEL, capability.name),
         schedulable=view.admission == "admitted" and view.flavor is not None,
         shares_devices=accelerator is not None and accelerator.sharing != "whole",
+        inference_engines=frozenset(accelerator.inference_engines if accelerator else ()),
+        firmware=accelerator.firmware_version if accelerator else None,
+        rdma=capability.network.rdma,
+        bandwidth_gbps=capability.network.bandwidth_gbps,
+        largest_link_domain=_largest_link_domain(accelerator),
     )
+
+
+def _largest_link_domain(accelerator: Accelerator | None) -> int | None:
+    """The most devices sharing one link domain; None where no device names one (nothing is known per device, and
+    the accelerator's interconnect stands for all of them)."""
+    domains = Counter(device.link_domain for device in accelerator.devices if device.link_domain) if accelerator else None
+    return max(domains.values()) if domains else None
 
 
 def constraints_for(template: Template, families: tuple[str, ...]) -> Constraints:
@@ -117,9 +131,13 @@ def constraints_for(template: Template, families: tuple[str, ...]) -> Constraint
         frameworks=tuple(template.frameworks),
         interconnect=tuple(template.interconnect),
         variants=tuple(
-            VariantNeed(v.family.value, v.min_driver, v.min_runtime, tuple(v.frameworks))
+            VariantNeed(v.family.value, v.min_driver, v.min_runtime, tuple(v.frameworks), v.min_firmware,
+                        tuple(v.requires))
             for v in template.variants if v.family.value in families
         ),
+        inference_engines=tuple(template.inference_engines),
+        rdma=template.network.rdma,
+        min_bandwidth_gbps=template.network.min_bandwidth_gbps,
     )
 
 

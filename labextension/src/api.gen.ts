@@ -1453,6 +1453,16 @@ export interface components {
             bandwidth_gbps: number;
         };
         /**
+         * NetworkRequirement
+         * @description What a template needs of a node's network.
+         */
+        NetworkRequirement: {
+            /** @default false */
+            rdma: boolean;
+            /** @default 0 */
+            min_bandwidth_gbps: number;
+        };
+        /**
          * Node
          * @description A node as ``GET /nodes`` lists it: the record, what admitted work holds and what it uses now.
          */
@@ -1941,7 +1951,8 @@ export interface components {
         };
         /**
          * RuntimeVariant
-         * @description How a template runs on one accelerator family: image, env, minimum driver and runtime.
+         * @description How a template runs on one accelerator family: image, env, minimum driver, runtime and firmware, and
+         *     what the node must provide for it.
          */
         RuntimeVariant: {
             family: components["schemas"]["AcceleratorFamily"];
@@ -1951,9 +1962,17 @@ export interface components {
             };
             /** @default null */
             min_driver: string | null;
-            /** @default null */
+            /**
+             * @description The family's runtime: CUDA, CANN, ROCm, level-zero ...
+             * @default null
+             */
             min_runtime: string | null;
+            /** @default null */
+            min_firmware: string | null;
+            /** @description What the image brings (onboarding imports them); not asked of the node. */
             frameworks: string[];
+            /** @description Frameworks or inference engines the node must provide on this family, e.g. 'torch_npu>=2.1' with min_runtime '8.0' (CANN 8). */
+            requires: string[];
         };
         /**
          * ScaleService
@@ -2211,6 +2230,8 @@ export interface components {
             labels: components["schemas"]["LabelRequirement"][];
             interconnect: ("nvlink" | "hccs" | "xgmi" | "pcie" | "none")[];
             frameworks: string[];
+            inference_engines: string[];
+            network: components["schemas"]["NetworkRequirement"];
             time_limit_s: number | null;
             typical_runtime_s: number;
             idle_timeout_s: number | null;
