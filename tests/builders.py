@@ -62,6 +62,23 @@ class NodeBuilder:
         self._node.frameworks = frozenset(names)
         return self
 
+    def engines(self, *names: str) -> NodeBuilder:
+        self._node.inference_engines = frozenset(names)
+        return self
+
+    def network(self, *, rdma: bool = False, gbps: float = 10) -> NodeBuilder:
+        self._node.rdma, self._node.bandwidth_gbps = rdma, gbps
+        return self
+
+    def firmware(self, version: str) -> NodeBuilder:
+        self._node.firmware = version
+        return self
+
+    def link_domain(self, largest: int) -> NodeBuilder:
+        """The most devices that share one fast-link domain here."""
+        self._node.largest_link_domain = largest
+        return self
+
     def labels(self, **labels: str) -> NodeBuilder:
         self._node.labels = {k.replace("_", "."): v for k, v in labels.items()}
         return self
@@ -134,10 +151,15 @@ class WorkloadBuilder:
         self._flavors = names
         return self
 
-    def needs(self, *, min_driver: str | None = None, min_runtime: str | None = None, family: str = "nvidia",
-              frameworks: tuple[str, ...] = (), interconnect: tuple[str, ...] = (), labels: tuple = ()) -> WorkloadBuilder:
-        variants = (VariantNeed(family, min_driver, min_runtime),) if (min_driver or min_runtime) else ()
-        self._constraints = Constraints(labels=labels, frameworks=frameworks, interconnect=interconnect, variants=variants)
+    def needs(self, *, min_driver: str | None = None, min_runtime: str | None = None, min_firmware: str | None = None,
+              requires: tuple[str, ...] = (), family: str = "nvidia", frameworks: tuple[str, ...] = (),
+              inference_engines: tuple[str, ...] = (), rdma: bool = False, min_bandwidth_gbps: float = 0,
+              interconnect: tuple[str, ...] = (), labels: tuple = ()) -> WorkloadBuilder:
+        variant = VariantNeed(family, min_driver, min_runtime, min_firmware=min_firmware, requires=requires)
+        variants = (variant,) if (min_driver or min_runtime or min_firmware or requires) else ()
+        self._constraints = Constraints(labels=labels, frameworks=frameworks, interconnect=interconnect, variants=variants,
+                                        inference_engines=inference_engines, rdma=rdma,
+                                        min_bandwidth_gbps=min_bandwidth_gbps)
         return self
 
     def submitted(self, at: float) -> WorkloadBuilder:

@@ -134,6 +134,17 @@ def test_every_error_is_listed_with_its_yaml_path(raw):
         pytest.param(lambda d: d["templates"][2]["request"].update(device_milli=500),
                      "templates[2](fine-tuning).request: Value error, ask for whole devices or a device fraction",
                      id="whole and fractional devices at once"),
+        pytest.param(lambda d: d["templates"][3].update(inference_engines=["vllm 0.6"]),
+                     "templates[3](online-inference).inference_engines[0]: Value error, 'vllm 0.6' is not a requirement "
+                     "such as 'torch' or 'torch>=2.3'", id="a version without an operator"),
+        pytest.param(lambda d: d["templates"][1].update(frameworks=["torch[cuda]>=2.3"]),
+                     "templates[1](training).frameworks[0]: Value error, 'torch[cuda]>=2.3': a requirement here is a "
+                     "name and a version range", id="a requirement with extras"),
+        pytest.param(lambda d: d["templates"][1]["variants"][1].update(requires=["torch_npu>=>2"]),
+                     "templates[1](training).variants[1].requires[0]: Value error, 'torch_npu>=>2' is not a requirement",
+                     id="a variant's requirement that does not parse"),
+        pytest.param(lambda d: d["templates"][7].update(network={"rdma": True, "min_bandwidth_gbps": -1}),
+                     "templates[7](hpc).network.min_bandwidth_gbps", id="negative bandwidth"),
     ],
 )
 def test_reference_and_rule_errors(raw, mutate, expected):
