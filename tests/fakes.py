@@ -6,6 +6,9 @@ the only place fakes live (builders are in builders.py).
     hetero_config["backend_class"] = "tests.fakes.GatedBackend"
     backend.launching.wait(); ...; backend.gate.set()     # a tick held inside a launch, then let go
     --HeteroApp.backend_class=tests.fakes.CutOffGang      # a server to kill in the middle of a gang's launch
+
+
+    JoiningNodes.join(nodes)                              # the next tick sees these nodes, as a cluster's
     repository.before_next_write(7, cancel)               # a cancel lands just before the tick writes row 7
     EngineProcess(TroubledEngine(stall_at=5.0))           # an engine process that hangs on the cycle at now=5
     recorded_tool(bin_dir, "npu-smi", {"info": DATA / "info-910b4.txt"})  # a vendor tool replaying outputs
@@ -19,17 +22,21 @@ import threading
 import time
 from pathlib import Path
 
+
+from typing import ClassVar
+
 from jupyter_server.auth.identity import IdentityProvider, User
 
-from jupyter_hetero.backends.base import Launch, ProcessHandle
+from jupyter_hetero.backends.base import Launch, NodesSeen, ProcessHandle
 from jupyter_hetero.backends.local.processes import LocalBackend
+from jupyter_hetero.capability import NodeCapability
 from jupyter_hetero.engine import Decisions, Engine, Snapshot
 from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.store import Repository
 
 __all__ = ["CutOffGang", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
-           "HubUser", "InterposingRepository", "SecondReplicaFails", "SteppingClock", "TroubledEngine", "installed",
-           "recorded_tool", "replay"]
+           "HubUser", "InterposingRepository", "JoiningNodes", "SecondReplicaFails", "SteppingClock",
+           "TroubledEngine", "installed", "recorded_tool", "replay"]
 
 
 class HubStyleUser(User):
@@ -207,6 +214,22 @@ class CutOffGang(LocalBackend):
             threading.Event().wait(60)  # the test kills the server meanwhile; should it not, the launch fails
             raise RuntimeError("the server was not killed mid-launch")
         return handle
+
+
+class JoiningNodes(LocalBackend):
+    """The local backend, except that nodes join as a cluster's do: after ``JoiningNodes.join(nodes)`` the next
+    tick's ``poll_nodes`` reports them as the whole inventory, as the Kubernetes backend does when a node
+    registers. Class-level, because the server builds its backend itself."""
+
+    _joined: ClassVar[list[NodeCapability] | None] = None
+
+    @classmethod
+    def join(cls, nodes: list[NodeCapability]) -> None:
+        cls._joined = list(nodes)
+
+    def poll_nodes(self) -> NodesSeen | None:
+        joined, JoiningNodes._joined = JoiningNodes._joined, None
+        return None if joined is None else NodesSeen(joined, {node.name: "admitted" for node in joined})
 
 
 class InterposingRepository(Repository):
