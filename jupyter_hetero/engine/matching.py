@@ -109,8 +109,9 @@ def _devices_mismatch(node: NodeState, request: Request, constraints: Constraint
 
 
 def _variant_mismatch(node: NodeState, variant: VariantNeed) -> Mismatch | None:
-    for kind, need, have in (("driver", variant.min_driver, node.driver), ("runtime", variant.min_runtime, node.runtime),
-                             ("firmware", variant.min_firmware, node.firmware)):
+    minimums = (("driver", variant.min_driver, node.driver), ("runtime", variant.min_runtime, node.runtime),
+                ("firmware", variant.min_firmware, node.firmware))
+    for kind, need, have in minimums:
         if need and (have is None or compare_versions(have, need) < 0):
             return Mismatch(kind, f">= {need}", have or "unknown")
     if variant.requires and (missing := unmet(variant.requires, node.frameworks | node.inference_engines)):

@@ -120,8 +120,10 @@ def node_state(view: NodeView) -> NodeState:
 def _largest_link_domain(accelerator: Accelerator | None) -> int | None:
     """The most devices sharing one link domain; None where no device names one (nothing is known per device, and
     the accelerator's interconnect stands for all of them)."""
-    domains = Counter(device.link_domain for device in accelerator.devices if device.link_domain) if accelerator else None
-    return max(domains.values()) if domains else None
+    if accelerator is None:
+        return None
+    domains = Counter(device.link_domain for device in accelerator.devices if device.link_domain)
+    return max(domains.values(), default=None)
 
 
 def constraints_for(template: Template, families: tuple[str, ...]) -> Constraints:
@@ -131,8 +133,8 @@ def constraints_for(template: Template, families: tuple[str, ...]) -> Constraint
         frameworks=tuple(template.frameworks),
         interconnect=tuple(template.interconnect),
         variants=tuple(
-            VariantNeed(v.family.value, v.min_driver, v.min_runtime, tuple(v.frameworks), v.min_firmware,
-                        tuple(v.requires))
+            VariantNeed(v.family.value, v.min_driver, v.min_runtime, tuple(v.frameworks),
+                        min_firmware=v.min_firmware, requires=tuple(v.requires))
             for v in template.variants if v.family.value in families
         ),
         inference_engines=tuple(template.inference_engines),
