@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, 
 
 from ..capability import AcceleratorFamily, Interconnect, NodeCapability
 from ..packages import parse_requirement
-from ..units import CpuMilli, DurationS, MemoryMiB, compare_versions, friendly_quantities, parse_duration_s, parse_memory_mib
+from ..units import CpuMilli, DurationS, MemoryMiB, friendly_quantities, parse_duration_s, parse_memory_mib
 
 __all__ = [
     "AdvancedParameter",
@@ -234,14 +234,6 @@ class RuntimeVariant(_Model):
         default_factory=list, description="Frameworks or inference engines the node must provide on this family, "
         "e.g. 'torch_npu>=2.1' with min_runtime '8.0' (CANN 8)."
     )
-
-    def driver_ok(self, driver: str | None) -> bool:
-        return self.min_driver is None or (driver is not None and compare_versions(driver, self.min_driver) >= 0)
-
-    def runtime_ok(self, runtime_version: str | None) -> bool:
-        return self.min_runtime is None or (
-            runtime_version is not None and compare_versions(runtime_version, self.min_runtime) >= 0
-        )
 
 
 class AdvancedParameter(_Model):

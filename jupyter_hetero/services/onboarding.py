@@ -43,6 +43,8 @@ from typing import Any
 from ..backends.base import Backend, Launch, Placed
 from ..capability import NodeCapability
 from ..catalog import Catalog
+from ..engine import Request
+from ..engine.matching import mismatch
 from ..errors import Forbidden, NotFound
 from ..i18n import N_, Message
 from ..store import Repository
@@ -53,10 +55,14 @@ from .environment import device_environment
 from .identity import Identity
 from .inventory import Inventory
 from .onboarding_probes import FAULT, FRAMEWORK_MODULES, IMPORTS, MODEL_HARNESS, SAMPLE, difference
+from .snapshot import constraints_for, node_state
 
 __all__ = ["OnboardingService", "onboarding_json"]
 
 log = logging.getLogger(__name__)
+
+# Whether a node can run a variant at all is asked with the smallest request: no devices, so no device checks.
+_ANY_SIZE = Request(cpu=0, mem=0)
 
 
 class OnboardingService:
@@ -327,11 +333,11 @@ class OnboardingService:
         if variant is None:
             raise NotFound(Message(N_("template {template!r} has no variant for {family!r}"), template=template,
                                    family=family), field="name")
-        node = next((v for v in self.inventory.nodes() if v.admission == "admitted" and v.capability.family
-                     and v.capability.family.value == family
-                     and variant.driver_ok(v.capability.accelerator.driver_version if v.capability.accelerator else None)
-                     and variant.runtime_ok(v.capability.accelerator.runtime_version if v.capability.accelerator
-                                            else None)), None)
+        # A node the engine would match for the variant: driver, runtime and firmware, what it requires, and the
+        # template's frameworks, engines, network and labels (whatever the request's size).
+        needs = constraints_for(found, (family,))
+        node = next((v for v in self.inventory.nodes() if v.capability.family.value == family
+                     and mismatch(node_state(v), _ANY_SIZE, needs) is None), None)
 
         def imports() -> tuple[bool, str]:
             code = IMPORTS.format(modules=[FRAMEWORK_MODULES.get(f, f.replace("-", "_")) for f in variant.frameworks])
@@ -343,8 +349,8 @@ class OnboardingService:
         row = self._checklist("framework", f"{template}/{family}", identity.user, [
             ("variant", lambda: (True, f"image {variant.image}, frameworks {', '.join(variant.frameworks) or 'none'}, "
                                        f"driver >= {variant.min_driver or 'any'}, runtime >= {variant.min_runtime or 'any'}")),
-            ("node", lambda: (node is not None, f"runs on {node.name}" if node else f"no admitted {family} node meets "
-                                                                                    f"its driver and runtime")),
+            ("node", lambda: (node is not None, f"runs on {node.name}" if node else f"no admitted {family} node matches "
+                                                                                    f"the template")),
             ("imports", imports),
         ])
         return onboarding_json(row)
