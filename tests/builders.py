@@ -58,6 +58,14 @@ class NodeBuilder:
         self._node.driver, self._node.runtime, self._node.interconnect = driver, runtime, interconnect
         return self
 
+    def topology(self, link_domains: list[int] | None = None, numa_nodes: list[int] | None = None) -> NodeBuilder:
+        """Link domains and NUMA nodes as sizes of groups of consecutive devices: ``topology([4, 4], [4, 4])``."""
+        for sizes, field in ((link_domains, "link"), (numa_nodes, "numa")):
+            groups = [group for group, size in enumerate(sizes or ()) for _ in range(size)]
+            for device, group in zip(self._node.devices, groups):
+                setattr(device, field, group)
+        return self
+
     def frameworks(self, *names: str) -> NodeBuilder:
         self._node.frameworks = frozenset(names)
         return self

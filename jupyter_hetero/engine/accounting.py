@@ -26,10 +26,11 @@ __all__ = ["Accounting"]
 class Accounting:
     """Mutable per-cycle accounting: capacity, quota, reservations; implements :class:`.preemption.WhatIf`."""
 
-    def __init__(self, snapshot: Snapshot, policy: str, node_scorer: NodeScorer | None):
+    def __init__(self, snapshot: Snapshot, policy: str, node_scorer: NodeScorer | None, *, topology: bool = True):
         self.now = snapshot.now
         self.queues = snapshot.queues
-        self.cluster = Cluster([node.clone() for node in snapshot.nodes], policy=policy, node_scorer=node_scorer)
+        self.cluster = Cluster([node.clone() for node in snapshot.nodes], policy=policy, node_scorer=node_scorer,
+                               topology=topology)
         self.reservations = Reservations(snapshot.queues)
         self.running: dict[str, list[Workload]] = {}  # flavor -> running workloads on it
         self.running_by_queue: dict[str, dict[str, list[Workload]]] = {}  # flavor -> queue -> running

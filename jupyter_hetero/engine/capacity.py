@@ -6,6 +6,11 @@ With a node scorer (the fragmentation-aware default), every replica goes to the 
 eligible nodes: a heap per request shape holds the ranks, and only nodes that changed since that
 shape last asked are ranked again. Allocation and release are exact inverses, which lets
 preemption try "what if these went away" and then restore the state.
+
+Topology-aware (the default), a replica of whole devices takes the closest free devices of its node
+(one link domain and NUMA node if it can; see :mod:`.topology`), and with a node scorer a replica of
+several goes first to a node where they fit inside one link domain. Topology-blind, it takes the lowest
+free indexes wherever the policy sends it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Protocol
 from ..units import format_amount, format_cpu, format_memory
 from .matching import Mismatch, mismatch
 from .model import Constraints, Device, NodeState, Request, Slot
+from .topology import Locality, choose_devices, locality
 
 __all__ = ["Cluster", "Eligibility", "NodeRanker", "NodeScorer", "Policy"]
 
@@ -86,10 +92,15 @@ class Cluster:
     """Free capacity of every node, indexed for placement; mutated as the cycle allocates."""
 
     def __init__(self, nodes: Iterable[NodeState], *, policy: str = Policy.FRAGMENTATION,
-                 node_scorer: NodeScorer | None = None):
+                 node_scorer: NodeScorer | None = None, topology: bool = True):
         self.nodes: dict[str, NodeState] = {n.name: n for n in sorted(nodes, key=lambda n: n.name)}
         self.policy = policy
         self.node_scorer = node_scorer
+        # Nodes whose devices have link domains: the only ones where the choice of devices can matter.
+        # Empty when blind, or when no node says: then placement is exactly as without topology.
+        self._linked = frozenset(
+            name for name, node in self.nodes.items() if topology and any(d.link >= 0 for d in node.devices)
+        )
         # The scorer sees the whole inventory once (static facts only), before any work is charged.
         self._ranker = (
             node_scorer.bind(self.nodes.values()) if node_scorer is not None and policy == Policy.FRAGMENTATION else None
@@ -274,6 +285,13 @@ class Cluster:
             return Slot(node.name, self._whole_devices(node, request))
         return None
 
+    def _locality(self, node: NodeState, request: Request) -> tuple[int]:
+        """A rank prefix for several whole devices where some nodes have link domains: nodes where the
+        devices fit inside one domain come first; a node without domains always splits them."""
+        if node.name in self._linked:
+            return (locality(node.devices, request.devices),)
+        return (Locality.SPLIT,)
+
     @staticmethod
     def _fitting(buckets, keys, request: Request, eligible) -> Iterator[NodeState]:
         for key in keys:
@@ -283,11 +301,13 @@ class Cluster:
                         continue
                     yield node
 
-    @staticmethod
-    def _whole_devices(node: NodeState, request: Request) -> tuple[tuple[int, int, int], ...]:
+    def _whole_devices(self, node: NodeState, request: Request) -> tuple[tuple[int, int, int], ...]:
         if not request.devices:
             return ()
-        free = [d for d in node.devices if d.free_milli == 1000][: request.devices]
+        if node.name in self._linked:
+            free = choose_devices(node.devices, request.devices)
+        else:
+            free = [d for d in node.devices if d.free_milli == 1000][: request.devices]
         return tuple((d.index, 1000, d.free_mem) for d in free)
 
     def _best_ranked(self, flavor: str, request: Request, eligible: dict[str, NodeState], key: tuple) -> Slot | None:
@@ -304,6 +324,9 @@ class Cluster:
         if fresh:
             entries = [(scored[0], node.name, version[node.name], scored[1])
                        for node, scored in zip(fresh, self._ranker.rank(fresh, request)) if scored is not None]
+            if self._linked and request.devices > 1:
+                entries = [(self._locality(self.nodes[name], request) + rank, name, at, device)
+                           for rank, name, at, device in entries]
             if len(entries) > len(heap):
                 heap.extend(entries)
                 heapq.heapify(heap)
@@ -335,6 +358,8 @@ class Cluster:
         nodes = [n for n in candidates if n.free_mem >= request.mem]
         ranked = [(scored[0], node.name, scored[1], node)
                   for node, scored in zip(nodes, self._ranker.rank(nodes, request)) if scored is not None]
+        if self._linked and request.devices > 1:
+            ranked = [(self._locality(node, request) + rank, name, device, node) for rank, name, device, node in ranked]
         if not ranked:
             return None
         _rank, _name, device, node = min(ranked, key=lambda entry: entry[:2])

@@ -57,11 +57,13 @@ class Engine:
 
     ``preemption_limit``/``preemption_window_s``: a workload chosen as a victim that many times within
     the window is not chosen again until the window passes (damping); a preemptor that fits only by
-    evicting it waits, with a ``protected`` blocker.
+    evicting it waits, with a ``protected`` blocker. ``topology=False`` places several whole devices
+    without regard to their link domains and NUMA nodes (the lowest free indexes): a baseline for benchmarks.
     """
 
     def __init__(self, *, policy: str = Policy.FRAGMENTATION, node_scorer: NodeScorer | None = None,
-                 eta: bool = True, preemption_limit: int = 3, preemption_window_s: float = 3600.0):
+                 eta: bool = True, preemption_limit: int = 3, preemption_window_s: float = 3600.0,
+                 topology: bool = True):
         if policy not in Policy.ALL:
             raise ValueError(f"unknown placement policy {policy!r}; choose one of {', '.join(Policy.ALL)}")
         if preemption_limit < 1:
@@ -73,9 +75,10 @@ class Engine:
         self.eta = eta
         self.preemption_limit = preemption_limit
         self.preemption_window_s = preemption_window_s
+        self.topology = topology
 
     def cycle(self, snapshot: Snapshot) -> Decisions:
-        state = Accounting(snapshot, self.policy, self.node_scorer)
+        state = Accounting(snapshot, self.policy, self.node_scorer, topology=self.topology)
         decisions = Decisions(now=snapshot.now)
         heads = self._escalate(snapshot, decisions)
         blocked: dict[int, tuple[Blocker, ...]] = {}

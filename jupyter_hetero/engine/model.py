@@ -140,12 +140,14 @@ class Constraints:
 
 @dataclass(slots=True)
 class Device:
-    """Free capacity of one accelerator device."""
+    """Free capacity of one accelerator device, and where it sits on its node."""
 
     index: int
     free_milli: int = 1000
     free_mem: int = 0
     mem: int = 0
+    link: int = -1  # its link domain on the node (NVLink island, HCCS mesh, xGMI hive); -1: none, a domain of its own
+    numa: int = -1  # the NUMA node it is attached to; -1: unknown
 
 
 @dataclass(slots=True)
@@ -182,7 +184,7 @@ class NodeState:
         copy = NodeState.__new__(NodeState)
         for name in self.__slots__:
             setattr(copy, name, getattr(self, name))
-        copy.devices = [Device(d.index, d.free_milli, d.free_mem, d.mem) for d in self.devices]
+        copy.devices = [Device(d.index, d.free_milli, d.free_mem, d.mem, d.link, d.numa) for d in self.devices]
         return copy
 
     @property

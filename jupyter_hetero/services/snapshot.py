@@ -86,8 +86,7 @@ def node_state(view: NodeView) -> NodeState:
     capability = view.capability
     accelerator = capability.accelerator
     held = view.held
-    devices = [Device(i, 1000, accelerator.memory_mib, accelerator.memory_mib) for i in range(accelerator.count)] \
-        if accelerator else []
+    devices = _devices(accelerator) if accelerator else []
     for device in devices[len(devices) - held.devices:] if held.devices else ():
         device.free_milli = device.free_mem = 0
     frameworks = set(capability.frameworks) | set(accelerator.frameworks if accelerator else ())
@@ -124,6 +123,20 @@ def _largest_link_domain(accelerator: Accelerator | None) -> int | None:
         return None
     domains = Counter(device.link_domain for device in accelerator.devices if device.link_domain)
     return max(domains.values(), default=None)
+
+
+def _devices(accelerator: Accelerator) -> list[Device]:
+    """The group's devices at full capacity, with their link domain (numbered on the node in order of
+    first appearance) and NUMA node where the capability says; a device it says nothing of has neither."""
+    where = {info.index: info for info in accelerator.devices}
+    links: dict[str, int] = {}
+    devices = []
+    for i in range(accelerator.count):
+        info = where.get(i)
+        link = -1 if info is None or info.link_domain is None else links.setdefault(info.link_domain, len(links))
+        numa = -1 if info is None or info.numa_node is None else info.numa_node
+        devices.append(Device(i, 1000, accelerator.memory_mib, accelerator.memory_mib, link, numa))
+    return devices
 
 
 def constraints_for(template: Template, families: tuple[str, ...]) -> Constraints:

@@ -1,0 +1,170 @@
+"""Topology-aware choice of whole devices: one link domain and one NUMA node first, then one domain,
+then the fewest domains; the tightest fit and the lowest index among equals."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jupyter_hetero.engine import Constraints, Device, Engine, Request
+from jupyter_hetero.engine.capacity import Cluster
+from jupyter_hetero.engine.scoring import fragmentation_scorer
+from jupyter_hetero.engine.topology import Locality, choose_devices, domain_of, locality
+
+from ..builders import GIB, job, node, queues, snapshot, tenant
+
+# The presets of jupyter_hetero/sim/topologies.yaml: (link domain sizes, NUMA node sizes) over 8 devices.
+PRESETS = {
+    "nvswitch-8": ([8], [4, 4]),
+    "nvlink-2x4": ([4, 4], [4, 4]),
+    "ascend-910b-hccs": ([8], [2, 2, 2, 2]),
+    "mi300x-xgmi": ([8], [4, 4]),
+    "ascend-910a-2x4": ([4, 4], [2, 2, 2, 2]),
+    "pcie-only": (None, None),
+}
+
+
+def devices(preset: str, busy: tuple[int, ...] = ()) -> list[Device]:
+    links, numa = PRESETS[preset]
+    built = node("n").gpus(8).topology(links, numa).build().devices
+    for index in busy:
+        built[index].free_milli = 0
+    return built
+
+
+@pytest.mark.parametrize(
+    ("preset", "busy", "k", "expected"),
+    [
+        pytest.param("nvswitch-8", (), 4, [0, 1, 2, 3], id="NVSwitch: four on one NUMA node"),
+        pytest.param("nvswitch-8", (0,), 4, [4, 5, 6, 7], id="NVSwitch: the NUMA node that still holds four"),
+        pytest.param("nvswitch-8", (0, 4), 4, [1, 2, 3, 5], id="NVSwitch: one domain, fewest NUMA nodes"),
+        pytest.param("nvswitch-8", (0, 1, 2), 1, [3], id="NVSwitch: one device from the fullest NUMA node"),
+        pytest.param("nvlink-2x4", (0, 1), 4, [4, 5, 6, 7], id="2x4: four in the untouched island"),
+        pytest.param("nvlink-2x4", (0, 1, 4), 2, [2, 3], id="2x4: two in the tighter island"),
+        pytest.param("nvlink-2x4", (0, 4), 4, [1, 2, 3, 5], id="2x4: no island holds four: three and one"),
+        pytest.param("nvlink-2x4", (), 8, list(range(8)), id="2x4: the whole node"),
+        pytest.param("ascend-910b-hccs", (0,), 2, [2, 3], id="910B: a NUMA pair, not the broken one"),
+        pytest.param("ascend-910b-hccs", (), 4, [0, 1, 2, 3], id="910B: two NUMA pairs inside the mesh"),
+        pytest.param("ascend-910b-hccs", (1, 3, 5), 5, [0, 2, 4, 6, 7], id="910B: five across the mesh"),
+        pytest.param("mi300x-xgmi", (), 8, list(range(8)), id="MI300X: the whole hive"),
+        pytest.param("mi300x-xgmi", (5,), 3, [4, 6, 7], id="MI300X: the NUMA node with just three left"),
+        pytest.param("ascend-910a-2x4", (0,), 4, [4, 5, 6, 7], id="910A: the untouched HCCS ring"),
+        pytest.param("ascend-910a-2x4", (0,), 1, [1], id="910A: the lone chip of a broken pair"),
+        pytest.param("pcie-only", (1,), 3, [0, 2, 3], id="no topology: the lowest free indexes, as blind"),
+    ],
+)
+def test_devices_are_chosen_closest_first(preset, busy, k, expected):
+    assert [d.index for d in choose_devices(devices(preset, busy), k)] == expected
+
+
+@pytest.mark.parametrize(
+    ("preset", "busy", "k", "expected"),
+    [
+        pytest.param("nvlink-2x4", (), 4, Locality.SAME_NUMA, id="2x4 empty: four fit an island"),
+        pytest.param("nvlink-2x4", (0, 4), 4, Locality.SPLIT, id="2x4: three and three"),
+        pytest.param("nvswitch-8", (0, 4), 4, Locality.SAME_DOMAIN, id="NVSwitch: across NUMA"),
+        pytest.param("pcie-only", (), 2, Locality.SPLIT, id="no topology: every device its own domain"),
+        pytest.param("pcie-only", (), 1, Locality.SAME_NUMA, id="one device is always close to itself"),
+    ],
+)
+def test_locality_is_the_best_a_node_can_offer(preset, busy, k, expected):
+    assert locality(devices(preset, busy), k) == expected
+
+
+# -- properties ------------------------------------------------------------------------------------
+
+@st.composite
+def nodes_and_requests(draw):
+    n = draw(st.integers(1, 16))
+    links = draw(st.lists(st.integers(-1, 3), min_size=n, max_size=n))
+    numa = draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n))
+    free = draw(st.lists(st.booleans(), min_size=n, max_size=n).filter(any))
+    built = [Device(i, 1000 if is_free else 0, link=link, numa=numa_node)
+             for i, (link, numa_node, is_free) in enumerate(zip(links, numa, free))]
+    k = draw(st.integers(1, sum(free)))
+    return built, k
+
+
+def _domains(chosen: list[Device]) -> int:
+    return len({domain_of(d) for d in chosen})
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes_and_requests())
+def test_the_choice_is_exactly_k_free_distinct_devices(case):
+    built, k = case
+    chosen = choose_devices(built, k)
+    assert len(chosen) == k
+    assert len({d.index for d in chosen}) == k
+    assert all(d.free_milli == 1000 for d in chosen)
+    assert [d.index for d in chosen] == sorted(d.index for d in chosen)
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes_and_requests())
+def test_the_choice_is_as_close_as_the_node_allows(case):
+    built, k = case
+    chosen = choose_devices(built, k)
+    free = [d for d in built if d.free_milli == 1000]
+    per_domain: dict[int, int] = {}
+    for d in free:
+        per_domain[domain_of(d)] = per_domain.get(domain_of(d), 0) + 1
+    if max(per_domain.values()) >= k:
+        assert _domains(chosen) == 1
+    # The fewest domains that can hold k: the largest ones, taken until they do.
+    sizes, fewest, held = sorted(per_domain.values(), reverse=True), 0, 0
+    while held < k:
+        held, fewest = held + sizes[fewest], fewest + 1
+    assert _domains(chosen) == fewest
+    assert _domains(chosen) <= _domains(free[:k])  # never worse than the lowest free indexes (blind)
+    best = locality(built, k)
+    one_numa = len({d.numa for d in chosen}) == 1
+    assert best != Locality.SAME_NUMA or (_domains(chosen) == 1 and one_numa)
+    assert (best == Locality.SPLIT) == (_domains(chosen) > 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes_and_requests())
+def test_the_choice_is_deterministic(case):
+    built, k = case
+    copy = [Device(d.index, d.free_milli, link=d.link, numa=d.numa) for d in built]
+    assert [d.index for d in choose_devices(built, k)] == [d.index for d in choose_devices(copy, k)]
+
+
+# -- in the engine ---------------------------------------------------------------------------------
+
+TEAM = tenant("vision").quota("a100-80g", devices=64)
+
+
+@pytest.mark.parametrize(("aware", "expected"), [(True, (4, 5, 6, 7)), (False, (2, 3, 4, 5))], ids=["aware", "blind"])
+def test_four_devices_land_in_the_island_a_two_device_job_left_whole(aware, expected):
+    two_by_four = node("a1").gpus(8).topology([4, 4], [4, 4])
+    snap = snapshot(nodes=[two_by_four], running=[job(1).gpus(2).on("a1", 0, 1)], pending=[job(2).gpus(4)],
+                    tenants=[TEAM])
+    [admission] = Engine(topology=aware).cycle(snap).admissions
+    assert tuple(index for index, _milli, _mem in admission.placement.slots[0].devices) == expected
+
+
+def test_a_node_whose_island_holds_the_request_beats_a_fuller_one_that_splits_it():
+    # The fragmentation score alone prefers "a-split" (it fills the node); its free devices straddle islands.
+    split = node("a-split").gpus(8).topology([4, 4], [4, 4]).build()
+    for device in split.devices:
+        device.free_milli = 1000 if device.index in (0, 4) else 0
+    whole = node("b-whole").gpus(8).topology([4, 4], [4, 4]).build()
+    typical = [Request(cpu=1000, mem=GIB, devices=k) for k in (1, 2, 4, 8)]
+    request = Request(cpu=1000, mem=GIB, devices=2)
+    places = {}
+    for aware in (True, False):
+        cluster = Cluster([split.clone(), whole.clone()], node_scorer=fragmentation_scorer(typical), topology=aware)
+        [slot] = cluster.place("a100-80g", request, Constraints())
+        places[aware] = (slot.node, [index for index, _milli, _mem in slot.devices])
+    assert places == {True: ("b-whole", [0, 1]), False: ("a-split", [0, 4])}
+
+
+def test_without_link_domains_aware_and_blind_place_alike():
+    nodes = [node(f"n{i}").gpus(8) for i in range(3)]
+    pending = [job(i).gpus(k) for i, k in enumerate((1, 2, 4, 1, 8, 2, 4), start=1)]
+    snap = snapshot(nodes=nodes, pending=pending, tenants=[TEAM], queue_policies=queues())
+    aware, blind = (Engine(topology=flag).cycle(snap).admissions for flag in (True, False))
+    assert aware == blind
