@@ -45,3 +45,28 @@ def test_emulated_nodes_with_replicas_are_flagged(tmp_path):
 def test_bad_emulated_nodes_are_rejected_with_the_entry_named(entries, message):
     with pytest.raises(EmulatedNodesError, match=message.replace("[", r"\[").replace("]", r"\]")):
         load_emulated_nodes(entries)
+
+
+def test_an_emulated_topology_shorthand_becomes_per_device_locality():
+    [node] = load_emulated_nodes([{
+        "name": "g", "cpu": 96, "memory": "1Ti",
+        "accelerator": {"vendor": "nvidia", "model": "A100", "count": 8, "memory_mib": "80Gi", "interconnect": "nvlink",
+                        "topology": {"link_domains": [4, 4], "numa_nodes": [4, 4]}},
+    }])
+    assert [(d.index, d.link_domain, d.numa_node) for d in node.accelerator.devices] == [
+        (i, f"nvlink-{i // 4}", i // 4) for i in range(8)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("topology", "extra", "message"),
+    [
+        pytest.param({"link_domains": [4, 3]}, {}, "adding up to count", id="sizes short of the count"),
+        pytest.param({"link_domains": [8], "rings": [2]}, {}, "expected a mapping", id="unknown key"),
+        pytest.param({"numa_nodes": [8]}, {"devices": [{"index": 0}]}, "not both", id="topology and devices"),
+    ],
+)
+def test_a_bad_topology_shorthand_is_rejected_with_the_entry_named(topology, extra, message):
+    accelerator = {"vendor": "nvidia", "model": "A100", "count": 8, "memory_mib": "80Gi", "topology": topology, **extra}
+    with pytest.raises(EmulatedNodesError, match=r"nodes\[0\]\.accelerator\.topology: .*" + message):
+        load_emulated_nodes([{"name": "g", "cpu": 8, "memory": "8Gi", "accelerator": accelerator}])

@@ -97,7 +97,12 @@ class EmulatedNodesError(ValueError):
 def load_emulated_nodes(source: str | Path | list[dict[str, Any]]) -> list[NodeCapability]:
     """Emulated nodes from a YAML file (a list, or ``{nodes: [...]}``) or a list of dicts.
 
-    An entry may carry ``replicas: N`` to declare N identical nodes named ``<name>-0..N-1``.
+    An entry may carry ``replicas: N`` to declare N identical nodes named ``<name>-0..N-1``, and its
+    accelerator a ``topology`` shorthand for the per-device ``devices`` list: consecutive devices
+    grouped by size, e.g. two NVLink islands of 4, one per NUMA node::
+
+        accelerator: {vendor: nvidia, model: H100, count: 8, interconnect: nvlink,
+                      topology: {link_domains: [4, 4], numa_nodes: [4, 4]}}
     """
     if isinstance(source, (str, Path)):
         data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
@@ -113,6 +118,10 @@ def load_emulated_nodes(source: str | Path | list[dict[str, Any]]) -> list[NodeC
         if not isinstance(entry, dict):
             raise EmulatedNodesError(f"{where}: nodes[{i}] is not a mapping")
         entry = dict(entry)
+        try:
+            _expand_topology(entry)
+        except ValueError as exc:
+            raise EmulatedNodesError(f"{where}: nodes[{i}].accelerator.topology: {exc}") from None
         replicas = entry.pop("replicas", None)
         names = [entry.get("name")] if replicas is None else [f"{entry.get('name')}-{n}" for n in range(int(replicas))]
         for name in names:
@@ -127,3 +136,39 @@ def load_emulated_nodes(source: str | Path | list[dict[str, Any]]) -> list[NodeC
     if duplicated:
         raise EmulatedNodesError(f"{where}: node names used twice: {', '.join(duplicated)}")
     return nodes
+
+
+_TOPOLOGY_KEYS = {"link_domains", "numa_nodes"}
+
+
+def _expand_topology(entry: dict[str, Any]) -> None:
+    """Replace ``accelerator.topology`` (group sizes over consecutive devices) by the ``devices`` it means."""
+    accelerator = entry.get("accelerator")
+    if not isinstance(accelerator, dict) or "topology" not in accelerator:
+        return
+    accelerator = entry["accelerator"] = dict(accelerator)
+    topology = accelerator.pop("topology")
+    if not isinstance(topology, dict) or not set(topology) <= _TOPOLOGY_KEYS:
+        raise ValueError(f"expected a mapping with {' and/or '.join(sorted(_TOPOLOGY_KEYS))}")
+    if accelerator.get("devices"):
+        raise ValueError("give either topology or devices, not both")
+    count = accelerator.get("count")
+    if not isinstance(count, int):
+        raise ValueError("needs the accelerator's count")
+    prefix = accelerator.get("interconnect") or "link"
+    links = _group_of(topology.get("link_domains"), count, "link_domains")
+    numa = _group_of(topology.get("numa_nodes"), count, "numa_nodes")
+    accelerator["devices"] = [
+        {"index": i, "link_domain": None if links is None else f"{prefix}-{links[i]}",
+         "numa_node": None if numa is None else numa[i]}
+        for i in range(count)
+    ]
+
+
+def _group_of(sizes: Any, count: int, field: str) -> list[int] | None:
+    """Per device, the number of its group; ``[4, 4]`` -> ``[0, 0, 0, 0, 1, 1, 1, 1]``."""
+    if sizes is None:
+        return None
+    if not isinstance(sizes, list) or not all(isinstance(n, int) and n > 0 for n in sizes) or sum(sizes) != count:
+        raise ValueError(f"{field} must be positive group sizes adding up to count ({count}), not {sizes!r}")
+    return [group for group, size in enumerate(sizes) for _ in range(size)]
