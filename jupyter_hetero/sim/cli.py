@@ -12,6 +12,7 @@ import sys
 
 from .openb import LEVELS, POLICIES, run_placement
 from .queueing_cli import add_queueing_parser
+from .topology_cli import add_topology_parser
 
 __all__ = ["DEFAULT_POLICY", "add_simulate_parser", "parse_seeds"]
 
@@ -74,3 +75,4 @@ def add_simulate_parser(commands: argparse._SubParsersAction) -> None:
     placement.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     placement.set_defaults(run=_placement)
     add_queueing_parser(actions)
+    add_topology_parser(actions)
