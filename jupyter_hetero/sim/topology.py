@@ -1,7 +1,7 @@
 """Topology-aware against topology-blind placement of whole-device jobs on emulated 8-device servers.
 
     samples = philly_samples("philly_jobs.csv")           # (devices, run time) of its 1/2/4/8-GPU jobs
-    out = run_topology(samples, presets=("nvlink-2x4",), nodes=16, jobs=3000, seed=1)
+    out = run_topology(samples, presets=("nvlink-2x4",), nodes=16, jobs=2000, seeds=(1, 2, 3))
     out["presets"]["nvlink-2x4"]["aware"]["single_domain_share"]
 
 Each preset of ``topologies.yaml`` becomes a cluster of identical emulated nodes, turned into the
