@@ -25,6 +25,7 @@ class RunningAttempt:
     gpu_utils: list[float] = field(default_factory=list)
     peak_gpu_mib: float = 0.0
     latest: dict = field(default_factory=dict)  # the last sample (one replica's: a service's replica has one)
+    device_note: str | None = None  # the first reason the backend gave for not measuring its devices
     signalled: bool = False  # SIGTERM sent for the current stop
     killed: bool = False
     exits: dict[int, Exit] = field(default_factory=dict)  # replicas that have exited, by replica number
@@ -42,13 +43,19 @@ class RunningAttempt:
             backend.kill(handle)
         self.killed = True
 
-    def sample(self, backend: Backend, alive: list[ProcessHandle]) -> None:
+    def sample(self, backend: Backend, alive: list[ProcessHandle]) -> str | None:
+        """Take each live replica's latest sample; the backend's note on why its devices are not measured, the
+        first time the attempt gets one (None otherwise)."""
+        noted = None
         for handle in alive:
             sample = self.latest = backend.sample(handle)
             self.peak_rss_mib = max(self.peak_rss_mib, sample.get("rss_mib", 0.0))
             if "gpu_util_pct" in sample:
                 self.gpu_utils.append(sample["gpu_util_pct"])
-                self.peak_gpu_mib = max(self.peak_gpu_mib, sample["gpu_memory_mib"])
+                self.peak_gpu_mib = max(self.peak_gpu_mib, sample.get("gpu_memory_mib") or 0.0)
+            elif sample.get("device_note") and self.device_note is None:
+                self.device_note = noted = sample["device_note"]
+        return noted
 
     def exit_of(self, backend: Backend, handle: ProcessHandle) -> Exit:
         ended = self.exits.get(handle.replica)
@@ -73,7 +80,9 @@ class RunningAttempt:
     def metrics(self, exits: list[Exit]) -> dict:
         metrics = {"peak_rss_mib": max([self.peak_rss_mib] + [e.metrics.get("peak_rss_mib") or 0 for e in exits]),
                    "exit_codes": [e.code for e in exits]}
-        if self.gpu_utils:  # only real NVIDIA devices are measured; emulated ones are not
+        if self.gpu_utils:  # real NVIDIA devices through NVML, devices in pods through an exporter; not emulated ones
             metrics["gpu_util_pct_mean"] = round(sum(self.gpu_utils) / len(self.gpu_utils), 1)
             metrics["gpu_memory_peak_mib"] = self.peak_gpu_mib
+        elif self.device_note:
+            metrics["device_note"] = self.device_note
         return metrics

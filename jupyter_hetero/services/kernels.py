@@ -439,7 +439,8 @@ class KernelService:
         return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
 
     def _devices_idle_too_long(self, row: WorkloadRow, now: float) -> bool:
-        """Where utilisation is measurable (a real node's devices), low use for long enough culls."""
+        """Where utilisation is measured (real devices here through their vendor's tool, devices in pods through an
+        exporter), low use for long enough culls."""
         use = self._device_use.get(row.id)
         if use is None or use >= self.device_idle_pct:
             self._low_since.pop(row.id, None)
@@ -448,18 +449,25 @@ class KernelService:
         return now - since >= self.device_idle_after_s
 
     def _sample_devices(self, rows: list[WorkloadRow]) -> None:
-        """Measure these kernels' real devices in a worker thread (a vendor's library or tool waits on the
-        driver); a sweep decides on the latest measurement, at most one sweep old."""
+        """Measure these kernels' real devices in a worker thread (a vendor's tool waits on the driver; a pod's
+        come from the exporters' latest pass); a sweep decides on the latest measurement, at most one sweep old."""
         if self._sampling is not None and not self._sampling.done():
             return
-        targets = {row.id: measured for row in rows if (measured := self._measurable_devices(row))[1]}
+        targets = {row.id: measured for row in rows if (measured := self._measurable_devices(row))}
         if not targets:
             self._device_use = {}
             return
+        pods = self.pods
+
+        def measure(workload_id: int, measured: tuple[str, str, list[int]]) -> dict:
+            family, node, indexes = measured
+            if pods is None:
+                return sample_devices(family, indexes)
+            return pods.kernel_usage(workload_id, devices=len(indexes), node=node)
 
         def sample() -> dict[int, float]:
-            found = {workload_id: sample_devices(family, devices).get("gpu_util_pct")
-                     for workload_id, (family, devices) in targets.items()}
+            found = {workload_id: measure(workload_id, measured).get("gpu_util_pct")
+                     for workload_id, measured in targets.items()}
             return {workload_id: use for workload_id, use in found.items() if use is not None}
 
         self._sampling = asyncio.get_running_loop().run_in_executor(None, sample)
@@ -469,13 +477,15 @@ class KernelService:
         if not future.cancelled() and future.exception() is None:
             self._device_use = future.result()
 
-    def _measurable_devices(self, row: WorkloadRow) -> tuple[str, list[int]]:
-        """(family, device indexes) of a kernel's devices that can be sampled here; ("", []) for none."""
+    def _measurable_devices(self, row: WorkloadRow) -> tuple[str, str, list[int]] | None:
+        """The family, node and device indexes of a kernel whose devices can be measured: real ones, on this
+        machine through their vendor's tool or in a pod through the cluster's exporters."""
         placement = placement_from_json(row.placement) if row.placement else None
         view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
-        if view is None or view.capability.emulated or not self.scheduler.backend.runs_here:
-            return "", []  # only this machine's devices can be sampled here
-        return view.capability.family.value, [index for index, _m, _mem in placement.slots[0].devices]
+        if view is None or view.capability.emulated or (self.pods is None and not self.scheduler.backend.runs_here):
+            return None
+        devices = [index for index, _m, _mem in placement.slots[0].devices]
+        return (view.capability.family.value, view.name, devices) if devices else None
 
     def _shutdown(self, row: WorkloadRow, reason: str) -> None:
         kernel_id = self.kernel_id(row)

@@ -635,7 +635,9 @@ class Scheduler:
         deadline = self.times.steady(row.id, "preempting_until", row.preempting_until)
         if row.stopping is not None and deadline is not None and now >= deadline and not running.killed:
             running.kill(self.backend, alive)
-        running.sample(self.backend, alive)
+        note = running.sample(self.backend, alive)
+        if note is not None:  # once an attempt: an exporter that stays down is not an event per tick
+            self.repository.update_workload(row.id, event="unmeasured", reason=f"device use not measured: {note}")
         checkpoint = self.paths(row.id).newest_checkpoint()
         if checkpoint and (row.checkpoint_at is None or checkpoint[1] > row.checkpoint_at):
             self.repository.update_workload(row.id, event="checkpoint", reason=f"new checkpoint {checkpoint[0].name}",

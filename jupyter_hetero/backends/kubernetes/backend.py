@@ -4,7 +4,8 @@
     backend.start(wake=loop.wake)          # lists and watches nodes, our pods and their events
     backend.poll_nodes()                   # the inventory, when the nodes changed since the last call
     handle = backend.launch(launch)        # a pod with required node affinity to launch.node
-    backend.scan([handle])                 # alive by the reflector's cache: no API call per tick
+    backend.scan([handle])                 # alive by the reflector's cache: no API call per tick; device use
+                                           # from the exporters' latest pass (KubernetesConfig.exporters)
 
 Every call that talks to the API server blocks: the scheduler calls them from its worker thread, the
 kernel provisioner through ``asyncio.to_thread``. Nothing here runs on the server's event loop.
@@ -33,6 +34,7 @@ from .identity import SERVICE_LABEL, endpoint_service_name
 from .objects import owned_by_pod
 from .pods import PodState, pod_problem, pod_state
 from .cluster import ClusterReflector
+from .telemetry import VENDOR_OF, ExporterScraper, NodeTarget, exporters_from_config
 
 __all__ = ["KubernetesBackend"]
 
@@ -78,6 +80,10 @@ class KubernetesBackend:
         self._kernel_secrets: dict[str, str] = {}  # kernel pod -> its connection Secret
         self._services: dict[str, str] = {}  # a multi-replica job's replica-0 pod -> its rendezvous Service
         self._exposed: set[tuple[str, str]] | None = None  # (namespace, name) of services' Services; None: not listed
+        self._kernels: dict[int, str] = {}  # kernel workload -> its pod
+        exporters = exporters_from_config(config.exporters)
+        self.telemetry = ExporterScraper(exporters, targets=self.device_nodes, interval_s=config.exporter_interval,
+                                         timeout_s=config.exporter_timeout) if exporters else None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -92,10 +98,14 @@ class KubernetesBackend:
         self.reflector.start()
         if not self.reflector.wait_synced(timeout):
             raise TimeoutError(f"the Kubernetes API server did not answer the first lists within {timeout:g} s")
+        if self.telemetry is not None:
+            self.telemetry.start()
 
     def close(self) -> None:
         self._closed.set()
         self.reflector.stop()
+        if self.telemetry is not None:
+            self.telemetry.stop()
 
     # -- inventory ---------------------------------------------------------------------------
 
@@ -135,6 +145,34 @@ class KubernetesBackend:
 
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
         return None  # what a node uses is the metrics pipeline's business, not the API server's
+
+    # -- device use --------------------------------------------------------------------------
+
+    def device_nodes(self) -> list[NodeTarget]:
+        """The nodes where our live pods hold devices, with their addresses and the devices' vendors: where the
+        exporters are read."""
+        vendors: dict[str, set[str]] = {}
+        for pod in self.reflector.pods.items().values():
+            node = (pod.get("spec") or {}).get("nodeName")
+            held = {prefix for container in pod["spec"].get("containers", ())
+                    for name in ((container.get("resources") or {}).get("limits") or {})
+                    for prefix in VENDOR_OF.values() if name.startswith(prefix)} if node else set()
+            if held and pod_state(pod).alive:
+                vendors.setdefault(node, set()).update(held)
+        nodes = self.reflector.nodes.items()
+        return [NodeTarget(name, _internal_ip(nodes.get(name)), frozenset(held)) for name, held in sorted(vendors.items())]
+
+    def _usage(self, handle: ProcessHandle) -> dict:
+        if self.telemetry is None or not handle.devices:
+            return {}
+        return self.telemetry.usage(handle.pod, devices=len(handle.devices), node=handle.node)
+
+    def kernel_usage(self, workload_id: int, *, devices: int, node: str) -> dict:
+        """A kernel pod's device use from the exporters' latest pass, as :meth:`sample` gives a replica's."""
+        key = self._kernels.get(workload_id)
+        if self.telemetry is None or key is None:
+            return {}
+        return self.telemetry.usage(key, devices=devices, node=node)
 
     # -- replicas ----------------------------------------------------------------------------
 
@@ -240,10 +278,13 @@ class KubernetesBackend:
         return [handle for handle in handles if self._alive(handle)]
 
     def scan(self, handles: Iterable[ProcessHandle]) -> dict[ProcessHandle, dict]:
-        return {handle: {} for handle in handles if self._alive(handle)}
+        return {handle: self._usage(handle) for handle in handles if self._alive(handle)}
 
     def sample(self, handle: ProcessHandle) -> dict:
-        return {}
+        """Its devices' use (``gpu_util_pct``, ``gpu_memory_mib``) from the exporters' latest pass; {} when they
+        are not measured (no exporter, or it has not reported all of them), with a ``device_note`` when an exporter
+        failed."""
+        return self._usage(handle)
 
     def exit(self, handle: ProcessHandle) -> Exit:
         """How the replica's pod ended; the pod (and its job's rendezvous Service) is deleted once read,
@@ -333,6 +374,7 @@ class KubernetesBackend:
         self._unseen[key] = self.clock()
         uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
         self._kernel_secrets[key] = secret.metadata.name
+        self._kernels[workload_id] = key
         try:
             self._create(partial(self.core.create_namespaced_secret, namespace,
                                  owned_by_pod(secret, pod, uid) if uid else secret))
@@ -344,6 +386,7 @@ class KubernetesBackend:
     def delete_kernel(self, key: str, *, grace_s: int | None = 0) -> None:
         """A kernel's pod and its connection Secret."""
         self.delete_pod(key, grace_s=grace_s)
+        self._kernels = {workload: pod for workload, pod in self._kernels.items() if pod != key}
         secret = self._kernel_secrets.pop(key, None)
         if secret is not None:
             self._delete_secret(key.split("/", 1)[0], secret)
@@ -416,6 +459,11 @@ def node_admission(node: dict, schedulable: bool) -> str:
     if ready != "True":
         return "lost"
     return "admitted" if schedulable else "cordoned"
+
+
+def _internal_ip(node: dict | None) -> str:
+    addresses = ((node or {}).get("status") or {}).get("addresses") or ()
+    return next((a.get("address", "") for a in addresses if a.get("type") == "InternalIP"), "")
 
 
 def _exit_record(path: str) -> dict:

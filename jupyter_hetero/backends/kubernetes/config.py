@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Dict, Float, Int, List, Unicode
+from traitlets import Dict, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import LoggingConfigurable
+
+from .telemetry import exporters_from_config
 
 __all__ = ["DEFAULT_TOLERATIONS", "KubernetesConfig"]
 
@@ -94,6 +96,30 @@ class KubernetesConfig(LoggingConfigurable):
         help="Seconds a create or delete may wait on the API server before it counts as not answered (a launch "
         "then waits and tries again, using none of the workload's retries).",
     )
+
+    exporters = List(
+        Dict(), config=True,
+        help="Prometheus endpoints of device exporters, whose per-pod utilisation and memory become the pods' usage "
+        "samples (usage records, idle culling, reports): {'kind': 'dcgm' | 'npu-exporter' | 'amd-device-metrics', "
+        "'url': ...}. '{node_ip}' or '{node}' in the url makes it one endpoint per node that runs our device pods "
+        "(an exporter DaemonSet on the node's address); otherwise it is one endpoint (a single exporter, or a "
+        "Prometheus /federate URL). Empty: devices in pods are not measured.",
+    )
+    exporter_interval = Float(
+        15.0, config=True, help="Seconds between passes over the device exporters (their own refresh is 5-30 s)."
+    )
+    exporter_timeout = Float(
+        3.0, config=True,
+        help="Seconds an exporter may take to answer; one that takes longer leaves its pods unmeasured for that pass.",
+    )
+
+    @validate("exporters")
+    def _valid_exporters(self, proposal):
+        try:
+            exporters_from_config(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(f"KubernetesConfig.exporters: {exc}") from None
+        return proposal["value"]
 
     def namespace_for(self, tenant: str) -> str:
         return self.namespace.replace("{tenant}", tenant)
