@@ -538,23 +538,31 @@ class KernelService:
         kernel = self._kernel(kernel_id)
         if row is None or kernel is None:
             raise NotFound(Message(N_("no running hetero kernel {kernel!r}"), kernel=kernel_id))
-        view = self.scheduler.inventory.node(placement_from_json(row.placement).slots[0].node)
+        slot = placement_from_json(row.placement).slots[0]
+        view = self.scheduler.inventory.node(slot.node)
+        in_pod = None
+        if self.pods is not None:  # its pod's devices, as the cluster's exporters last read them
+            in_pod = self.pods.kernel_usage(row.id, devices=len(slot.devices), node=slot.node)
         return await kernel_usage(kernel_id, kernel, {"id": row.id, "placement": row.placement, "queue": row.queue,
                                                       "tenant": row.tenant, "idle": row.idle},
                                   emulated=bool(view and view.capability.emulated),
-                                  family=view.capability.family.value if view is not None else "")
+                                  family=view.capability.family.value if view is not None else "", in_pod=in_pod)
 
 
 async def kernel_usage(kernel_id: str, kernel, workload: dict[str, Any], *, emulated: bool,
-                       family: str) -> dict[str, Any]:
+                       family: str, in_pod: dict | None = None) -> dict[str, Any]:
     """What ``GET /kernels/{id}/usage`` answers of a kernel running here, whose ``workload`` (id, placement,
     queue, tenant, idle) holds its devices: its process tree's CPU and memory, and its devices' use, sampled
-    by the vendor tool of their ``family`` ("" where none can: a node this server does not know)."""
+    by the vendor tool of their ``family`` ("" where none can: a node this server does not know), or for a
+    kernel in a pod (``in_pod``) as the cluster's exporters measured them."""
     pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
     placement = placement_from_json(workload["placement"])
     devices = [index for index, _m, _mem in placement.slots[0].devices]
     # CPU use is a rate over a short interval, and vendor tools wait on the driver: not on the event loop.
-    cpu, memory, gpus = await asyncio.to_thread(_measure, pid, family if not emulated else "", devices)
+    here = family if not emulated and in_pod is None else ""
+    cpu, memory, gpus = await asyncio.to_thread(_measure, pid, here, devices)
+    if in_pod is not None:
+        gpus = {name: in_pod[name] for name in ("gpu_util_pct", "gpu_memory_mib") if name in in_pod}
     return {
         "kernel_id": kernel_id, "workload_id": workload["id"], "pid": pid, "cpu_percent": round(cpu, 1),
         "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
@@ -563,6 +571,8 @@ async def kernel_usage(kernel_id: str, kernel, workload: dict[str, Any], *, emul
         "execution_state": getattr(kernel, "execution_state", None), "idle": bool(workload.get("idle")),
         "device_utilisation": gpus or None,
         "device_note": None if gpus else ("emulated devices are not measured" if emulated
+                                          else (in_pod.get("device_note") or "no device exporter reports its pod")
+                                          if in_pod is not None
                                           else "device utilisation is not measurable here (no vendor tool answered)"),
     }
 

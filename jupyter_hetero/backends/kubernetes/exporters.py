@@ -30,7 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = ["KINDS", "DeviceReading", "by_pod", "parse"]
 
-# Label names that carry a pod's name and namespace, the ones read first first.
+# Label names that carry a pod's name and namespace, in the order they are read.
 _POD_LABELS = ("exported_pod", "exported_pod_name", "pod", "pod_name")
 _NAMESPACE_LABELS = ("exported_namespace", "exported_pod_namespace", "namespace", "pod_namespace")
 
@@ -66,6 +66,13 @@ def _first(*names: str) -> Callable[[dict[str, str]], str]:
     return lambda labels: next((labels[name] for name in names if labels.get(name)), "")
 
 
+def _amd_device(labels: dict[str, str]) -> str:
+    """A partitioned GPU (CPX) reports each partition: the partition is part of the device."""
+    device = _first("gpu_uuid", "serial_number", "gpu_id")(labels)
+    partition = labels.get("gpu_partition_id", "0")
+    return f"{device}/{partition}" if device and partition not in ("", "0") else device
+
+
 _EXPORTERS = {
     "dcgm": _Families(("DCGM_FI_DEV_GPU_UTIL",), ("DCGM_FI_DEV_FB_USED",), _first("UUID", "uuid", "gpu")),
     "npu-exporter": _Families(
@@ -73,9 +80,7 @@ _EXPORTERS = {
         ("npu_chip_info_hbm_used_memory", "npu_chip_info_used_memory", "container_npu_used_memory"),
         _first("vdie_id", "id")),
     "amd-device-metrics": _Families(
-        ("gpu_gfx_activity", "amd_gpu_gfx_activity"), ("gpu_used_vram", "amd_gpu_used_vram"),
-        lambda labels: _first("gpu_uuid", "serial_number", "gpu_id")(labels)
-        + (f"/{labels['gpu_partition_id']}" if labels.get("gpu_partition_id", "0") != "0" else "")),
+        ("gpu_gfx_activity", "amd_gpu_gfx_activity"), ("gpu_used_vram", "amd_gpu_used_vram"), _amd_device),
 }
 KINDS = tuple(_EXPORTERS)
 

@@ -4,6 +4,9 @@ per-pod device use; and the scraper's passes over their endpoints, with endpoint
 from __future__ import annotations
 
 import logging
+import re
+import threading
+import time
 import urllib.error
 from pathlib import Path
 
@@ -116,7 +119,7 @@ def scraper(endpoints: Endpoints, targets: list[NodeTarget]) -> ExporterScraper:
                            targets=lambda: targets, fetch=endpoints)
 
 
-def test_per_node_endpoints_are_read_for_nodes_with_the_vendors_devices_and_figures_are_never_guessed(caplog):
+def test_per_node_endpoints_are_read_for_nodes_with_the_vendors_devices_and_figures_are_never_guessed():
     endpoints = Endpoints(**{"http://10.0.0.1:9400/metrics": DCGM_TEXT})
     scrape = scraper(endpoints, [NodeTarget("gpu-1", "10.0.0.1", frozenset({"nvidia.com/"})),
                                  NodeTarget("cpu-1", "10.0.0.9", frozenset())])
@@ -154,9 +157,6 @@ def test_an_endpoint_that_fails_leaves_its_pods_unmeasured_with_a_note_logged_on
 
 
 def test_a_slow_endpoint_is_given_up_on_within_the_timeout():
-    import threading
-    import time
-
     release = threading.Event()
 
     def slow(url: str, timeout_s: float) -> str:
@@ -180,5 +180,5 @@ def test_a_slow_endpoint_is_given_up_on_within_the_timeout():
     pytest.param({"kind": "dcgm", "url": "http://x/", "port": 1}, "unknown keys ['port']", id="unknown key"),
 ])
 def test_a_bad_exporter_setting_is_named(entry, error):
-    with pytest.raises(ValueError, match=r"exporter 1: " + __import__("re").escape(error)):
+    with pytest.raises(ValueError, match="exporter 1: " + re.escape(error)):
         exporters_from_config([entry])
