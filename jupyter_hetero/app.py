@@ -160,8 +160,8 @@ class HeteroApp(ExtensionApp):
     )
     cull_device_idle_after = Float(
         1800.0, config=True,
-        help="Seconds of device utilisation below cull_device_idle_pct before a kernel is culled; only where NVML "
-        "measures its devices.",
+        help="Seconds of device utilisation below cull_device_idle_pct before a kernel is culled; only where its "
+        "devices are measured (NVML here, KubernetesConfig.exporters for kernels in pods).",
     )
     kernel_report_grace = Float(
         30.0, config=True,

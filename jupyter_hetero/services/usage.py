@@ -9,8 +9,8 @@ Pure: it reads the attempts it is given (``Repository.attempts_between``). Each 
 run inside the period, with the devices of its placement (fractions as such) and the cores it asked for per
 replica. A flavor's device-hour is priced at its ``price_per_hour`` and counts ``accelerator_weight`` normalised
 accelerator-hours (a CPU flavor's core-hour is priced instead). Idle device-hours are the held ones times one
-minus the attempt's mean measured utilisation; where nothing was measured (emulated nodes, pods) they are
-counted as unmeasured instead, never guessed.
+minus the attempt's mean measured utilisation; where nothing was measured (emulated nodes, pods no exporter
+reported) they are counted as unmeasured instead, never guessed.
 """
 
 from __future__ import annotations

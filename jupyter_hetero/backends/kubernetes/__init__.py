@@ -13,6 +13,8 @@
     reflector.py     a list/watch cache of one kind of object, kept by a worker thread
     cluster.py       ClusterReflector: nodes, our pods, their events, the pods we did not place
     backend.py       the Backend protocol over those: create, watch and delete pods, copy their logs
+    exporters.py     device exporters' Prometheus text (DCGM, npu-exporter, AMD) as each pod's device use
+    telemetry.py     ExporterScraper: the configured exporters read every interval into the pods' samples
     rbac.py          rbac.yaml (the server's ServiceAccount and roles) read as the permissions it grants
 
 See docs/kubernetes.md.
