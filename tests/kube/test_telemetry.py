@@ -6,6 +6,7 @@ the idle rules, and an exporter that fails leaves the work unmeasured, with a no
 from __future__ import annotations
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..handlers.test_kernels import kernelspecs, start_kernel  # noqa: F401 - a fixture among them
 from ..harness import until_async
@@ -48,6 +49,13 @@ async def test_a_gpu_job_in_a_pod_has_its_measured_use_in_its_usage_record(expor
     assert row["idle_device_hours"] == pytest.approx(row["device_hours"] * 0.4, rel=1e-3)
     events = [e["type"] for e in await api(f"workloads/{job['id']}/events")]
     assert "unmeasured" not in events
+    # The metrics endpoint and the acceptance report read the same attempt, as they do for local work.
+    marks = {sample.labels["flavor"]: sample.value for family in text_string_to_metric_families(await api.text("metrics"))
+             if family.name == "hetero_device_memory_watermark_bytes" for sample in family.samples}
+    assert marks == {"a100-80g": 2 * 15866 * 1024 * 1024}
+    report = await api("report", since="1h")
+    training = next(t for t in report["task_types"] if t["task_type"] == "training")
+    assert (training["device_util_pct_mean"], training["device_memory_peak_mib"]) == (60.0, 2 * 15866.0)
 
 
 @pytest.mark.parametrize("failure", ["500", "slow"])

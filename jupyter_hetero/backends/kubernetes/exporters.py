@@ -6,7 +6,9 @@
 
 One pure parser per exporter, each reading the utilisation and used-memory families of its vendor:
 
-- NVIDIA DCGM exporter: ``DCGM_FI_DEV_GPU_UTIL`` (%) and ``DCGM_FI_DEV_FB_USED`` (MiB), per ``UUID`` (else ``gpu``);
+- NVIDIA DCGM exporter: ``DCGM_FI_DEV_GPU_UTIL`` (%), else ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (a ratio: the only
+  one a MIG instance has), and ``DCGM_FI_DEV_FB_USED`` (MiB), per ``UUID`` (else ``gpu``) and MIG instance
+  (``GPU_I_ID``);
 - Huawei's Ascend npu-exporter: ``npu_chip_info_utilization`` (AI core %) and ``npu_chip_info_hbm_used_memory``
   (MB; ``npu_chip_info_used_memory`` on chips without HBM), per ``vdie_id`` (else ``id``), whose pod labels
   came with MindCluster 6; before that only ``container_npu_utilization`` and ``container_npu_used_memory`` name
@@ -54,16 +56,23 @@ class DeviceReading:
 
 @dataclass(frozen=True)
 class _Families:
-    """Which families of an exporter give utilisation and memory (the first present wins, per device), and
-    which labels name a device."""
+    """Which families of an exporter give utilisation (%) and memory (MiB), each with the factor to those units
+    (the first present wins, per device), and which labels name a device. Names are matched in any case (old
+    exporters wrote them in lower case)."""
 
-    util: tuple[str, ...]
-    memory: tuple[str, ...]
+    util: tuple[tuple[str, float], ...]
+    memory: tuple[tuple[str, float], ...]
     device: Callable[[dict[str, str]], str]
 
 
 def _first(*names: str) -> Callable[[dict[str, str]], str]:
     return lambda labels: next((labels[name] for name in names if labels.get(name)), "")
+
+
+def _dcgm_device(labels: dict[str, str]) -> str:
+    """A GPU, or one MIG instance of it."""
+    device = _first("UUID", "uuid", "gpu")(labels)
+    return f"{device}/{labels['GPU_I_ID']}" if device and labels.get("GPU_I_ID") else device
 
 
 def _amd_device(labels: dict[str, str]) -> str:
@@ -74,13 +83,16 @@ def _amd_device(labels: dict[str, str]) -> str:
 
 
 _EXPORTERS = {
-    "dcgm": _Families(("DCGM_FI_DEV_GPU_UTIL",), ("DCGM_FI_DEV_FB_USED",), _first("UUID", "uuid", "gpu")),
+    "dcgm": _Families((("dcgm_fi_dev_gpu_util", 1.0), ("dcgm_fi_prof_gr_engine_active", 100.0)),
+                      (("dcgm_fi_dev_fb_used", 1.0),), _dcgm_device),
     "npu-exporter": _Families(
-        ("npu_chip_info_utilization", "container_npu_utilization"),
-        ("npu_chip_info_hbm_used_memory", "npu_chip_info_used_memory", "container_npu_used_memory"),
+        (("npu_chip_info_utilization", 1.0), ("container_npu_utilization", 1.0)),
+        (("npu_chip_info_hbm_used_memory", 1.0), ("npu_chip_info_used_memory", 1.0),
+         ("container_npu_used_memory", 1.0)),
         _first("vdie_id", "id")),
     "amd-device-metrics": _Families(
-        ("gpu_gfx_activity", "amd_gpu_gfx_activity"), ("gpu_used_vram", "amd_gpu_used_vram"), _amd_device),
+        (("gpu_gfx_activity", 1.0), ("amd_gpu_gfx_activity", 1.0)),
+        (("gpu_used_vram", 1.0), ("amd_gpu_used_vram", 1.0)), _amd_device),
 }
 KINDS = tuple(_EXPORTERS)
 
@@ -88,18 +100,19 @@ KINDS = tuple(_EXPORTERS)
 def parse(kind: str, text: str) -> list[DeviceReading]:
     """Each device the exporter ``kind`` reports, with its pod (ordered by pod, then device)."""
     families = _EXPORTERS[kind]
-    wanted = {name: rank for rank, name in enumerate(families.util)}
-    wanted_memory = {name: rank for rank, name in enumerate(families.memory)}
     util: dict[tuple[str, str, str], tuple[int, float]] = {}
     memory: dict[tuple[str, str, str], tuple[int, float]] = {}
-    for name, labels, value in _samples(text, wanted.keys() | wanted_memory.keys()):
+    # family name -> (the table it fills, its rank there, its factor)
+    wanted = {**{name: (util, rank, factor) for rank, (name, factor) in enumerate(families.util)},
+              **{name: (memory, rank, factor) for rank, (name, factor) in enumerate(families.memory)}}
+    for name, labels, value in _samples(text, wanted.keys()):
         device = families.device(labels)
         if not device or value != value:  # NaN: the exporter could not read it
             continue
         where = (_first(*_NAMESPACE_LABELS)(labels), _first(*_POD_LABELS)(labels), device)
-        table, rank = (util, wanted[name]) if name in wanted else (memory, wanted_memory[name])
+        table, rank, factor = wanted[name]
         if where not in table or rank < table[where][0]:  # the preferred family wins over a fallback
-            table[where] = (rank, value)
+            table[where] = (rank, round(value * factor, 3))
     readings = []
     for where in sorted(util.keys() | memory.keys()):
         namespace, pod, device = where
@@ -118,14 +131,15 @@ def by_pod(readings: Iterable[DeviceReading]) -> dict[str, dict[str, DeviceReadi
 
 
 def _samples(text: str, names: set[str]) -> Iterator[tuple[str, dict[str, str], float]]:
-    """(family, labels, value) of the samples of ``names``; what follows a malformed line is dropped, and so
-    is an unfinished last line (a body cut short)."""
+    """(family in lower case, labels, value) of the samples of ``names``; what follows a malformed line is
+    dropped, and so is an unfinished last line (a body cut short)."""
     if not text.endswith("\n"):
         text = text[:text.rfind("\n") + 1]
     try:
         for family in text_string_to_metric_families(text):
-            if family.name in names:
+            name = family.name.lower()
+            if name in names:
                 for sample in family.samples:
-                    yield family.name, sample.labels, float(sample.value)
+                    yield name, sample.labels, float(sample.value)
     except ValueError:
         return

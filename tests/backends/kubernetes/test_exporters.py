@@ -39,6 +39,9 @@ def pods_of(kind: str, text: str) -> dict[str, dict[str, tuple[float | None, flo
         "gpu-operator/nvidia-dcgm-exporter-7xk2p": {"GPU-16355474-d5ef-9c9f-3367-6ff0eaa0e4a7": (0, 0)}},
         id="dcgm through /federate: exported_pod is the workload, pod the exporter"),
     pytest.param("dcgm", "issue-58-titan-v-no-pods.txt", {}, id="dcgm: devices no pod holds are no pod's"),
+    pytest.param("dcgm", "issue-272-mig-a100.txt", {
+        "ai-1/d85np-t6mdg": {"GPU-931446e6-0413-2864-5b76-11227dcda4ae": (0.825, None)}},
+        id="dcgm, old names and labels in lower case: the engine-active ratio as a percentage"),
     pytest.param("npu-exporter", "mindcluster-7.0-pods.txt", {
         "team-b/bert-pretrain-0": {"185011D4-20C02418-59D4ED94-14CC040A-F9102003": (92, 28544),
                                    "185011D4-21502C18-0464ED94-14CC040A-6E102003": (88, 28160)}},
@@ -61,6 +64,8 @@ def test_devices_no_pod_holds_are_read_too_with_an_empty_pod():
         ("", "GPU-55274b56-9033-f166-7723-77088b0ff94d", 0, 0),
         ("", "GPU-a29d2dc7-d18a-858c-a87b-f81eb1384333", 0, 0),
         ("", "GPU-dad58a68-8239-6bb7-1f07-539b85fabfee", 0, 0)]
+    [mig] = parse("dcgm", recorded("dcgm", "issue-272-mig-a100.txt"))[:1]
+    assert (mig.key, mig.device, mig.util_pct) == ("", "GPU-af2c63a8-8c8b-21cc-581a-bab6bba89d08/1", 0)
     chips = parse("npu-exporter", recorded("npu-exporter", "v5-testdata-910a-no-pods.txt"))
     assert len(chips) == 8 and {(r.pod, r.util_pct, r.memory_mib) for r in chips} == {("", 0, 0)}
 
