@@ -100,7 +100,9 @@ export function template(overrides: Partial<ITemplate> = {}): ITemplate {
         env: {},
         min_driver: null,
         min_runtime: null,
-        frameworks: ['pytorch']
+        min_firmware: null,
+        frameworks: ['pytorch'],
+        requires: []
       }
     ],
     metrics: [],
@@ -114,6 +116,8 @@ export function template(overrides: Partial<ITemplate> = {}): ITemplate {
     labels: [],
     interconnect: [],
     frameworks: [],
+    inference_engines: [],
+    network: { rdma: false, min_bandwidth_gbps: 0 },
     time_limit_s: null,
     typical_runtime_s: 3600,
     idle_timeout_s: null,
@@ -273,7 +277,9 @@ export function node(overrides: Partial<INode> = {}): INode {
       sharing: 'whole',
       resource: null,
       frameworks: ['pytorch'],
-      inference_engines: []
+      inference_engines: [],
+      firmware_version: null,
+      devices: []
     },
     network: { rdma: false, bandwidth_gbps: 10 },
     frameworks: ['pytorch'],
