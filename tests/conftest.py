@@ -57,7 +57,8 @@ def team(request, tmp_path, hetero_config, server_config):
 def _hetero_fetch(jp_fetch):
     """One call to /hetero/api/v1/<path>, as the server's owner or as a team member (``as_user``)."""
 
-    async def fetch(route: str, method: str = "GET", body=None, as_user: str | None = None, **params):
+    async def fetch(route: str, method: str = "GET", body=None, as_user: str | None = None,
+                    headers: dict[str, str] | None = None, **params):
         token = _token(as_user)
         return await jp_fetch(
             "hetero", "api", "v1", *route.split("/"),
@@ -65,7 +66,7 @@ def _hetero_fetch(jp_fetch):
             params=params or None,
             body=json.dumps(body) if body is not None else None,
             allow_nonstandard_methods=True,
-            headers={"Authorization": f"token {token}"} if token else None,
+            headers={**({"Authorization": f"token {token}"} if token else {}), **(headers or {})} or None,
         )
 
     return fetch

@@ -110,6 +110,8 @@ def _operation(route: Route, query_schemas: dict) -> dict[str, Any]:
             if "description" in prop:
                 parameter["description"] = prop.pop("description")
             parameters.append({**parameter, "schema": prop})
+    parameters += [{"name": name, "in": "header", "required": False, **described}
+                   for name, described in route.headers.items()]
     if parameters:
         operation["parameters"] = parameters
     if route.body:

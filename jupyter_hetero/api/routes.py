@@ -61,6 +61,7 @@ class Route:
     description: str = ""
     query: type[BaseModel] | None = None
     path_parameters: dict[str, str] = field(default_factory=dict)  # name -> JSON type
+    headers: dict[str, dict] = field(default_factory=dict)  # request header -> its description and schema
     body: type[BaseModel] | None = None
     media_type: str = "application/json"
     errors: tuple[int, ...] = ()
@@ -68,6 +69,11 @@ class Route:
 
 
 _WORKLOAD = {"workload_id": "integer"}
+_IDEMPOTENCY_KEY = {"Idempotency-Key": {
+    "description": "Names this submission, the same on every try of it: a try whose first was stored answers with "
+                   "the workload stored then, not a second one. Keys are the submitter's own.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[!-~]+$"},
+}}
 
 ROUTES: tuple[Route, ...] = (
     Route("/version", "get", "getVersion", "Server version, mode and backend", r.Version,
@@ -149,7 +155,8 @@ ROUTES: tuple[Route, ...] = (
           query=ListWorkloadsQuery, answer_description="Newest first", errors=(BAD_REQUEST, FORBIDDEN)),
     Route("/workloads", "post", "submitWorkload", "Submit a job; it is stored before this answers", w.Workload,
           status=201, body=SubmitWorkload, answer_description="Accepted and stored; state is queued",
-          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+          headers=_IDEMPOTENCY_KEY, errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
+          conflict="The Idempotency-Key was used before for a submission that asked for other work"),
     Route("/workloads/{workload_id}", "get", "getWorkload",
           "One workload with request, placement, attempts, position in queue, ETA and blockers", w.Workload,
           query=ExplainQuery, path_parameters=_WORKLOAD, answer_description="The workload",

@@ -22,9 +22,12 @@ from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
 
-__all__ = ["API_PREFIX", "ApiHandler", "HeteroHandler", "Relay"]
+__all__ = ["API_PREFIX", "IDEMPOTENCY_KEY", "ApiHandler", "HeteroHandler", "Relay"]
 
 API_PREFIX = "hetero/api/v1"
+# The header a client names one submission by, the same on every try of it (the IETF draft's name).
+IDEMPOTENCY_KEY = "Idempotency-Key"
+_KEY_LENGTH = 128
 Q = TypeVar("Q", bound=BaseModel)
 R = TypeVar("R")
 # Query parameters that belong to jupyter-server's own auth, not to our API.
@@ -93,6 +96,17 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
             return model.model_validate(raw)
         except ValidationError as exc:
             raise _invalid(exc, "query parameter") from None
+
+    def request_key(self) -> str | None:
+        """The request's Idempotency-Key: None without one; a 400 naming the header when it is not 1 to 128
+        visible ASCII characters."""
+        key = self.request.headers.get(IDEMPOTENCY_KEY)
+        if key is None:
+            return None
+        if not 0 < len(key) <= _KEY_LENGTH or not all("!" <= char <= "~" for char in key):
+            raise InvalidRequest(Message(N_("the Idempotency-Key header must be 1 to {most} visible ASCII characters "
+                                            "(a UUID, say)"), most=_KEY_LENGTH), field=IDEMPOTENCY_KEY)
+        return key
 
     def body(self, model: type[Q]) -> Q:
         """Parse the JSON body into ``model``; malformed JSON or a bad field is a 400 naming it."""

@@ -9,7 +9,9 @@ goes the same way. The service decides who the user is and what they may do.
 While the service restarts (JupyterHub starts a managed service again only at its next poll of the process,
 every 30 s) a call is tried again for ``HeteroApp.service_retry_seconds``, then answered 502
 ``service-unreachable``; a call the service may have received when the connection broke is never sent twice
-unless it is a GET (502 ``outcome-unknown``), and nothing is sent again once an answer began.
+unless it is a GET or a submission (502 ``outcome-unknown``), and nothing is sent again once an answer began. A
+submission goes with an Idempotency-Key (the caller's, or one made here), the same on every try, so that the
+service stores it once however many tries reach it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import errno
 import json
 import time
 import urllib.request
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
@@ -28,7 +31,7 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import httpclient
 
 from ..i18n import N_, Message
-from .base import API_PREFIX, Relay
+from .base import API_PREFIX, IDEMPOTENCY_KEY, Relay
 
 __all__ = ["Delivery", "HubService", "delivery", "find_service_url", "forward_handlers"]
 
@@ -36,6 +39,8 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _RELAYED_HEADERS = frozenset({"content-type", "content-disposition", "cache-control"})
 # Methods whose repeat changes nothing: one the service may have received is sent again.
 _REPEATABLE = frozenset({"GET", "HEAD", "OPTIONS"})
+# Calls the service stores once per Idempotency-Key: sent again with the same key.
+_KEYED = frozenset({("POST", f"{API_PREFIX}/workloads")})
 # Errors a connection can only meet before it is made: nothing reached the service.
 _UNREACHED_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL})
 _FIRST_BACKOFF_S, _MAX_BACKOFF_S = 0.1, 0.5
@@ -119,12 +124,14 @@ class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
 
     async def relay(self, path: str) -> None:
         method = self.request.method
+        keyed = (method, path) in _KEYED
+        key = self.request.headers.get(IDEMPOTENCY_KEY) or (uuid.uuid4().hex if keyed else None)
         deadline = time.monotonic() + self.service.retry_seconds
         backoff, attempts = _FIRST_BACKOFF_S, 1
         while True:
             answer = _Answer()
             try:
-                await httpclient.AsyncHTTPClient().fetch(self._request(path, answer), raise_error=False)
+                await httpclient.AsyncHTTPClient().fetch(self._request(path, answer, key), raise_error=False)
             except (OSError, httpclient.HTTPClientError) as exc:
                 if answer.began:
                     # The service answered (its status, perhaps some of its body): never asked again. Once some of
@@ -133,7 +140,7 @@ class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
                     if not answer.relayed:
                         self._refuse(Message(OUTCOME_UNKNOWN), "outcome-unknown", exc)
                     return
-                if delivery(exc) is Delivery.MAYBE_RECEIVED and method not in _REPEATABLE:
+                if delivery(exc) is Delivery.MAYBE_RECEIVED and method not in _REPEATABLE and not keyed:
                     self.log.warning("hetero service: %s %s cut off after sending, not repeated: %s", method, path, exc)
                     self._refuse(Message(OUTCOME_UNKNOWN), "outcome-unknown", exc)
                     return
@@ -150,13 +157,15 @@ class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
             self.finish()
             return
 
-    def _request(self, path: str, answer: _Answer) -> httpclient.HTTPRequest:
+    def _request(self, path: str, answer: _Answer, key: str | None) -> httpclient.HTTPRequest:
         """One try of the call to the service, relaying its answer as it comes, and noting how far in ``answer``."""
         method = self.request.method
         headers = {"Authorization": f"token {self.service.token}"}
         for name in ("Content-Type", "Accept-Language", "Accept"):
             if name in self.request.headers:
                 headers[name] = self.request.headers[name]
+        if key is not None:
+            headers[IDEMPOTENCY_KEY] = key
 
         def header(line: str) -> None:
             # The status line and each header of the service's answer, before its body.

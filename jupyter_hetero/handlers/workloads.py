@@ -42,14 +42,14 @@ class WorkloadsHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.body(SubmitWorkload)
+        body, key = self.body(SubmitWorkload), self.request_key()
         if body.notebook is None:
-            self.reply(self.platform.workloads.submit(self.identity, body), status=201)
+            self.reply(self.platform.workloads.submit(self.identity, body, key), status=201)
             return
         # A notebook is read and parsed to be checked, which takes as long as the file is big: not on
         # the loop. The service's wake-up from that thread cannot start a scheduling loop that has not
         # started yet (it starts with the server, or with the first wake-up on the loop): wake it here.
-        submitted = await self.off_loop(partial(self.platform.workloads.submit, self.identity, body))
+        submitted = await self.off_loop(partial(self.platform.workloads.submit, self.identity, body, key))
         self.platform.loop.wake()
         self.reply(submitted, status=201)
 

@@ -51,7 +51,9 @@ class WorkloadService:
 
     # -- submit ------------------------------------------------------------------------------
 
-    def submit(self, identity: Identity, body: SubmitWorkload) -> dict[str, Any]:
+    def submit(self, identity: Identity, body: SubmitWorkload, request_key: str | None = None) -> dict[str, Any]:
+        """Store the submission; ``request_key`` (the caller's Idempotency-Key) makes sending it again store it once:
+        a second try answers with the workload the first stored."""
         template = known_template(self.catalog, body.template)
         if WorkloadKind(body.kind) not in template.kinds:
             raise InvalidRequest(Message(N_("template {template} does not run {kind}s (it runs {kinds})"),
@@ -72,14 +74,19 @@ class WorkloadService:
             kind=body.kind, name=body.name, tenant=tenant.name, user=identity.user, template=template.name,
             queue=queue_name, request=resolved.to_json(), spec=spec, state="queued",
             held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
-            time_limit_s=resolved.time_limit_s, runtime_s=runtime,
+            time_limit_s=resolved.time_limit_s, runtime_s=runtime, request_key=request_key,
         )
-        row = self.repository.add_workload(
+        stored = self.repository.add_workload(
             row, reason=f"{identity.user} submitted a {body.payload} job to queue {queue_name}",
             data={"template": template.name, "parameters": body.parameters, "flavors": list(resolved.flavors)},
         )
-        self.wake()
-        return workload_json(row)
+        if stored is row:
+            self.wake()
+        elif _asked(stored) != _asked(row):  # the key's submission was stored before, and it asked for other work
+            raise Conflict(Message(N_("Idempotency-Key {key!r} was already used for another submission (workload "
+                                      "{workload}); use a new key for new work"), key=request_key, workload=stored.id),
+                           field="Idempotency-Key")
+        return workload_json(stored)
 
     def resubmit(self, identity: Identity, workload_id: int) -> dict[str, Any]:
         """A new job with the same template, queue, parameters and payload, submitted by the caller."""
@@ -338,6 +345,11 @@ class WorkloadService:
     def _grace(self, row: WorkloadRow) -> float:
         queue = self.catalog.queue(row.queue)
         return queue.preemption.grace_s if queue else 30
+
+
+def _asked(row: WorkloadRow) -> tuple[Any, ...]:
+    """What a submission asked for: two tries of one submission ask for the same."""
+    return row.kind, row.template, row.queue, row.name, (row.request or {}).get("parameters"), row.spec
 
 
 def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pending: Pending | None = None,

@@ -1,7 +1,8 @@
 """Schema versions, applied in order at start-up; each step runs once per database.
 
 1: initial; 2: attempts and lifecycle columns; 3: failures, preemptions and node losses counted apart;
-4: workload credentials; 5: services; 6: alerts; 7: onboarding."""
+4: workload credentials; 5: services; 6: alerts; 7: onboarding;
+8: a submission's Idempotency-Key, unique per user."""
 
 from __future__ import annotations
 
@@ -119,10 +120,16 @@ def _v7_onboarding(connection: Connection) -> None:
     Base.metadata.tables["onboarding"].create(connection, checkfirst=True)
 
 
+def _v8_request_keys(connection: Connection) -> None:
+    _add_workload_columns(connection, ("request_key VARCHAR(128)",))
+    # Unique per user; rows without a key (NULL) never collide, in SQLite as in PostgreSQL.
+    connection.execute(text('CREATE UNIQUE INDEX ix_workloads_user_request_key ON workloads ("user", request_key)'))
+
+
 # (version, step). A new schema appends a step; released steps are never edited.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (3, _v3_attempt_outcome_counts), (4, _v4_credentials),
-    (5, _v5_services), (6, _v6_alerts), (7, _v7_onboarding),
+    (5, _v5_services), (6, _v6_alerts), (7, _v7_onboarding), (8, _v8_request_keys),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -166,9 +166,17 @@ class Repository:
     # -- workloads ---------------------------------------------------------------------------
 
     def add_workload(self, row: WorkloadRow, *, reason: str, data: dict[str, Any] | None = None) -> WorkloadRow:
-        """Insert a workload and its `submitted` event in one transaction: once this returns, it is durable."""
+        """Insert a workload and its `submitted` event in one transaction: once this returns, it is durable.
+
+        A row whose ``request_key`` its user stored before is not inserted: the stored row is returned instead
+        (write transactions are serial, so two tries of one submission cannot both insert)."""
         now = self.clock()
         with self.session(write=True) as session:
+            if row.request_key is not None:
+                stored = session.scalars(select(WorkloadRow).where(
+                    WorkloadRow.user == row.user, WorkloadRow.request_key == row.request_key)).first()
+                if stored is not None:
+                    return stored
             row.created_at = row.updated_at = now
             session.add(row)
             session.flush()

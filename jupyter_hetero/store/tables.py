@@ -82,8 +82,11 @@ class WorkloadRow(Base):
     preemptions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     node_losses: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     preempted_at: Mapped[list[Any]] = mapped_column(JSON, default=list)  # wall times, oldest first
+    # Schema 8: the submitter's Idempotency-Key, unique per user, so that a submission sent again is stored once.
+    request_key: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
-    __table_args__ = (Index("ix_workloads_state_queue", "state", "queue"),)
+    __table_args__ = (Index("ix_workloads_state_queue", "state", "queue"),
+                      Index("ix_workloads_user_request_key", "user", "request_key", unique=True))
 
 
 class AttemptRow(Base):

@@ -3053,7 +3053,10 @@ export interface operations {
     submitWorkload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Names this submission, the same on every try of it: a try whose first was stored answers with the workload stored then, not a second one. Keys are the submitter's own. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3075,6 +3078,15 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description The Idempotency-Key was used before for a submission that asked for other work */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getWorkload: {

@@ -89,3 +89,26 @@ def test_a_conditional_write_decides_on_the_row_as_committed_so_a_cancel_is_not_
     assert repository.workload(job.id).stopping == "cancel"
     assert [event.type for event in repository.events(workload_id=job.id)][-1] == "cancel-requested"
     repository.close()
+
+
+def test_tries_of_one_keyed_submission_at_once_store_it_once(db_url):
+    # Write transactions are serial: the later try finds the earlier's row under its key and inserts nothing.
+    repository = Repository(db_url, clock=time.time)
+    start, stored = threading.Barrier(4), []
+
+    def submit(user: str) -> None:
+        start.wait()
+        row = _workload("keyed")
+        row.user, row.request_key = user, "key-1"
+        stored.append((user, repository.add_workload(row, reason="submitted").id))
+
+    threads = [threading.Thread(target=submit, args=(user,)) for user in ("ada", "ada", "ada", "bo")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ada = {workload_id for user, workload_id in stored if user == "ada"}
+    bo = {workload_id for user, workload_id in stored if user == "bo"}
+    assert len(ada) == 1 and len(bo) == 1 and ada != bo, stored  # the key is each user's own
+    assert sorted(row.user for row in repository.workloads()) == ["ada", "bo"]
+    repository.close()
