@@ -50,7 +50,8 @@ def family_of(vendor: str | None) -> AcceleratorFamily:
     return _FAMILY_OF_VENDOR.get(vendor) or AcceleratorFamily(vendor)
 
 
-Interconnect = Literal["nvlink", "hccs", "xgmi", "pcie", "none"]
+# The fast links between devices: NVIDIA NVLink/NVSwitch, Huawei HCCS, AMD xGMI, Intel Xe Link, Cambricon MLU-Link.
+Interconnect = Literal["nvlink", "hccs", "xgmi", "xelink", "mlulink", "pcie", "none"]
 Sharing = Literal["whole", "milli", "memory-slice"]
 
 class _Record(BaseModel):

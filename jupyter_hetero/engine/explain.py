@@ -62,7 +62,7 @@ _MESSAGES: dict[str, str] = {
     "bandwidth": N_("network: template needs {need} Gb/s or more, nodes of flavor {flavor} have {have} Gb/s"),
     "interconnect": N_("interconnect: template needs {need}, nodes of flavor {flavor} have {have}"),
     "link-domain": N_(
-        "interconnect: a replica needs {need} devices on one fast link (one NVLink, HCCS or xGMI domain); "
+        "interconnect: a replica needs {need} devices on one fast link (one NVLink, HCCS, xGMI or Xe Link domain); "
         "the largest domain on nodes of flavor {flavor} has {have}"
     ),
     "labels": N_("labels: nodes of flavor {flavor} do not satisfy {need} (have {have})"),

@@ -825,7 +825,7 @@ export interface components {
              * @default pcie
              * @enum {string}
              */
-            interconnect: "nvlink" | "hccs" | "xgmi" | "pcie" | "none";
+            interconnect: "nvlink" | "hccs" | "xgmi" | "xelink" | "mlulink" | "pcie" | "none";
             /**
              * @default whole
              * @enum {string}
@@ -2228,7 +2228,7 @@ export interface components {
             queue: string;
             parameters: components["schemas"]["AdvancedParameter"][];
             labels: components["schemas"]["LabelRequirement"][];
-            interconnect: ("nvlink" | "hccs" | "xgmi" | "pcie" | "none")[];
+            interconnect: ("nvlink" | "hccs" | "xgmi" | "xelink" | "mlulink" | "pcie" | "none")[];
             frameworks: string[];
             inference_engines: string[];
             network: components["schemas"]["NetworkRequirement"];

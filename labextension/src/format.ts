@@ -1,7 +1,9 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import type {
+  IDeviceInfo,
   ILocalized,
+  INetwork,
   IPlacement,
   IResourceRequest,
   Lang,
@@ -33,6 +35,37 @@ export function formatMemory(mib: number): string {
     return `${num(mib / 1024 / 1024)} TiB`;
   }
   return mib >= 1024 ? `${num(mib / 1024)} GiB` : `${num(mib, 0)} MiB`;
+}
+
+/** Devices by fast-link domain, each with its devices' indexes: ["hccs-0: 0-3", "hccs-1: 4-7"]; none unlinked. */
+export function formatLinkDomains(devices: IDeviceInfo[]): string[] {
+  const domains = new Map<string, number[]>();
+  for (const device of devices) {
+    if (device.link_domain) {
+      domains.set(device.link_domain, [...(domains.get(device.link_domain) ?? []), device.index]);
+    }
+  }
+  return [...domains].map(([domain, indexes]) => `${domain}: ${formatIndexes(indexes)}`);
+}
+
+/** Indexes as runs: [0, 1, 2, 3, 6] -> "0-3, 6". */
+export function formatIndexes(indexes: number[]): string {
+  const runs: string[] = [];
+  const sorted = [...indexes].sort((a, b) => a - b);
+  for (let i = 0; i < sorted.length; i++) {
+    const start = sorted[i];
+    while (i + 1 < sorted.length && sorted[i + 1] === sorted[i] + 1) {
+      i++;
+    }
+    runs.push(start === sorted[i] ? `${start}` : `${start}-${sorted[i]}`);
+  }
+  return runs.join(', ');
+}
+
+/** A node's network: "RDMA, 200 Gb/s" or "Ethernet, 25 Gb/s". */
+export function formatNetwork(network: INetwork, trans: TranslationBundle): string {
+  const speed = `${num(network.bandwidth_gbps)} Gb/s`;
+  return network.rdma ? trans.__('RDMA, %1', speed) : trans.__('Ethernet, %1', speed);
 }
 
 /** Milli-cores as cores: 8000 -> "8". */

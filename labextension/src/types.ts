@@ -58,6 +58,13 @@ export type IAccelerator = Schemas['Accelerator'];
 
 /** A node of the inventory. */
 export type INode = Schemas['Node'];
+
+/** One device of a node's accelerator group: index, link domain, NUMA node, PCI bus, health. */
+export type IDeviceInfo = Schemas['DeviceInfo'];
+
+/** A node's network: RDMA or not, and its bandwidth. */
+export type INetwork = Schemas['Network'];
+
 /** What `GET /services` answers, one each. */
 export type IService = Schemas['Service'];
 

@@ -6,6 +6,7 @@ import {
   formatDuration,
   formatEta,
   formatMemory,
+  formatIndexes,
   formatPlacement,
   formatRequest,
   localized,
@@ -66,5 +67,14 @@ describe('format', () => {
     ).toBe('gpu-a100-0 [0, 1]');
     expect(formatPlacement(build.placement('cpu-standard', 'cpu-0'))).toBe('cpu-0');
     expect(formatPlacement(null)).toBe('');
+  });
+});
+
+describe('formatIndexes', () => {
+  it('writes consecutive indexes as runs', () => {
+    expect(formatIndexes([6, 0, 1, 2, 3])).toBe('0-3, 6');
+    expect(formatIndexes([4])).toBe('4');
+    expect(formatIndexes([1, 3, 5])).toBe('1, 3, 5');
+    expect(formatIndexes([])).toBe('');
   });
 });

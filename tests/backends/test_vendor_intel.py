@@ -40,7 +40,7 @@ def test_a_max_1100_node_is_discovered_with_its_details_xe_link_and_level_zero()
     assert first.firmware_version is None  # xpu-smi said "unknown"
     assert first.runtime == "level-zero 1.6.2"
     assert first.pci_bus == "0000:29:00.0" and devices[1].pci_bus == "0000:9a:00.0"
-    assert {d.link_domain for d in devices} == {"xelink-0"}
+    assert {(d.link_domain, d.interconnect) for d in devices} == {("xelink-0", "xelink")}
     assert first.health is None and first.numa_node is None
 
 

@@ -15,7 +15,7 @@ from ..harness import ServerLayout, start_hetero_server, until
 pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).parent.parent / "data" / "vendors"
-ASCEND, AMD = DATA / "ascend", DATA / "amd"
+ASCEND, AMD, INTEL, CAMBRICON, HYGON = (DATA / name for name in ("ascend", "amd", "intel", "cambricon", "hygon"))
 NO_EMULATED_NODES = "nodes: []\n"
 
 
@@ -38,6 +38,33 @@ def _amd_machine(bin_dir: Path) -> dict[str, str]:
     return {"ROCM_PATH": str(AMD / "rocm")}
 
 
+def _intel_machine(bin_dir: Path) -> dict[str, str]:
+    # Two Max 1100 cards on one Xe Link; their stats as two recorded devices said them (a Flex 170's card 0 idle,
+    # a Max 1550's two-tile card 1 busy).
+    recorded_tool(bin_dir, "xpu-smi", {
+        "discovery --json": INTEL / "discovery-max1100.json",
+        "discovery -d 0 --json": INTEL / "discovery-d0-max1100.json",
+        "discovery -d 1 --json": INTEL / "discovery-d0-max1100.json",
+        "topology -m": INTEL / "topology-m-max.txt", "-v": INTEL / "version.txt",
+        "stats -d 0 --json": INTEL / "stats-d0-flex170.json",
+        "stats -d 1 --json": INTEL / "stats-d1-max1550-tiles.json",
+    })
+    return {}
+
+
+def _cambricon_machine(bin_dir: Path) -> dict[str, str]:
+    recorded_tool(bin_dir, "cnmon", {"info": CAMBRICON / "cnmon-info-mlu590.txt"})
+    return {}
+
+
+def _hygon_machine(bin_dir: Path) -> dict[str, str]:
+    recorded_tool(bin_dir, "hy-smi", {
+        "--showproductname --showmeminfo vram --showdriverversion --json": HYGON / "hy-smi-devices-k100ai.json",
+        "--showuse --showmemuse --showmeminfo vram --json": HYGON / "hy-smi-usage-dcu-k100ai.json",
+    })
+    return {}
+
+
 @pytest.mark.parametrize(
     ("machine", "expected", "use"),
     [
@@ -49,6 +76,20 @@ def _amd_machine(bin_dir: Path) -> dict[str, str]:
                                     "memory_mib": 196592, "driver_version": "6.7.0", "runtime": "rocm 6.1",
                                     "firmware_version": "113-M3000100-102", "interconnect": "xgmi"},
                      {"gpu_util_pct": 43.5, "gpu_memory_mib": 80887.7}, id="MI300X xGMI hive"),
+        pytest.param(_intel_machine, {"vendor": "intel", "model": "Data Center GPU Max 1100", "count": 2,
+                                      "memory_mib": 49136, "driver_version": "I915_23.10.72_PSB_231129.76",
+                                      "runtime": "level-zero 1.6.2", "firmware_version": None,
+                                      "interconnect": "xelink"},
+                     {"gpu_util_pct": 35.0, "gpu_memory_mib": 61464.5}, id="Max 1100 pair on Xe Link"),
+        # No link domains: cnmon info and hy-smi say nothing of MLU-Link or DCU links.
+        pytest.param(_cambricon_machine, {"vendor": "cambricon", "model": "MLU590-H8", "count": 2,
+                                          "memory_mib": 81920, "driver_version": "6.2.10", "runtime": None,
+                                          "firmware_version": "2.3.2", "interconnect": "pcie"},
+                     {"gpu_util_pct": 46.0, "gpu_memory_mib": 40960.0}, id="MLU590 pair"),
+        pytest.param(_hygon_machine, {"vendor": "hygon", "model": "K100_AI", "count": 4, "memory_mib": 65520,
+                                      "driver_version": "6.3.13-V1.12.0a", "runtime": None,
+                                      "firmware_version": None, "interconnect": "pcie"},
+                     {"gpu_util_pct": 25.8, "gpu_memory_mib": 112700.0}, id="K100_AI x4"),
     ],
 )
 def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path, machine, expected, use):
@@ -63,8 +104,12 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
         accelerator = local["accelerator"]
         assert {key: accelerator[key] for key in expected} == expected
         assert local["family"] == expected["vendor"] and local["emulated"] is False
-        assert {device["link_domain"] for device in accelerator["devices"]} == {f"{expected['interconnect']}-0"}
-        assert [device["pci_bus"] is not None for device in accelerator["devices"]] == [True, True]
+        linked = expected["interconnect"] != "pcie"
+        assert {device["link_domain"] for device in accelerator["devices"]} == (
+            {f"{expected['interconnect']}-0"} if linked else {None})
+        assert [device["index"] for device in accelerator["devices"]] == list(range(expected["count"]))
+        if expected["vendor"] != "hygon":  # the hy-smi query asked for no bus
+            assert all(device["pci_bus"] for device in accelerator["devices"]), accelerator["devices"]
         used = until(lambda: (n := next(n for n in server.api("hetero/api/v1/nodes") if n["name"] == "local"))
                      ["utilisation"], "the node's utilisation")
         assert {key: used[key] for key in use} == use

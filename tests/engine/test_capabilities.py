@@ -89,7 +89,7 @@ MISMATCHES = [
                  "network: template needs 100 Gb/s or more, nodes of flavor a100-80g have 25 Gb/s",
                  "网络：模板需要至少 100 Gb/s 带宽，规格 a100-80g 的节点为 25 Gb/s", id="too little bandwidth"),
     pytest.param(a100().link_domain(4), job(1).gpus(8).needs(interconnect=("nvlink",)),
-                 "interconnect: a replica needs 8 devices on one fast link (one NVLink, HCCS or xGMI domain); "
+                 "interconnect: a replica needs 8 devices on one fast link (one NVLink, HCCS, xGMI or Xe Link domain); "
                  "the largest domain on nodes of flavor a100-80g has 4",
                  "互联：每个副本需要 8 张卡位于同一高速互联域（同一 NVLink、HCCS 或 xGMI 域）；规格 a100-80g 的节点上最大的互联域只有 4 张",
                  id="two NVLink islands of four for eight devices"),

@@ -98,6 +98,52 @@ describe('NodesSection', () => {
     expect(cpu.textContent).not.toContain('this machine');
   });
 
+  it("shows a vendor node's firmware, link domains, device health, engines, network and device memory in use", () => {
+    const base = build.node();
+    const devices = [0, 1, 2, 3].map(index => ({
+      index,
+      link_domain: index < 3 ? 'hccs-0' : 'hccs-1',
+      numa_node: 0,
+      pci_bus: null,
+      health: index === 2 ? 'Alarm' : null
+    }));
+    const ascend = build.node({
+      name: 'atlas-0',
+      emulated: false,
+      accelerator: base.accelerator && {
+        ...base.accelerator,
+        vendor: 'ascend',
+        model: '910B4',
+        count: 4,
+        memory_mib: 32768,
+        interconnect: 'hccs',
+        firmware_version: '7.5.0.3.220',
+        inference_engines: ['mindie', 'vllm-ascend'],
+        devices
+      },
+      network: { rdma: true, bandwidth_gbps: 200 },
+      utilisation: { cpu_pct: 10, memory_used_mib: 1024, gpu_util_pct: 43.5, gpu_memory_mib: 65536 }
+    });
+    rendered = render(<NodesSection nodes={[ascend]} trans={trans} />);
+    const card = rendered.host.querySelector('.jp-hetero-node');
+    expect(card?.querySelector('.jp-hetero-node-interconnect')?.textContent).toBe('hccs · hccs-0: 0-2 · hccs-1: 3');
+    expect(card?.querySelector('.jp-hetero-node-health')?.textContent).toBe('device 2: Alarm');
+    expect(card?.querySelector('.jp-hetero-node-network')?.textContent).toBe('RDMA, 200 Gb/s');
+    expect(card?.textContent).toContain('7.5.0.3.220');
+    expect(card?.textContent).toContain('mindie, vllm-ascend');
+    const bars = [...(card?.querySelectorAll('.jp-hetero-node-utilisation [role="progressbar"]') ?? [])];
+    expect(bars.map(bar => bar.getAttribute('aria-label'))).toContain('Device memory: 64 GiB / 128 GiB');
+    expect(bars.map(bar => bar.getAttribute('aria-label'))).toContain('GPU: 43.5%');
+  });
+
+  it('shows plain Ethernet and no health line for a node whose devices are all well', () => {
+    rendered = render(<NodesSection nodes={[build.node()]} trans={trans} />);
+    const card = rendered.host.querySelector('.jp-hetero-node');
+    expect(card?.querySelector('.jp-hetero-node-network')?.textContent).toBe('Ethernet, 10 Gb/s');
+    expect(card?.querySelector('.jp-hetero-node-health')).toBeNull();
+    expect(card?.querySelector('.jp-hetero-node-interconnect')?.textContent).toBe('nvlink');
+  });
+
   it('says "unknown" for a driver or runtime the node does not report', () => {
     const base = build.node();
     const accelerator = base.accelerator ? { ...base.accelerator, driver_version: null, runtime: null } : null;

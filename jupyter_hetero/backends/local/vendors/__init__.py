@@ -52,7 +52,7 @@ class DeviceFacts:
     driver_version: str | None = None
     runtime: str | None = None  # "cuda 12.4", "rocm 6.1", "cann 8.0", "level-zero 1.3", "neuware 3.9"
     firmware_version: str | None = None
-    interconnect: str = "pcie"  # nvlink | hccs | xgmi | pcie
+    interconnect: str = "pcie"  # nvlink | hccs | xgmi | xelink | mlulink | pcie
     link_domain: str | None = None
     numa_node: int | None = None
     pci_bus: str | None = None

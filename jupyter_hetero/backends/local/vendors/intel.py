@@ -130,7 +130,7 @@ def _facts(record: dict[str, Any], runtime: str | None, link_domain: str | None)
         driver_version=_known(record.get("driver_version")),
         runtime=runtime,
         firmware_version=_known(record.get("gfx_firmware_version")),
-        link_domain=link_domain,
+        interconnect="xelink" if link_domain else "pcie", link_domain=link_domain,
         pci_bus=_known(record.get("pci_bdf_address")),
         health=_health(record),
     )

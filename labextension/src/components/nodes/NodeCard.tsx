@@ -1,7 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatCpu, formatMemory, nodeStateLabel, num } from '../../format';
+import { formatCpu, formatLinkDomains, formatMemory, formatNetwork, nodeStateLabel, num } from '../../format';
 import type { INode } from '../../types';
 import { CpuMeter, MemoryMeter, Meter } from '../common/Meter';
 
@@ -28,6 +28,17 @@ function Utilisation(props: INodeCardProps): JSX.Element {
               used={used.gpu_util_pct}
               total={100}
               text={`${num(used.gpu_util_pct)}%`}
+              trans={trans}
+            />
+          )}
+          {used.gpu_memory_mib !== undefined && node.accelerator && (
+            <Meter
+              label={trans.__('Device memory')}
+              used={used.gpu_memory_mib}
+              total={node.accelerator.count * node.accelerator.memory_mib}
+              text={`${formatMemory(used.gpu_memory_mib)} / ${formatMemory(
+                node.accelerator.count * node.accelerator.memory_mib
+              )}`}
               trans={trans}
             />
           )}
@@ -77,6 +88,7 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
   const allocated = node.allocated;
   const titleId = `jp-hetero-node-${node.name}`;
   const frameworks = [...(accelerator?.frameworks ?? []), ...(node.frameworks ?? [])];
+  const unhealthy = (accelerator?.devices ?? []).filter(device => device.health);
   return (
     <article
       className={'jp-hetero-card jp-hetero-node' + (node.emulated ? ' jp-hetero-mod-emulated' : '')}
@@ -106,14 +118,38 @@ export function NodeCard(props: INodeCardProps): JSX.Element {
             <dd>
               {accelerator.driver_version ?? trans.__('unknown')} / {accelerator.runtime ?? trans.__('unknown')}
             </dd>
+            {accelerator.firmware_version && (
+              <>
+                <dt>{trans.__('Firmware')}</dt>
+                <dd>{accelerator.firmware_version}</dd>
+              </>
+            )}
             {accelerator.interconnect && (
               <>
                 <dt>{trans.__('Interconnect')}</dt>
-                <dd>{accelerator.interconnect}</dd>
+                <dd className="jp-hetero-node-interconnect">
+                  {[accelerator.interconnect, ...formatLinkDomains(accelerator.devices)].join(' · ')}
+                </dd>
+              </>
+            )}
+            {unhealthy.length > 0 && (
+              <>
+                <dt>{trans.__('Device health')}</dt>
+                <dd className="jp-hetero-node-health">
+                  {unhealthy.map(device => trans.__('device %1: %2', device.index, device.health ?? '')).join('; ')}
+                </dd>
+              </>
+            )}
+            {accelerator.inference_engines.length > 0 && (
+              <>
+                <dt>{trans.__('Inference engines')}</dt>
+                <dd>{accelerator.inference_engines.join(', ')}</dd>
               </>
             )}
           </>
         )}
+        <dt>{trans.__('Network')}</dt>
+        <dd className="jp-hetero-node-network">{formatNetwork(node.network, trans)}</dd>
         <dt>{trans.__('CPU / memory')}</dt>
         <dd>
           {trans.__('%1 cores', formatCpu(node.cpu_milli))} / {formatMemory(node.memory_mib)}
