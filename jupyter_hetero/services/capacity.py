@@ -11,9 +11,10 @@ workload through the engine on the changed inventory.
 Pure but for the engine it runs: the recorded workloads (arrival, request, flavors, run time as it ran), the
 nodes as the engine sees them, the queues' and tenants' policies. A replay runs each recorded workload for the
 time it ran, arriving when it arrived; the wait it gets there is compared with the queue's max wait. Nodes are
-added as copies of a node of the flavor the waiting workloads asked for first, one at a time up to
-``max_added``; a flavor whose devices were allocated less than ``low_allocation`` of the period may give back
-a node when the replay without it keeps every queue within its max wait (or no worse than it is).
+added as copies of a node of the flavor the waiting workloads asked for first among those that have a node here,
+one at a time up to ``max_added``; a flavor whose devices were allocated less than ``low_allocation`` of the
+period may give back a node when the replay without it keeps every queue within its max wait (or no worse than it
+is).
 """
 
 from __future__ import annotations
@@ -86,12 +87,12 @@ class CapacityAdvisor:
     # -- more capacity -----------------------------------------------------------------------
 
     def _more(self, queue: str, recorded, nodes, queues, tenants, limit: float) -> dict | None:
-        asked = Counter(r.flavors[0] for r in recorded if r.queue == queue and r.flavors)
         have = {node.flavor: node for node in nodes}
+        # Each workload's first flavor that has a node to copy: a template's first choice may have none here.
+        asked = Counter(flavor for r in recorded if r.queue == queue
+                        if (flavor := next((f for f in r.flavors if f in have), None)))
         for flavor, _count in asked.most_common():
-            model = have.get(flavor)
-            if model is None:
-                continue
+            model = have[flavor]
             for added in range(1, self.max_added + 1):
                 more = list(nodes) + [_copy(model, f"{model.name}+{i}") for i in range(1, added + 1)]
                 p95 = self._replay(recorded, more, queues, tenants).get(queue, math.inf)
