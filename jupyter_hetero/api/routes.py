@@ -248,6 +248,10 @@ ROUTES: tuple[Route, ...] = (
     Route("/services/{name}", "get", "getService", "A service: its replicas, which of them are ready, its traffic",
           s.Service, path_parameters={"name": "string"}, answer_description="The service",
           errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/services/{name}/events", "get", "listServiceEvents",
+          "Every step of a service, oldest first: rollouts, canary verdicts with the figures they rest on, rollbacks, "
+          "scaling", [w.Event], path_parameters={"name": "string"}, answer_description="Events",
+          errors=(FORBIDDEN, NOT_FOUND)),
     Route("/services/{name}", "patch", "scaleService",
           "Scale a service by hand, between its minimum and maximum (its owner, a tenant-admin)", s.Service,
           body=ScaleService, path_parameters={"name": "string"}, answer_description="The service",

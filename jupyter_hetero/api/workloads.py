@@ -135,7 +135,7 @@ class Workload(Answer):
 
 
 class Event(Answer):
-    """One transition of a workload."""
+    """One transition of a workload, or one step of a service."""
 
     id: int
     at: float

@@ -430,6 +430,10 @@ class Queue(_Model):
     reserved: dict[str, int] = Field(
         default_factory=dict, description="Devices per flavor that other queues may only borrow preemptibly."
     )
+    lend_reserved: bool = Field(
+        default=True, description="Whether other queues may borrow its reserved devices while they are idle (and "
+        "give them back by preemption); false keeps them free for this queue alone."
+    )
     priority_class: str | None = Field(
         default=None, description="Kubernetes PriorityClass of this queue's pods (Kubernetes backend)."
     )

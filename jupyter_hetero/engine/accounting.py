@@ -98,12 +98,12 @@ class Accounting:
 
     def fits(self, workload: Workload, flavor: str, may_borrow: bool = True, may_use_reserved: bool = True) -> bool:
         """Whether the workload fits now; without ``may_use_reserved`` it must leave other queues'
-        reservations alone."""
+        reservations alone, and with it those of queues that lend none."""
         total = workload.request.total
         if not self.quotas.check(workload.tenant, flavor, total, may_borrow=may_borrow).ok:
             return False
-        if not may_use_reserved and total.dev and self.cluster.free_devices_milli(flavor) - total.dev < \
-                self.reservations.outstanding(flavor, excluding=workload.queue):
+        if total.dev and self.cluster.free_devices_milli(flavor) - total.dev < \
+                self.reservations.outstanding(flavor, excluding=workload.queue, lent_too=not may_use_reserved):
             return False
         slots = self.cluster.place(flavor, workload.request, workload.constraints, any_fit=True)
         if slots is None:

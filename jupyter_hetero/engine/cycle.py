@@ -199,8 +199,12 @@ class Engine:
                     preemptable.append((flavor, workload.tenant if self._own_quota_blocks(state, head, flavor, check) else None))
                 continue
             outstanding = state.reservations.outstanding(flavor, excluding=workload.queue) if total.dev else 0
-            on_reservation = outstanding > 0 and state.cluster.free_devices_milli(flavor) - total.dev < outstanding
-            slots = None if (on_reservation and head.guaranteed) else state.cluster.place(flavor, request, workload.constraints)
+            left = state.cluster.free_devices_milli(flavor) - total.dev if outstanding else 0
+            on_reservation = outstanding > 0 and left < outstanding
+            # What a reserving queue lends none of is out of reach; what it lends, a guaranteed workload leaves alone.
+            kept = state.reservations.outstanding(flavor, excluding=workload.queue, lent_too=False) if on_reservation else 0
+            slots = None if on_reservation and (head.guaranteed or left < kept) else \
+                state.cluster.place(flavor, request, workload.constraints)
             if slots is not None:
                 placement = Placement(flavor, slots, on_reservation=on_reservation, borrowing=check.borrowing)
                 state.charge(workload, placement, allocated=True)  # place() allocated the slots already

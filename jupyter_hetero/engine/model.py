@@ -232,6 +232,7 @@ class QueuePolicy:
     idle_kernels_only: bool = False
     grace_s: float = 30
     reserved: dict[str, int] = field(default_factory=dict)  # flavor -> whole devices
+    lends_reserved: bool = True  # others may borrow its idle reserved devices, preemptibly
     can_borrow: bool = True
 
 

@@ -1,5 +1,5 @@
 """Capacity reserved per flavor for a queue (production inference): others may borrow it only
-preemptibly, and give it back when the owning queue needs it."""
+preemptibly, and give it back when the owning queue needs it; or, where the queue lends none, never use it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ class Reservations:
 
     def __init__(self, queues: dict[str, QueuePolicy]):
         self.reserved: dict[str, dict[str, int]] = {}
+        self.lent = {name for name, policy in queues.items() if policy.lends_reserved}
         for queue in sorted(queues):
             for flavor, devices in sorted(queues[queue].reserved.items()):
                 self.reserved.setdefault(flavor, {})[queue] = devices * 1000
@@ -32,10 +33,11 @@ class Reservations:
         """Device-milli of ``queue``'s own reservation on ``flavor`` that it does not use now."""
         return max(0, self.reserved.get(flavor, {}).get(queue, 0) - self.used.get((flavor, queue), 0))
 
-    def outstanding(self, flavor: str, *, excluding: str) -> int:
-        """Device-milli still held back on ``flavor`` for queues other than ``excluding``."""
+    def outstanding(self, flavor: str, *, excluding: str, lent_too: bool = True) -> int:
+        """Device-milli still held back on ``flavor`` for queues other than ``excluding``; without ``lent_too``
+        only that of queues that lend none of theirs (what no other queue may use at all)."""
         return sum(
             max(0, reserved - self.used.get((flavor, queue), 0))
             for queue, reserved in self.reserved.get(flavor, {}).items()
-            if queue != excluding
+            if queue != excluding and (lent_too or queue not in self.lent)
         )

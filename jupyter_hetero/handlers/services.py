@@ -52,6 +52,13 @@ class ServiceHandler(HeteroHandler):
         self.reply(self.platform.serving.delete(self.identity, name))
 
 
+class ServiceEventsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    def get(self, name: str) -> None:
+        self.reply(self.platform.serving.events(self.identity, name))
+
+
 class RolloutsHandler(HeteroHandler):
     @web.authenticated
     @authorized
@@ -115,6 +122,7 @@ class EndpointHandler(Relay, HeteroHandler):
 default_handlers = [
     (rf"/{API_PREFIX}/services", ServicesHandler),
     (rf"/{API_PREFIX}/services/(?P<name>[^/]+)", ServiceHandler),
+    (rf"/{API_PREFIX}/services/(?P<name>[^/]+)/events", ServiceEventsHandler),
     (rf"/{API_PREFIX}/services/(?P<name>[^/]+)/rollouts", RolloutsHandler),
     (rf"/{API_PREFIX}/services/(?P<name>[^/]+)/rollback", RollbackHandler),
 ]

@@ -41,7 +41,7 @@ from .clock import Clock
 from .identity import Identity
 from .resolve import known_template, resolve
 from .rollout import verdict
-from .workloads import WorkloadService, workload_json
+from .workloads import WorkloadService, event_json, workload_json
 
 __all__ = ["ServingService", "endpoint_path"]
 
@@ -116,6 +116,11 @@ class ServingService:
 
     def get(self, identity: Identity, name: str) -> dict[str, Any]:
         return self.describe(self.visible(identity, name))
+
+    def events(self, identity: Identity, name: str) -> list[dict[str, Any]]:
+        """Every step of the service, oldest first: rollouts, verdicts with their figures, rollbacks, scaling."""
+        self.visible(identity, name)
+        return [event_json(event) for event in self.repository.service_events(name)]
 
     def list(self, identity: Identity) -> list[dict[str, Any]]:
         tenant = None if identity.is_platform_admin else identity.tenant.name

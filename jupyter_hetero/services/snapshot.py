@@ -62,6 +62,7 @@ def _policy(queue: Queue) -> QueuePolicy:
         idle_kernels_only=queue.preemption.idle_kernels_only,
         grace_s=queue.preemption.grace_s,
         reserved=dict(queue.reserved),
+        lends_reserved=queue.lend_reserved,
         can_borrow=queue.borrowing,
     )
 

@@ -19,14 +19,14 @@ from ..errors import Conflict, InvalidRequest, NotFound
 from ..i18n import N_, Message
 from ..models import ListWorkloadsQuery, SubmitWorkload
 from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
-from ..store.tables import WorkloadRow
+from ..store.tables import EventRow, WorkloadRow
 from ..units import parse_duration_s
 from .access import Access
 from .environment import VISIBILITY
 from .identity import Identity
 from .resolve import known_template, resolve
 
-__all__ = ["WorkloadService", "workload_json"]
+__all__ = ["WorkloadService", "event_json", "workload_json"]
 
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
 # Reads of a workload a cancel may take while the scheduler keeps moving it on (each move is a tick).
@@ -252,10 +252,7 @@ class WorkloadService:
 
     def events(self, identity: Identity, workload_id: int) -> list[dict[str, Any]]:
         self.get(identity, workload_id, "workload.events")
-        return [
-            {"id": e.id, "at": e.at, "type": e.type, "reason": e.reason, "data": e.data}
-            for e in self.repository.events(workload_id=workload_id)
-        ]
+        return [event_json(e) for e in self.repository.events(workload_id=workload_id)]
 
     def log_file(self, identity: Identity, workload_id: int, attempt: int | None) -> tuple[Path | None, bool]:
         """The log file of an attempt (the latest by default), and whether that attempt is still running."""
@@ -345,6 +342,11 @@ class WorkloadService:
     def _grace(self, row: WorkloadRow) -> float:
         queue = self.catalog.queue(row.queue)
         return queue.preemption.grace_s if queue else 30
+
+
+def event_json(event: EventRow) -> dict[str, Any]:
+    """An event as the API shows it."""
+    return {"id": event.id, "at": event.at, "type": event.type, "reason": event.reason, "data": event.data}
 
 
 def _asked(row: WorkloadRow) -> tuple[Any, ...]:

@@ -330,6 +330,13 @@ class Repository:
         with self.session() as session:
             return list(session.scalars(query))
 
+    def service_events(self, name: str) -> list[EventRow]:
+        """A service's own events (rollouts, canary verdicts with their figures, rollbacks, scaling), oldest first."""
+        query = (select(EventRow).where(EventRow.workload_id.is_(None), EventRow.data["service"].as_string() == name)
+                 .order_by(EventRow.id))
+        with self.session() as session:
+            return list(session.scalars(query))
+
     # -- services ----------------------------------------------------------------------------
 
     def add_service(self, row: ServiceRow) -> ServiceRow:

@@ -749,6 +749,23 @@ export interface paths {
         patch: operations["scaleService"];
         trace?: never;
     };
+    "/services/{name}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every step of a service, oldest first: rollouts, canary verdicts with the figures they rest on, rollbacks, scaling */
+        get: operations["listServiceEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/{name}/rollouts": {
         parameters: {
             query?: never;
@@ -1174,7 +1191,7 @@ export interface components {
         EscalationAction: "raise-priority" | "allow-borrowing" | "allow-preemption" | "notify";
         /**
          * Event
-         * @description One transition of a workload.
+         * @description One transition of a workload, or one step of a service.
          */
         Event: {
             id: number;
@@ -3759,6 +3776,30 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    listServiceEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     rollOutService: {

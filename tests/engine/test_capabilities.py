@@ -91,7 +91,7 @@ MISMATCHES = [
     pytest.param(a100().link_domain(4), job(1).gpus(8).needs(interconnect=("nvlink",)),
                  "interconnect: a replica needs 8 devices on one fast link (one NVLink, HCCS, xGMI or Xe Link domain); "
                  "the largest domain on nodes of flavor a100-80g has 4",
-                 "互联：每个副本需要 8 张卡位于同一高速互联域（同一 NVLink、HCCS 或 xGMI 域）；规格 a100-80g 的节点上最大的互联域只有 4 张",
+                 "互联：每个副本需要 8 张卡位于同一高速互联域（同一 NVLink、HCCS、xGMI 或 Xe Link 域）；规格 a100-80g 的节点上最大的互联域只有 4 张",
                  id="two NVLink islands of four for eight devices"),
     pytest.param(node("a1").gpus(4, interconnect="pcie"), job(1).gpus(4).needs(interconnect=("nvlink", "hccs")),
                  "interconnect: template needs nvlink|hccs, nodes of flavor a100-80g have pcie",

@@ -221,6 +221,24 @@ def test_borrowed_reservation_is_admitted_preemptibly_and_reclaimed_by_inference
     assert [(p.victim, p.reason) for p in decisions.preemptions] == [(2, "reservation")]
 
 
+def test_a_reservation_its_queue_lends_none_of_is_never_taken_by_other_queues():
+    tenants = [tenant("vision").quota("t4", devices=4)]
+    nodes = [node("t1", "t4").gpus(2, 16, model="T4")]
+    strict = queues(inference={"lends_reserved": False})
+    batch = [job(1).queue("batch").gpus(1).flavors("t4"), job(2).queue("batch").gpus(1).flavors("t4")]
+    decisions = Engine().cycle(snapshot(nodes=nodes, pending=batch, tenants=tenants, queue_policies=strict))
+    assert [(a.workload, a.placement.on_reservation) for a in decisions.admissions] == [(1, False)]
+    [blocker, *_] = decisions.pending[2].blockers
+    assert (blocker.kind, blocker.params["owner"]) == ("reservation", "inference")
+    assert not decisions.preemptions  # nothing to take: the batch job waits
+    # A gang of two cannot take it either, even with the node idle; the inference queue itself can.
+    pair = job(3).queue("batch").gpus(2).flavors("t4")
+    assert not Engine().cycle(snapshot(nodes=nodes, pending=[pair], tenants=tenants, queue_policies=strict)).admissions
+    served = Engine().cycle(snapshot(nodes=nodes, pending=[job(4).queue("inference").gpus(2).flavors("t4")],
+                                     tenants=tenants, queue_policies=strict))
+    assert [a.workload for a in served.admissions] == [4]
+
+
 def test_reserved_capacity_is_explained_to_those_who_cannot_borrow_it():
     tenants = [tenant("vision").quota("t4", devices=4)]
     snap = snapshot(nodes=[node("t1", "t4").gpus(1, 16, model="T4")], pending=[job(1).gpus(1).flavors("t4")],

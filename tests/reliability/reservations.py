@@ -3,7 +3,8 @@
     found = reservation_violations(rows, events, nodes, catalog, now=time.time(), slack_s=5.0)
 
 A queue reserves devices per flavor (the catalog's ``queues[].reserved``). Other queues' work may use them while
-they are idle, but only as a loan that can be taken back: admitted ``on_reservation``, of a preemptible queue. The
+they are idle, but only as a loan that can be taken back: admitted ``on_reservation``, of a preemptible queue;
+of a queue that lends none (``lend_reserved: false``), not at all. The
 owning queue takes them back by preemption when it needs them. From each workload's events (``admitted`` with
 its placement, the release that ends the hold, the waits between them, each with its time), the checker rebuilds
 who held what and who waited when, and finds two kinds of breach:
@@ -151,7 +152,9 @@ class _History:
         if that is more than its reservation leaves them."""
         found = []
         for queue, milli in sorted(self.reserved[flavor].items()):
-            kept = [h for h in self.on[flavor] if h.queue != queue and not (h.lent and self._preemptible(h.queue))]
+            lends = self.catalog.queue(queue).lend_reserved  # a queue that lends none: every hold by others counts
+            kept = [h for h in self.on[flavor] if h.queue != queue
+                    and not (lends and h.lent and self._preemptible(h.queue))]
             left = self.capacity[flavor] - milli
             for moment in sorted({h.start for h in kept}):
                 holding = [h for h in kept if h.at(moment)]

@@ -75,6 +75,7 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("get", "/services"): EVERYONE,
     ("post", "/services"): EVERYONE,
     ("get", "/services/{name}"): OWNERS,
+    ("get", "/services/{name}/events"): OWNERS,
     ("patch", "/services/{name}"): OWNERS,
     ("delete", "/services/{name}"): OWNERS,
     ("post", "/services/{name}/rollouts"): OWNERS,

@@ -53,7 +53,7 @@ DEPTH = 3  # body properties nested this deep: kernels.0.workload_id, script.arg
 
 @dataclass(frozen=True)
 class Parameter:
-    where: str  # path, query or body
+    where: str  # path, query, header or body
     name: str  # as an answer's field names it: "workload_id", "kernels.0.last_activity"
     numeric: bool  # takes a number, so is sent the numbers that are not finite too
     location: tuple = ()  # in the body: its keys and indexes
@@ -85,7 +85,10 @@ def test_every_parameter_refuses_text_that_is_not_utf8_and_numbers_that_are_not_
             covered[(method, path)] += 1
             for hostile in TEXT + (NOT_FINITE if parameter.numeric else ()):
                 url, body = _request(api, method, path, workload["id"], parameter, hostile)
-                response = session.request(method.upper(), url, data=body, headers=_auth(caller), timeout=60)
+                headers = _auth(caller)
+                if parameter.where == "header":  # the bytes themselves: HTTP has no escape for them
+                    headers[parameter.name] = urllib.parse.unquote_to_bytes(hostile.in_url)
+                response = session.request(method.upper(), url, data=body, headers=headers, timeout=60)
                 sent += 1
                 if problem := _problem(response, parameter, hostile):
                     wrong.append(f"{method.upper()} {path} {parameter.where} {parameter.name} = {hostile.label} "
@@ -116,7 +119,7 @@ def _rows(store: Repository) -> dict[str, int]:
 
 
 def _parameters(operation: dict, schemas: dict) -> Iterator[Parameter]:
-    """Every path and query parameter of ``operation``, and every property of its body down to DEPTH."""
+    """Every path, query and header parameter of ``operation``, and every property of its body down to DEPTH."""
     for parameter in operation.get("parameters", []):
         yield Parameter(parameter["in"], parameter["name"], _numeric(_alternatives(parameter["schema"], schemas)))
     body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
@@ -199,8 +202,8 @@ def _problem(response: requests.Response, parameter: Parameter, hostile: Hostile
     if status != 400 or field != parameter.name:
         return f"{status} naming {answer.get('field')!r}, not {parameter.name!r}: {answer['message']}"
     # Refused for the value, not for something else about the field (an unknown name: the map's "x"). A query's
-    # "NaN" for an integer is refused as no integer, which it is not.
-    why = "UTF-8" if hostile in TEXT else "finite"
+    # "NaN" for an integer is refused as no integer, which it is not. A header's value is ASCII.
+    why = "ASCII" if parameter.where == "header" else "UTF-8" if hostile in TEXT else "finite"
     if (parameter.where == "body" or hostile in TEXT) and why not in answer["message"]:
         return f"400 whose message does not say the value is not {why}: {answer['message']}"
     return None

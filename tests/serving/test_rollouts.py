@@ -73,13 +73,19 @@ async def test_a_bad_canary_is_rolled_back_automatically_with_its_figures(api, j
     assert (decided["revision"], decided["outcome"]) == (2, "rolled-back"), decided
     assert decided["canary"]["requests"] >= 8 and any(missed in v for v in decided["violations"]), decided
     assert service["revision"] == 1  # the stable revision stays
+    # Each step is an event of the service, the verdict with the figures it rests on.
+    events = await api("services/bad/events", as_user="alice")
+    assert [e["type"] for e in events] == ["rollout", "canary-rolled-back"], events
+    verdict = events[-1]
+    assert verdict["data"]["canary"] == decided["canary"] and verdict["data"]["stable"] == decided["stable"]
+    assert verdict["data"]["violations"] == decided["violations"] and "rolled back" in verdict["reason"]
     canaries = [r for r in service["replica_workloads"] if r["revision"] == 2]
     for replica in canaries:
         await wait_for(replica["id"], lambda w: w["state"] == "cancelled", as_user="alice")
 
 
 async def test_a_healthy_canary_is_promoted_and_replaces_the_stable_replicas_then_one_call_rolls_back(
-        api, jp_fetch):
+        api, api_error, jp_fetch):
     await _serve(api, "good")
     await api("services/good/rollouts", "POST", {"env": {"MODEL_VERSION": "2"}}, as_user="alice")
     service, _answers = await _load_until_decided(api, jp_fetch, "good")
@@ -93,6 +99,12 @@ async def test_a_healthy_canary_is_promoted_and_replaces_the_stable_replicas_the
     response = await jp_fetch("hetero", "endpoints", "good", "predict", method="POST",
                               body=json.dumps({"inputs": [1]}), headers=_auth())
     assert json.loads(response.body)["version"] == "1"  # revision 1's spec again
+    events = await api("services/good/events", as_user="alice")
+    assert [e["type"] for e in events] == ["rollout", "canary-promoted", "rolled-back"], events
+    assert events[1]["data"]["canary"]["requests"] >= 8 and events[1]["data"]["violations"] == []
+    assert "by alice" in events[2]["reason"]
+    status, error = await api_error("services/good/events", as_user="bob")  # nlp's member: not his tenant's
+    assert status == 403 and error["message"], error
 
 
 async def _only_revision(api, name: str, revision: int, count: int) -> bool:

@@ -182,6 +182,39 @@ async def test_a_service_takes_back_its_reserved_device_from_batch_work_and_is_n
     await api("services/reserved", "DELETE", as_user="alice")
 
 
+@pytest.mark.team(vision_a100=2, queues={"inference": {"lend_reserved": False}})
+async def test_a_reservation_lent_to_none_is_never_taken_by_batch_work_and_a_service_starts_on_it_at_once(
+        api, wait_for):
+    # The inference queue reserves one T4 and one A100 and lends neither: of vision's GPUs (two A100s, one T4)
+    # batch work gets the one A100 nobody reserves, and waits for the rest.
+    hold = {"template": "batch-inference", "parameters": {"devices": 1},
+            "command": [sys.executable, "-c", "import time; time.sleep(300)"]}
+    jobs = [await api("workloads", "POST", hold, as_user="alice") for _ in range(3)]
+    first = await wait_for(jobs[0]["id"], lambda w: w["state"] == "running", as_user="alice")
+    assert first["flavor"] == "a100-80g", first["placement"]
+
+    async def waiting_for_the_reservation() -> list[dict]:
+        waiting = [await api(f"workloads/{job['id']}", as_user="alice") for job in jobs[1:]]
+        return waiting if all(w["state"] == "queued" and w.get("blockers") and
+                              {b["kind"] for b in w["blockers"]} >= {"reservation"} for w in waiting) else []
+
+    for workload in await until_async(waiting_for_the_reservation, "the other two to wait on the reservation"):
+        reserved = next(b for b in workload["blockers"] if b["kind"] == "reservation")
+        assert "inference" in reserved["message"], reserved
+
+    service = await api("services", "POST", {"name": "kept", "command": MODEL, "replicas": 1,
+                                             "parameters": {"devices": 1}}, as_user="alice")
+    replica = service["replica_workloads"][0]
+    running = await wait_for(replica["id"], lambda w: w["state"] == "running", as_user="alice", timeout=60)
+    assert running["flavor"] in ("t4", "a100-80g"), running["placement"]
+    events = [e["type"] for e in await api(f"workloads/{replica['id']}/events", as_user="alice")]
+    assert "preempting" not in events and "held" not in events, events  # nothing had to give its device back
+    assert not any([(await api(f"workloads/{job['id']}", as_user="alice"))["preemptions"] for job in jobs])
+    for job in jobs:
+        await api(f"workloads/{job['id']}", "DELETE", as_user="alice")
+    await api("services/kept", "DELETE", as_user="alice")
+
+
 @pytest.mark.team(vision_a100=4)
 async def test_only_the_services_tenant_may_change_it(api, api_error):
     await api("services", "POST", {**SERVICE, "name": "guarded", "replicas": 1}, as_user="alice")
