@@ -5,9 +5,14 @@ use in the API the node cards and the status bar read, as an NVIDIA node's do.""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
+from jupyter_hetero.services.environment import VISIBILITY
 
 from ..fakes import recorded_tool
 from ..harness import ServerLayout, start_hetero_server, until
@@ -99,7 +104,8 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(NO_EMULATED_NODES, encoding="utf-8")
     layout = ServerLayout.create(tmp_path / "server")
-    with start_hetero_server(layout, "vendor", nodes, env=env) as server:
+    catalog = _catalog_for(tmp_path, expected["vendor"])
+    with start_hetero_server(layout, "vendor", nodes, f"--HeteroApp.catalog_file={catalog}", env=env) as server:
         local = next(node for node in server.api("hetero/api/v1/nodes") if node["name"] == "local")
         accelerator = local["accelerator"]
         assert {key: accelerator[key] for key in expected} == expected
@@ -113,3 +119,48 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
         used = until(lambda: (n := next(n for n in server.api("hetero/api/v1/nodes") if n["name"] == "local"))
                      ["utilisation"], "the node's utilisation")
         assert {key: used[key] for key in use} == use
+        # A job on one of its devices sees that device alone, and its usage record has the device's use as the
+        # vendor's tool said it.
+        job = server.api(f"{API}/workloads", "POST", {
+            "kind": "job", "template": "vendor-job", "parameters": {"devices": 1},
+            "command": [sys.executable, "-c", SHOW_DEVICES]})
+        done = until(lambda: (w := server.api(f"{API}/workloads/{job['id']}"))["state"] in FINAL and w,
+                     "the job to end", timeout=60)
+        assert done["state"] == "succeeded", done
+        [attempt] = done["attempts"]
+        assert attempt["node"] == "local" and attempt["placement"]["flavor"] == f"{expected['vendor']}-local"
+        index = attempt["placement"]["slots"][0]["devices"][0]["index"]
+        log = server.api(f"{API}/workloads/{job['id']}/logs")
+        for name in VISIBILITY[expected["vendor"]]:
+            assert f"{name}={index}" in log, log
+        assert attempt["metrics"]["gpu_util_pct_mean"] == pytest.approx(device_use[expected["vendor"]][index]), attempt
+
+
+# What the recorded outputs say each device is doing (the utilisation of the device a job is given).
+device_use = {"ascend": {0: 0.0, 1: 0.0}, "amd": {0: 87.0, 1: 0.0}, "intel": {0: 0.0, 1: 70.0},
+              "cambricon": {0: 92.0, 1: 0.0}, "hygon": {0: 74.0, 1: 29.0, 2: 0.0, 3: 0.0}}
+API = "hetero/api/v1"
+FINAL = ("succeeded", "failed", "cancelled", "lost")
+SHOW_DEVICES = ("import os, time\n"
+                "for name in sorted(os.environ):\n"
+                "    if name.endswith(('VISIBLE_DEVICES', 'AFFINITY_MASK')): print(f'{name}={os.environ[name]}')\n"
+                "time.sleep(3)")
+
+
+def _catalog_for(path: Path, vendor: str) -> Path:
+    """The shipped catalog with a flavor for this vendor's devices, a job template on it and quota for it."""
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    flavor = f"{vendor}-local"
+    data["flavors"].insert(0, {"name": flavor, "display": {"en": vendor, "zh": vendor}, "selector": {"family": vendor},
+                            "price_per_hour": 1.0})
+    data["templates"].append({
+        "name": "vendor-job", "task_type": "batch-inference", "kinds": ["job"], "queue": "batch",
+        "display": {"en": "Vendor job", "zh": "厂商作业"}, "description": {"en": "A job", "zh": "作业"},
+        "request": {"cpu": 1, "memory": "1Gi", "devices": 1}, "flavors": [flavor],
+        "variants": [{"family": vendor, "image": f"example.org/{vendor}:1"}],
+        "parameters": [{"name": "devices", "type": "int", "default": 1, "min": 1, "max": 2}]})
+    tenant = next(t for t in data["tenants"] if t["name"] == data["default_tenant"])
+    tenant["quotas"][flavor] = {"nominal": {"devices": 8, "cpu": 64, "memory": "512Gi"}}
+    target = path / "catalog.yaml"
+    target.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return target
