@@ -153,6 +153,7 @@ class QueueStatus(Answer):
     failure: FailurePolicy
     borrowing: bool
     reserved: dict[str, int]
+    lend_reserved: bool = Field(description="Whether other queues may borrow its idle reserved devices.")
     priority_class: str | None = Field(description="Kubernetes PriorityClass of the queue's pods.")
     kueue_queue: str | None = Field(description="Kueue LocalQueue that also admits the queue's pods, if any.")
     allowed: bool

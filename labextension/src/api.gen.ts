@@ -1722,6 +1722,8 @@ export interface components {
             reserved: {
                 [key: string]: number;
             };
+            /** @description Whether other queues may borrow its idle reserved devices. */
+            lend_reserved: boolean;
             /** @description Kubernetes PriorityClass of the queue's pods. */
             priority_class: string | null;
             /** @description Kueue LocalQueue that also admits the queue's pods, if any. */

@@ -198,6 +198,7 @@ export function queue(overrides: Partial<IQueueStatus> = {}): IQueueStatus {
     failure: failure(),
     borrowing: true,
     reserved: {},
+    lend_reserved: true,
     priority_class: null,
     kueue_queue: null,
     allowed: true,
