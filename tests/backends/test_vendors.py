@@ -138,6 +138,72 @@ def test_hbm_capacity_and_ai_core_use_come_from_the_per_chip_queries_where_the_t
     assert [(u.index, u.util_pct, u.memory_used_mib) for u in usage] == [(0, 0.0, 1966), (2, 0.0, 0)]
 
 
+def test_recorded_8x910b3_server_is_discovered_from_its_own_table_and_topology(no_toolkits):
+    """One real machine's `npu-smi info` and `-t topo` (ms-swift's NPU guide): eight 910B3 in one HCCS mesh."""
+    run, which = replay({"info": ASCEND / "info-910b3-8npu-24.1.rc1-ms-swift.txt",
+                         "info -t topo": ASCEND / "topo-910b3-8npu-24.1.rc1-ms-swift.txt"}, "npu-smi")
+    devices, notes = ascend.discover(run, which)
+    assert [(d.index, d.model, d.memory_mib, d.pci_bus, d.interconnect, d.link_domain, d.health) for d in devices] == [
+        (n, "910B3", 65536, bus, "hccs", "hccs-0", None)
+        for n, bus in enumerate(["0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0",
+                                 "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"])]
+    assert {d.driver_version for d in devices} == {"24.1.rc1.b030"}
+    assert notes == [f"npu-smi: board of NPU {n} not read (no record for ['npu-smi', 'info', '-t', 'board', '-i', '{n}'])"
+                     for n in range(8)]
+    usage = ascend.sample([0, 7], run, which)
+    assert [(u.index, u.util_pct, u.memory_used_mib) for u in usage] == [(0, 0.0, 3318), (7, 0.0, 3315)]
+
+
+@pytest.mark.parametrize(
+    "record",
+    ["topo-910b3-8npu-24.1.rc1-ms-swift.txt",  # header line starts with a tab, Legend with "NA"
+     "topo-910b1-8npu-23.0.rc2-arthurchiao.txt"],  # header without its leading blank, no "NA" legend line
+)
+def test_recorded_8_npu_topologies_are_one_full_hccs_mesh(record):
+    pairs = ascend.parse_topo(read(ASCEND / record))
+    assert sorted(pairs) == [(a, b) for a in range(8) for b in range(8) if a != b]
+    assert link_domains(pairs, "hccs") == {n: "hccs-0" for n in range(8)}
+
+
+def test_recorded_910_table_with_redacted_names_and_a_process_table():
+    """MindCluster's log-collection guide: eight 910 (names shown as xxx) busy with a training job."""
+    driver, chips = ascend.parse_info(read(ASCEND / "info-910-8npu-23.0.rc2.3-mindcluster-doc.txt"))
+    assert driver == "23.0.rc2.3"
+    assert [(c.npu, c.device, c.model, c.health, c.bus, c.aicore_pct, c.memory_used_mib, c.memory_total_mib)
+            for c in chips] == [
+        (n, n, "xxx", "OK", bus, 0.0, used, 32768)
+        for n, bus, used in [(0, "0000:c1:00.0", 30710), (1, "0000:81:00.0", 30710), (2, "0000:41:00.0", 30710),
+                             (3, "0000:01:00.0", 30709), (4, "0000:c2:00.0", 30709), (5, "0000:82:00.0", 30709),
+                             (6, "0000:42:00.0", 30710), (7, "0000:02:00.0", 30710)]]
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        pytest.param("board-910b-25.5.1-telegraf-fixture.txt", ("25.5.1", "7.8.0.6.201", "OK"),
+                     id="910B (0xD802), Product Name and Serial Number lines"),
+        pytest.param("board-910-23.0.5-mindcluster-doc.txt", ("23.0.5", "7.1.0.7.220", "OK"), id="910 (0xD801)"),
+    ],
+)
+def test_recorded_board_queries(record, expected):
+    assert ascend.parse_board(read(ASCEND / record)) == expected
+
+
+def test_recorded_910b1_usages_give_hbm_in_use_from_its_rate(no_toolkits):
+    facts = ascend.parse_keyed(read(ASCEND / "usages-910b1-23.0.rc2-arthurchiao.txt"))
+    assert [(f["Chip ID"], f["HBM Capacity(MB)"], f["HBM Usage Rate(%)"], f["Aicore Usage Rate(%)"]) for f in facts] == [
+        ("0", "65536", "4", "0")]
+    table = read(ASCEND / "info-910b3-8npu-24.1.rc1-ms-swift.txt").replace("3318 / 65536", "NA", 1)
+    run = lambda argv: {"info": table, "info -t usages -i 0": read(ASCEND / "usages-910b1-23.0.rc2-arthurchiao.txt")}[
+        " ".join(argv[1:])]
+    usage = ascend.sample([0], run, lambda name: "/usr/local/bin/npu-smi")
+    assert [(u.index, u.util_pct, u.memory_used_mib) for u in usage] == [(0, 0.0, 2621)]  # 4 % of 65536 MB
+
+
+def test_a_recorded_cann_8_5_install_record_is_read():
+    assert ascend.cann_version([str(ASCEND / "toolkit-8.5.0-doc")]) == "8.5.0"
+
+
 def test_a_310p_duo_card_stays_on_pcie():
     run, which = replay({"info": ASCEND / "info-310p3-duo.txt", "info -t topo": ASCEND / "topo-unsupported-doc.txt"},
                         "npu-smi")
@@ -192,6 +258,31 @@ def test_a_radeon_without_topology_is_on_pcie(no_toolkits):
 def test_rocm_smi_usage(record, expected):
     run, which = replay({" ".join(amd.USAGE_ARGS): AMD / record}, "rocm-smi")
     assert [(u.index, u.util_pct, u.memory_used_mib) for u in amd.sample([0, 1, 2], run, which)] == expected
+
+
+@pytest.mark.parametrize(
+    ("record", "driver", "buses", "numa", "used_mib"),
+    [
+        pytest.param("rocm-smi-all-rocm5.7.1-mi100x6-telegraf.json", "6.2.4",
+                     ["0000:1e:00.0", "0000:22:00.0", "0000:3f:00.0", "0000:43:00.0", "0000:46:00.0", "0000:49:00.0"],
+                     0, 6.5, id="ROCm 5.7.1, six MI100, a PID line in system"),
+        pytest.param("rocm-smi-all-rocm6.0.2-mi100x4-telegraf.json", "6.3.6",
+                     ["0000:83:00.0", "0000:a3:00.0", "0000:c3:00.0", "0000:e3:00.0"], 1, 6.4,
+                     id="ROCm 6.0.2, four MI100"),
+    ],
+)
+def test_recorded_mi100_servers_are_discovered_on_pcie(record, driver, buses, numa, used_mib, no_toolkits):
+    """telegraf's recorded `rocm-smi ... --json` of real MI100 servers: one answer holds products, VRAM, the
+    driver, the topology (every pair PCIE) and the use now, so every query is answered with it."""
+    run, which = replay({" ".join(args): AMD / record for args in (amd.DISCOVER_ARGS, amd.TOPO_ARGS, amd.USAGE_ARGS)},
+                        "rocm-smi")
+    devices, notes = amd.discover(run, which)
+    assert notes == []
+    assert [(d.index, d.pci_bus) for d in devices] == list(enumerate(buses))
+    assert {(d.model, d.memory_mib, d.driver_version, d.interconnect, d.link_domain, d.numa_node, d.health)
+            for d in devices} == {("Arcturus GL-XL [Instinct MI100]", 32752, driver, "pcie", None, numa, None)}
+    assert [(u.index, u.util_pct, u.memory_used_mib) for u in amd.sample([0, 1], run, which)] == [
+        (0, 0.0, used_mib), (1, 0.0, used_mib)]
 
 
 # -- the registry, NVIDIA, and tools that are absent, failing or hung -----------------------------------------
