@@ -287,9 +287,11 @@ class Cluster:
 
     def _locality(self, node: NodeState, request: Request) -> tuple[int]:
         """A rank prefix for several whole devices where some nodes have link domains: nodes where the
-        devices fit inside one domain come first; a node without domains always splits them."""
+        devices fit inside one domain come first; a node without domains always splits them. NUMA is
+        left to the choice of devices on the node: ranking nodes by it too took whole nodes for work that
+        fitted on a fuller one, which later, larger requests then waited for."""
         if node.name in self._linked:
-            return (locality(node.devices, request.devices),)
+            return (max(locality(node.devices, request.devices), Locality.SAME_DOMAIN),)
         return (Locality.SPLIT,)
 
     @staticmethod

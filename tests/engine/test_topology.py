@@ -162,6 +162,23 @@ def test_a_node_whose_island_holds_the_request_beats_a_fuller_one_that_splits_it
     assert places == {True: ("b-whole", [0, 1]), False: ("a-split", [0, 4])}
 
 
+def test_nodes_are_not_ranked_by_numa_so_a_fuller_node_in_one_domain_is_filled_first():
+    # One NVSwitch domain, two NUMA nodes of four: "a-full" has one free device on each NUMA node, "b-empty" all
+    # eight. Two devices fit one domain on both; the fuller node takes them, across its NUMA nodes, and the empty
+    # node stays whole for an eight-device job.
+    full = node("a-full").gpus(8).topology([8], [4, 4]).build()
+    for device in full.devices:
+        device.free_milli = 1000 if device.index in (3, 4) else 0
+    empty = node("b-empty").gpus(8).topology([8], [4, 4]).build()
+    typical = [Request(cpu=1000, mem=GIB, devices=k) for k in (1, 2, 4, 8)]
+    cluster = Cluster([full, empty], node_scorer=fragmentation_scorer(typical), topology=True)
+    [slot] = cluster.place("a100-80g", Request(cpu=1000, mem=GIB, devices=2), Constraints())
+    assert (slot.node, [index for index, _milli, _mem in slot.devices]) == ("a-full", [3, 4])
+    # On the node, devices of one NUMA node still come first where they can.
+    [slot] = cluster.place("a100-80g", Request(cpu=1000, mem=GIB, devices=2), Constraints())
+    assert (slot.node, [index for index, _milli, _mem in slot.devices]) == ("b-empty", [0, 1])
+
+
 def test_without_link_domains_aware_and_blind_place_alike():
     nodes = [node(f"n{i}").gpus(8) for i in range(3)]
     pending = [job(i).gpus(k) for i, k in enumerate((1, 2, 4, 1, 8, 2, 4), start=1)]
