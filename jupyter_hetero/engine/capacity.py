@@ -286,11 +286,12 @@ class Cluster:
         return None
 
     def _locality(self, node: NodeState, request: Request) -> tuple[int]:
-        """A rank prefix for several whole devices where some nodes have link domains: nodes where the
-        devices fit inside one domain come first; a node without domains always splits them. NUMA is
-        left to the choice of devices on the node: ranking nodes by it too took whole nodes for work that
-        fitted on a fuller one, which later, larger requests then waited for."""
-        if node.name in self._linked:
+        """A rank prefix for several whole devices where some nodes have link domains: nodes in use where the
+        devices fit inside one domain come first; the rest (a node without domains, one that would split them,
+        an idle one) rank by the fragmentation score alone. Breaking up an idle node for locality, or ranking
+        nodes by NUMA too, took whole nodes for work that fitted on a fuller one, which later, larger requests
+        then waited for (docs/benchmarks.md); NUMA is left to the choice of devices on the node."""
+        if node.name in self._linked and any(d.free_milli < 1000 for d in node.devices):
             return (max(locality(node.devices, request.devices), Locality.SAME_DOMAIN),)
         return (Locality.SPLIT,)
 
