@@ -12,25 +12,12 @@ import sys
 
 from .openb import LEVELS, POLICIES, run_placement
 from .queueing_cli import add_queueing_parser
+from .seeds import parse_seeds
 from .topology_cli import add_topology_parser
 
-__all__ = ["DEFAULT_POLICY", "add_simulate_parser", "parse_seeds"]
+__all__ = ["DEFAULT_POLICY", "add_simulate_parser"]
 
 DEFAULT_POLICY = "hetero"
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"42-51"`` or ``"42,45,50"`` (or a mix of both) -> the list of seeds."""
-    seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            low, _, high = part.strip().partition("-")
-            seeds.extend(range(int(low), int(high or low) + 1))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seeds must look like 42-51 or 42,43: {text!r}") from None
-    if not seeds:
-        raise argparse.ArgumentTypeError("no seeds given")
-    return seeds
 
 
 def _placement(args: argparse.Namespace) -> int:

@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from .seeds import parse_seeds
+
 __all__ = ["add_topology_parser"]
 
 
@@ -54,8 +56,6 @@ def _topology(args: argparse.Namespace) -> int:
 
 def add_topology_parser(simulations: argparse._SubParsersAction) -> None:
     """Register ``topology`` on the ``simulate`` subcommands."""
-    from .cli import parse_seeds  # noqa: PLC0415  (cli imports this module)
-
     topology = simulations.add_parser(
         "topology", help="single-domain share, allocation and waits of topology-aware and -blind device placement"
     )
