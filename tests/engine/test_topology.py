@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_hetero.engine import Constraints, Device, Engine, Request
+from jupyter_hetero.engine import Constraints, Device, Engine, NodeState, Request
 from jupyter_hetero.engine.capacity import Cluster
 from jupyter_hetero.engine.scoring import fragmentation_scorer
 from jupyter_hetero.engine.topology import Locality, choose_devices, domain_of, locality
@@ -146,21 +146,31 @@ def test_four_devices_land_in_the_island_a_two_device_job_left_whole(aware, expe
     assert tuple(index for index, _milli, _mem in admission.placement.slots[0].devices) == expected
 
 
+TYPICAL = [Request(cpu=1000, mem=GIB, devices=k) for k in (1, 2, 4, 8)]  # the fragmentation score's request mix
+
+
+def _where(slot) -> tuple[str, list[int]]:
+    """A slot's node and device indexes."""
+    return slot.node, [index for index, _milli, _mem in slot.devices]
+
+
+def _only_free(built: NodeState, indexes: tuple[int, ...]) -> NodeState:
+    """``built`` with only the devices at ``indexes`` free, the rest held whole."""
+    for device in built.devices:
+        device.free_milli = 1000 if device.index in indexes else 0
+    return built
+
+
 def test_a_node_whose_island_holds_the_request_beats_one_that_splits_it():
     # Both nodes are in use with two devices free: a-split's straddle its islands, b-island's share one.
-    split = node("a-split").gpus(8).topology([4, 4], [4, 4]).build()
-    for device in split.devices:
-        device.free_milli = 1000 if device.index in (0, 4) else 0
-    island = node("b-island").gpus(8).topology([4, 4], [4, 4]).build()
-    for device in island.devices:
-        device.free_milli = 1000 if device.index in (6, 7) else 0
-    typical = [Request(cpu=1000, mem=GIB, devices=k) for k in (1, 2, 4, 8)]
+    split = _only_free(node("a-split").gpus(8).topology([4, 4], [4, 4]).build(), (0, 4))
+    island = _only_free(node("b-island").gpus(8).topology([4, 4], [4, 4]).build(), (6, 7))
     request = Request(cpu=1000, mem=GIB, devices=2)
     places = {}
     for aware in (True, False):
-        cluster = Cluster([split.clone(), island.clone()], node_scorer=fragmentation_scorer(typical), topology=aware)
+        cluster = Cluster([split.clone(), island.clone()], node_scorer=fragmentation_scorer(TYPICAL), topology=aware)
         [slot] = cluster.place("a100-80g", request, Constraints())
-        places[aware] = (slot.node, [index for index, _milli, _mem in slot.devices])
+        places[aware] = _where(slot)
     assert places == {True: ("b-island", [6, 7]), False: ("a-split", [0, 4])}
 
 
@@ -168,34 +178,28 @@ def test_an_idle_node_is_not_broken_up_for_locality_while_a_fuller_one_has_room(
     # An idle node is kept whole for a request only a whole node holds; the fuller node takes the two devices
     # although they straddle its islands (the simulated Philly replay: 68.8% allocated against 67.1% when idle nodes
     # ranked first for locality, and as many jobs inside one island; docs/benchmarks.md).
-    split = node("a-split").gpus(8).topology([4, 4], [4, 4]).build()
-    for device in split.devices:
-        device.free_milli = 1000 if device.index in (0, 4) else 0
+    split = _only_free(node("a-split").gpus(8).topology([4, 4], [4, 4]).build(), (0, 4))
     idle = node("b-idle").gpus(8).topology([4, 4], [4, 4]).build()
-    typical = [Request(cpu=1000, mem=GIB, devices=k) for k in (1, 2, 4, 8)]
-    cluster = Cluster([split, idle], node_scorer=fragmentation_scorer(typical), topology=True)
+    cluster = Cluster([split, idle], node_scorer=fragmentation_scorer(TYPICAL), topology=True)
     [slot] = cluster.place("a100-80g", Request(cpu=1000, mem=GIB, devices=2), Constraints())
-    assert (slot.node, [index for index, _milli, _mem in slot.devices]) == ("a-split", [0, 4])
+    assert _where(slot) == ("a-split", [0, 4])
     # Once only idle nodes have room, the devices come from one island of one of them.
     [slot] = cluster.place("a100-80g", Request(cpu=1000, mem=GIB, devices=2), Constraints())
-    assert (slot.node, [index for index, _milli, _mem in slot.devices]) == ("b-idle", [0, 1])
+    assert _where(slot) == ("b-idle", [0, 1])
 
 
 def test_nodes_are_not_ranked_by_numa_so_a_fuller_node_in_one_domain_is_filled_first():
     # One NVSwitch domain, two NUMA nodes of four: "a-full" has one free device on each NUMA node, "b-empty" all
     # eight. Two devices fit one domain on both; the fuller node takes them, across its NUMA nodes, and the empty
     # node stays whole for an eight-device job.
-    full = node("a-full").gpus(8).topology([8], [4, 4]).build()
-    for device in full.devices:
-        device.free_milli = 1000 if device.index in (3, 4) else 0
+    full = _only_free(node("a-full").gpus(8).topology([8], [4, 4]).build(), (3, 4))
     empty = node("b-empty").gpus(8).topology([8], [4, 4]).build()
-    typical = [Request(cpu=1000, mem=GIB, devices=k) for k in (1, 2, 4, 8)]
-    cluster = Cluster([full, empty], node_scorer=fragmentation_scorer(typical), topology=True)
+    cluster = Cluster([full, empty], node_scorer=fragmentation_scorer(TYPICAL), topology=True)
     [slot] = cluster.place("a100-80g", Request(cpu=1000, mem=GIB, devices=2), Constraints())
-    assert (slot.node, [index for index, _milli, _mem in slot.devices]) == ("a-full", [3, 4])
+    assert _where(slot) == ("a-full", [3, 4])
     # On the node, devices of one NUMA node still come first where they can.
     [slot] = cluster.place("a100-80g", Request(cpu=1000, mem=GIB, devices=2), Constraints())
-    assert (slot.node, [index for index, _milli, _mem in slot.devices]) == ("b-empty", [0, 1])
+    assert _where(slot) == ("b-empty", [0, 1])
 
 
 def test_without_link_domains_aware_and_blind_place_alike():

@@ -62,12 +62,12 @@ export function CpuMeter(props: IAmountMeterProps): JSX.Element {
   );
 }
 
-/** Memory used out of a total, both in MiB. */
-export function MemoryMeter(props: IAmountMeterProps): JSX.Element {
+/** Memory used out of a total, both in MiB; `label` names which memory (the host's by default). */
+export function MemoryMeter(props: IAmountMeterProps & { label?: string }): JSX.Element {
   const { used, total, trans } = props;
   return (
     <Meter
-      label={trans.__('Memory')}
+      label={props.label ?? trans.__('Memory')}
       used={used}
       total={total}
       text={`${formatMemory(used)} / ${formatMemory(total)}`}

@@ -32,13 +32,10 @@ function Utilisation(props: INodeCardProps): JSX.Element {
             />
           )}
           {used.gpu_memory_mib !== undefined && node.accelerator && (
-            <Meter
+            <MemoryMeter
               label={trans.__('Device memory')}
               used={used.gpu_memory_mib}
               total={node.accelerator.count * node.accelerator.memory_mib}
-              text={`${formatMemory(used.gpu_memory_mib)} / ${formatMemory(
-                node.accelerator.count * node.accelerator.memory_mib
-              )}`}
               trans={trans}
             />
           )}
