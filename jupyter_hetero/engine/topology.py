@@ -1,19 +1,22 @@
-"""Which whole devices of a node a replica takes: the fewest link domains, then the fewest NUMA nodes.
+"""Which whole devices of a node a replica takes: the tightest link domain that holds them, then the
+fewest NUMA nodes inside it.
 
-    choose_devices(node.devices, 4)   # 4 free devices, inside one NVLink island and NUMA node if one has room
-    locality(node.devices, 4)         # Locality.SAME_NUMA: the best such a choice can be on this node
+    choose_devices(node.devices, 4)   # 4 free devices, inside one NVLink island, one NUMA node if it can
+    locality(node.devices, 4)         # Locality.SAME_NUMA: how close that choice is
 
 A device's ``link`` names its link domain on the node (an NVLink/NVSwitch island, an HCCS mesh, an
 xGMI hive); ``-1`` means it has none, so it is a domain of its own. The choice, in order:
 
-1. one link domain and one NUMA node, the tightest such group that fits;
-2. one link domain across NUMA nodes, the tightest domain that fits, its fullest NUMA nodes first;
-3. the fewest link domains.
+1. the tightest link domain that holds the request (among equals, one where a NUMA node holds it),
+   and inside it the tightest NUMA node that holds it, else the fewest NUMA nodes;
+2. when no domain holds it, the fewest link domains.
 
 "Tightest" (the group with the fewest free devices that still holds the request) keeps larger free
 groups whole for later, bigger requests; remaining ties go to the lowest device index, so the
-choice is deterministic. Without link domains every device is its own domain and the choice is the
-lowest free indexes, which is what topology-blind placement takes.
+choice is deterministic. The domain comes before NUMA: taking a NUMA node of a whole domain when a
+tighter domain spans two NUMA nodes left the whole domain broken for the next four-device job, which
+cost waiting time on the 910A's two HCCS rings (docs/benchmarks.md). Without link domains every device
+is its own domain and the choice is the lowest free indexes, which is what topology-blind placement takes.
 """
 
 from __future__ import annotations
@@ -40,36 +43,33 @@ def domain_of(device: Device) -> int:
 
 
 def locality(devices: Sequence[Device], k: int) -> Locality:
-    """The best locality ``k`` whole devices can have among the free ones (SPLIT when fewer are free)."""
-    cells: dict[tuple[int, int], int] = {}
-    domains: dict[int, int] = {}
-    for device in devices:
-        if device.free_milli == 1000:
-            domain = domain_of(device)
-            cell = (domain, device.numa)
-            cells[cell] = cells.get(cell, 0) + 1
-            domains[domain] = domains.get(domain, 0) + 1
-    if max(cells.values(), default=0) >= k:
-        return Locality.SAME_NUMA
-    if max(domains.values(), default=0) >= k:
-        return Locality.SAME_DOMAIN
-    return Locality.SPLIT
+    """How close the ``k`` whole devices ``choose_devices`` takes are (SPLIT when fewer are free)."""
+    if sum(device.free_milli == 1000 for device in devices) < k:
+        return Locality.SPLIT
+    chosen = choose_devices(devices, k)
+    if len({domain_of(device) for device in chosen}) > 1:
+        return Locality.SPLIT
+    return Locality.SAME_NUMA if len({device.numa for device in chosen}) == 1 else Locality.SAME_DOMAIN
 
 
 def choose_devices(devices: Sequence[Device], k: int) -> list[Device]:
-    """``k`` free whole devices, closest first (see the module's docstring), in index order.
+    """``k`` free whole devices, tightest domain first (see the module's docstring), in index order.
 
     The caller has checked that at least ``k`` are free."""
     free = [device for device in devices if device.free_milli == 1000]
-    cells = _groups(free, lambda d: (domain_of(d), d.numa))
-    fitting = [cell for cell in cells if len(cell) >= k]
-    if fitting:
-        return _tightest(fitting)[:k]
-    domains = _groups(free, domain_of)
-    fitting = [domain for domain in domains if len(domain) >= k]
-    if fitting:
-        return _fewest_groups(_tightest(fitting), k, lambda d: d.numa)
-    return _fewest_groups(free, k, domain_of)
+    fitting = []
+    for domain in _groups(free, domain_of):
+        if len(domain) >= k:
+            cells = [cell for cell in _groups(domain, _numa) if len(cell) >= k]
+            fitting.append((len(domain), not cells, domain[0].index, domain, cells))
+    if not fitting:
+        return _fewest_groups(free, k, domain_of)
+    *_, domain, cells = min(fitting, key=lambda entry: entry[:3])
+    return _tightest(cells)[:k] if cells else _fewest_groups(domain, k, _numa)
+
+
+def _numa(device: Device) -> int:
+    return device.numa
 
 
 def _groups(devices: list[Device], key: Callable[[Device], object]) -> list[list[Device]]:

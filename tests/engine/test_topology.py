@@ -1,7 +1,9 @@
-"""Topology-aware choice of whole devices: one link domain and one NUMA node first, then one domain,
-then the fewest domains; the tightest fit and the lowest index among equals."""
+"""Topology-aware choice of whole devices: the tightest link domain that holds them, one NUMA node inside
+it where it can; else the fewest domains; the lowest index among equals."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -51,6 +53,8 @@ def devices(preset: str, busy: tuple[int, ...] = ()) -> list[Device]:
         pytest.param("mi300x-xgmi", (5,), 3, [4, 6, 7], id="MI300X: the NUMA node with just three left"),
         pytest.param("ascend-910a-2x4", (0,), 4, [4, 5, 6, 7], id="910A: the untouched HCCS ring"),
         pytest.param("ascend-910a-2x4", (0,), 1, [1], id="910A: the lone chip of a broken pair"),
+        pytest.param("ascend-910a-2x4", (0, 2), 2, [1, 3], id="910A: across NUMA in the broken ring, not a pair of the whole one"),
+        pytest.param("ascend-910a-2x4", (0, 2, 4, 5), 2, [6, 7], id="910A: of two rings as tight, the one with a NUMA pair"),
         pytest.param("pcie-only", (1,), 3, [0, 2, 3], id="no topology: the lowest free indexes, as blind"),
     ],
 )
@@ -64,11 +68,12 @@ def test_devices_are_chosen_closest_first(preset, busy, k, expected):
         pytest.param("nvlink-2x4", (), 4, Locality.SAME_NUMA, id="2x4 empty: four fit an island"),
         pytest.param("nvlink-2x4", (0, 4), 4, Locality.SPLIT, id="2x4: three and three"),
         pytest.param("nvswitch-8", (0, 4), 4, Locality.SAME_DOMAIN, id="NVSwitch: across NUMA"),
+        pytest.param("ascend-910a-2x4", (0, 2), 2, Locality.SAME_DOMAIN, id="910A: the broken ring, across NUMA"),
         pytest.param("pcie-only", (), 2, Locality.SPLIT, id="no topology: every device its own domain"),
         pytest.param("pcie-only", (), 1, Locality.SAME_NUMA, id="one device is always close to itself"),
     ],
 )
-def test_locality_is_the_best_a_node_can_offer(preset, busy, k, expected):
+def test_locality_is_how_close_the_choice_is(preset, busy, k, expected):
     assert locality(devices(preset, busy), k) == expected
 
 
@@ -110,18 +115,22 @@ def test_the_choice_is_as_close_as_the_node_allows(case):
     per_domain: dict[int, int] = {}
     for d in free:
         per_domain[domain_of(d)] = per_domain.get(domain_of(d), 0) + 1
-    if max(per_domain.values()) >= k:
-        assert _domains(chosen) == 1
+    holding = [size for size in per_domain.values() if size >= k]
+    if holding:  # the tightest domain that holds k; one NUMA node where a domain that tight allows it
+        assert _domains(chosen) == 1 and per_domain[domain_of(chosen[0])] == min(holding)
+        tightest = [[d for d in free if domain_of(d) == domain] for domain, size in per_domain.items()
+                    if size == min(holding)]
+        if any(max(Counter(d.numa for d in domain).values()) >= k for domain in tightest):
+            assert len({d.numa for d in chosen}) == 1
     # The fewest domains that can hold k: the largest ones, taken until they do.
     sizes, fewest, held = sorted(per_domain.values(), reverse=True), 0, 0
     while held < k:
         held, fewest = held + sizes[fewest], fewest + 1
     assert _domains(chosen) == fewest
     assert _domains(chosen) <= _domains(free[:k])  # never worse than the lowest free indexes (blind)
-    best = locality(built, k)
     one_numa = len({d.numa for d in chosen}) == 1
-    assert best != Locality.SAME_NUMA or (_domains(chosen) == 1 and one_numa)
-    assert (best == Locality.SPLIT) == (_domains(chosen) > 1)
+    expected = Locality.SPLIT if fewest > 1 else Locality.SAME_NUMA if one_numa else Locality.SAME_DOMAIN
+    assert locality(built, k) == expected
 
 
 @settings(max_examples=100, deadline=None)
@@ -144,6 +153,17 @@ def test_four_devices_land_in_the_island_a_two_device_job_left_whole(aware, expe
                     tenants=[TEAM])
     [admission] = Engine(topology=aware).cycle(snap).admissions
     assert tuple(index for index, _milli, _mem in admission.placement.slots[0].devices) == expected
+
+
+def test_on_two_rings_of_two_numa_pairs_a_two_device_job_leaves_the_whole_ring_to_a_four_device_one():
+    # 910A: rings 0-3 and 4-7, NUMA pairs 0-1, 2-3, 4-5, 6-7. Ring 0-3 has 1 and 3 free, one in each pair.
+    # A NUMA pair of the whole ring would be closer for the two-device job, but the four-device job
+    # behind it would then find no ring whole.
+    ascend = node("n1").gpus(8).topology([4, 4], [2, 2, 2, 2])
+    snap = snapshot(nodes=[ascend], running=[job(1).gpus(1).on("n1", 0), job(2).gpus(1).on("n1", 2)],
+                    pending=[job(3).gpus(2), job(4).gpus(4)], tenants=[TEAM])
+    placed = {a.workload: _where(a.placement.slots[0]) for a in Engine().cycle(snap).admissions}
+    assert placed == {3: ("n1", [1, 3]), 4: ("n1", [4, 5, 6, 7])}
 
 
 TYPICAL = [Request(cpu=1000, mem=GIB, devices=k) for k in (1, 2, 4, 8)]  # the fragmentation score's request mix
