@@ -1,27 +1,33 @@
 """Hygon DCUs (Z100, K100) through ``hy-smi``, Hygon's fork of ``rocm-smi``.
 
-``hy-smi --showproductname --showmeminfo vram --showdriverversion --json`` says what the cards are and
-``hy-smi --showuse --showmemuse --showmeminfo vram --json`` what they are doing; without ``--json`` (or from an
-hy-smi too old for it) the usage comes as the summary table, which is read too. Releases name the same things
-differently (``DCU use (%)`` or, in hyhal's, ``HCU use (%)``; VRAM in bytes or MiB). hy-smi may print
-warnings before its JSON; they become notes.
+``hy-smi --showproductname --showmeminfo vram --showbus --json`` says what the cards are,
+``hy-smi --showdriverversion`` which driver runs them (in plain text: recent releases print it so even when
+asked for JSON), and ``hy-smi --showuse --showmemuse --showmeminfo vram --json`` what they are doing; without
+``--json`` (or from an hy-smi too old for it) the usage comes as the summary table, which is read too. Releases
+name the same things differently (``DCU use (%)`` or, in hyhal's, ``HCU use (%)``; VRAM in bytes or MiB) and
+add to them (``PCI Bus`` followed by the card's serial and OAM slot). hy-smi may print errors and warnings
+around its JSON; those before it become notes. ``--showpower`` is never asked for: with it, hy-smi writes
+JSON without the commas between its power fields.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from . import DeviceFacts, DeviceUsage, Runner, Which
 from ._tool import query
 
-__all__ = ["discover", "parse_devices", "parse_usage", "sample"]
+__all__ = ["discover", "parse_devices", "parse_driver", "parse_usage", "sample"]
 
 TOOL = "hy-smi"
 _MIB = 1024 * 1024
-_DISCOVER = ["--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json"]
+_DISCOVER = ["--showproductname", "--showmeminfo", "vram", "--showbus", "--json"]
+_DRIVER = ["--showdriverversion"]
 _SAMPLE = ["--showuse", "--showmemuse", "--showmeminfo", "vram", "--json"]
+_BUS = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _TABLE_ROW = re.compile(r"^\s*(\d+)\s+.*?(\d+(?:\.\d+)?)%\s+(\d+(?:\.\d+)?)%")
 
 
@@ -31,7 +37,14 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
     if path is None:
         return [], []
     found, note = query(run, TOOL, [path, *_DISCOVER], parse_devices)
-    return found if found is not None else ([], [note])
+    if found is None:
+        return [], [note]
+    devices, notes = found
+    if not any(device.driver_version for device in devices):
+        driver, note = query(run, TOOL, [path, *_DRIVER], parse_driver)
+        devices = [replace(device, driver_version=driver) for device in devices]
+        notes += [note] if note else []
+    return devices, notes
 
 
 def sample(indexes: list[int], run: Runner, which: Which) -> list[DeviceUsage]:
@@ -54,12 +67,20 @@ def parse_devices(text: str) -> tuple[list[DeviceFacts], list[str]]:
             model=_field(card, "Card Series") or _field(card, "Card SKU") or "unknown",
             memory_mib=int(_memory_mib(card, "Total") or 0),
             driver_version=driver,
-            pci_bus=_field(card, "PCI Bus"),
+            pci_bus=_bus(_field(card, "PCI Bus")),
             numa_node=_int(_field(card, "(Topology) Numa Node")),
         )
         for index, card in _cards(cards)
     ]
     return devices, [f"{TOOL}: {warning}" for warning in warnings]
+
+
+def parse_driver(text: str) -> str:
+    """The driver of ``hy-smi --showdriverversion``: ``Driver Version: 6.3.31-V1.5.0a``, or the same in JSON."""
+    found = re.search(r"Driver version\"?\s*:\s*\"?([^\"\s]+)", text, re.IGNORECASE)
+    if found is None:
+        raise ValueError("no driver version in the output")
+    return found.group(1)
 
 
 def parse_usage(text: str) -> list[DeviceUsage]:
@@ -105,6 +126,11 @@ def _memory_mib(card: dict[str, Any], which: str) -> float | None:
         return int(in_bytes) / _MIB
     in_mib = _field(card, f"vram {which} Memory (MiB)")
     return float(in_mib) if in_mib is not None else None
+
+
+def _bus(value: str | None) -> str | None:
+    found = _BUS.search(value or "")  # "0000:09:00.0 --> SN: 01-000206-07SCC2 --> OAM ID: 1" in recent releases
+    return found.group(0).lower() if found else None
 
 
 def _int(value: str | None) -> int | None:
