@@ -24,17 +24,16 @@ def query(run: Runner, tool: str, argv: list[str], parse: Callable[[str], T]) ->
     "cnmon: could not read the output of 'info' (ValueError: invalid literal for int() with base 10: 'twelve')"
     """
     text, note = _ask(run, tool, argv)
-    asked = " ".join(argv[1:]) or tool
     if text is None:
         return None, note
     try:
         return parse(text), None
     except _GARBLED as exc:
-        return None, f"{tool}: could not read the output of '{asked}' ({type(exc).__name__}: {exc})"
+        return None, f"{tool}: could not read the output of '{_asked(tool, argv)}' ({type(exc).__name__}: {exc})"
 
 
 def _ask(run: Runner, tool: str, argv: list[str]) -> tuple[str | None, str | None]:
-    asked = " ".join(argv[1:]) or tool  # a tool asked nothing but its name (plain cnmon) is named
+    asked = _asked(tool, argv)
     try:
         return run(argv), None
     except subprocess.TimeoutExpired as exc:
@@ -44,6 +43,10 @@ def _ask(run: Runner, tool: str, argv: list[str]) -> tuple[str | None, str | Non
         return None, f"{tool}: '{asked}' failed ({said})"
     except OSError as exc:
         return None, f"{tool}: could not run '{asked}' ({exc})"
+
+
+def _asked(tool: str, argv: list[str]) -> str:
+    return " ".join(argv[1:]) or tool  # a tool asked nothing but its name (plain cnmon) is named
 
 
 def _gist(text: str | bytes | None) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import DeviceFacts, DeviceUsage, Runner, Which
 from ._tool import query
+from .links import pci_address_in
 
 __all__ = ["discover", "neuware_version", "parse_cnmon_info", "parse_cnmon_table", "parse_usage", "sample"]
 
@@ -26,7 +27,6 @@ _CARD = re.compile(r"^\s*Card\s+(\d+)\s*$")
 _FIELD = re.compile(r"^(\s+)([^:]+?)\s*:\s*(.*?)\s*$")
 _HEALTHY = ("good", "ok", "normal")
 _ROW = re.compile(r"^\s*(\d+)\s+\S+\s+(\S+)\s+(\S+)\s*$")  # card, VF, name, firmware
-_BUS = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 
 
@@ -77,13 +77,12 @@ def parse_cnmon_table(text: str) -> list[tuple[DeviceFacts, DeviceUsage]]:
         index, middle = int(row.group(1)), cells[1]
         memory = _MEMORY.search(below)
         util = re.search(r"(\d+(?:\.\d+)?)\s*%", cells[2])
-        bus = _BUS.search(middle)
         column = re.search(r"v\d\S*", middle)  # 4.x: "On          v4.20.11"
         driver = header.group(1) if header else _version(column.group(0) if column else None)
         cards.append((
             DeviceFacts(index=index, vendor="cambricon", model=row.group(2), memory_mib=int(memory.group(2)) if memory else 0,
                         driver_version=driver, firmware_version=_version(row.group(3)),
-                        pci_bus=bus.group(0).lower() if bus else None),
+                        pci_bus=pci_address_in(middle)),
             DeviceUsage(index, float(util.group(1)) if util else None, float(memory.group(1)) if memory else None),
         ))
     if not cards:

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import DeviceFacts, DeviceUsage, Runner, Which
 from ._tool import query
+from .links import pci_address_in
 
 __all__ = ["discover", "parse_devices", "parse_driver", "parse_usage", "sample"]
 
@@ -27,7 +28,6 @@ _MIB = 1024 * 1024
 _DISCOVER = ["--showproductname", "--showmeminfo", "vram", "--showbus", "--json"]
 _DRIVER = ["--showdriverversion"]
 _SAMPLE = ["--showuse", "--showmemuse", "--showmeminfo", "vram", "--json"]
-_BUS = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 _TABLE_ROW = re.compile(r"^\s*(\d+)\s+.*?(\d+(?:\.\d+)?)%\s+(\d+(?:\.\d+)?)%")
 
 
@@ -67,7 +67,7 @@ def parse_devices(text: str) -> tuple[list[DeviceFacts], list[str]]:
             model=_field(card, "Card Series") or _field(card, "Card SKU") or "unknown",
             memory_mib=int(_memory_mib(card, "Total") or 0),
             driver_version=driver,
-            pci_bus=_bus(_field(card, "PCI Bus")),
+            pci_bus=pci_address_in(_field(card, "PCI Bus")),  # recent: "0000:09:00.0 --> SN: … --> OAM ID: 1"
             numa_node=_int(_field(card, "(Topology) Numa Node")),
         )
         for index, card in _cards(cards)
@@ -126,11 +126,6 @@ def _memory_mib(card: dict[str, Any], which: str) -> float | None:
         return int(in_bytes) / _MIB
     in_mib = _field(card, f"vram {which} Memory (MiB)")
     return float(in_mib) if in_mib is not None else None
-
-
-def _bus(value: str | None) -> str | None:
-    found = _BUS.search(value or "")  # "0000:09:00.0 --> SN: 01-000206-07SCC2 --> OAM ID: 1" in recent releases
-    return found.group(0).lower() if found else None
 
 
 def _int(value: str | None) -> int | None:

@@ -5,10 +5,14 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["link_domains", "numa_node_of", "pci_bus_id"]
+__all__ = ["link_domains", "numa_node_of", "pci_address_in", "pci_bus_id"]
+
+_ADDRESS = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 
 # Where Linux says which NUMA node a PCI device hangs off; a test or a container may point elsewhere.
 SYS_PCI_DEVICES = Path("/sys/bus/pci/devices")
@@ -41,6 +45,12 @@ def pci_bus_id(text: str | None) -> str | None:
     if len(parts) != 3:
         return None
     return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2]}"
+
+
+def pci_address_in(text: str | None) -> str | None:
+    """The first PCI address (``0000:1B:00.0``) inside a tool's cell or field, in the kernel's spelling."""
+    found = _ADDRESS.search(text or "")
+    return pci_bus_id(found.group(0)) if found else None
 
 
 def numa_node_of(bus: str | None, root: Path = SYS_PCI_DEVICES) -> int | None:
