@@ -75,8 +75,7 @@ class Next:
     reason: str
     counts: dict[str, Any] = field(default_factory=dict)  # failures / preemptions / node_losses (+ preempted_at)
     retry_in_s: float | None = None  # backoff before a retry may be admitted
-    preempted: bool = False  # record `preempted` before the requeue
-    lost: bool = False  # record `lost` before the requeue
+    said_first: tuple[tuple[str, str], ...] = ()  # events (type, reason) recorded just before ``event``
 
     @property
     def final(self) -> bool:
@@ -93,7 +92,7 @@ def after_attempt(row: WorkloadRow, outcome: str, reason: str, policy: FailurePo
     if outcome == "preempted":
         counts = {"preemptions": (row.preemptions or 0) + 1, "preempted_at": [*(row.preempted_at or ()), now_wall]}
         return Next("queued", "requeued", f"{row.reason or 'preempted'}; back in queue {row.queue}", counts,
-                    preempted=True)
+                    said_first=(("preempted", row.reason or "preempted"),))
     if row.kind == "service" and outcome in ("succeeded", "failed"):
         # A service's replica is meant to run until it is scaled down: whatever ended it, it starts again.
         failures = (row.failures or 0) + 1
@@ -109,11 +108,13 @@ def after_attempt(row: WorkloadRow, outcome: str, reason: str, policy: FailurePo
                                           f"{delay:g} s", retry_in_s=delay)
     if outcome == "lost":
         counts = {"node_losses": (row.node_losses or 0) + 1}
+        # Requeued, "lost" is only said first: as a state it is final, and a cancel would take it at its word.
         if row.kind == "service":  # replaced on another node, at once
-            return Next("queued", "requeued", f"lost ({reason}); a replacement replica is placed", counts, lost=True)
+            why = f"lost ({reason}); a replacement replica is placed"
+            return Next("queued", "requeued", why, counts, said_first=(("lost", why),))
         if policy and policy.requeue_on_node_loss:
-            return Next("queued", "requeued", f"lost ({reason}); requeued by queue {row.queue}'s policy", counts,
-                        lost=True)
+            why = f"lost ({reason}); requeued by queue {row.queue}'s policy"
+            return Next("queued", "requeued", why, counts, said_first=(("lost", why),))
         return Next("lost", "lost", reason, counts)
     failures = (row.failures or 0) + 1
     counts = {"failures": failures}

@@ -701,24 +701,21 @@ class Scheduler:
         queue = self.catalog.queue(row.queue)
         step = after_attempt(row, outcome, reason, queue.failure if queue else None, retryable=retryable,
                              now_wall=self.wall())
-        self._release(row, step.state, step.event, step.reason, final=step.final, preempted=step.preempted,
-                      lost=step.lost, counts=step.counts,
+        self._release(row, step.state, step.event, step.reason, final=step.final, said_first=step.said_first,
+                      counts=step.counts,
                       not_before=None if step.retry_in_s is None else self.times.to_wall(now + step.retry_in_s))
 
     def _release(self, row: WorkloadRow, state: str, event: str, reason: str, *, final: bool = False,
-                 not_before: float | None = None, preempted: bool = False, lost: bool = False,
+                 not_before: float | None = None, said_first: tuple[tuple[str, str], ...] = (),
                  counts: dict | None = None) -> None:
+        """Free what the attempt held and record what follows, in one write: what ended the attempt
+        (``said_first``: preempted, lost) is said in that same write, so no reader sees a row that says it
+        was preempted still holding its devices."""
         wall = self.wall()
-        if preempted:
-            self.repository.update_workload(row.id, event="preempted", reason=row.reason or "preempted",
-                                            state="preempted")
-        if lost:
-            # The event only: a requeue follows, and "lost" is a final state a cancel would take at its word.
-            self.repository.update_workload(row.id, event="lost", reason=reason)
         # Back to the queue only if no cancel came while the attempt ended; an ending is written as is. A backoff's
         # end goes in the event too: the history then says from when the workload waited to be admitted.
         released = self.repository.update_workload_if(
-            row.id, None if final else may_requeue, event=event, reason=reason,
+            row.id, None if final else may_requeue, event=event, reason=reason, said_first=said_first,
             data={"not_before": not_before} if not_before is not None else None, state=state, placement=None, node=None,
             flavor=None,
             held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
@@ -729,7 +726,8 @@ class Scheduler:
         )
         if released is None:
             current = self.repository.workload(row.id)
-            self._release(current, "cancelled", "cancelled", current.reason or "cancelled", final=True)
+            self._release(current, "cancelled", "cancelled", current.reason or "cancelled", final=True,
+                          said_first=said_first)
             return
         if final:
             self.times.forget(row.id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,7 +228,7 @@ class Repository:
 
     def update_workload_if(self, workload_id: int, when: Callable[[WorkloadRow], bool] | None, *, event: str,
                            reason: str | None = None, data: dict[str, Any] | None = None,
-                           **fields: Any) -> WorkloadRow | None:
+                           said_first: Sequence[tuple[str, str | None]] = (), **fields: Any) -> WorkloadRow | None:
         """:meth:`update_workload` if ``when(row)`` holds for the row as this same transaction reads it
         (always when ``when`` is None), else None and nothing written:
 
@@ -236,11 +236,16 @@ class Repository:
 
         Request handlers and the scheduler's tick write the same rows from two threads; a decision made
         on an earlier read (stop it, admit it, requeue it) must not overwrite what the other wrote
-        since, above all a cancel."""
-        return self._update_workload(workload_id, when, event, reason, data, fields)
+        since, above all a cancel.
+
+        ``said_first`` are events (type, reason) recorded just before ``event``, in the same transaction: a
+        preempted attempt's requeue says ``preempted`` and then ``requeued``, and no reader ever sees the one
+        without the other (a preempted row still holding its devices)."""
+        return self._update_workload(workload_id, when, event, reason, data, fields, said_first)
 
     def _update_workload(self, workload_id: int, when: Callable[[WorkloadRow], bool] | None, event: str,
-                         reason: str | None, data: dict[str, Any] | None, fields: dict[str, Any]) -> WorkloadRow | None:
+                         reason: str | None, data: dict[str, Any] | None, fields: dict[str, Any],
+                         said_first: Sequence[tuple[str, str | None]] = ()) -> WorkloadRow | None:
         now = self.clock()
         with self.session(write=True) as session:
             row = session.get(WorkloadRow, workload_id)
@@ -256,6 +261,8 @@ class Repository:
             if "stopping" in fields or ("state" in fields and stopping is None):
                 row.reason = reason
             row.updated_at = now
+            session.add_all([EventRow(workload_id=workload_id, at=now, type=said, reason=why, data={})
+                             for said, why in said_first])
             session.add(EventRow(workload_id=workload_id, at=now, type=event, reason=reason, data=data or {}))
             return row
 
