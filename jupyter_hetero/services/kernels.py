@@ -229,8 +229,12 @@ class KernelService:
                 raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {row.reason}")
             if self.clock.monotonic() >= deadline:
                 message = self._why_waiting(row, timeout)
-                self.repository.update_workload(workload_id, event="cancelled", reason=message, state="cancelled",
-                                                finished_at=self.clock.wall())
+                # Only if still waiting: an admission the tick wrote since the read is taken, not left held by
+                # a cancelled row.
+                if self.repository.update_workload_if(
+                        workload_id, lambda current: current.state in QUEUED_STATES, event="cancelled",
+                        reason=message, state="cancelled", finished_at=self.clock.wall()) is None:
+                    continue
                 raise KernelWaitTimeout(message)
             # Woken at once on admission; the timeout only bounds how stale a missed wake-up can be.
             try:

@@ -1,10 +1,13 @@
 """When an attempt ends, what the tick writes is whole: between any two of its writes, a reader of the store
 (the API, a report, the reliability tests' standing checker) never sees a workload that is no longer active
-still holding a placement or capacity. Each test notes the row as the store has it just before every write
+still holding a placement or capacity, and a kernel's start that gives up waiting never cancels an admission
+written since it looked. Each test notes the row as the store has it just before every write
 to it (``InterposingRepository``), so a release split over two writes is caught without depending on timing."""
 
 from __future__ import annotations
 
+from jupyter_hetero.services.clock import Clock
+from jupyter_hetero.services.kernels import KernelService
 from jupyter_hetero.store import ACTIVE_STATES
 
 from .test_cancel_wins import Platform, _types, platform  # noqa: F401 - the platform fixture
@@ -45,3 +48,16 @@ def test_an_attempt_lost_with_its_node_is_released_and_requeued_in_one_write(pla
     assert not _holding_while_inactive(seen), seen
     types = _types(platform, job)
     assert types[types.index("lost") + 1] == "requeued"
+
+
+async def test_a_kernel_admitted_as_its_wait_runs_out_is_taken_not_cancelled_holding_its_device(platform):
+    kernels = KernelService(catalog=platform.catalog, repository=platform.repository, scheduler=platform.scheduler,
+                            clock=Clock(), identify=lambda *_: None, wake=lambda: None)
+    waiting = platform.add("kernel", "interactive", devices=1, flavor="a100-80g")
+    # The wait has run out (timeout 0); the tick admits the kernel just before the wait's cancel is written.
+    platform.repository.before_next_write(waiting, platform.scheduler.tick)
+    environment = await kernels.wait_for_placement(waiting, timeout=0)
+    assert platform.repository.interposed == [waiting]
+    row = platform.repository.workload(waiting)
+    assert row.state == "admitted" and row.placement and "cancelled" not in _types(platform, waiting)
+    assert environment["HETERO_WORKLOAD_ID"] == str(waiting)
