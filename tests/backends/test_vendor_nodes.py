@@ -79,11 +79,13 @@ def _cambricon_machine(bin_dir: Path) -> dict[str, str]:
 
 def _hygon_machine(bin_dir: Path) -> dict[str, str]:
     # Two K100_AI as a user pasted hy-smi's JSON of them (gpustack issue 2032), answering what they are and what
-    # they are doing; the driver line is a BW node's (no K100_AI one was published).
+    # they are doing; the driver line is a BW node's (no K100_AI one was published), the topology tables another
+    # eight-K100_AI machine's (every pair PCIe, every card on NUMA node 0).
     cards = HYGON / "hy-smi-json-k100ai-gpustack-2032-first2cards.json"
     recorded_tool(bin_dir, "hy-smi", {
         "--showproductname --showmeminfo vram --showbus --json": cards,
         "--showdriverversion": HYGON / "hy-smi-showdriverversion-bw-6.3.31.txt",
+        "--showtopo": HYGON / "hy-smi-showtopo-hcu-k100ai-crlf-dcu-in-action.txt",
         "--showuse --showmemuse --showmeminfo vram --json": cards,
     })
     return {}
@@ -109,7 +111,7 @@ def _hygon_machine(bin_dir: Path) -> dict[str, str]:
                                       "runtime": "level-zero 1.6.2", "firmware_version": None,
                                       "interconnect": "xelink"},
                      {"gpu_util_pct": 35.0, "gpu_memory_mib": 61464.5}, id="Max 1100 pair on Xe Link"),
-        # No link domains: cnmon's table and hy-smi say nothing of MLU-Link or DCU links.
+        # No link domains: cnmon's table says nothing of MLU-Link, and the one hy-smi topology published is all PCIe.
         pytest.param(_cambricon_machine, {"vendor": "cambricon", "model": "MLU370-X4", "count": 2,
                                           "memory_mib": 23308, "driver_version": "5.10.10",
                                           "runtime": "neuware 3.9.0", "firmware_version": "1.1.6",
@@ -140,6 +142,8 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
         assert [device["index"] for device in accelerator["devices"]] == list(range(expected["count"]))
         if expected["vendor"] != "hygon":  # the published hy-smi answer was to a query without --showbus
             assert all(device["pci_bus"] for device in accelerator["devices"]), accelerator["devices"]
+        else:  # from hy-smi's topology tables
+            assert {device["numa_node"] for device in accelerator["devices"]} == {0}
         used = until(lambda: (n := next(n for n in server.api("hetero/api/v1/nodes") if n["name"] == "local"))
                      ["utilisation"], "the node's utilisation")
         assert {key: used[key] for key in use} == use

@@ -285,6 +285,26 @@ def test_recorded_mi100_servers_are_discovered_on_pcie(record, driver, buses, nu
         (0, 0.0, used_mib), (1, 0.0, used_mib)]
 
 
+@pytest.mark.parametrize(
+    ("record", "hives", "numa"),
+    [
+        pytest.param("showtopo-rocm7.2-mi300-0x74a2-x8-ms-swift.txt", [range(8)], [0] * 4 + [1] * 4,
+                     id="ROCm 7.2, eight MI300-series (0x74a2) in one hive, a low-power warning, GPU[i]"),
+        pytest.param("showtopo-x4-archer2-docs.txt", [range(4)], [0, 1, 2, 3],
+                     id="four GPUs in one hive, one NUMA node each, the older GPU i spelling"),
+        pytest.param("showtopo-two-hives-x8-unattributed.txt", [range(4), range(4, 8)], [0] * 4 + [1] * 4,
+                     id="two hives of four joined over PCIe, tabs before the colons"),
+    ],
+)
+def test_recorded_rocm_smi_topology_tables_give_hives_and_numa_nodes(record, hives, numa):
+    """Real ``rocm-smi --showtopo`` tables, as users pasted them: the hives XGMI joins and each card's NUMA node;
+    the weight and hop matrices around them are passed over."""
+    pairs, nodes = amd.parse_topology_tables(read(AMD / record))
+    assert sorted(pairs) == [(i, j) for hive in hives for i in hive for j in hive if i < j]
+    assert nodes == dict(enumerate(numa))
+    assert link_domains(pairs, "xgmi") == {card: f"xgmi-{n}" for n, hive in enumerate(hives) for card in hive}
+
+
 # -- the registry, NVIDIA, and tools that are absent, failing or hung -----------------------------------------
 
 def test_the_registry_maps_each_family_to_its_module():

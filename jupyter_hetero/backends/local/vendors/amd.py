@@ -6,7 +6,8 @@ What is read, and from which command (``rocm-smi``):
   (``Card Series`` in ROCm 6, ``Card series`` in ROCm 5, ``Device Name`` or ``Card SKU`` where those are
   missing), VRAM total, driver (``system.Driver version``), PCI bus, VBIOS.
 - ``--showtopo --json``: NUMA node per card and the link type between every pair of cards: cards joined
-  by ``XGMI`` share a ``link_domain`` (an Infinity Fabric hive).
+  by ``XGMI`` share a ``link_domain`` (an Infinity Fabric hive). The same flag without ``--json`` prints
+  the tables ``parse_topology_tables`` reads (as users paste them, and as Hygon's fork prints them).
 - ``--showuse --showmemuse --showmeminfo vram --json``: ``GPU use (%)`` and VRAM in use (bytes, or the
   percentage ROCm 5 calls ``GPU memory use (%)`` and ROCm 6 ``GPU Memory Allocated (VRAM%)``).
 - The ROCm release from ``$ROCM_PATH/.info/version`` (``/opt/rocm`` by default).
@@ -27,7 +28,8 @@ from typing import Any
 from . import DeviceFacts, DeviceUsage, Runner, Which, failure
 from .links import link_domains, numa_node_of, pci_bus_id
 
-__all__ = ["discover", "parse_rocm_smi", "parse_topology", "parse_usage", "rocm_version", "sample"]
+__all__ = ["discover", "parse_rocm_smi", "parse_topology", "parse_topology_tables", "parse_usage", "rocm_version",
+           "sample"]
 
 TOOL = "rocm-smi"
 DISCOVER_ARGS = ["--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--showbus", "--showvbios",
@@ -37,6 +39,10 @@ USAGE_ARGS = ["--showuse", "--showmemuse", "--showmeminfo", "vram", "--json"]
 _MIB = 1024 * 1024
 _MISSING = ("", "n/a", "na", "unknown", "none")
 _LINK = re.compile(r"\(topology\) link type between drm devices (\d+) and (\d+)")
+# A card in the tables: GPU0, GPU[0] or GPU 0 (rocm-smi's releases), HCU[0] or DCU[0] (Hygon's fork).
+_CARD = r"(?:GPU|HCU|DCU) ?\[?(\d+)\]?"
+_CARD_CELL = re.compile(rf"{_CARD}")
+_NUMA_LINE = re.compile(rf"{_CARD}\s*:\s*(?:\(Topology\)\s*)?Numa Node:\s*(-?\d+)", re.IGNORECASE)
 
 
 def parse_rocm_smi(text: str) -> tuple[str | None, list[dict[str, Any]]]:
@@ -64,6 +70,34 @@ def parse_topology(text: str) -> tuple[list[tuple[int, int]], dict[int, int]]:
             node = _int(_value(_lower(card), "(topology) numa node"))
             if node is not None and node >= 0:
                 numa[int(key[4:])] = node
+    return pairs, numa
+
+
+def parse_topology_tables(text: str) -> tuple[list[tuple[int, int]], dict[int, int]]:
+    """(pairs of cards joined by XGMI, NUMA node per card) from the tables ``--showtopo`` prints without
+    ``--json``: the ``Link Type between two GPUs`` matrix (``… between HCUs`` in Hygon's fork, its title on a
+    line of its own) and the ``Numa Node`` lines. Other matrices (weight, hops) and banners are passed over."""
+    section, columns, pairs, numa = "", [], [], {}
+    for line in text.splitlines():
+        cells = line.split()
+        numa_line = _NUMA_LINE.match(line.strip())
+        if not cells:
+            continue
+        if numa_line:
+            if int(numa_line.group(2)) >= 0:
+                numa[int(numa_line.group(1))] = int(numa_line.group(2))
+        elif not _CARD_CELL.fullmatch(cells[0]):  # a banner, a title, or a warning: a new section or none
+            title = line.strip().strip("=").strip()
+            if title:
+                section, columns = title.lower(), []
+        elif section.startswith("link type"):
+            indexes = [_CARD_CELL.fullmatch(cell) for cell in cells]
+            if all(indexes):
+                columns = [int(index.group(1)) for index in indexes]
+            else:
+                row = int(indexes[0].group(1))
+                pairs += [(row, column) for column, kind in zip(columns, cells[1:])
+                          if kind.upper() == "XGMI" and row < column]
     return pairs, numa
 
 

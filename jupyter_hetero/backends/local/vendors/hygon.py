@@ -3,7 +3,9 @@
 ``hy-smi --showproductname --showmeminfo vram --showbus --json`` says what the cards are,
 ``hy-smi --showdriverversion`` which driver runs them (in plain text: recent releases print it so even when
 asked for JSON), and ``hy-smi --showuse --showmemuse --showmeminfo vram --json`` what they are doing; without
-``--json`` (or from an hy-smi too old for it) the usage comes as the summary table, which is read too. Releases
+``--json`` (or from an hy-smi too old for it) the usage comes as the summary table, which is read too.
+``hy-smi --showtopo`` prints rocm-smi's topology tables (cards ``HCU[0]``, titles on lines of their own): the
+NUMA node of each card and the pairs ``XGMI`` joins, read by the AMD module's parser. Releases
 name the same things differently (``DCU use (%)`` or, in hyhal's, ``HCU use (%)``; VRAM in bytes or MiB) and
 add to them (``PCI Bus`` followed by the card's serial and OAM slot). hy-smi may print errors and warnings
 around its JSON; those before it become notes. ``--showpower`` is never asked for: with it, hy-smi writes
@@ -19,7 +21,8 @@ from typing import Any
 
 from . import DeviceFacts, DeviceUsage, Runner, Which
 from ._tool import query
-from .links import pci_address_in
+from .amd import parse_topology_tables
+from .links import link_domains, numa_node_of, pci_address_in
 
 __all__ = ["discover", "parse_devices", "parse_driver", "parse_usage", "sample"]
 
@@ -27,6 +30,7 @@ TOOL = "hy-smi"
 _MIB = 1024 * 1024
 _DISCOVER = ["--showproductname", "--showmeminfo", "vram", "--showbus", "--json"]
 _DRIVER = ["--showdriverversion"]
+_TOPOLOGY = ["--showtopo"]
 _SAMPLE = ["--showuse", "--showmemuse", "--showmeminfo", "vram", "--json"]
 _TABLE_ROW = re.compile(r"^\s*(\d+)\s+.*?(\d+(?:\.\d+)?)%\s+(\d+(?:\.\d+)?)%")
 
@@ -44,7 +48,15 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
         driver, note = query(run, TOOL, [path, *_DRIVER], parse_driver)
         devices = [replace(device, driver_version=driver) for device in devices]
         notes += [note] if note else []
-    return devices, notes
+    topology, note = query(run, TOOL, [path, *_TOPOLOGY], parse_topology_tables)
+    pairs, numa = topology or ([], {})
+    domains = link_domains(pairs, "xgmi")
+    devices = [replace(device, interconnect="xgmi" if device.index in domains else device.interconnect,
+                       link_domain=domains.get(device.index),
+                       numa_node=numa.get(device.index, device.numa_node if device.numa_node is not None
+                                          else numa_node_of(device.pci_bus)))
+               for device in devices]
+    return devices, notes + ([note] if note else [])
 
 
 def sample(indexes: list[int], run: Runner, which: Which) -> list[DeviceUsage]:
