@@ -305,6 +305,18 @@ def test_recorded_rocm_smi_topology_tables_give_hives_and_numa_nodes(record, hiv
     assert link_domains(pairs, "xgmi") == {card: f"xgmi-{n}" for n, hive in enumerate(hives) for card in hive}
 
 
+def test_where_rocm_smi_has_no_json_for_the_topology_its_tables_are_read(tmp_path, no_toolkits):
+    no_json = tmp_path / "no-json.txt"
+    no_json.write_text("WARNING: No JSON data to report\n", encoding="utf-8")  # its answer to some --show flags
+    run, which = replay({" ".join(amd.DISCOVER_ARGS): AMD / "discover-rocm6-mi300x.json",
+                         " ".join(amd.TOPO_ARGS): no_json,
+                         " ".join(amd.TOPO_TABLE_ARGS): AMD / "showtopo-rocm7.2-mi300-0x74a2-x8-ms-swift.txt"},
+                        "rocm-smi")
+    devices, notes = amd.discover(run, which)
+    assert notes == []
+    assert [(d.interconnect, d.link_domain, d.numa_node) for d in devices] == [("xgmi", "xgmi-0", 0)] * 2
+
+
 # -- the registry, NVIDIA, and tools that are absent, failing or hung -----------------------------------------
 
 def test_the_registry_maps_each_family_to_its_module():

@@ -6,8 +6,10 @@ What is read, and from which command (``rocm-smi``):
   (``Card Series`` in ROCm 6, ``Card series`` in ROCm 5, ``Device Name`` or ``Card SKU`` where those are
   missing), VRAM total, driver (``system.Driver version``), PCI bus, VBIOS.
 - ``--showtopo --json``: NUMA node per card and the link type between every pair of cards: cards joined
-  by ``XGMI`` share a ``link_domain`` (an Infinity Fabric hive). The same flag without ``--json`` prints
-  the tables ``parse_topology_tables`` reads (as users paste them, and as Hygon's fork prints them).
+  by ``XGMI`` share a ``link_domain`` (an Infinity Fabric hive). Where that answer holds no JSON (rocm-smi
+  answers some ``--show`` flags with ``WARNING: No JSON data to report``, ROCm/legacy-rocm-build#4374),
+  ``--showtopo`` alone: its tables, which ``parse_topology_tables`` reads (as users paste them, and as
+  Hygon's fork prints them).
 - ``--showuse --showmemuse --showmeminfo vram --json``: ``GPU use (%)`` and VRAM in use (bytes, or the
   percentage ROCm 5 calls ``GPU memory use (%)`` and ROCm 6 ``GPU Memory Allocated (VRAM%)``).
 - The ROCm release from ``$ROCM_PATH/.info/version`` (``/opt/rocm`` by default).
@@ -35,6 +37,7 @@ TOOL = "rocm-smi"
 DISCOVER_ARGS = ["--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--showbus", "--showvbios",
                  "--json"]
 TOPO_ARGS = ["--showtopo", "--json"]
+TOPO_TABLE_ARGS = ["--showtopo"]
 USAGE_ARGS = ["--showuse", "--showmemuse", "--showmeminfo", "vram", "--json"]
 _MIB = 1024 * 1024
 _MISSING = ("", "n/a", "na", "unknown", "none")
@@ -140,7 +143,7 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
     if not cards:
         return [], [*notes, f"{TOOL}: found no devices"]
     try:
-        pairs, numa = parse_topology(run([TOOL, *TOPO_ARGS]))
+        pairs, numa = _topology(run)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         pairs, numa = [], {}
         notes.append(f"{TOOL}: no topology ({failure(exc)})")
@@ -179,6 +182,14 @@ def sample(indexes: Sequence[int], run: Runner, which: Which) -> list[DeviceUsag
 
 
 # -- the amdsmi bindings (ROCm 6+): what rocm-smi says, without a subprocess -------------------------------
+
+def _topology(run: Runner) -> tuple[list[tuple[int, int]], dict[int, int]]:
+    """The hives and NUMA nodes from ``--showtopo --json``, else from the tables ``--showtopo`` prints."""
+    try:
+        return parse_topology(run([TOOL, *TOPO_ARGS]))
+    except ValueError:
+        return parse_topology_tables(run([TOOL, *TOPO_TABLE_ARGS]))
+
 
 def _discover_amdsmi() -> tuple[list[DeviceFacts], list[str]]:
     amdsmi = _amdsmi()
