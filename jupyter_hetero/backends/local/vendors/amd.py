@@ -83,9 +83,9 @@ def parse_topology_tables(text: str) -> tuple[list[tuple[int, int]], dict[int, i
     section, columns, pairs, numa = "", [], [], {}
     for line in text.splitlines():
         cells = line.split()
-        numa_line = _NUMA_LINE.match(line.strip())
         if not cells:
             continue
+        numa_line = _NUMA_LINE.match(line.strip())
         if numa_line:
             if int(numa_line.group(2)) >= 0:
                 numa[int(numa_line.group(1))] = int(numa_line.group(2))
@@ -181,8 +181,6 @@ def sample(indexes: Sequence[int], run: Runner, which: Which) -> list[DeviceUsag
     return [use for use in usage if use.index in wanted]
 
 
-# -- the amdsmi bindings (ROCm 6+): what rocm-smi says, without a subprocess -------------------------------
-
 def _topology(run: Runner) -> tuple[list[tuple[int, int]], dict[int, int]]:
     """The hives and NUMA nodes from ``--showtopo --json``, else from the tables ``--showtopo`` prints."""
     try:
@@ -190,6 +188,8 @@ def _topology(run: Runner) -> tuple[list[tuple[int, int]], dict[int, int]]:
     except ValueError:
         return parse_topology_tables(run([TOOL, *TOPO_TABLE_ARGS]))
 
+
+# -- the amdsmi bindings (ROCm 6+): what rocm-smi says, without a subprocess -------------------------------
 
 def _discover_amdsmi() -> tuple[list[DeviceFacts], list[str]]:
     amdsmi = _amdsmi()

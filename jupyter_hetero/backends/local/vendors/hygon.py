@@ -52,9 +52,7 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
     pairs, numa = topology or ([], {})
     domains = link_domains(pairs, "xgmi")
     devices = [replace(device, interconnect="xgmi" if device.index in domains else device.interconnect,
-                       link_domain=domains.get(device.index),
-                       numa_node=numa.get(device.index, device.numa_node if device.numa_node is not None
-                                          else numa_node_of(device.pci_bus)))
+                       link_domain=domains.get(device.index), numa_node=_numa_node(device, numa))
                for device in devices]
     return devices, notes + ([note] if note else [])
 
@@ -107,6 +105,12 @@ def parse_usage(text: str) -> list[DeviceUsage]:
         DeviceUsage(index, _float(_field(card, "DCU use (%)") or _field(card, "HCU use (%)")), _memory_mib(card, "Total Used"))
         for index, card in _cards(cards)
     ]
+
+
+def _numa_node(device: DeviceFacts, tables: dict[int, int]) -> int | None:
+    """The card's NUMA node: hy-smi's tables, else its JSON, else what sysfs says of its bus."""
+    node = tables.get(device.index, device.numa_node)
+    return node if node is not None else numa_node_of(device.pci_bus)
 
 
 def _json(text: str) -> tuple[dict[str, Any], list[str]]:
