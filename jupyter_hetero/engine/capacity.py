@@ -23,7 +23,7 @@ from typing import Protocol
 from ..units import format_amount, format_cpu, format_memory
 from .matching import Mismatch, mismatch
 from .model import Constraints, Device, NodeState, Request, Slot
-from .topology import Locality, choose_devices, locality
+from .topology import Locality, choose_devices, one_domain_holds
 
 __all__ = ["Cluster", "Eligibility", "NodeRanker", "NodeScorer", "Policy"]
 
@@ -292,7 +292,7 @@ class Cluster:
         nodes by NUMA too, took whole nodes for work that fitted on a fuller one, which later, larger requests
         then waited for (docs/benchmarks.md); NUMA is left to the choice of devices on the node."""
         if node.name in self._linked and any(d.free_milli < 1000 for d in node.devices):
-            return (max(locality(node.devices, request.devices), Locality.SAME_DOMAIN),)
+            return (Locality.SAME_DOMAIN if one_domain_holds(node.devices, request.devices) else Locality.SPLIT,)
         return (Locality.SPLIT,)
 
     @staticmethod

@@ -2,7 +2,7 @@
 fewest NUMA nodes inside it.
 
     choose_devices(node.devices, 4)   # 4 free devices, inside one NVLink island, one NUMA node if it can
-    locality(node.devices, 4)         # Locality.SAME_NUMA: how close that choice is
+    one_domain_holds(node.devices, 4) # True: the choice stays inside one link domain (how nodes are ranked)
 
 A device's ``link`` names its link domain on the node (an NVLink/NVSwitch island, an HCCS mesh, an
 xGMI hive); ``-1`` means it has none, so it is a domain of its own. The choice, in order:
@@ -26,15 +26,14 @@ from enum import IntEnum
 
 from .model import Device
 
-__all__ = ["Locality", "choose_devices", "domain_of", "locality"]
+__all__ = ["Locality", "choose_devices", "domain_of", "one_domain_holds"]
 
 
 class Locality(IntEnum):
     """How close the devices of one replica can be on a node; lower is better (a rank component)."""
 
-    SAME_NUMA = 0  # one link domain and one NUMA node
-    SAME_DOMAIN = 1  # one link domain, across NUMA nodes
-    SPLIT = 2  # more than one link domain: some traffic crosses PCIe or the host
+    SAME_DOMAIN = 0  # one link domain
+    SPLIT = 1  # more than one link domain: some traffic crosses PCIe or the host
 
 
 def domain_of(device: Device) -> int:
@@ -42,14 +41,14 @@ def domain_of(device: Device) -> int:
     return device.link if device.link >= 0 else ~device.index
 
 
-def locality(devices: Sequence[Device], k: int) -> Locality:
-    """How close the ``k`` whole devices ``choose_devices`` takes are (SPLIT when fewer are free)."""
-    if sum(device.free_milli == 1000 for device in devices) < k:
-        return Locality.SPLIT
-    chosen = choose_devices(devices, k)
-    if len({domain_of(device) for device in chosen}) > 1:
-        return Locality.SPLIT
-    return Locality.SAME_NUMA if len({device.numa for device in chosen}) == 1 else Locality.SAME_DOMAIN
+def one_domain_holds(devices: Sequence[Device], k: int) -> bool:
+    """Whether one link domain has ``k`` free whole devices: then, and only then, ``choose_devices`` keeps
+    the replica inside one domain."""
+    free: dict[int, int] = {}
+    for device in devices:
+        if device.free_milli == 1000:
+            free[domain_of(device)] = free.get(domain_of(device), 0) + 1
+    return any(count >= k for count in free.values())
 
 
 def choose_devices(devices: Sequence[Device], k: int) -> list[Device]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jupyter_hetero.engine import Constraints, Device, Engine, NodeState, Request
 from jupyter_hetero.engine.capacity import Cluster
 from jupyter_hetero.engine.scoring import fragmentation_scorer
-from jupyter_hetero.engine.topology import Locality, choose_devices, domain_of, locality
+from jupyter_hetero.engine.topology import choose_devices, domain_of, one_domain_holds
 
 from ..builders import GIB, job, node, queues, snapshot, tenant
 
@@ -65,16 +65,16 @@ def test_devices_are_chosen_closest_first(preset, busy, k, expected):
 @pytest.mark.parametrize(
     ("preset", "busy", "k", "expected"),
     [
-        pytest.param("nvlink-2x4", (), 4, Locality.SAME_NUMA, id="2x4 empty: four fit an island"),
-        pytest.param("nvlink-2x4", (0, 4), 4, Locality.SPLIT, id="2x4: three and three"),
-        pytest.param("nvswitch-8", (0, 4), 4, Locality.SAME_DOMAIN, id="NVSwitch: across NUMA"),
-        pytest.param("ascend-910a-2x4", (0, 2), 2, Locality.SAME_DOMAIN, id="910A: the broken ring, across NUMA"),
-        pytest.param("pcie-only", (), 2, Locality.SPLIT, id="no topology: every device its own domain"),
-        pytest.param("pcie-only", (), 1, Locality.SAME_NUMA, id="one device is always close to itself"),
+        pytest.param("nvlink-2x4", (), 4, True, id="2x4 empty: four fit an island"),
+        pytest.param("nvlink-2x4", (0, 4), 4, False, id="2x4: three and three"),
+        pytest.param("nvswitch-8", (0, 4), 4, True, id="NVSwitch: across NUMA"),
+        pytest.param("ascend-910a-2x4", (0, 2), 2, True, id="910A: the broken ring, across NUMA"),
+        pytest.param("pcie-only", (), 2, False, id="no topology: every device its own domain"),
+        pytest.param("pcie-only", (), 1, True, id="one device is always close to itself"),
     ],
 )
-def test_locality_is_how_close_the_choice_is(preset, busy, k, expected):
-    assert locality(devices(preset, busy), k) == expected
+def test_whether_one_domain_holds_the_request(preset, busy, k, expected):
+    assert one_domain_holds(devices(preset, busy), k) is expected
 
 
 # -- properties ------------------------------------------------------------------------------------
@@ -128,9 +128,7 @@ def test_the_choice_is_as_close_as_the_node_allows(case):
         held, fewest = held + sizes[fewest], fewest + 1
     assert _domains(chosen) == fewest
     assert _domains(chosen) <= _domains(free[:k])  # never worse than the lowest free indexes (blind)
-    one_numa = len({d.numa for d in chosen}) == 1
-    expected = Locality.SPLIT if fewest > 1 else Locality.SAME_NUMA if one_numa else Locality.SAME_DOMAIN
-    assert locality(built, k) == expected
+    assert one_domain_holds(built, k) is (fewest == 1)  # what ranking nodes asks, without making the choice
 
 
 @settings(max_examples=100, deadline=None)
