@@ -73,6 +73,9 @@ def replay(answers: dict[str, Path], tool: str):
                      id="Atlas 800 9000 910A, a chip in Critical state"),
         pytest.param("info-atlas-200i-a2-doc.txt", "25.2.0",
                      [(0, 0, 0, "xxx", "OK", None, 0.0, 957, 10810)], id="vendor doc: Bus-Id NA, name redacted"),
+        pytest.param("info-310b4-alarm-23.0.0-nputop.txt", "23.0.0",
+                     [(0, 0, 0, "310B4", "Alarm", None, 0.0, 3628, 15609)],
+                     id="recorded 310B4 in Alarm health, hugepages column, trailing blanks"),
     ],
 )
 def test_npu_smi_info_tables_of_each_atlas_generation(record, driver, expected):
@@ -124,6 +127,14 @@ def test_a_driver_firmware_mismatch_and_a_critical_chip_are_health_and_notes(no_
     assert any("differs from the tool's (22.0.4)" in note for note in notes)
     assert any(note.startswith("npu-smi: no topology (not supported); the 910 chips are taken as one HCCS") for note in notes)
     assert {d.link_domain for d in devices} == {"hccs-0"}
+
+
+def test_a_recorded_chip_in_alarm_health_is_discovered_with_that_health(no_toolkits):
+    run, which = replay({"info": ASCEND / "info-310b4-alarm-23.0.0-nputop.txt",
+                         "info -t topo": ASCEND / "topo-unsupported-doc.txt"}, "npu-smi")
+    [device], notes = ascend.discover(run, which)
+    assert (device.model, device.health, device.memory_mib, device.interconnect) == ("310B4", "Alarm", 15609, "pcie")
+    assert any("Alarm" in note for note in notes), notes
 
 
 def test_hbm_capacity_and_ai_core_use_come_from_the_per_chip_queries_where_the_table_lacks_them(tmp_path):
