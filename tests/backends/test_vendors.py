@@ -21,6 +21,7 @@ from jupyter_hetero.backends.local.vendors import amd, ascend, nvidia, run_tool
 from jupyter_hetero.backends.local.vendors.links import link_domains, pci_bus_id
 
 from ..fakes import recorded_tool
+from . import recorded_amdsmi
 
 DATA = Path(__file__).parent.parent / "data" / "vendors"
 ASCEND, AMD = DATA / "ascend", DATA / "amd"
@@ -326,6 +327,56 @@ def test_where_rocm_smi_has_no_json_for_the_topology_its_tables_are_read(tmp_pat
     devices, notes = amd.discover(run, which)
     assert notes == []
     assert [(d.interconnect, d.link_domain, d.numa_node) for d in devices] == [("xgmi", "xgmi-0", 0)] * 2
+
+
+@pytest.fixture
+def bindings(monkeypatch, no_toolkits):
+    """Install an ``amdsmi`` answering from recordings (see recorded_amdsmi) in place of the real one."""
+    def install(**recordings) -> None:
+        monkeypatch.setitem(sys.modules, "amdsmi", recorded_amdsmi.machine(**recordings))
+    return install
+
+
+def test_the_amdsmi_bindings_discover_four_mi300a_with_the_link_they_report(bindings):
+    """``amd-smi static`` of four MI300A (its README) and ``amd-smi topology --json`` of the same BDFs (its
+    CHANGELOG, which shows GPU 0 and 1 joined by XGMI and elides the other pairs, left unanswered here)."""
+    bindings(static=read(AMD / "amd-smi-static-mi300a-x4-amdsmi-readme.txt"),
+             links=read(AMD / "amd-smi-topology-json-xgmi-excerpt-amdsmi-changelog.txt"))
+    devices, notes = amd.discover(*replay({}, "rocm-smi"))
+    assert [(d.index, d.pci_bus, d.numa_node, d.interconnect, d.link_domain) for d in devices] == [
+        (0, "0000:01:00.0", 0, "xgmi", "xgmi-0"), (1, "0001:01:00.0", 1, "xgmi", "xgmi-0"),
+        (2, "0002:01:00.0", 2, "pcie", None), (3, "0003:01:00.0", 3, "pcie", None)]
+    assert {(d.model, d.memory_mib, d.driver_version, d.runtime, d.firmware_version, d.health) for d in devices} == {
+        ("MI300A", 64289, "6.9.0-rc5+", "rocm 6.1", None, None)}
+    assert notes == ["amdsmi: no link type for 5 GPU pair(s); those count as PCIe"]
+
+
+def test_the_amdsmi_bindings_sample_use_and_vram_in_use(bindings):
+    """The bindings' own integration run on a NAVI21: gfx_activity 9 %, VRAM in use 17104896 B."""
+    bindings(run=read(AMD / "amdsmi-python-integration-run-navi21-amdsmi-readme.txt"))
+    run, which = replay({}, "rocm-smi")
+    assert [(u.index, u.util_pct, u.memory_used_mib) for u in amd.sample([0, 1], run, which)] == [
+        (0, 9.0, 17104896 / 2**20)]
+
+
+def test_an_activity_the_driver_cannot_give_is_unknown_not_the_sample_lost(bindings):
+    """amdsmi_get_gpu_activity answers "N/A" for a counter the driver leaves at 0xFFFF: the run above, so edited."""
+    bindings(run=read(AMD / "amdsmi-python-integration-run-navi21-amdsmi-readme.txt").replace(
+        "engine_usage['gfx_activity'] is: 9 %", "engine_usage['gfx_activity'] is: N/A %"))
+    assert [(u.util_pct, u.memory_used_mib) for u in amd.sample([0], *replay({}, "rocm-smi"))] == [
+        (None, 17104896 / 2**20)]
+
+
+def test_amdsmi_that_cannot_start_falls_back_to_rocm_smi_with_a_note(bindings):
+    bindings(static=read(AMD / "amd-smi-static-mi300a-x4-amdsmi-readme.txt"), init_fails=True)
+    record = AMD / "rocm-smi-all-rocm6.0.2-mi100x4-telegraf.json"
+    run, which = replay({" ".join(args): record for args in (amd.DISCOVER_ARGS, amd.TOPO_ARGS, amd.USAGE_ARGS)},
+                        "rocm-smi")
+    devices, notes = amd.discover(run, which)
+    assert [d.model for d in devices] == ["Arcturus GL-XL [Instinct MI100]"] * 4
+    assert notes == ["amdsmi: query failed (Error code: 18 | AMDSMI_STATUS_INIT_ERROR - Initialization error); "
+                     "asking rocm-smi"]
+    assert [u.index for u in amd.sample([0, 1], run, which)] == [0, 1]
 
 
 # -- the registry, NVIDIA, and tools that are absent, failing or hung -----------------------------------------

@@ -15,6 +15,10 @@ What is read, and from which command (``rocm-smi``):
 - The ROCm release from ``$ROCM_PATH/.info/version`` (``/opt/rocm`` by default).
 
 Keys are matched without regard to case: ROCm 5 and 6 spell several of them differently.
+
+Through ``amdsmi``: the same facts from ``amdsmi_get_gpu_asic_info``, ``..._vram_info`` (MB), ``..._driver_info``,
+``..._vbios_info``, ``..._device_bdf``, ``amdsmi_topo_get_numa_node_number`` and ``amdsmi_topo_get_link_type``;
+use from ``amdsmi_get_gpu_activity`` and ``amdsmi_get_gpu_memory_usage`` (VRAM, bytes).
 """
 
 from __future__ import annotations
@@ -190,6 +194,8 @@ def _topology(run: Runner) -> tuple[list[tuple[int, int]], dict[int, int]]:
 
 
 # -- the amdsmi bindings (ROCm 6+): what rocm-smi says, without a subprocess -------------------------------
+# Each query may fail on its own (AMDSMI_STATUS_NOT_SUPPORTED on a part or driver that lacks it): that fact is
+# left unknown, not the device lost. Only a library that cannot start, or lists no GPU, falls back to rocm-smi.
 
 def _discover_amdsmi() -> tuple[list[DeviceFacts], list[str]]:
     amdsmi = _amdsmi()
@@ -199,28 +205,46 @@ def _discover_amdsmi() -> tuple[list[DeviceFacts], list[str]]:
         amdsmi.amdsmi_init()
         try:
             handles = amdsmi.amdsmi_get_processor_handles()
-            xgmi = getattr(getattr(amdsmi, "AmdSmiIoLinkType", None), "XGMI", None)
-            pairs = [(i, j) for i in range(len(handles)) for j in range(i + 1, len(handles))
-                     if xgmi is not None and amdsmi.amdsmi_topo_get_link_type(handles[i], handles[j]).get("type") == xgmi]
+            pairs, unanswered = _xgmi_pairs(amdsmi, handles)
             domains, runtime = link_domains(pairs, "xgmi"), rocm_version()
             devices = []
             for index, handle in enumerate(handles):
-                vram = amdsmi.amdsmi_get_gpu_vram_info(handle)
-                bus = pci_bus_id(str(amdsmi.amdsmi_get_gpu_device_bdf(handle)))
+                vram = _ask(amdsmi.amdsmi_get_gpu_vram_info, handle) or {}
+                memory_mib = int(vram.get("vram_size") or 0)  # MB, as amd-smi static prints it
+                bus = pci_bus_id(_ask(amdsmi.amdsmi_get_gpu_device_bdf, handle))
                 devices.append(DeviceFacts(
-                    index=index, vendor="amd", model=amdsmi.amdsmi_get_gpu_asic_info(handle).get("market_name") or "unknown",
-                    memory_mib=int(vram.get("vram_size") or vram.get("vram_size_mb") or 0),
-                    driver_version=amdsmi.amdsmi_get_gpu_driver_info(handle).get("driver_version"),
+                    index=index, vendor="amd",
+                    model=_field(amdsmi.amdsmi_get_gpu_asic_info, handle, "market_name") or "unknown",
+                    memory_mib=memory_mib,
+                    driver_version=_field(amdsmi.amdsmi_get_gpu_driver_info, handle, "driver_version"),
                     runtime=f"rocm {runtime}" if runtime else None,
-                    firmware_version=amdsmi.amdsmi_get_gpu_vbios_info(handle).get("version"),
+                    firmware_version=_field(amdsmi.amdsmi_get_gpu_vbios_info, handle, "version"),
                     interconnect="xgmi" if index in domains else "pcie", link_domain=domains.get(index),
-                    numa_node=amdsmi.amdsmi_topo_get_numa_node_number(handle), pci_bus=bus,
+                    numa_node=_ask(amdsmi.amdsmi_topo_get_numa_node_number, handle), pci_bus=bus,
+                    health=None if memory_mib else f"amdsmi reports no VRAM for GPU {index}",
                 ))
-            return devices, []
         finally:
             amdsmi.amdsmi_shut_down()
     except Exception as exc:  # noqa: BLE001 - a library that loads but cannot reach the driver: try the tool
-        return [], [f"amdsmi: query failed ({exc}); asking {TOOL}"]
+        return [], [f"amdsmi: query failed ({_one_line(exc)}); asking {TOOL}"]
+    notes = [f"amdsmi: {d.health}" for d in devices if d.health]
+    if unanswered:
+        notes.append(f"amdsmi: no link type for {unanswered} GPU pair(s); those count as PCIe")
+    return devices, notes
+
+
+def _xgmi_pairs(amdsmi: Any, handles: Sequence[Any]) -> tuple[list[tuple[int, int]], int]:
+    """The GPU pairs joined by XGMI, and how many pairs the library would not say."""
+    xgmi = getattr(getattr(amdsmi, "AmdSmiIoLinkType", None), "XGMI", None)
+    pairs, unanswered = [], 0
+    for i in range(len(handles)):
+        for j in range(i + 1, len(handles)):
+            link = _ask(amdsmi.amdsmi_topo_get_link_type, handles[i], handles[j])
+            if link is None:
+                unanswered += 1
+            elif xgmi is not None and link.get("type") == xgmi:
+                pairs.append((i, j))
+    return pairs, unanswered
 
 
 def _sample_amdsmi(indexes: Sequence[int]) -> list[DeviceUsage] | None:
@@ -231,13 +255,38 @@ def _sample_amdsmi(indexes: Sequence[int]) -> list[DeviceUsage] | None:
         amdsmi.amdsmi_init()
         try:
             handles = amdsmi.amdsmi_get_processor_handles()
-            return [DeviceUsage(index, float(amdsmi.amdsmi_get_gpu_activity(handles[index])["gfx_activity"]),
-                                float(amdsmi.amdsmi_get_gpu_vram_usage(handles[index])["vram_used"]))
-                    for index in indexes if index < len(handles)]
+            vram = getattr(getattr(amdsmi, "AmdSmiMemoryType", None), "VRAM", None)
+            found = []
+            for index in indexes:
+                if index >= len(handles):
+                    continue
+                used = _ask(amdsmi.amdsmi_get_gpu_memory_usage, handles[index], vram) if vram is not None else None
+                found.append(DeviceUsage(
+                    index, _float(_field(amdsmi.amdsmi_get_gpu_activity, handles[index], "gfx_activity")),
+                    used / _MIB if isinstance(used, int | float) else None))
+            return found
         finally:
             amdsmi.amdsmi_shut_down()
     except Exception:  # noqa: BLE001 - fall back to rocm-smi
         return None
+
+
+def _ask(query: Any, *args: Any) -> Any:
+    """One bindings query's answer, or None where the library raises (a query the part or driver lacks)."""
+    try:
+        return query(*args)
+    except Exception:  # noqa: BLE001 - AmdSmiLibraryException, whose module need not be imported to catch it
+        return None
+
+
+def _field(query: Any, handle: Any, key: str) -> str | None:
+    """One key of a query's dict, with the library's "" and "N/A" (0xFFFF) as None."""
+    answer = _ask(query, handle)
+    return _value(answer, key) if isinstance(answer, dict) else None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _amdsmi():
