@@ -80,7 +80,8 @@ def test_level_zero_version(text, runtime):
 @pytest.mark.parametrize(
     ("name", "usage"),
     [
-        pytest.param("stats-d0-flex170.json", DeviceUsage(0, 0.0, 24.0), id="device level"),
+        pytest.param("stats-d0-arc-b580-tfcc.json", DeviceUsage(0, 0.0, 229.1875),
+                     id="recorded: device level, engine_util beside it, integers and floats mixed"),
         pytest.param("stats-d1-max1550-tiles.json", DeviceUsage(1, 70.0, 61440.5), id="two tiles: mean busy, summed memory"),
     ],
 )
@@ -90,10 +91,10 @@ def test_stats_are_read(name, usage):
 
 def test_sample_leaves_out_a_device_that_does_not_answer():
     run = replay({
-        ("stats", "-d", "0", "--json"): recorded("stats-d0-flex170.json"),
+        ("stats", "-d", "0", "--json"): recorded("stats-d0-arc-b580-tfcc.json"),
         ("stats", "-d", "1", "--json"): subprocess.CalledProcessError(1, ["xpu-smi"], "", "Device not found"),
     })
-    assert intel.sample([0, 1], run, installed) == [DeviceUsage(0, 0.0, 24.0)]
+    assert intel.sample([0, 1], run, installed) == [DeviceUsage(0, 0.0, 229.1875)]
 
 
 def test_a_card_in_bad_state_is_discovered_with_its_health():

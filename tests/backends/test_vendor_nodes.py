@@ -57,14 +57,14 @@ def _amd_mi100_machine(bin_dir: Path) -> dict[str, str]:
 
 
 def _intel_machine(bin_dir: Path) -> dict[str, str]:
-    # Two Max 1100 cards on one Xe Link; their stats as two recorded devices said them (a Flex 170's card 0 idle,
-    # a Max 1550's two-tile card 1 busy).
+    # Two Max 1100 cards on one Xe Link; their stats as two other devices said them (card 0: a recorded Arc B580,
+    # idle; card 1: a two-tile Max 1550, busy, reconstructed).
     recorded_tool(bin_dir, "xpu-smi", {
         "discovery --json": INTEL / "discovery-max1100.json",
         "discovery -d 0 --json": INTEL / "discovery-d0-max1100.json",
         "discovery -d 1 --json": INTEL / "discovery-d0-max1100.json",
         "topology -m": INTEL / "topology-m-max.txt", "-v": INTEL / "version.txt",
-        "stats -d 0 --json": INTEL / "stats-d0-flex170.json",
+        "stats -d 0 --json": INTEL / "stats-d0-arc-b580-tfcc.json",
         "stats -d 1 --json": INTEL / "stats-d1-max1550-tiles.json",
     })
     return {}
@@ -110,7 +110,7 @@ def _hygon_machine(bin_dir: Path) -> dict[str, str]:
                                       "memory_mib": 49136, "driver_version": "I915_23.10.72_PSB_231129.76",
                                       "runtime": "level-zero 1.6.2", "firmware_version": None,
                                       "interconnect": "xelink"},
-                     {"gpu_util_pct": 35.0, "gpu_memory_mib": 61464.5}, id="Max 1100 pair on Xe Link"),
+                     {"gpu_util_pct": 35.0, "gpu_memory_mib": 61669.7}, id="Max 1100 pair on Xe Link"),
         # No link domains: cnmon's table says nothing of MLU-Link, and the one hy-smi topology published is all PCIe.
         pytest.param(_cambricon_machine, {"vendor": "cambricon", "model": "MLU370-X4", "count": 2,
                                           "memory_mib": 23308, "driver_version": "5.10.10",
