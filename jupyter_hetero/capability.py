@@ -66,6 +66,9 @@ class Network(_Record):
     bandwidth_gbps: float = Field(default=10, ge=0)
 
 
+_USABLE_HEALTH = frozenset({"warning"})
+
+
 class DeviceInfo(_Record):
     """One device of an accelerator group: where it sits, for placement that keeps a gang's devices close."""
 
@@ -77,7 +80,17 @@ class DeviceInfo(_Record):
     )
     numa_node: int | None = Field(default=None, description="The NUMA node the device is attached to.")
     pci_bus: str | None = Field(default=None, description="PCI bus id, e.g. '0000:3b:00.0'.")
-    health: str | None = Field(default=None, description="What its vendor's tool says of it when not healthy.")
+    health: str | None = Field(
+        default=None,
+        description="What its vendor's tool says of it when not healthy. A device in any state but a warning "
+        "(npu-smi's 'Warning', a general alarm) is not placed on until its health clears.",
+    )
+
+    @property
+    def placeable(self) -> bool:
+        """Whether work may be placed on it: healthy, or only warned of (as a device plugin keeps such a device
+        allocatable); Critical, Alarm, 'GPU in bad state', a driver/firmware mismatch ... are not."""
+        return self.health is None or self.health.strip().lower() in _USABLE_HEALTH
 
 
 class Accelerator(_Record):

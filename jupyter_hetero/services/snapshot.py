@@ -128,7 +128,8 @@ def _largest_link_domain(accelerator: Accelerator | None) -> int | None:
 
 def _devices(accelerator: Accelerator) -> list[Device]:
     """The group's devices at full capacity, with their link domain (numbered on the node in order of
-    first appearance) and NUMA node where the capability says; a device it says nothing of has neither."""
+    first appearance) and NUMA node where the capability says; a device it says nothing of has neither. A device
+    its tool calls unhealthy has no free capacity, so nothing is placed on it."""
     where = {info.index: info for info in accelerator.devices}
     links: dict[str, int] = {}
     devices = []
@@ -136,7 +137,8 @@ def _devices(accelerator: Accelerator) -> list[Device]:
         info = where.get(i)
         link = -1 if info is None or info.link_domain is None else links.setdefault(info.link_domain, len(links))
         numa = -1 if info is None or info.numa_node is None else info.numa_node
-        devices.append(Device(i, 1000, accelerator.memory_mib, accelerator.memory_mib, link, numa))
+        free = 1000 if info is None or info.placeable else 0
+        devices.append(Device(i, free, accelerator.memory_mib if free else 0, accelerator.memory_mib, link, numa))
     return devices
 
 

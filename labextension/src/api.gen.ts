@@ -1134,7 +1134,7 @@ export interface components {
              */
             pci_bus: string | null;
             /**
-             * @description What its vendor's tool says of it when not healthy.
+             * @description What its vendor's tool says of it when not healthy. A device in any state but a warning (npu-smi's 'Warning', a general alarm) is not placed on until its health clears.
              * @default null
              */
             health: string | null;

@@ -77,6 +77,20 @@ def replay(answers: dict[str, Path], tool: str):
         pytest.param("info-310b4-alarm-23.0.0-nputop.txt", "23.0.0",
                      [(0, 0, 0, "310B4", "Alarm", None, 0.0, 3628, 15609)],
                      id="recorded 310B4 in Alarm health, hugepages column, trailing blanks"),
+        pytest.param("info-910a-8npu-24.1.rc2-warning-gpustack.txt", "24.1.RC2",
+                     [(n, 0, n, "xxx", "Warning" if n in (3, 7) else "OK", bus, 0.0, 0, 32768) for n, bus in enumerate(
+                         ["0000:c1:00.0", "0000:81:00.0", "0000:41:00.0", "0000:01:00.0",
+                          "0000:c2:00.0", "0000:82:00.0", "0000:42:00.0", "0000:02:00.0"])],
+                     id="recorded Atlas 800 9010, 910A x8, two in Warning health, process table after it"),
+        pytest.param("info-910a-8npu-21.0.4-haicgu-slurm.txt", "21.0.4",
+                     [(n, 0, n, "910A", "OK", bus, 0.0, used, 32768) for n, (bus, used) in enumerate(
+                         [("0000:c1:00.0", 1), ("0000:81:00.0", 0), ("0000:41:00.0", 0), ("0000:01:00.0", 0),
+                          ("0000:c2:00.0", 0), ("0000:82:00.0", 0), ("0000:42:00.0", 0), ("0000:02:00.0", 0)])],
+                     id="recorded Atlas 800 9000 from a SLURM job, 910A x8, Hugepages column"),
+        pytest.param("info-910a-2npu-21.0.2-ascend-utils.txt", "21.0.2",
+                     [(1, 0, 0, "910A", "OK", "0000:3b:00.0", 0.0, 0, 32768),
+                      (4, 0, 1, "910A", "OK", "0000:86:00.0", 0.0, 0, 32768)],
+                     id="recorded two cards as NPU 1 and 4, older layout: devices 0 and 1"),
     ],
 )
 def test_npu_smi_info_tables_of_each_atlas_generation(record, driver, expected):
@@ -137,6 +151,23 @@ def test_a_recorded_chip_in_alarm_health_is_discovered_with_that_health(no_toolk
     assert (device.model, device.health, device.memory_mib, device.interconnect) == ("310B4", "Alarm", 15609, "pcie")
     assert any("Alarm" in note for note in notes), notes
 
+
+
+@pytest.mark.parametrize(
+    ("record", "health", "withheld"),
+    [
+        pytest.param("info-910a-8npu-24.1.rc2-warning-gpustack.txt", {3: "Warning", 7: "Warning"}, [],
+                     id="recorded: two 910A in Warning stay placeable"),
+        pytest.param("info-910a-reconstructed.txt", {2: "Critical"},
+                     ["ascend: nothing is placed on device 2 (Critical) until its health clears"],
+                     id="a 910A in Critical is withheld"),
+    ],
+)
+def test_the_node_keeps_each_chips_health_and_withholds_the_unhealthy(record, health, withheld, no_toolkits):
+    run, which = replay({"info": ASCEND / record, "info -t topo": ASCEND / "topo-unsupported-doc.txt"}, "npu-smi")
+    node = discover_local_node("atlas", run=run, which=which, vendors=(ascend,))
+    assert {d.index: d.health for d in node.accelerator.devices if d.health} == health
+    assert [note for note in node.notes if "nothing is placed" in note] == withheld
 
 def test_hbm_capacity_and_ai_core_use_come_from_the_per_chip_queries_where_the_table_lacks_them(tmp_path):
     table = read(ASCEND / "info-910a-reconstructed.txt").replace("0    / 32768", "NA", 1)

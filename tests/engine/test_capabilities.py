@@ -196,6 +196,24 @@ def test_the_snapshot_carries_every_capability_of_node_and_template():
     assert constraints == constraints_for(template, ("nvidia",)) and hash(constraints) == hash(constraints_for(template, ("nvidia",)))
 
 
+
+def test_a_device_its_tool_calls_unhealthy_is_never_placed_on_and_one_only_warned_of_is():
+    """As npu-smi said of a 910A server: NPU 1 in Warning (a general alarm) stays usable, NPU 2 in Critical does not."""
+    capability = NodeCapability.model_validate({
+        "name": "atlas", "cpu": 192, "memory": "768Gi",
+        "accelerator": {"vendor": "ascend", "model": "910A", "count": 4, "memory_mib": 32768,
+                        "devices": [{"index": i, "health": health} for i, health in
+                                    enumerate([None, "Warning", "Critical", None])]},
+    })
+    state = node_state(NodeView(capability=capability, flavor="ascend-910b", state="admitted", first_seen=0,
+                                last_seen=0))
+    assert [(d.free_milli, d.free_mem) for d in state.devices] == [(1000, 32768), (1000, 32768), (0, 0), (1000, 32768)]
+    three, four = job(1).gpus(3).flavors("ascend-910b"), job(2).gpus(4).flavors("ascend-910b")
+    decisions = Engine().cycle(snapshot(nodes=[state], pending=[four, three], tenants=[TEAM]))
+    [admission] = decisions.admissions
+    assert admission.workload == 1
+    assert sorted(index for index, _milli, _mem in admission.placement.slots[0].devices) == [0, 1, 3]
+
 # -- properties ----------------------------------------------------------------------------------
 
 _releases = st.lists(st.integers(0, 12), min_size=1, max_size=4).map(lambda parts: ".".join(map(str, parts)))

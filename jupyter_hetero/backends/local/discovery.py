@@ -52,6 +52,7 @@ def discover_local_node(name: str | None = None, *, run: Runner = run_tool, whic
         if devices and accelerator is None:
             accelerator, note = group_devices(devices)
             notes.extend([note] if note else [])
+            notes.extend(_withheld(accelerator))
     hostname = name or socket.gethostname() or "localhost"
     return NodeCapability(
         name=hostname,
@@ -88,6 +89,12 @@ def group_devices(devices: list[DeviceFacts]) -> tuple[Accelerator, str | None]:
         devices=[DeviceInfo(index=d.index, link_domain=d.link_domain, numa_node=d.numa_node, pci_bus=d.pci_bus,
                             health=d.health) for d in chosen],
     ), note
+
+
+def _withheld(accelerator: Accelerator) -> list[str]:
+    """A note naming the devices nothing is placed on, for their health."""
+    withheld = [f"{device.index} ({device.health})" for device in accelerator.devices if not device.placeable]
+    return [f"{accelerator.vendor}: nothing is placed on device {', '.join(withheld)} until its health clears"] if withheld else []
 
 
 class EmulatedNodesError(ValueError):

@@ -3,7 +3,8 @@
 What is read, and from which command:
 
 - ``npu-smi info``: per chip its NPU (card) and chip id, logical device id (the ``Phy-ID``/``Device``
-  column where a card has several chips, else the NPU id), model, health, PCI bus, AI-core use and HBM
+  column where a card has several chips, else the chip's place in the table: NPU ids may be card slots, 1 and 4
+  on a recorded two-card machine, while the runtime counts devices from 0), model, health, PCI bus, AI-core use and HBM
   (or, on inference cards without HBM, device memory) in use / total. One call samples every device.
 - ``npu-smi info -t board -i N``: driver (``Software Version``), firmware and whether they are compatible.
 - ``npu-smi info -t memory -i N``: HBM capacity, where the table does not give it.
@@ -72,7 +73,7 @@ def parse_info(text: str) -> tuple[str | None, list[NpuRow]]:
         values = dict(zip(columns, _VALUE.findall(second[2])))
         pair = _PAIR.fullmatch(values.get(memory, ""))
         chips.append(NpuRow(
-            npu=int(npu), chip=int(ids[0]), device=int(ids[1]) if len(ids) > 1 else int(npu),
+            npu=int(npu), chip=int(ids[0]), device=int(ids[1]) if len(ids) > 1 else len(chips),
             model=_model(model), health=first[1], bus=pci_bus_id(second[1]),
             aicore_pct=_number(values.get("AICore(%)")),
             memory_used_mib=int(pair.group(1)) if pair else None,
