@@ -183,6 +183,11 @@ def _nvidia(name, labels, annotations, allocatable, offered, findings) -> _Group
             findings.append(f"node {name} shares GPUs through HAMi but neither nvidia.com/gpu.count nor "
                             f"{_HAMI_REGISTER} says how many; counting {count}")
         group.count, group.sharing = physical or count, "milli"
+        unhealthy = sum(1 for _type, _memory, healthy in registered if not healthy)
+        if unhealthy:
+            group.count = max(group.count - unhealthy, 0)
+            findings.append(f"node {name}: HAMi registers {unhealthy} of its GPUs as unhealthy; "
+                            f"scheduling counts {group.count}")
         return group
     replicas = _int_label(name, labels, "nvidia.com/gpu.replicas", findings) or 1
     strategy = labels.get("nvidia.com/gpu.sharing-strategy", "none")
@@ -204,13 +209,14 @@ def _nvlinked(product: str, machine: str) -> bool:
     return any(mark in product for mark in ("SXM", "HBM3")) or any(mark in machine for mark in ("DGX", "HGX"))
 
 
-def _hami_devices(register: str | None) -> list[tuple[str, int]]:
-    """(type, memory MiB) per device from HAMi's register annotation (`uuid,split,mem,cores,type,numa,healthy:...`)."""
+def _hami_devices(register: str | None) -> list[tuple[str, int, bool]]:
+    """(type, memory MiB, healthy) per device from HAMi's register annotation
+    (`uuid,split,mem,cores,type,numa,healthy:...`); a device without the flag counts as healthy."""
     devices = []
     for entry in str(register or "").split(":"):
         fields = entry.split(",")
         if len(fields) >= 5 and fields[2].isdigit():
-            devices.append((fields[4], int(fields[2])))
+            devices.append((fields[4], int(fields[2]), len(fields) < 7 or fields[6].strip().lower() != "false"))
     return devices
 
 

@@ -259,6 +259,16 @@ def test_a_hami_node_without_gpu_feature_discovery_reads_its_register_annotation
     assert (accelerator.model, accelerator.count, accelerator.memory_mib, accelerator.sharing) == ("A10", 4, 23028, "milli")
 
 
+
+def test_a_gpu_hami_registers_as_unhealthy_is_not_counted():
+    register = node("hami-shared")["metadata"]["annotations"]["hami.io/node-nvidia-register"]
+    fourth = register.rstrip(":").split(":")[3]
+    raw = edited("hami-shared", annotations={"hami.io/node-nvidia-register": register.replace(
+        fourth, fourth.removesuffix(",true") + ",false")})
+    reading = read_node(raw)
+    assert reading.capability.accelerator.count == 3
+    assert "node a10-shared-11: HAMi registers 1 of its GPUs as unhealthy; scheduling counts 3" in reading.findings
+
 def test_hami_resources_in_allocatable_mark_a_shared_gpu_node():
     raw = edited("t4-old-gfd", allocatable={"nvidia.com/gpu": "10", "nvidia.com/gpumem": "15109",
                                             "nvidia.com/gpucores": "100"})
