@@ -88,8 +88,8 @@ class DeviceInfo(_Record):
 
     @property
     def placeable(self) -> bool:
-        """Whether work may be placed on it: healthy, or only warned of (as a device plugin keeps such a device
-        allocatable); Critical, Alarm, 'GPU in bad state', a driver/firmware mismatch ... are not."""
+        """Whether work may be placed on it: healthy, or only warned of (npu-smi's general alarm, on a chip that
+        still runs); Critical, Alarm, 'GPU in bad state', a driver/firmware mismatch ... are not."""
         return self.health is None or self.health.strip().lower() in _USABLE_HEALTH
 
 

@@ -20,7 +20,6 @@ import json
 import re
 import types
 from enum import IntEnum
-from pathlib import Path
 
 NOT_SUPPORTED, INIT_ERROR = (2, "AMDSMI_STATUS_NOT_SUPPORTED - Feature not supported"), (
     18, "AMDSMI_STATUS_INIT_ERROR - Initialization error")
@@ -127,7 +126,3 @@ def machine(*, static: str = "", links: str = "", run: str = "", init_fails: boo
         amdsmi_get_gpu_memory_usage=memory_usage,
     )
     return module
-
-
-def recorded(path: Path) -> str:
-    return path.read_text(encoding="utf-8")

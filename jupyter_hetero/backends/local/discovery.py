@@ -94,7 +94,9 @@ def group_devices(devices: list[DeviceFacts]) -> tuple[Accelerator, str | None]:
 def _withheld(accelerator: Accelerator) -> list[str]:
     """A note naming the devices nothing is placed on, for their health."""
     withheld = [f"{device.index} ({device.health})" for device in accelerator.devices if not device.placeable]
-    return [f"{accelerator.vendor}: nothing is placed on device {', '.join(withheld)} until its health clears"] if withheld else []
+    if not withheld:
+        return []
+    return [f"{accelerator.vendor}: nothing is placed on device {', '.join(withheld)} until its health clears"]
 
 
 class EmulatedNodesError(ValueError):
