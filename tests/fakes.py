@@ -318,3 +318,21 @@ def recorded_tool(bin_dir: Path, name: str, answers: dict[str, Path], *, hang_s:
     )
     tool.chmod(0o755)
     return tool
+
+
+def recorded_library(site_dir: Path, name: str, stand_in: str, recordings: dict[str, Path]) -> Path:
+    """A module ``site_dir/name.py`` that is the vendor library ``stand_in`` (a module of this test suite with
+    ``machine(**texts)``) builds from these recorded files, read when a process imports it: a vendor library
+    answering from recordings inside a real server's own process. Put ``site_dir`` first on PYTHONPATH."""
+    site_dir.mkdir(parents=True, exist_ok=True)
+    module = site_dir / f"{name}.py"
+    paths = {key: str(path) for key, path in recordings.items()}
+    module.write_text(
+        "import importlib, pathlib, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent.parent)!r})\n"
+        f"_texts = {{key: pathlib.Path(path).read_text(encoding='utf-8') for key, path in {paths!r}.items()}}\n"
+        f"_machine = importlib.import_module({stand_in!r}).machine(**_texts)\n"
+        "globals().update({key: value for key, value in vars(_machine).items() if not key.startswith('__')})\n",
+        encoding="utf-8",
+    )
+    return module

@@ -8,7 +8,8 @@ offers the functions ``vendors.amd`` calls, with the return shapes of ``py-inter
   ``..._vbios_info``, ``..._vram_info`` (``SIZE`` in MB) and ``amdsmi_topo_get_numa_node_number`` return; the
   CLI prints an empty VBIOS string as ``N/A``, so ``N/A`` is given back as ``""``;
 - ``amd-smi topology --json`` gives ``amdsmi_topo_get_link_type``'s ``type`` per pair;
-- the bindings' own integration run prints ``amdsmi_get_gpu_activity`` and ``amdsmi_get_gpu_memory_usage``.
+- the bindings' own integration run prints ``amdsmi_get_gpu_activity`` and ``amdsmi_get_gpu_memory_usage`` of
+  processor 0, so only processor 0 answers them.
 
 What a recording does not hold is answered as the library answers a query the driver cannot serve: an
 ``AmdSmiLibraryException`` with ``AMDSMI_STATUS_NOT_SUPPORTED``.
@@ -88,8 +89,8 @@ def machine(*, static: str = "", links: str = "", run: str = "", init_fails: boo
             raise AmdSmiLibraryException(NOT_SUPPORTED)
         return "" if value == "N/A" else value
 
-    def printed_value(name: str) -> str:
-        if name not in printed:
+    def printed_value(handle: int, name: str) -> str:
+        if handle != 0 or name not in printed:  # the run printed processor 0 alone
             raise AmdSmiLibraryException(NOT_SUPPORTED)
         return printed[name]
 
@@ -104,11 +105,11 @@ def machine(*, static: str = "", links: str = "", run: str = "", init_fails: boo
         return {"hops": 1, "type": AmdSmiIoLinkType.XGMI if kind == "XGMI" else AmdSmiIoLinkType.PCIEXPRESS}
 
     def activity(handle: int) -> dict[str, object]:
-        value = printed_value("engine_usage['gfx_activity']").removesuffix(" %")
+        value = printed_value(handle, "engine_usage['gfx_activity']").removesuffix(" %")
         return {"gfx_activity": "N/A" if value == "N/A" else int(value)}
 
     def memory_usage(handle: int, kind: AmdSmiMemoryType) -> int:
-        return int(printed_value(f"memory_usage for {kind.name}"))
+        return int(printed_value(handle, f"memory_usage for {kind.name}"))
 
     module = types.ModuleType("amdsmi")
     module.__dict__.update(

@@ -1,6 +1,7 @@
-"""A real `jupyter server` on a machine whose vendor tool is a recorded-output replayer on PATH: discovery and
-sampling run the tool as real subprocesses, and the node shows its devices, versions, interconnect and live
-use in the API the node cards and the status bar read, as an NVIDIA node's do."""
+"""A real `jupyter server` on a machine whose vendor tool is a recorded-output replayer on PATH, or whose vendor
+library (NVML, amdsmi) is a stand-in answering from recorded outputs on PYTHONPATH: discovery and sampling run
+as they do on the real machine, and the node shows its devices, versions, interconnect and live use in the API
+the node cards and the status bar read."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import yaml
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
 from jupyter_hetero.services.environment import VISIBILITY
 
-from ..fakes import recorded_tool
+from ..fakes import recorded_library, recorded_tool
 from ..harness import ServerLayout, start_hetero_server, until
 
 pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).parent.parent / "data" / "vendors"
-ASCEND, AMD, INTEL, CAMBRICON, HYGON = (DATA / name for name in ("ascend", "amd", "intel", "cambricon", "hygon"))
+ASCEND, AMD, INTEL, CAMBRICON, HYGON, NVIDIA = (
+    DATA / name for name in ("ascend", "amd", "intel", "cambricon", "hygon", "nvidia"))
 NO_EMULATED_NODES = "nodes: []\n"
 
 
@@ -54,6 +56,31 @@ def _amd_mi100_machine(bin_dir: Path) -> dict[str, str]:
         "--showtopo --json": answer, "--showuse --showmemuse --showmeminfo vram --json": answer,
     })
     return {"ROCM_PATH": str(bin_dir / "no-rocm")}
+
+
+def _amdsmi_machine(bin_dir: Path) -> dict[str, str]:
+    # AMD's bindings, no rocm-smi on PATH, answering from AMD's own recordings: four MI300A as `amd-smi static`
+    # printed them, the one XGMI pair its topology example shows, and use as the bindings' integration run
+    # printed it of its one GPU (a NAVI21), which only device 0 answers. No ROCm release file: no runtime.
+    site = bin_dir.parent / "site"
+    recorded_library(site, "amdsmi", "tests.backends.recorded_amdsmi", {
+        "static": AMD / "amd-smi-static-mi300a-x4-amdsmi-readme.txt",
+        "links": AMD / "amd-smi-topology-json-xgmi-excerpt-amdsmi-changelog.txt",
+        "run": AMD / "amdsmi-python-integration-run-navi21-amdsmi-readme.txt"})
+    return {"ROCM_PATH": str(bin_dir / "no-rocm"), "PYTHONPATH": _python_path(site)}
+
+
+def _nvidia_machine(bin_dir: Path) -> dict[str, str]:
+    # NVML answering from a blog's recorded `nvidia-smi -a` and `topo -m` of eight A100 on NVSwitches.
+    site = bin_dir.parent / "site"
+    recorded_library(site, "pynvml", "tests.backends.recorded_nvml", {
+        "query": NVIDIA / "nvidia-smi-a-a100-sxm4-40gb-x8-535.129.03-xuesongtap-blog.txt",
+        "topology": NVIDIA / "topo-m-a100-sxm4-40gb-x8-nv12-xuesongtap-blog.txt"})
+    return {"PYTHONPATH": _python_path(site)}
+
+
+def _python_path(site: Path) -> str:
+    return os.pathsep.join(filter(None, (str(site), os.environ.get("PYTHONPATH"))))
 
 
 def _intel_machine(bin_dir: Path) -> dict[str, str]:
@@ -106,6 +133,14 @@ def _hygon_machine(bin_dir: Path) -> dict[str, str]:
                                           "memory_mib": 32752, "driver_version": "6.3.6", "runtime": None,
                                           "firmware_version": "113-D3431401-101", "interconnect": "pcie"},
                      {"gpu_util_pct": 0.0}, id="MI100 x4 on PCIe (recorded)"),
+        pytest.param(_amdsmi_machine, {"vendor": "amd", "model": "MI300A", "count": 4, "memory_mib": 64289,
+                                       "driver_version": "6.9.0-rc5+", "runtime": None, "firmware_version": None,
+                                       "interconnect": "xgmi"},
+                     {"gpu_util_pct": 9.0, "gpu_memory_mib": 16.3}, id="MI300A x4 through amdsmi"),
+        pytest.param(_nvidia_machine, {"vendor": "nvidia", "model": "A100-SXM4-40GB", "count": 8,
+                                       "memory_mib": 40960, "driver_version": "535.129.03", "runtime": "cuda 12.2",
+                                       "firmware_version": "92.00.36.00.04", "interconnect": "nvlink"},
+                     {"gpu_util_pct": 0.0, "gpu_memory_mib": 32.0}, id="8x A100 on NVSwitches through NVML"),
         pytest.param(_intel_machine, {"vendor": "intel", "model": "Data Center GPU Max 1100", "count": 2,
                                       "memory_mib": 49136, "driver_version": "I915_23.10.72_PSB_231129.76",
                                       "runtime": "level-zero 1.6.2", "firmware_version": None,
@@ -137,8 +172,8 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
         assert {key: accelerator[key] for key in expected} == expected
         assert local["family"] == expected["vendor"] and local["emulated"] is False
         linked = expected["interconnect"] != "pcie"
-        assert {device["link_domain"] for device in accelerator["devices"]} == (
-            {f"{expected['interconnect']}-0"} if linked else {None})
+        assert {device["link_domain"] for device in accelerator["devices"]} == domains.get(
+            machine, {f"{expected['interconnect']}-0"} if linked else {None})
         assert [device["index"] for device in accelerator["devices"]] == list(range(expected["count"]))
         if expected["vendor"] != "hygon":  # the published hy-smi answer was to a query without --showbus
             assert all(device["pci_bus"] for device in accelerator["devices"]), accelerator["devices"]
@@ -161,12 +196,16 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
         log = server.api(f"{API}/workloads/{job['id']}/logs")
         for name in VISIBILITY[expected["vendor"]]:
             assert f"{name}={index}" in log, log
-        assert attempt["metrics"]["gpu_util_pct_mean"] == pytest.approx(device_use.get(machine, {}).get(index, 0.0)), attempt
+        util = device_use.get(machine, {}).get(index, 0.0)
+        assert attempt["metrics"].get("gpu_util_pct_mean") == (util if util is None else pytest.approx(util)), attempt
 
 
-# What the recorded outputs say each busy device is doing (the utilisation of the device a job is given); every
-# other device is idle.
-device_use = {_amd_machine: {0: 87.0}, _intel_machine: {1: 70.0}}
+# What the recorded outputs say each busy device is doing (the utilisation of the device a job is given; None
+# where nothing was recorded); every other device is idle.
+device_use = {_amd_machine: {0: 87.0}, _intel_machine: {1: 70.0},
+              _amdsmi_machine: {0: 9.0, 1: None, 2: None, 3: None}}
+# Where a node's devices are not all in one link domain: amd-smi's example joins MI300A 0 and 1 alone.
+domains = {_amdsmi_machine: {"xgmi-0", None}}
 API = "hetero/api/v1"
 FINAL = ("succeeded", "failed", "cancelled", "lost")
 SHOW_DEVICES = ("import os, time\n"

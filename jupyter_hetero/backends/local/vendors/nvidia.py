@@ -65,19 +65,22 @@ def nvlink_pairs(buses: Sequence[str | None], links: Sequence[list[tuple[int, st
 
 
 def sample(indexes: Sequence[int], run: Runner, which: Which) -> list[DeviceUsage]:
-    """Utilisation and memory in use of these GPUs now; [] without NVML or when a device vanished."""
+    """Utilisation and memory in use of these GPUs now, each reading where NVML gives it; [] without NVML, and a
+    device that vanished is left out."""
     nvml, _note = _nvml()
     if nvml is None:
         return []
-    try:
-        found = []
-        for index in indexes:
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            found.append(DeviceUsage(index, float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
-                                     round(nvml.nvmlDeviceGetMemoryInfo(handle).used / _MIB, 1)))
-        return found
-    except Exception:  # noqa: BLE001 - a device that vanished or a driver hiccup: skip this sample
-        return []
+    found = []
+    for index in indexes:
+        handle = _optional(nvml.nvmlDeviceGetHandleByIndex, index)
+        if handle is None:  # a device that vanished
+            continue
+        # Each reading alone: a GPU in MIG mode has no whole-GPU utilisation, yet its memory in use is known.
+        rates = _optional(nvml.nvmlDeviceGetUtilizationRates, handle)
+        memory = _optional(nvml.nvmlDeviceGetMemoryInfo, handle)
+        found.append(DeviceUsage(index, float(rates.gpu) if rates is not None else None,
+                                 round(memory.used / _MIB, 1) if memory is not None else None))
+    return found
 
 
 _state: dict[str, Any] = {}
@@ -115,8 +118,12 @@ def _nvlinks(nvml, handle) -> list[tuple[int, str | None]]:
 
 
 def _numa(nvml, handle, bus: str | None) -> int | None:
-    node = _optional(getattr(nvml, "nvmlDeviceGetNumaNodeId", None), handle)
-    return int(node) if isinstance(node, int) and node >= 0 else numa_node_of(bus)
+    """The NUMA node whose memory is closest to the GPU (``nvidia-smi topo -m``'s "NUMA Affinity"), else sysfs's.
+    Not ``nvmlDeviceGetNumaNodeId``: that is the GPU's own memory as a NUMA node, on platforms where it is one."""
+    nodes = _optional(getattr(nvml, "nvmlDeviceGetMemoryAffinity", None), handle, 1,
+                      getattr(nvml, "NVML_AFFINITY_SCOPE_NODE", 0))
+    mask = int(nodes[0]) if nodes is not None else 0
+    return mask.bit_length() - 1 if mask and mask & (mask - 1) == 0 else numa_node_of(bus)
 
 
 def _optional(call, *args):
