@@ -13,7 +13,8 @@ of the same queries:
   numbered peer by peer; where a GPU's bonds add up to more links than a GPU has, they cannot be direct, and it
   is answered as NVSwitch-attached: its # links each end at a switch.
 
-A GPU without NVLink answers its first link's state with ``NVMLError_NotSupported``, as NVML does.
+A GPU without NVLink answers its first link's state with ``NVMLError_NotSupported``, as NVML does; a GPU
+``nvidia-smi`` could not reach answers its handle with the error it printed.
 """
 
 from __future__ import annotations
@@ -44,9 +45,14 @@ class NVMLError_NotSupported(NVMLError):  # noqa: N801 - pynvml's name
 _XML_NAMES = {("utilization", "gpu"): "gpu_util", ("utilization", "memory"): "memory_util", ("pci", "bus_id"): "pci_bus_id"}
 
 
+# What nvidia-smi prints in place of a GPU it cannot reach: NVML's error for the handle.
+_UNREACHABLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<bus>[\w:.]+): (?P<error>.+)")
+
+
 def log_of(text: str) -> ET.Element:
     """``nvidia-smi -q``'s indented text as the tree ``-q -x`` prints: "Key : value" lines are leaves, a key
-    alone opens a section, ``GPU <bus>`` a ``<gpu id=...>``."""
+    alone opens a section, ``GPU <bus>`` a ``<gpu id=...>``, and the line printed for a GPU it cannot reach a
+    ``<gpu error=...>`` (no XML of one was found)."""
     root = ET.Element("nvidia_smi_log")
     stack: list[tuple[int, ET.Element]] = [(-1, root)]
     for line in text.splitlines():
@@ -57,7 +63,9 @@ def log_of(text: str) -> ET.Element:
             stack.pop()
         parent = stack[-1][1]
         key, colon, value = (part.strip() for part in line.partition(" : "))
-        if indent == 0 and key.startswith("GPU ") and not colon:
+        if unreachable := _UNREACHABLE.match(line):
+            element = ET.SubElement(parent, "gpu", id=unreachable["bus"], error=unreachable["error"])
+        elif indent == 0 and key.startswith("GPU ") and not colon:
             element = ET.SubElement(parent, "gpu", id=key.removeprefix("GPU "))
         else:
             tag = key.lower().replace(" ", "_")
@@ -115,6 +123,8 @@ def machine(*, xml: str = "", query: str = "", topology: str = "", init_fails: b
     def handle_by_index(index: int) -> int:
         if not 0 <= index < len(gpus):
             raise NVMLError(2, "Invalid Argument")
+        if error := gpus[index].get("error"):
+            raise NVMLError(15 if error.startswith("GPU is lost") else 999, error)
         return index
 
     def cuda_version() -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_hetero.backends.local.discovery import group_devices
 from jupyter_hetero.backends.local.vendors import DeviceUsage, nvidia
 
 from . import recorded_nvml
@@ -99,3 +100,21 @@ def test_eight_busy_v100s_on_pcie_are_sampled_each(nvml):
         ("Tesla V100S-PCIE-32GB", 32510, "460.73.01", "cuda 11.2", "pcie", None)}
     used = nvidia.sample(range(8), replay({}), installed)
     assert [u.index for u in used] == list(range(8)) and used[0] == DeviceUsage(0, 97.0, 31689.0)
+
+
+def test_a_gpu_fallen_off_the_bus_is_listed_unreachable_and_the_others_discovered(nvml):
+    """The eight A100 above, GPU 3's block replaced by what `nvidia-smi -a -i 0` printed of a GPU it could not
+    reach (NVIDIA/nvidia-docker issue #1553): NVML answers that GPU's handle with the error, not the machine's."""
+    lines = recorded("nvidia-smi-a-a100-sxm4-40gb-x8-535.129.03-xuesongtap-blog.txt").splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("GPU 0000")]
+    lost = "Unable to determine the device handle for GPU 0000:09:00.0: Unknown Error"
+    nvml(query="\n".join([*lines[:starts[3]], lost, *lines[starts[4]:]]),
+         topology=recorded("topo-m-a100-sxm4-40gb-x8-nv12-xuesongtap-blog.txt"))
+    devices, notes = nvidia.discover(replay({}), installed)
+    assert notes == [] and len(devices) == 8
+    assert [d.index for d in devices if d.health] == [3] and devices[3].health == "unreachable: Unknown Error"
+    assert {d.link_domain for n, d in enumerate(devices) if n != 3} == {"nvlink-0"} and devices[3].link_domain is None
+    accelerator, note = group_devices(devices)
+    assert (accelerator.model, accelerator.count, accelerator.memory_mib, note) == ("A100-SXM4-40GB", 8, 40960, None)
+    assert [d.index for d in accelerator.devices if not d.placeable] == [3]
+    assert [u.index for u in nvidia.sample(range(8), replay({}), installed)] == [0, 1, 2, 4, 5, 6, 7]

@@ -282,6 +282,15 @@ def test_rocm_smi_discovery_across_rocm_5_and_6(discover, topo, expected, note, 
     assert notes == ([note] if note else [])
 
 
+def test_a_card_its_tool_cannot_read_is_counted_on_its_node_and_never_placed_on(no_toolkits):
+    """card2 of the MI250X answer says N/A for everything but its SKU: one of the node's three, withheld."""
+    run, which = replay({" ".join(amd.DISCOVER_ARGS): AMD / "discover-rocm5-mi250x.json",
+                         " ".join(amd.TOPO_ARGS): AMD / "topo-rocm5-mi250x.json"}, "rocm-smi")
+    accelerator, note = group_devices(amd.discover(run, which)[0])
+    assert (accelerator.model, accelerator.count, accelerator.memory_mib, note) == ("AMD INSTINCT MI250X", 3, 65520, None)
+    assert [(d.index, d.placeable) for d in accelerator.devices] == [(0, True), (1, True), (2, False)]
+
+
 def test_a_radeon_without_topology_is_on_pcie(no_toolkits):
     run, which = replay({" ".join(amd.DISCOVER_ARGS): AMD / "discover-rocm6-radeon-marimo-9237.json"}, "rocm-smi")
     devices, notes = amd.discover(run, which)

@@ -72,11 +72,13 @@ def _k8s_arch(machine: str) -> str:
 
 
 def group_devices(devices: list[DeviceFacts]) -> tuple[Accelerator, str | None]:
-    """One accelerator group from per-device facts; a mixed machine keeps its most common model."""
-    counts = Counter(device.model for device in devices)
-    model, count = counts.most_common(1)[0]
-    chosen = sorted((device for device in devices if device.model == model), key=lambda device: device.index)
-    first = chosen[0]
+    """One accelerator group from per-device facts; a mixed machine keeps its most common model. A device its
+    tool could not read (no memory, a health saying why) is one of the group, counted and never placed on."""
+    unread = {device for device in devices if device.health and not device.memory_mib}
+    counts = Counter(device.model for device in devices if device not in unread) or Counter(d.model for d in unread)
+    model, _ = counts.most_common(1)[0]
+    chosen = sorted(unread | {d for d in devices if d.model == model}, key=lambda device: device.index)
+    first, count = next(device for device in chosen if device.model == model), len(chosen)
     note = None
     if len(counts) > 1:
         others = ", ".join(f"{n}x {m}" for m, n in counts.items() if m != model)

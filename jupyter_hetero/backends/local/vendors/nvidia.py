@@ -22,31 +22,51 @@ _SWITCH = "nvswitch"
 
 
 def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
-    """This machine's NVIDIA GPUs; ``([], [note])`` when NVML is not there or fails."""
+    """This machine's NVIDIA GPUs; ``([], [note])`` when NVML is not there or fails. A GPU NVML cannot reach
+    (fallen off the bus: "GPU is lost", "Unknown Error") is still listed, with that error as its health."""
     nvml, note = _nvml()
     if nvml is None:
         return [], [note] if note else []
     try:
         driver = _text(nvml.nvmlSystemGetDriverVersion())
         cuda = nvml.nvmlSystemGetCudaDriverVersion_v2()
-        handles = [nvml.nvmlDeviceGetHandleByIndex(index) for index in range(nvml.nvmlDeviceGetCount())]
-        buses = [pci_bus_id(_text(nvml.nvmlDeviceGetPciInfo(handle).busId)) for handle in handles]
-        domains = link_domains(nvlink_pairs(buses, [_nvlinks(nvml, handle) for handle in handles]), "nvlink")
-        devices = [
-            DeviceFacts(
-                index=index, vendor="nvidia",
-                model=_text(nvml.nvmlDeviceGetName(handle)).removeprefix("NVIDIA ").strip(),
-                memory_mib=nvml.nvmlDeviceGetMemoryInfo(handle).total // _MIB,
-                driver_version=driver, runtime=f"cuda {cuda // 1000}.{(cuda % 1000) // 10}",
-                firmware_version=_optional(nvml.nvmlDeviceGetVbiosVersion, handle),
-                interconnect="nvlink" if index in domains else "pcie", link_domain=domains.get(index),
-                numa_node=_numa(nvml, handle, buses[index]), pci_bus=buses[index],
-            )
-            for index, handle in enumerate(handles)
-        ]
+        count = nvml.nvmlDeviceGetCount()
     except Exception as exc:  # noqa: BLE001 - a half-working driver is still a fact to show, not a crash
         return [], [f"nvml: query failed ({exc})"]
+    runtime = f"cuda {cuda // 1000}.{(cuda % 1000) // 10}"
+    read = {index: _read(nvml, index) for index in range(count)}
+    handles = {index: answer for index, answer in read.items() if not isinstance(answer, Exception)}
+    buses = [pci_bus_id(_text(nvml.nvmlDeviceGetPciInfo(handles[i]).busId)) if i in handles else None
+             for i in range(count)]
+    domains = link_domains(nvlink_pairs(buses, [_nvlinks(nvml, handles[i]) if i in handles else []
+                                                for i in range(count)]), "nvlink")
+    devices = []
+    for index in range(count):
+        handle = handles.get(index)
+        if handle is None:  # listed, so that the node shows it and nothing is placed on it
+            devices.append(DeviceFacts(index=index, vendor="nvidia", model="unknown", memory_mib=0,
+                                       driver_version=driver, runtime=runtime, health=f"unreachable: {read[index]}"))
+            continue
+        devices.append(DeviceFacts(
+            index=index, vendor="nvidia",
+            model=_text(nvml.nvmlDeviceGetName(handle)).removeprefix("NVIDIA ").strip(),
+            memory_mib=nvml.nvmlDeviceGetMemoryInfo(handle).total // _MIB,
+            driver_version=driver, runtime=runtime, firmware_version=_optional(nvml.nvmlDeviceGetVbiosVersion, handle),
+            interconnect="nvlink" if index in domains else "pcie", link_domain=domains.get(index),
+            numa_node=_numa(nvml, handle, buses[index]), pci_bus=buses[index],
+        ))
     return devices, []
+
+
+def _read(nvml, index: int) -> Any:
+    """GPU ``index``'s handle once its name, memory and bus answer; the error where one does not."""
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        for query in (nvml.nvmlDeviceGetName, nvml.nvmlDeviceGetMemoryInfo, nvml.nvmlDeviceGetPciInfo):
+            query(handle)
+    except Exception as exc:  # noqa: BLE001 - NVMLError_GpuIsLost, NVMLError_Unknown and the like
+        return exc
+    return handle
 
 
 def nvlink_pairs(buses: Sequence[str | None], links: Sequence[list[tuple[int, str | None]]]) -> list[tuple[int, int]]:
