@@ -27,14 +27,14 @@ NO_EMULATED_NODES = "nodes: []\n"
 
 
 def _ascend_machine(bin_dir: Path) -> dict[str, str]:
-    # The topology is a real 910B server's (eight NPUs in one HCCS mesh, ms-swift's NPU guide); NPUs 0 and 1 of
-    # the recorded 910B4 table are in that mesh. The boards are still reconstructed (no real pair was found).
+    # One real 8x 910B3 server as ms-swift's NPU guide recorded it: its `npu-smi info` and `-t topo` (one HCCS
+    # mesh). No board of it was published, so the boards are not read (a note per NPU; no firmware shown); the
+    # CANN install record is Huawei's MindCluster guide's.
     recorded_tool(bin_dir, "npu-smi", {
-        "info": ASCEND / "info-910b4.txt", "info -t topo": ASCEND / "topo-910b3-8npu-24.1.rc1-ms-swift.txt",
-        "info -t board -i 0": ASCEND / "board-910b4-reconstructed.txt",
-        "info -t board -i 1": ASCEND / "board-910b4-reconstructed.txt",
+        "info": ASCEND / "info-910b3-8npu-24.1.rc1-ms-swift.txt",
+        "info -t topo": ASCEND / "topo-910b3-8npu-24.1.rc1-ms-swift.txt",
     })
-    return {"ASCEND_TOOLKIT_HOME": str(ASCEND / "toolkit")}
+    return {"ASCEND_TOOLKIT_HOME": str(ASCEND / "toolkit-8.5.0-doc")}
 
 
 def _amd_machine(bin_dir: Path) -> dict[str, str]:
@@ -121,10 +121,10 @@ def _hygon_machine(bin_dir: Path) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("machine", "expected", "use"),
     [
-        pytest.param(_ascend_machine, {"vendor": "ascend", "model": "910B4", "count": 2, "memory_mib": 32768,
-                                       "driver_version": "24.1.1", "runtime": "cann 8.0.RC2",
-                                       "firmware_version": "7.5.0.3.220", "interconnect": "hccs"},
-                     {"gpu_util_pct": 0.0, "gpu_memory_mib": 56194.0}, id="Atlas 800I A2, 2x 910B4"),
+        pytest.param(_ascend_machine, {"vendor": "ascend", "model": "910B3", "count": 8, "memory_mib": 65536,
+                                       "driver_version": "24.1.rc1.b030", "runtime": "cann 8.5.0",
+                                       "firmware_version": None, "interconnect": "hccs"},
+                     {"gpu_util_pct": 0.0, "gpu_memory_mib": 26517.0}, id="8x 910B3 in one HCCS mesh"),
         pytest.param(_amd_machine, {"vendor": "amd", "model": "AMD Instinct MI300X", "count": 2,
                                     "memory_mib": 196592, "driver_version": "6.7.0", "runtime": "rocm 6.1",
                                     "firmware_version": "113-M3000100-102", "interconnect": "xgmi"},
