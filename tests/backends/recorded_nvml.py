@@ -7,7 +7,8 @@ of the same queries:
 
 - ``nvidia-smi -q -x`` (its XML), or ``nvidia-smi -q`` (the same tree as indented text), gives the driver and
   CUDA versions, and per GPU its name, PCI bus, VBIOS, framebuffer total and used (MiB) and utilisation; ``N/A``
-  (a GPU in MIG mode has no whole-GPU utilisation) is answered as NVML answers it, ``NVMLError_NotSupported``;
+  (a GPU in MIG mode has no whole-GPU utilisation) is answered as NVML answers it, ``NVMLError_NotSupported``,
+  and its MIG mode, current and pending;
 - ``nvidia-smi topo -m`` gives each GPU's NUMA affinity (``nvmlDeviceGetMemoryAffinity``) and its NVLinks:
   ``NV#`` is a bond of # links to that peer. The matrix does not say which link goes where, so links are
   numbered peer by peer; where a GPU's bonds add up to more links than a GPU has, they cannot be direct, and it
@@ -42,7 +43,8 @@ class NVMLError_NotSupported(NVMLError):  # noqa: N801 - pynvml's name
 
 
 # Where ``-q``'s text names a field otherwise than its XML does.
-_XML_NAMES = {("utilization", "gpu"): "gpu_util", ("utilization", "memory"): "memory_util", ("pci", "bus_id"): "pci_bus_id"}
+_XML_NAMES = {("utilization", "gpu"): "gpu_util", ("utilization", "memory"): "memory_util", ("pci", "bus_id"): "pci_bus_id",
+              ("mig_mode", "current"): "current_mig", ("mig_mode", "pending"): "pending_mig"}
 
 
 # What nvidia-smi prints in place of a GPU it cannot reach: NVML's error for the handle.
@@ -135,6 +137,9 @@ def machine(*, xml: str = "", query: str = "", topology: str = "", init_fails: b
         return SimpleNamespace(gpu=int(text(handle, "utilization/gpu_util").removesuffix(" %")),
                                memory=int(text(handle, "utilization/memory_util").removesuffix(" %")))
 
+    def mig_mode(handle: int) -> list[int]:
+        return [int(text(handle, f"mig_mode/{which}_mig") == "Enabled") for which in ("current", "pending")]
+
     def memory_affinity(handle: int, size: int, scope: int) -> list[int]:
         node = matrix.get(handle, {}).get("NUMA Affinity", "N/A")
         if not node.isdigit():
@@ -167,6 +172,7 @@ def machine(*, xml: str = "", query: str = "", topology: str = "", init_fails: b
         nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(total=mib(h, "fb_memory_usage/total"),
                                                           used=mib(h, "fb_memory_usage/used")),
         nvmlDeviceGetUtilizationRates=utilisation, nvmlDeviceGetMemoryAffinity=memory_affinity,
+        nvmlDeviceGetMigMode=mig_mode,
         nvmlDeviceGetNvLinkState=lambda h, n: link(h, n) and 1,
         nvmlDeviceGetNvLinkRemoteDeviceType=lambda h, n: link(h, n)[0],
         nvmlDeviceGetNvLinkRemotePciInfo_v2=remote_pci,

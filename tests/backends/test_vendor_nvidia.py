@@ -31,28 +31,30 @@ def nvml(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("xml", "facts", "use"),
+    ("xml", "facts", "use", "health"),
     [
         pytest.param("nvidia-smi-q-x-tesla-t4-telegraf.xml",
                      ("Tesla T4", 15360, "515.105.01", "cuda 11.7", "90.04.84.00.06", "0000:00:1e.0"),
-                     DeviceUsage(0, 0.0, 1032.0), id="Tesla T4, driver 515"),
+                     DeviceUsage(0, 0.0, 1032.0), None, id="Tesla T4, driver 515"),
         pytest.param("nvidia-smi-q-x-rtx-3080-v13-telegraf.xml",
                      ("GeForce RTX 3080", 10240, "595.58.03", "cuda 13.2", "94.02.71.40.72", "0000:0c:00.0"),
-                     DeviceUsage(0, 65.0, 9184.0), id="RTX 3080 busy, driver 595"),
-        # In MIG mode the GPU has no whole-GPU utilisation (N/A), but its memory in use is still read.
+                     DeviceUsage(0, 65.0, 9184.0), None, id="RTX 3080 busy, driver 595"),
+        # In MIG mode the GPU has no whole-GPU utilisation (N/A), but its memory in use is still read; split into
+        # instances, it is not placed on whole.
         pytest.param("nvidia-smi-q-x-a100-sxm4-v12-telegraf.xml",
                      ("A100-SXM4-80GB", 81920, "535.54.03", "cuda 12.2", "92.00.36.00.02", "0000:01:00.0"),
-                     DeviceUsage(0, None, 50.0), id="A100 SXM4 in MIG mode"),
+                     DeviceUsage(0, None, 50.0), "MIG mode: split into instances, not given whole",
+                     id="A100 SXM4 in MIG mode"),
     ],
 )
-def test_a_gpu_is_discovered_and_sampled_as_nvidia_smi_recorded_it(nvml, xml, facts, use):
+def test_a_gpu_is_discovered_and_sampled_as_nvidia_smi_recorded_it(nvml, xml, facts, use, health):
     nvml(xml=recorded(xml))
     devices, notes = nvidia.discover(replay({}), installed)
     assert notes == []
     [device] = devices
     assert (device.model, device.memory_mib, device.driver_version, device.runtime, device.firmware_version,
             device.pci_bus) == facts
-    assert (device.vendor, device.interconnect, device.link_domain, device.health) == ("nvidia", "pcie", None, None)
+    assert (device.vendor, device.interconnect, device.link_domain, device.health) == ("nvidia", "pcie", None, health)
     assert nvidia.sample([0], replay({}), installed) == [use]
 
 

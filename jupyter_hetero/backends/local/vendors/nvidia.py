@@ -53,7 +53,7 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
             memory_mib=nvml.nvmlDeviceGetMemoryInfo(handle).total // _MIB,
             driver_version=driver, runtime=runtime, firmware_version=_optional(nvml.nvmlDeviceGetVbiosVersion, handle),
             interconnect="nvlink" if index in domains else "pcie", link_domain=domains.get(index),
-            numa_node=_numa(nvml, handle, buses[index]), pci_bus=buses[index],
+            numa_node=_numa(nvml, handle, buses[index]), pci_bus=buses[index], health=_mig(nvml, handle),
         ))
     return devices, []
 
@@ -135,6 +135,13 @@ def _nvlinks(nvml, handle) -> list[tuple[int, str | None]]:
         active.append((_REMOTE_GPU if remote_type is None else int(remote_type),
                        pci_bus_id(_text(remote.busId)) if remote is not None else None))
     return active
+
+
+def _mig(nvml, handle) -> str | None:
+    """Why a GPU split into MIG instances is not placed on: a job given it by index does not get the whole GPU,
+    and its instances are not offered as devices of their own."""
+    mode = _optional(getattr(nvml, "nvmlDeviceGetMigMode", None), handle)
+    return "MIG mode: split into instances, not given whole" if mode and mode[0] == 1 else None
 
 
 def _numa(nvml, handle, bus: str | None) -> int | None:
