@@ -8,7 +8,7 @@ joined by NVLink, directly or through an NVSwitch, share a ``link_domain``. NVML
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import DeviceFacts, DeviceUsage, Runner, Which
 from .links import link_domains, numa_node_of, pci_bus_id
@@ -34,39 +34,40 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
     except Exception as exc:  # noqa: BLE001 - a half-working driver is still a fact to show, not a crash
         return [], [f"nvml: query failed ({exc})"]
     runtime = f"cuda {cuda // 1000}.{(cuda % 1000) // 10}"
-    read = {index: _read(nvml, index) for index in range(count)}
-    handles = {index: answer for index, answer in read.items() if not isinstance(answer, Exception)}
-    buses = [pci_bus_id(_text(nvml.nvmlDeviceGetPciInfo(handles[i]).busId)) if i in handles else None
-             for i in range(count)]
-    domains = link_domains(nvlink_pairs(buses, [_nvlinks(nvml, handles[i]) if i in handles else []
-                                                for i in range(count)]), "nvlink")
-    devices = []
-    for index in range(count):
-        handle = handles.get(index)
-        if handle is None:  # listed, so that the node shows it and nothing is placed on it
-            devices.append(DeviceFacts(index=index, vendor="nvidia", model="unknown", memory_mib=0,
-                                       driver_version=driver, runtime=runtime, health=f"unreachable: {read[index]}"))
-            continue
-        devices.append(DeviceFacts(
-            index=index, vendor="nvidia",
-            model=_text(nvml.nvmlDeviceGetName(handle)).removeprefix("NVIDIA ").strip(),
-            memory_mib=nvml.nvmlDeviceGetMemoryInfo(handle).total // _MIB,
-            driver_version=driver, runtime=runtime, firmware_version=_optional(nvml.nvmlDeviceGetVbiosVersion, handle),
+    gpus = [_read(nvml, index) for index in range(count)]
+    buses = [gpu.bus if isinstance(gpu, _Gpu) else None for gpu in gpus]
+    domains = link_domains(nvlink_pairs(buses, [_nvlinks(nvml, gpu.handle) if isinstance(gpu, _Gpu) else []
+                                                for gpu in gpus]), "nvlink")
+    return [
+        DeviceFacts(
+            index=index, vendor="nvidia", model=gpu.model, memory_mib=gpu.memory_mib, driver_version=driver,
+            runtime=runtime, firmware_version=_optional(nvml.nvmlDeviceGetVbiosVersion, gpu.handle),
             interconnect="nvlink" if index in domains else "pcie", link_domain=domains.get(index),
-            numa_node=_numa(nvml, handle, buses[index]), pci_bus=buses[index], health=_mig(nvml, handle),
-        ))
-    return devices, []
+            numa_node=_numa(nvml, gpu.handle, gpu.bus), pci_bus=gpu.bus, health=_mig(nvml, gpu.handle),
+        ) if isinstance(gpu, _Gpu) else DeviceFacts(  # listed, so that the node shows it and nothing is placed on it
+            index=index, vendor="nvidia", model="unknown", memory_mib=0, driver_version=driver, runtime=runtime,
+            health=f"unreachable: {gpu}",
+        )
+        for index, gpu in enumerate(gpus)
+    ], []
 
 
-def _read(nvml, index: int) -> Any:
-    """GPU ``index``'s handle once its name, memory and bus answer; the error where one does not."""
+class _Gpu(NamedTuple):
+    handle: Any
+    model: str
+    memory_mib: int
+    bus: str | None
+
+
+def _read(nvml, index: int) -> _Gpu | Exception:
+    """GPU ``index``'s handle, name, memory and bus; the error where NVML cannot answer them."""
     try:
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        for query in (nvml.nvmlDeviceGetName, nvml.nvmlDeviceGetMemoryInfo, nvml.nvmlDeviceGetPciInfo):
-            query(handle)
+        return _Gpu(handle, _text(nvml.nvmlDeviceGetName(handle)).removeprefix("NVIDIA ").strip(),
+                    nvml.nvmlDeviceGetMemoryInfo(handle).total // _MIB,
+                    pci_bus_id(_text(nvml.nvmlDeviceGetPciInfo(handle).busId)))
     except Exception as exc:  # noqa: BLE001 - NVMLError_GpuIsLost, NVMLError_Unknown and the like
         return exc
-    return handle
 
 
 def nvlink_pairs(buses: Sequence[str | None], links: Sequence[list[tuple[int, str | None]]]) -> list[tuple[int, int]]:
