@@ -84,15 +84,15 @@ def _python_path(site: Path) -> str:
 
 
 def _intel_machine(bin_dir: Path) -> dict[str, str]:
-    # Two Max 1100 cards on one Xe Link; their stats as two other devices said them (card 0: a recorded Arc B580,
-    # idle; card 1: a two-tile Max 1550, busy, reconstructed).
+    # Two Max 1100 cards on one Xe Link (a recorded node's discovery, the xpu-smi guide's topology). No stats of
+    # that node were published: card 0 answers with the recorded stats of an idle Arc B580 (device 0 too), and
+    # card 1 not at all (a two-tile answer is only reconstructed), so its use is unknown.
     recorded_tool(bin_dir, "xpu-smi", {
         "discovery --json": INTEL / "discovery-max1100.json",
         "discovery -d 0 --json": INTEL / "discovery-d0-max1100.json",
         "discovery -d 1 --json": INTEL / "discovery-d0-max1100.json",
         "topology -m": INTEL / "topology-m-max.txt", "-v": INTEL / "version.txt",
         "stats -d 0 --json": INTEL / "stats-d0-arc-b580-tfcc.json",
-        "stats -d 1 --json": INTEL / "stats-d1-max1550-tiles.json",
     })
     return {}
 
@@ -145,7 +145,7 @@ def _hygon_machine(bin_dir: Path) -> dict[str, str]:
                                       "memory_mib": 49136, "driver_version": "I915_23.10.72_PSB_231129.76",
                                       "runtime": "level-zero 1.6.2", "firmware_version": None,
                                       "interconnect": "xelink"},
-                     {"gpu_util_pct": 35.0, "gpu_memory_mib": 61669.7}, id="Max 1100 pair on Xe Link"),
+                     {"gpu_util_pct": 0.0, "gpu_memory_mib": 229.2}, id="Max 1100 pair on Xe Link"),
         # No link domains: cnmon's table says nothing of MLU-Link, and the one hy-smi topology published is all PCIe.
         pytest.param(_cambricon_machine, {"vendor": "cambricon", "model": "MLU370-X4", "count": 2,
                                           "memory_mib": 23308, "driver_version": "5.10.10",
@@ -202,8 +202,7 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
 
 # What the recorded outputs say each busy device is doing (the utilisation of the device a job is given; None
 # where nothing was recorded); every other device is idle.
-device_use = {_amd_machine: {0: 87.0}, _intel_machine: {1: 70.0},
-              _amdsmi_machine: {0: 9.0, 1: None, 2: None, 3: None}}
+device_use = {_amd_machine: {0: 87.0}, _amdsmi_machine: {0: 9.0, 1: None, 2: None, 3: None}, _intel_machine: {1: None}}
 # Where a node's devices are not all in one link domain: amd-smi's example joins MI300A 0 and 1 alone.
 domains = {_amdsmi_machine: {"xgmi-0", None}}
 API = "hetero/api/v1"
