@@ -153,7 +153,7 @@ def machine(*, xml: str = "", query: str = "", topology: str = "", init_fails: b
         return own[number]
 
     def remote_pci(handle: int, number: int) -> SimpleNamespace:
-        kind, peer = link(handle, number)
+        _kind, peer = link(handle, number)
         if peer is None:  # a switch's bus: the recording does not say which
             raise NVMLError_NotSupported()
         return SimpleNamespace(busId=gpus[peer].findtext("pci/pci_bus_id"))
