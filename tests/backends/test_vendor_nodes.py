@@ -38,6 +38,8 @@ def _ascend_machine(bin_dir: Path) -> dict[str, str]:
 
 
 def _amd_machine(bin_dir: Path) -> dict[str, str]:
+    # Two MI300X in one XGMI hive through rocm-smi's JSON: reconstructed files (SOURCES.md says from what), as no
+    # recorded rocm-smi JSON of an XGMI hive was found; the amdsmi node below shows XGMI from recordings.
     recorded_tool(bin_dir, "rocm-smi", {
         "--showproductname --showmeminfo vram --showdriverversion --showbus --showvbios --json":
             AMD / "discover-rocm6-mi300x.json",
