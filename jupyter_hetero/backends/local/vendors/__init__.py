@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
-__all__ = ["DeviceFacts", "DeviceUsage", "Runner", "Which", "failure", "run_tool"]
+__all__ = ["DeviceFacts", "DeviceUsage", "Runner", "Which", "failure", "library_answer", "run_tool"]
 
 # How a vendor module runs its tool: argv in, stdout out; raises OSError, subprocess.CalledProcessError or
 # subprocess.TimeoutExpired. Tests pass their own to replay recorded outputs.
@@ -39,6 +40,18 @@ def failure(exc: BaseException) -> str:
         said = (exc.stderr or exc.stdout or "").strip()
         return f"exit status {exc.returncode}" + (f": {said[:200]}" if said else "")
     return str(exc)
+
+
+def library_answer(call: Callable[..., Any] | None, *args: Any) -> Any:
+    """What a vendor library's call (NVML, amdsmi) answers, bytes as text; None where the library lacks the call or
+    raises, as it does for a query the part or driver does not support: that one fact is unknown, nothing more."""
+    if call is None:
+        return None
+    try:
+        value = call(*args)
+    except Exception:  # noqa: BLE001 - NVMLError_NotSupported, AmdSmiLibraryException and the like
+        return None
+    return value.decode() if isinstance(value, bytes) else value
 
 
 @dataclass(frozen=True, slots=True)

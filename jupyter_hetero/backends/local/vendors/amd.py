@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import DeviceFacts, DeviceUsage, Runner, Which, failure
+from . import DeviceFacts, DeviceUsage, Runner, Which, failure, library_answer
 from .links import link_domains, numa_node_of, pci_bus_id
 
 __all__ = ["discover", "parse_rocm_smi", "parse_topology", "parse_topology_tables", "parse_usage", "rocm_version",
@@ -209,9 +209,9 @@ def _discover_amdsmi() -> tuple[list[DeviceFacts], list[str]]:
             domains, runtime = link_domains(pairs, "xgmi"), rocm_version()
             devices = []
             for index, handle in enumerate(handles):
-                vram = _ask(amdsmi.amdsmi_get_gpu_vram_info, handle) or {}
+                vram = library_answer(amdsmi.amdsmi_get_gpu_vram_info, handle) or {}
                 memory_mib = int(vram.get("vram_size") or 0)  # MB, as amd-smi static prints it
-                bus = pci_bus_id(_ask(amdsmi.amdsmi_get_gpu_device_bdf, handle))
+                bus = pci_bus_id(library_answer(amdsmi.amdsmi_get_gpu_device_bdf, handle))
                 devices.append(DeviceFacts(
                     index=index, vendor="amd",
                     model=_field(amdsmi.amdsmi_get_gpu_asic_info, handle, "market_name") or "unknown",
@@ -220,7 +220,7 @@ def _discover_amdsmi() -> tuple[list[DeviceFacts], list[str]]:
                     runtime=f"rocm {runtime}" if runtime else None,
                     firmware_version=_field(amdsmi.amdsmi_get_gpu_vbios_info, handle, "version"),
                     interconnect="xgmi" if index in domains else "pcie", link_domain=domains.get(index),
-                    numa_node=_ask(amdsmi.amdsmi_topo_get_numa_node_number, handle), pci_bus=bus,
+                    numa_node=library_answer(amdsmi.amdsmi_topo_get_numa_node_number, handle), pci_bus=bus,
                     health=None if memory_mib else f"amdsmi reports no VRAM for GPU {index}",
                 ))
         finally:
@@ -239,7 +239,7 @@ def _xgmi_pairs(amdsmi: Any, handles: Sequence[Any]) -> tuple[list[tuple[int, in
     pairs, unanswered = [], 0
     for i in range(len(handles)):
         for j in range(i + 1, len(handles)):
-            link = _ask(amdsmi.amdsmi_topo_get_link_type, handles[i], handles[j])
+            link = library_answer(amdsmi.amdsmi_topo_get_link_type, handles[i], handles[j])
             if link is None:
                 unanswered += 1
             elif xgmi is not None and link.get("type") == xgmi:
@@ -260,7 +260,8 @@ def _sample_amdsmi(indexes: Sequence[int]) -> list[DeviceUsage] | None:
             for index in indexes:
                 if index >= len(handles):
                     continue
-                used = _ask(amdsmi.amdsmi_get_gpu_memory_usage, handles[index], vram) if vram is not None else None
+                used = (library_answer(amdsmi.amdsmi_get_gpu_memory_usage, handles[index], vram)
+                        if vram is not None else None)
                 found.append(DeviceUsage(
                     index, _float(_field(amdsmi.amdsmi_get_gpu_activity, handles[index], "gfx_activity")),
                     used / _MIB if isinstance(used, int | float) else None))
@@ -271,17 +272,9 @@ def _sample_amdsmi(indexes: Sequence[int]) -> list[DeviceUsage] | None:
         return None
 
 
-def _ask(query: Any, *args: Any) -> Any:
-    """One bindings query's answer, or None where the library raises (a query the part or driver lacks)."""
-    try:
-        return query(*args)
-    except Exception:  # noqa: BLE001 - AmdSmiLibraryException, whose module need not be imported to catch it
-        return None
-
-
 def _field(query: Any, handle: Any, key: str) -> str | None:
     """One key of a query's dict, with the library's "" and "N/A" (0xFFFF) as None."""
-    answer = _ask(query, handle)
+    answer = library_answer(query, handle)
     return _value(answer, key) if isinstance(answer, dict) else None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from . import DeviceFacts, DeviceUsage, Runner, Which
+from . import DeviceFacts, DeviceUsage, Runner, Which, library_answer
 from .links import link_domains, numa_node_of, pci_bus_id
 
 __all__ = ["discover", "nvlink_pairs", "sample"]
@@ -41,7 +41,7 @@ def discover(run: Runner, which: Which) -> tuple[list[DeviceFacts], list[str]]:
     return [
         DeviceFacts(
             index=index, vendor="nvidia", model=gpu.model, memory_mib=gpu.memory_mib, driver_version=driver,
-            runtime=runtime, firmware_version=_optional(nvml.nvmlDeviceGetVbiosVersion, gpu.handle),
+            runtime=runtime, firmware_version=library_answer(nvml.nvmlDeviceGetVbiosVersion, gpu.handle),
             interconnect="nvlink" if index in domains else "pcie", link_domain=domains.get(index),
             numa_node=_numa(nvml, gpu.handle, gpu.bus), pci_bus=gpu.bus, health=_mig(nvml, gpu.handle),
         ) if isinstance(gpu, _Gpu) else DeviceFacts(  # listed, so that the node shows it and nothing is placed on it
@@ -93,12 +93,12 @@ def sample(indexes: Sequence[int], run: Runner, which: Which) -> list[DeviceUsag
         return []
     found = []
     for index in indexes:
-        handle = _optional(nvml.nvmlDeviceGetHandleByIndex, index)
+        handle = library_answer(nvml.nvmlDeviceGetHandleByIndex, index)
         if handle is None:  # a device that vanished
             continue
         # Each reading alone: a GPU in MIG mode has no whole-GPU utilisation, yet its memory in use is known.
-        rates = _optional(nvml.nvmlDeviceGetUtilizationRates, handle)
-        memory = _optional(nvml.nvmlDeviceGetMemoryInfo, handle)
+        rates = library_answer(nvml.nvmlDeviceGetUtilizationRates, handle)
+        memory = library_answer(nvml.nvmlDeviceGetMemoryInfo, handle)
         found.append(DeviceUsage(index, float(rates.gpu) if rates is not None else None,
                                  round(memory.used / _MIB, 1) if memory is not None else None))
     return found
@@ -131,8 +131,8 @@ def _nvlinks(nvml, handle) -> list[tuple[int, str | None]]:
                 continue
         except Exception:  # noqa: BLE001 - NotSupported past the GPU's last link, or no NVLink at all
             break
-        remote_type = _optional(nvml.nvmlDeviceGetNvLinkRemoteDeviceType, handle, link)
-        remote = _optional(nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2, handle, link)
+        remote_type = library_answer(nvml.nvmlDeviceGetNvLinkRemoteDeviceType, handle, link)
+        remote = library_answer(nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2, handle, link)
         active.append((_REMOTE_GPU if remote_type is None else int(remote_type),
                        pci_bus_id(_text(remote.busId)) if remote is not None else None))
     return active
@@ -141,28 +141,17 @@ def _nvlinks(nvml, handle) -> list[tuple[int, str | None]]:
 def _mig(nvml, handle) -> str | None:
     """Why a GPU split into MIG instances is not placed on: a job given it by index does not get the whole GPU,
     and its instances are not offered as devices of their own."""
-    mode = _optional(getattr(nvml, "nvmlDeviceGetMigMode", None), handle)
+    mode = library_answer(getattr(nvml, "nvmlDeviceGetMigMode", None), handle)
     return "MIG mode: split into instances, not given whole" if mode and mode[0] == 1 else None
 
 
 def _numa(nvml, handle, bus: str | None) -> int | None:
     """The NUMA node whose memory is closest to the GPU (``nvidia-smi topo -m``'s "NUMA Affinity"), else sysfs's.
     Not ``nvmlDeviceGetNumaNodeId``: that is the GPU's own memory as a NUMA node, on platforms where it is one."""
-    nodes = _optional(getattr(nvml, "nvmlDeviceGetMemoryAffinity", None), handle, 1,
+    nodes = library_answer(getattr(nvml, "nvmlDeviceGetMemoryAffinity", None), handle, 1,
                       getattr(nvml, "NVML_AFFINITY_SCOPE_NODE", 0))
     mask = int(nodes[0]) if nodes is not None else 0
     return mask.bit_length() - 1 if mask and mask & (mask - 1) == 0 else numa_node_of(bus)
-
-
-def _optional(call, *args):
-    """What an NVML call answers, or None where this GPU or driver does not support it."""
-    if call is None:
-        return None
-    try:
-        value = call(*args)
-    except Exception:  # noqa: BLE001 - NVMLError_NotSupported and friends
-        return None
-    return _text(value) if isinstance(value, bytes) else value
 
 
 def _text(value: Any) -> str:
