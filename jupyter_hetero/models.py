@@ -80,7 +80,9 @@ class ScriptSpec(BaseModel):
 class NotebookSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1, description="An .ipynb file under the server's root.")
-    parameters: dict[str, Any] = Field(default_factory=dict, description="Injected as a first cell.")
+    parameters: dict[str, Any] = Field(default_factory=dict, description=(
+        "Python variable names and JSON values, set by a cell injected right after the cell tagged 'parameters' "
+        "(first, when none is tagged), as papermill does."))
 
 
 class SubmitWorkload(BaseModel):

@@ -28,12 +28,14 @@ class KernelsHandler(HeteroHandler):
     @authorized
     async def post(self) -> None:
         """Start a kernel from a template and advanced parameters, without a kernelspec per combination."""
-        body = self.body(StartKernel)
         identity = self.identity
         platform = self.platform
         if platform.mode == "service":
             raise Conflict(Message(N_("the hub's hetero service runs no kernels: start the kernel in your own server, "
                                       "which asks the service for its placement")), reason="kernels-run-in-user-servers")
+        # Refused before the body is read: a kernel (and the credential it holds) would outlive the caller's workload.
+        platform.access.require_person(identity, "kernel.start", "kernels")
+        body = self.body(StartKernel)
         template = known_template(platform.catalog, body.template)
         if not template.interactive:
             raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"), template=template.name),
@@ -61,6 +63,7 @@ class KernelPlacementsHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
+        self.platform.access.require_person(self.identity, "kernel.request", "kernels/placements")
         body = self.body(RequestKernelPlacement)
         requested = await self.off_loop(partial(self.platform.user_kernels.request, self.identity, body))
         self.platform.loop.wake()
@@ -72,8 +75,9 @@ class ActivityHandler(HeteroHandler):
     @authorized
     def post(self) -> None:
         """A hub user's server on itself and its kernels; the answer, the kernels it must shut down."""
-        body = self.body(ActivityReport)
         platform, identity, now = self.platform, self.identity, self.platform.scheduler.times.now
+        platform.access.require_person(identity, "activity.report", "activity")  # it keeps placements alive
+        body = self.body(ActivityReport)
         if body.server is not None:
             platform.servers.report(identity, body.server, now)
         self.reply(platform.user_kernels.report(identity, body.kernels, now))
@@ -102,6 +106,7 @@ class KernelStartedHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def post(self, workload_id: str) -> None:
+        self.platform.access.require_person(self.identity, "kernel.start", f"workload/{workload_id}")
         body = self.body(Launched)
         self.reply(await self.platform.user_kernels.launch(self.identity, _id(workload_id), body))
 

@@ -16,6 +16,7 @@ class ServersHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
+        self.platform.access.require_person(self.identity, "server.request", "servers")
         body = self.body(RequestServer)
         # Stored in a worker thread like a job's submission; the loop is woken here (see WorkloadsHandler).
         requested = await self.off_loop(partial(self.platform.servers.request, self.identity, body))
@@ -35,6 +36,7 @@ class ServerStartedHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def post(self, workload_id: str) -> None:
+        self.platform.access.require_person(self.identity, "server.start", f"workload/{workload_id}")
         body = self.body(Launched)
         self.reply(self.platform.servers.started(self.identity, _id(workload_id), body.where))
 

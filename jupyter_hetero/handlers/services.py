@@ -30,6 +30,8 @@ class ServicesHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
+        # Refused before the body is read: a service outlives any workload whose credential would create it.
+        self.platform.access.require_person(self.identity, "service.create", "services")
         body = self.body(CreateService)
         self.reply(self.platform.serving.create(self.identity, body), status=201)
 

@@ -168,12 +168,11 @@ class PreemptHandler(HeteroHandler):
 
 
 def _id(text: str) -> int:
-    """A workload id from a path; one that is not an integer the store can hold names no workload (a 404)."""
-    try:
-        number = int(text)
-    except ValueError:
-        number = None
-    if number is None or abs(number) > MAX_STORED_INT:
+    """A workload id from a path: ASCII digits only, as the API writes ids. Python's ``int()`` would also read
+    ``1_0``, `` 2`` or ``٣`` as some other workload's id; those, and a number the store cannot hold, name no
+    workload (a 404)."""
+    number = int(text) if text.isascii() and text.isdigit() else None
+    if number is None or number > MAX_STORED_INT:
         raise NotFound(Message(N_("workload {workload!r} does not exist"), workload=text))
     return number
 

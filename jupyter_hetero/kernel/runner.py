@@ -38,7 +38,8 @@ def _write_exit(path: Path, code: int) -> None:
 
 
 def notebook_parameters_cell(parameters: dict) -> str:
-    """Source of the cell injected before a notebook's first cell to set its parameters."""
+    """Source of the cell injected after a notebook's ``parameters`` cell to set its parameters (names the server
+    checked are Python identifiers)."""
     lines = ["# Parameters injected by jupyter-hetero"]
     lines += [f"{name} = {value!r}" for name, value in parameters.items()]
     return "\n".join(lines)

@@ -3,8 +3,10 @@
 - members see their tenant's workloads and stop their own;
 - tenant-admins see and stop all of their tenant's;
 - platform-admins see and stop everything, and only they may preempt by hand or remove nodes;
-- a workload credential (a kernel or job calling the API) is a member who sees and stops only
-  its submitter's own workloads, whatever roles the submitter holds.
+- a workload credential (a kernel or job calling the API) is its submitter as a plain member, whatever
+  roles they hold, who reaches only its own workload and the follow-up jobs it submitted (which end
+  with it), and never creates what would outlive it: a kernel placement or server, a started mark,
+  an activity report that keeps a placement alive, or a service (:meth:`Access.require_person`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..store import Repository
 from ..store.tables import WorkloadRow
 from .identity import Identity
 
-__all__ = ["Access"]
+__all__ = ["Access", "follow_up_of"]
 
 
 class Access:
@@ -27,7 +29,8 @@ class Access:
     @staticmethod
     def may_see(identity: Identity, row: WorkloadRow) -> bool:
         if identity.own_work_only:
-            return row.user == identity.user and row.tenant == identity.tenant.name
+            return (row.user == identity.user and row.tenant == identity.tenant.name
+                    and identity.workload in (row.id, follow_up_of(row)))
         return identity.is_platform_admin or row.tenant == identity.tenant.name
 
     @staticmethod
@@ -41,8 +44,8 @@ class Access:
             return
         if identity.own_work_only:
             self.deny(identity, action, f"workload/{row.id}",
-                      Message(N_("workload {workload} is not {user}'s own: the credential of workload {credential} "
-                                 "reaches only its submitter's own work"),
+                      Message(N_("workload {workload} is not {user}'s own workload {credential} nor one of its "
+                                 "follow-up jobs: a workload's credential reaches only those"),
                               workload=row.id, user=identity.user, credential=identity.workload))
         self.deny(identity, action, f"workload/{row.id}",
                   Message(N_("workload {workload} belongs to tenant {tenant}, not to your tenant {yours}"),
@@ -54,6 +57,19 @@ class Access:
             self.deny(identity, action, f"workload/{row.id}",
                       Message(N_("workload {workload} belongs to {owner}; only they or a tenant-admin of {tenant} "
                                  "may stop it"), workload=row.id, owner=row.user, tenant=row.tenant))
+
+    def require_person(self, identity: Identity, action: str, target: str) -> None:
+        """Refuse a workload credential what would outlive its workload: a placement, a started mark or an
+        activity report for one (each would mint or keep alive a credential that holds quota), or a service."""
+        if not identity.own_work_only:
+            return
+        reason = Message(N_("{action} is not for a workload's credential: what workload {workload} creates must end "
+                            "with it; do it as {user}, from their own server or the CLI"),
+                         action=action, workload=identity.workload, user=identity.user)
+        self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="denied",
+                                     detail={"reason": str(reason), "tenant": identity.tenant.name,
+                                             **_credential(identity)})
+        raise Forbidden(reason, reason="credential-scope")
 
     def require_platform_admin(self, identity: Identity, action: str, target: str) -> None:
         if not identity.is_platform_admin:
@@ -72,6 +88,12 @@ class Access:
         self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="allowed",
                                      detail={"tenant": identity.tenant.name, "role": identity.role.value,
                                              **_credential(identity), **(detail or {})})
+
+
+def follow_up_of(row: WorkloadRow) -> int | None:
+    """The workload whose credential submitted ``row`` (it ends when that one does), or None."""
+    parent = (row.spec or {}).get("parent")
+    return parent if isinstance(parent, int) else None
 
 
 def _credential(identity: Identity) -> dict[str, int]:

@@ -265,6 +265,7 @@ class Platform:
             self.serving.reconcile()
             self.serving.probe()
             self.kernels.sweep(now)
+            self.workloads.end_orphaned_follow_ups(self.clock.wall())  # nothing a credential creates outlives it
             self.alerts.tick()
             self.onboarding.tick()
             self._watch_catalog()

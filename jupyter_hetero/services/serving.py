@@ -243,6 +243,7 @@ class ServingService:
             self.visible(identity, name)
 
     def _stoppable(self, identity: Identity, name: str, action: str) -> ServiceRow:
+        self.workloads.access.require_person(identity, action, f"service/{name}")
         row = self.visible(identity, name)
         if row.state != "active":
             raise Conflict(Message(N_("service {name} was deleted"), name=name), reason="deleted")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from ..models import ListWorkloadsQuery, SubmitWorkload
 from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
 from ..store.tables import EventRow, WorkloadRow
 from ..units import parse_duration_s
-from .access import Access
+from .access import Access, follow_up_of
 from .environment import VISIBILITY
 from .identity import Identity
 from .resolve import known_template, resolve
@@ -48,6 +49,8 @@ class WorkloadService:
         self.user_root_template = user_root_template
         self.pending_info = pending_info
         self.wake = wake
+        # Whether a follow-up job may be live (see end_orphaned_follow_ups); unknown, so True, after a restart.
+        self._follow_ups_live = True
 
     # -- submit ------------------------------------------------------------------------------
 
@@ -69,6 +72,9 @@ class WorkloadService:
                              Message(N_("tenant {tenant} has no quota for any flavor of template {template} ({flavors})"),
                                      tenant=tenant.name, template=template.name, flavors=", ".join(resolved.flavors)))
         spec = self._spec(body, self._root_of(identity))
+        if identity.own_work_only:  # a follow-up of the workload whose credential submitted it: it ends with that one
+            spec["parent"] = identity.workload
+            self._follow_ups_live = True
         runtime = self._duration(body.runtime, "runtime")
         row = WorkloadRow(
             kind=body.kind, name=body.name, tenant=tenant.name, user=identity.user, template=template.name,
@@ -86,7 +92,7 @@ class WorkloadService:
             raise Conflict(Message(N_("Idempotency-Key {key!r} was already used for another submission (workload "
                                       "{workload}); use a new key for new work"), key=request_key, workload=stored.id),
                            field="Idempotency-Key")
-        return workload_json(stored)
+        return workload_json(stored, viewer=identity.user)
 
     def resubmit(self, identity: Identity, workload_id: int) -> dict[str, Any]:
         """A new job with the same template, queue, parameters and payload, submitted by the caller."""
@@ -95,8 +101,10 @@ class WorkloadService:
             raise InvalidRequest(Message(N_("workload {workload} is a {kind}; only jobs can be re-submitted"),
                                          workload=workload_id, kind=row.kind), field="id")
         spec = row.spec
+        # The env values are the submitter's (they may hold their secrets): another user's new job starts without them.
+        env = (spec.get("env") or {}) if identity.user == row.user else {}
         body = {"kind": "job", "template": row.template, "queue": row.queue, "name": row.name,
-                "parameters": row.request.get("parameters") or {}, "env": spec.get("env") or {}}
+                "parameters": row.request.get("parameters") or {}, "env": env}
         if "command" in spec:
             body["command"] = spec["command"]
         elif "script" in spec:
@@ -188,6 +196,11 @@ class WorkloadService:
             except (ValueError, KeyError, OSError):
                 raise InvalidRequest(Message(N_("notebook.path: {path!r} is not a readable notebook"),
                                              path=body.notebook.path), field="notebook.path") from None
+            for name in body.notebook.parameters:
+                # Each name becomes an assignment in the injected cell: a Python identifier, or code.
+                if not name.isidentifier() or keyword.iskeyword(name):
+                    raise InvalidRequest(Message(N_("notebook.parameters: {name!r} is not a Python variable name"),
+                                                 name=name), field=f"notebook.parameters.{name}")
             try:
                 json.dumps(body.notebook.parameters)
             except TypeError:
@@ -219,9 +232,12 @@ class WorkloadService:
         rows = self.repository.workloads(
             tenant=tenant, user=identity.user if query.mine or identity.own_work_only else None, queue=query.queue,
             states=(query.state,) if query.state else None, kind=query.kind.value if query.kind else None,
-            limit=query.limit,
+            limit=None if identity.own_work_only else query.limit,
         )
-        return [workload_json(row, pending=self.pending_info(row.id)) for row in rows]
+        if identity.own_work_only:  # its own workload and its follow-ups, newest first when limited, as the query's
+            rows = [row for row in rows if self.access.may_see(identity, row)]
+            rows = sorted(rows, key=lambda row: -row.id)[:query.limit] if query.limit else rows
+        return [workload_json(row, pending=self.pending_info(row.id), viewer=identity.user) for row in rows]
 
     def describe(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
         found, attempted = self.repository.workload_with_attempts(workload_id)  # one transaction, not two
@@ -232,7 +248,8 @@ class WorkloadService:
              "archive": a.archive_path, "placement": a.placement}
             for a in attempted
         ]
-        return workload_json(row, attempts=attempts, pending=self.pending_info(row.id), language=language)
+        return workload_json(row, attempts=attempts, pending=self.pending_info(row.id), language=language,
+                             viewer=identity.user)
 
     def explain(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
         """Why the workload waits, as numbered lines of its blockers, or what it is doing."""
@@ -297,10 +314,30 @@ class WorkloadService:
         row = self.get(identity, workload_id, "workload.cancel")
         self.access.require_stop(identity, row, "workload.cancel")
         if row.state in FINAL_STATES:
-            return workload_json(row)
+            return workload_json(row, viewer=identity.user)
         if identity.user != row.user:
             self.access.record(identity, "workload.cancel", f"workload/{row.id}", {"owner": row.user})
-        return workload_json(self.end(row, f"cancelled by {identity.user}", now))
+        return workload_json(self.end(row, f"cancelled by {identity.user}", now), viewer=identity.user)
+
+    def end_orphaned_follow_ups(self, now: float) -> int:
+        """Cancel every follow-up job whose parent (the workload whose credential submitted it) no longer runs:
+        nothing a workload's credential creates outlives it. How many were cancelled."""
+        if not self._follow_ups_live:
+            return 0  # none submitted since the last look found none: no query on every tick
+        live = self.repository.workloads(kind=WorkloadKind.JOB.value, states=(*PENDING_STATES, *ACTIVE_STATES))
+        follow_ups = [(row, parent) for row in live if (parent := follow_up_of(row)) is not None]
+        self._follow_ups_live = bool(follow_ups)
+        ended = 0
+        for row, parent in follow_ups:
+            found = self.repository.workload(parent)
+            if (found is None or found.state not in ACTIVE_STATES) and row.stopping != "cancel":
+                try:
+                    self.end(row, f"its parent workload {parent} ended (a follow-up job ends with the workload "
+                                  "that submitted it)", now)
+                except Conflict:
+                    continue  # it kept changing state: the next tick tries again
+                ended += 1
+        return ended
 
     def end(self, row: WorkloadRow, why: str, now: float) -> WorkloadRow:
         """Cancel ``row`` for good with the reason ``why`` (a user's cancel, a service scaled down)."""
@@ -355,12 +392,16 @@ def _asked(row: WorkloadRow) -> tuple[Any, ...]:
 
 
 def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pending: Pending | None = None,
-                  language: str = "en") -> dict[str, Any]:
-    """A workload as the API shows it."""
+                  language: str = "en", viewer: str | None = None) -> dict[str, Any]:
+    """A workload as ``viewer`` (a user name) sees it through the API: the values of its env only if they
+    submitted it (they may be their secrets); anyone else sees the names, each with a null value."""
+    spec = row.spec
+    if viewer != row.user and (spec or {}).get("env"):
+        spec = {**spec, "env": dict.fromkeys(spec["env"])}
     data: dict[str, Any] = {
         "id": row.id, "kind": row.kind, "name": row.name, "tenant": row.tenant, "user": row.user,
         "template": row.template, "queue": row.queue, "state": row.state, "reason": row.reason,
-        "request": row.request, "spec": row.spec,
+        "request": row.request, "spec": spec,
         "placement": row.placement, "flavor": row.flavor, "node": row.node,
         "attempt_count": row.attempts, "failures": row.failures or 0, "preemptions": row.preemptions or 0,
         "node_losses": row.node_losses or 0, "created_at": row.created_at, "updated_at": row.updated_at,

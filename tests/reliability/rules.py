@@ -7,7 +7,7 @@
 
 The callers are named as both matrices have them: alice, a member of tenant vision, who owns the resources named
 in paths; carol, vision's tenant-admin; bob, a member of tenant nlp; root, a platform admin; and the scoped
-credential of one of alice's running jobs (its own work only).
+credential of another of alice's running jobs: not the workload the paths name, nor one it submitted.
 """
 
 from __future__ import annotations
@@ -17,14 +17,19 @@ from pathlib import Path
 
 from jupyter_hetero.api.openapi import build_document
 
-__all__ = ["BODIES", "EVERYONE", "GATE", "MODEL", "OWNERS", "PEOPLE", "QUERIES", "RULES", "credential_in", "fill",
+__all__ = ["BODIES", "EVERYONE", "GATE", "MODEL", "OWNERS", "PEOPLE", "QUERIES", "READERS", "RULES", "credential_in", "fill",
            "operations", "verdict"]
 
 PEOPLE = frozenset({"alice", "carol", "bob", "root"})
 EVERYONE = PEOPLE | {"credential"}
-# A resource in a path is alice's: her workload, her service, her placement. A workload's credential acts as its
-# submitter, for her own work only: alice's workloads and services are its.
-OWNERS = frozenset({"alice", "carol", "root", "credential"})  # alice, her tenant's admin, a platform admin, her credential
+# A resource in a path is alice's: her workload, her service, her placement: hers, her tenant's admin's and a platform
+# admin's to act on.
+OWNERS = frozenset({"alice", "carol", "root"})
+# A workload's credential is code running in a job (a dependency, a pasted cell): it acts on its own workload and the
+# follow-up jobs it submits (which end with it), never on alice's other work, which the paths name, and it creates
+# nothing that would outlive its job: no placement, server, started mark, activity report or service (issue 33).
+# It still reads what any member of the tenant reads (queues, nodes, its tenant's services) and submits follow-ups.
+READERS = OWNERS | {"credential"}
 
 RULES: dict[tuple[str, str], frozenset[str]] = {
     ("get", "/version"): EVERYONE,
@@ -62,20 +67,20 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("post", "/workloads/{workload_id}/resubmit"): OWNERS - {"root"},  # submitted again, as the caller
     ("post", "/workloads/{workload_id}/preempt"): frozenset({"root"}),
     ("post", "/previews"): EVERYONE - {"root"},  # a preview is of a submission into the caller's tenant
-    ("post", "/kernels"): EVERYONE - {"root"},
-    ("post", "/servers"): EVERYONE,
+    ("post", "/kernels"): PEOPLE - {"root"},
+    ("post", "/servers"): PEOPLE,
     # A placement is started and reported by its own user's server: no admin does it for them.
-    ("post", "/servers/{workload_id}/started"): frozenset({"alice", "credential"}),
+    ("post", "/servers/{workload_id}/started"): frozenset({"alice"}),
     ("delete", "/servers/{workload_id}"): OWNERS,
-    ("post", "/kernels/placements"): EVERYONE,
-    ("post", "/kernels/placements/{workload_id}/started"): frozenset({"alice", "credential"}),
+    ("post", "/kernels/placements"): PEOPLE,
+    ("post", "/kernels/placements/{workload_id}/started"): frozenset({"alice"}),
     ("delete", "/kernels/placements/{workload_id}/pod"): OWNERS,
     ("delete", "/kernels/placements/{workload_id}"): OWNERS,
-    ("post", "/activity"): EVERYONE,
+    ("post", "/activity"): PEOPLE,
     ("get", "/services"): EVERYONE,
-    ("post", "/services"): EVERYONE,
-    ("get", "/services/{name}"): OWNERS,
-    ("get", "/services/{name}/events"): OWNERS,
+    ("post", "/services"): PEOPLE,
+    ("get", "/services/{name}"): READERS,
+    ("get", "/services/{name}/events"): READERS,
     ("patch", "/services/{name}"): OWNERS,
     ("delete", "/services/{name}"): OWNERS,
     ("post", "/services/{name}/rollouts"): OWNERS,
