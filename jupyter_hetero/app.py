@@ -23,6 +23,7 @@ from traitlets import (
 )
 
 from .auth import hide_server_token_from_members
+from .authorizer import guard_routes
 from .backends.base import NodesSeen
 from .backends.local import discover_local_node, load_emulated_nodes
 from .backends.local.processes import LocalBackend
@@ -43,6 +44,7 @@ from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.snapshot import engine_request
 from .store import Repository, default_db_url
+from .store.audit_seal import AuditSeal, default_anchor_file, default_key_file, load_key
 
 __all__ = ["HeteroApp"]
 
@@ -204,6 +206,19 @@ class HeteroApp(ExtensionApp):
         help="The clocks the server reads: wall time for timestamps, monotonic time for every duration. "
         "Tests inject one whose wall time steps.",
     )
+    audit_key_file = Unicode(
+        config=True,
+        help="File holding the key the audit chain is sealed with (an HMAC), made with mode 0600 at the first start. "
+        "Defaults to jupyter_hetero_audit.key in Jupyter's runtime dir, which workloads cannot see. Keep it with "
+        "the database: without it the chain's sealed entries cannot be verified.",
+    )
+    audit_anchor_file = Unicode(
+        config=True,
+        help="Append-only file the audit chain's head (entry id and hash) is written to after each entry, so that "
+        "`jupyter hetero audit verify` sees entries deleted from the end of the log. Defaults to "
+        "jupyter_hetero_audit_anchor.log in Jupyter's runtime dir; 'none' writes no file (the head still goes to "
+        "the log and the metrics).",
+    )
 
     @validate("preemption_limit")
     def _valid_preemption_limit(self, proposal) -> int:
@@ -241,6 +256,14 @@ class HeteroApp(ExtensionApp):
         except (KeyError, OSError):
             return "owner"
 
+    @default("audit_key_file")
+    def _default_audit_key_file(self) -> str:
+        return str(default_key_file())
+
+    @default("audit_anchor_file")
+    def _default_audit_anchor_file(self) -> str:
+        return str(default_anchor_file())
+
     @default("work_dir")
     def _default_work_dir(self) -> str:
         return str(Path(jupyter_data_dir()) / "hetero" / "work")
@@ -258,7 +281,10 @@ class HeteroApp(ExtensionApp):
         capabilities = seen.capabilities
         clock = self.clock_class()
         catalog = self._fit_defaults(load_catalog(self.catalog_file), capabilities)
-        repository = Repository(self.db_url, clock=clock.wall)
+        anchor = None if self.audit_anchor_file.lower() == "none" else Path(self.audit_anchor_file)
+        seal = AuditSeal(load_key(Path(self.audit_key_file)), anchor_file=anchor)
+        repository = Repository(self.db_url, clock=clock.wall, seal=seal)
+        repository.seal_audit_chain()
         if backend.name == "kubernetes" and backend.config.per_tenant:
             backend.namespaces = tuple(sorted({backend.config.namespace_for(t.name) for t in catalog.tenants}))
         inventory = Inventory(catalog, repository)
@@ -294,6 +320,7 @@ class HeteroApp(ExtensionApp):
         )
         web_settings = self.serverapp.web_app.settings
         web_settings["page_config_hook"] = hide_server_token_from_members(web_settings.get("page_config_hook"))
+        guard_routes(self.serverapp, self.mode)  # members reach what the product gives them; the hub's service its API
         platform = self.settings["hetero_platform"]
         platform.kernels.attach(self.serverapp.kernel_manager)
         platform.kernels.register()

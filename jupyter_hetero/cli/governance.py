@@ -32,6 +32,10 @@ def add_audit_parser(commands) -> None:
     actions = audit.add_subparsers(dest="action", required=True)
     verify = actions.add_parser("verify", help="check every entry's hash and link; exit 1 at the first bad one")
     verify.add_argument("--db-url", help="the database (default: the one a server started here uses)")
+    verify.add_argument("--key-file", help="the key the chain is sealed with (default: the one a server started here "
+                        "made, in Jupyter's runtime dir)")
+    verify.add_argument("--anchor-file", help="the file the server writes the chain's head to (default: the one in "
+                        "Jupyter's runtime dir; 'none' to check without it)")
     verify.add_argument("--json", action="store_true")
     verify.set_defaults(run=_verify)
     listed = actions.add_parser("list", parents=[server_options()], help="entries oldest first (platform admins)")
@@ -141,12 +145,21 @@ def _figure(value: float) -> str:
 def _verify(args: argparse.Namespace) -> int:
     from ..services.audit import verdict_json
     from ..store import Repository, default_db_url
+    from ..store.audit_seal import AuditSeal, default_anchor_file, default_key_file, load_key
 
     url = args.db_url or default_db_url()
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
         print(f"error: no database at {url.removeprefix('sqlite:///')}; give --db-url", file=sys.stderr)
         return 2
-    repository = Repository(url, clock=lambda: 0.0)
+    # Read only: a check never makes a key, nor seals or anchors anything.
+    key_file = Path(args.key_file) if args.key_file else default_key_file()
+    key = load_key(key_file, create=False)
+    anchor = args.anchor_file or str(default_anchor_file())
+    seal = AuditSeal(key, anchor_file=None if anchor.lower() == "none" else Path(anchor)) if key else None
+    if key is None:
+        print(f"note: no key at {key_file}, so sealed entries cannot be checked and the anchor is not read; give "
+              f"--key-file", file=sys.stderr)
+    repository = Repository(url, clock=lambda: 0.0, seal=seal)
     try:
         verdict = verdict_json(repository)
     finally:

@@ -11,8 +11,8 @@ Three groups, each family named with its unit:
 - task: submissions, workloads per state, attempts per outcome, failures per reason, run time (a histogram),
   retries, preemptions, node losses, checkpoints and archives;
 - governance: device-seconds and cost per tenant and flavor (the catalog's price per device-hour, per
-  core-hour for CPU flavors), quota and use per tenant and flavor, audit entries per outcome, each onboarding
-  checklist's state.
+  core-hour for CPU flavors), quota and use per tenant and flavor, audit entries per outcome and the chain's
+  sealed head, each onboarding checklist's state.
 
 Counted from the store on each scrape, in one read (no counter lives in memory, so a restart loses
 nothing and several replicas of the server say the same). Measuring real nodes waits on drivers: the
@@ -53,7 +53,8 @@ FAMILIES = {
              "hetero_attempt_run_seconds", "hetero_workload_retries", "hetero_workload_preemptions",
              "hetero_workload_node_losses", "hetero_workloads_checkpointed", "hetero_attempts_archived"),
     "governance": ("hetero_tenant_device_seconds", "hetero_tenant_cost", "hetero_tenant_quota_devices",
-                   "hetero_tenant_devices_in_use", "hetero_audit_entries", "hetero_onboarding"),
+                   "hetero_tenant_devices_in_use", "hetero_audit_entries", "hetero_audit_head",
+                   "hetero_onboarding"),
 }
 
 
@@ -212,6 +213,11 @@ class PlatformMetrics:
         yield in_use
         yield _counter("hetero_audit_entries", "Audit log entries, per outcome", ["outcome"],
                        Counter({(outcome,): count for outcome, count in figures["audit"]}))
+        # The head as this server sealed it, not as the database says: a scraper's history of it is an anchor
+        # outside the database, against which a truncated or rewritten log shows.
+        head = self.repository.seal.head if self.repository.seal else None
+        yield _gauge_of("hetero_audit_head", "The audit chain's newest entry id, labelled with its hash (HMAC)",
+                        ["mac"], Counter({(head[1],): head[0]} if head else {}))
         yield _gauge_of("hetero_onboarding", "1 for each onboarding checklist, in its state (with the step it failed)",
                         ["kind", "name", "state", "failed_step"],
                         Counter({(kind, name, state, failed or ""): 1

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import hmac
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +19,7 @@ from sqlalchemy import create_engine, event, func, make_url, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from .audit_seal import AuditSeal, read_anchors, sha256_hex
 from .migrations import migrate
 from .tables import AlertRow, AttemptRow, AuditRow, EventRow, NodeRow, OnboardingRow, ServiceRow, WorkloadRow
 
@@ -102,9 +103,10 @@ def _hold_write_lock(connection: Connection | Session) -> None:
 class Repository:
     """Reads and writes the store; every method is one transaction."""
 
-    def __init__(self, url: str, clock: Clock):
+    def __init__(self, url: str, clock: Clock, *, seal: AuditSeal | None = None):
         self.url = url
         self.clock = clock
+        self.seal = seal  # None: entries get an unkeyed hash, as before keying began
         self.engine = make_engine(url)
         self._locks_writes = self.engine.dialect.name == "postgresql"
         # Reads see one snapshot, as on SQLite (PostgreSQL's default gives each statement its own).
@@ -493,14 +495,33 @@ class Repository:
 
     def record_audit(self, *, actor: str, action: str, target: str, outcome: str,
                      detail: dict[str, Any] | None = None) -> AuditRow:
-        """Append to the audit chain; each row's hash covers the previous one."""
+        """Append to the audit chain; each row's hash (an HMAC with a seal) covers the previous one."""
         with self.session(write=True) as session:
             prev = session.scalars(select(AuditRow.hash).order_by(AuditRow.id.desc()).limit(1)).first() or _GENESIS
             row = AuditRow(at=self.clock(), actor=actor, action=action, target=target, outcome=outcome,
                            detail=detail or {}, prev_hash=prev)
-            row.hash = _audit_hash(row)
+            body = _audit_body(row)
+            row.hash = self.seal.mac(body) if self.seal else sha256_hex(body)
             session.add(row)
-            return row
+            session.flush()  # the id, for the anchor
+        if self.seal:  # once committed: an anchor ahead of the database would read as a truncation
+            self.seal.anchor(row.id, row.hash)
+        return row
+
+    def seal_audit_chain(self) -> AuditRow | None:
+        """With a seal, make sure the chain's head is sealed: a chain written before keying began gets an entry
+        recording the switch (the entries before it keep their unkeyed hashes, now covered by the key). The
+        head, sealed or new, is anchored. None when the head was already sealed (or there is no seal)."""
+        if self.seal is None:
+            return None
+        with self.session() as session:
+            head = session.scalars(select(AuditRow).order_by(AuditRow.id.desc()).limit(1)).first()
+        if head is None or self.seal.sealed(_audit_body(head), head.hash):
+            if head is not None:
+                self.seal.anchor(head.id, head.hash)
+            return None
+        return self.record_audit(actor="server", action="audit.keyed", target="audit", outcome="done",
+                                 detail={"unkeyed_until": head.id})
 
     def figures(self) -> dict[str, list[tuple]]:
         """What the metrics are counted from, read in one snapshot as plain tuples: every workload
@@ -555,19 +576,45 @@ class Repository:
         """How many entries the chain has, and the first one that breaks it (its id, what is wrong) or None.
 
         An entry edited after it was written no longer hashes to its ``hash``; one deleted (or rewritten with a
-        new hash) leaves the entry after it naming a ``prev_hash`` that is not the one before it. Only the
-        newest entry can go without a trace, as nothing comes after it."""
-        prev, prev_id, count = _GENESIS, None, 0
-        for row in self.audit_log():
+        new hash) leaves the entry after it naming a ``prev_hash`` that is not the one before it. Without a
+        seal, anyone who can write the database can rehash a rewritten tail, and the newest entries can go
+        without a trace. With one, only entries from before keying began may be unkeyed, the head must be sealed,
+        and the seal's anchor file names the newest head written: a database whose head is older is truncated."""
+        prev, prev_id, count, keyed = _GENESIS, None, 0, False
+        seal = self.seal
+        rows = self.audit_log()
+        for row in rows:
             count += 1
-            if row.hash != _audit_hash(row):
+            body = _audit_body(row)
+            sealed = seal is not None and seal.sealed(body, row.hash)
+            if not sealed and row.hash != sha256_hex(body):
                 return count, (row.id, f"entry {row.id} was changed after it was written: it no longer matches its "
                                        f"hash")
+            if keyed and not sealed:
+                return count, (row.id, f"entry {row.id} was rewritten without the server's key: it has an unkeyed "
+                                       f"hash, though entries before it are sealed with the key")
             if row.prev_hash != prev:
                 after = f"entry {prev_id}" if prev_id is not None else "the start of the log"
                 return count, (row.id, f"entry {row.id} does not follow {after}: an entry between them was deleted "
                                        f"or rewritten")
-            prev, prev_id = row.hash, row.id
+            prev, prev_id, keyed = row.hash, row.id, keyed or sealed
+        if seal is None:
+            return count, None
+        if count and not keyed:
+            # The server seals its head at every start: a fully unkeyed chain under a key was rehashed.
+            return count, (rows[0].id, f"no entry is sealed with the server's key: the log was rewritten from entry "
+                                       f"{rows[0].id} on without it")
+        anchors = read_anchors(seal.anchor_file)
+        if anchors and (prev_id or 0) < max(anchors):
+            return count, ((prev_id or 0) + 1, f"the log was truncated: it ends at "
+                                               f"{f'entry {prev_id}' if prev_id else 'no entry'}, but the anchor "
+                                               f"file records entry {max(anchors)}")
+        # Every head ever anchored, not only the newest: entries appended after a truncation reuse its ids.
+        hashes = {row.id: row.hash for row in rows}
+        for anchored_id, anchored_hash in sorted(anchors.items()):
+            if not hmac.compare_digest(hashes.get(anchored_id, ""), anchored_hash):
+                return count, (anchored_id, f"entry {anchored_id} does not match the hash the anchor file recorded "
+                                            f"for it: it was deleted or rewritten")
         return count, None
 
 
@@ -578,9 +625,8 @@ def default_db_url() -> str:
     return f"sqlite:///{Path(jupyter_data_dir()) / 'hetero' / 'hetero.sqlite'}"
 
 
-def _audit_hash(row: AuditRow) -> str:
-    body = json.dumps(
+def _audit_body(row: AuditRow) -> bytes:
+    return json.dumps(
         [row.prev_hash, row.at, row.actor, row.action, row.target, row.outcome, row.detail],
         sort_keys=True, separators=(",", ":"),
-    )
-    return hashlib.sha256(body.encode()).hexdigest()
+    ).encode()
