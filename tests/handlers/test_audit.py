@@ -92,3 +92,49 @@ async def test_the_audit_log_records_reads_verifies_and_catches_an_edit_and_a_de
     for workload in (victim, urgent):
         await wait_for(workload["id"], lambda w: w["state"] in ("succeeded", "cancelled"), as_user="root",
                        timeout=60)
+
+
+async def test_a_rehashed_rewrite_and_a_truncation_are_caught_by_the_sealed_chain(
+        api, api_error, jp_fetch, hetero_config, jp_runtime_dir):
+    from ..store.test_audit_seal import rehash_without_key
+    from .test_metrics import scrape
+
+    for _ in range(4):  # four denials, as in the attack on issue 33
+        status, _error = await api_error("audit", as_user="alice")
+        assert status == 403
+    entries = (await api("audit", as_user="root"))["entries"]
+    denials = [e["id"] for e in entries if e["outcome"] == "denied"]
+    assert len(denials) == 4 and (await api("audit/verify", as_user="root"))["intact"]
+    assert verify(hetero_config["db_url"]).returncode == 0
+    # The head is anchored outside the database: the metrics endpoint and the anchor file beside the key.
+    [sample] = (await scrape(jp_fetch))["hetero_audit_head"].samples  # the scrape's own entry is the head
+    head = (await api("audit", as_user="root", limit=5000))["entries"][-2]
+    assert (sample.value, sample.labels["mac"]) == (head["id"], head["hash"]) and head["action"] == "metrics.read"
+    assert (jp_runtime_dir / "jupyter_hetero_audit.key").stat().st_mode & 0o077 == 0
+    assert f"{head['id']} {head['hash']}" in (jp_runtime_dir / "jupyter_hetero_audit_anchor.log").read_text()
+
+    # Someone with the database but not the key deletes the newest four entries.
+    path = hetero_config["db_url"].removeprefix("sqlite:///")
+    database = sqlite3.connect(path)
+    kept = database.execute("SELECT max(id) FROM audit").fetchone()[0] - 4
+    saved = database.execute("SELECT * FROM audit WHERE id > ?", (kept,)).fetchall()
+    with database:
+        database.execute("DELETE FROM audit WHERE id > ?", (kept,))
+    truncated = verify(hetero_config["db_url"])
+    assert truncated.returncode == 1 and "the log was truncated" in truncated.stderr, truncated.stderr
+    verdict = await api("audit/verify", as_user="root")
+    assert not verdict["intact"] and "the log was truncated" in verdict["problem"], verdict
+    with database:  # put back (the verify just now took one of their ids: it goes)
+        database.execute("DELETE FROM audit WHERE id > ?", (kept,))
+        database.executemany(f"INSERT INTO audit VALUES ({', '.join('?' * len(saved[0]))})", saved)
+    database.close()
+    assert verify(hetero_config["db_url"]).returncode == 0
+
+    # ... then deletes three denials, turns the fourth into "allowed" and rehashes the chain from there.
+    rehash_without_key(hetero_config["db_url"], f"DELETE FROM audit WHERE id IN {tuple(denials[:3])}",
+                       f"UPDATE audit SET outcome = 'allowed' WHERE id = {denials[3]}", start=denials[0])
+    caught = verify(hetero_config["db_url"])
+    assert caught.returncode == 1 and f"audit log broken at entry {denials[3]}: entry {denials[3]} was rewritten " \
+        "without the server's key" in caught.stderr, caught.stderr
+    verdict = await api("audit/verify", as_user="root")
+    assert (verdict["intact"], verdict["first_bad"]) == (False, denials[3]), verdict
