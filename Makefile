@@ -11,7 +11,7 @@ SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT   ?= 8888
 
-.PHONY: install browser postgres demo test test-fast lint clean i18n i18n-check
+.PHONY: install sandbox browser postgres demo test test-fast lint clean i18n i18n-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,12 @@ $(STAMP): $(PY) pyproject.toml labextension/package.json labextension/package-lo
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite . >/dev/null
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) sandbox
+
+# Debian's bubblewrap: every job, service replica and kernel runs in its sandbox (HeteroApp.sandbox, docs/jobs.md);
+# a team or hub server refuses to start without it.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq bubblewrap)
 
 # Debian's chromium drives the browser tests (Playwright never downloads a browser here).
 browser:

@@ -6,7 +6,7 @@ import getpass
 import os
 from pathlib import Path
 
-from jupyter_core.paths import jupyter_data_dir
+from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import (
     Bool,
@@ -22,10 +22,17 @@ from traitlets import (
     validate,
 )
 
-from .auth import hide_server_token_from_members
+from .auth import TeamIdentityProvider, hide_server_token_from_members
 from .authorizer import guard_routes
 from .backends.base import NodesSeen
 from .backends.local import discover_local_node, load_emulated_nodes
+from .backends.local.isolation import (
+    WorkloadIsolation,
+    accelerator_device_nodes,
+    find_sandbox,
+    interpreter_paths,
+    store_files,
+)
 from .backends.local.processes import LocalBackend
 from .capability import NodeCapability
 from .catalog import DEFAULT_CATALOG_PATH, Catalog, load_catalog
@@ -201,6 +208,31 @@ class HeteroApp(ExtensionApp):
     backend_class = Type(
         LocalBackend, config=True, help="The class of the local backend (tests and embedders may replace it)."
     )
+    sandbox = CaselessStrEnum(
+        ["auto", "bwrap", "none"], "auto", config=True,
+        help="How each workload of the local backend (job and service replicas, kernels) is kept apart from the "
+        "server and from other workloads: 'bwrap' runs it in a bubblewrap sandbox (its own process namespace; "
+        "the host read-only; the server's runtime, configuration, store and work directories, /home, /root and "
+        "other users' directories hidden; only its own folders, working directory and submitter's directory "
+        "writable; see docs/jobs.md) and refuses to start without one; 'auto' does so where bubblewrap works, "
+        "else runs workloads unsandboxed with a warning (a team or hub service then refuses to start unless "
+        "allow_unsandboxed_workloads); 'none' never sandboxes.",
+    )
+    allow_unsandboxed_workloads = Bool(
+        False, config=True,
+        help="Let a server shared by several people (TeamIdentityProvider, or the hub's service) run workloads "
+        "without a sandbox. RISK: every workload then runs as the server's own processes: any user's job can "
+        "read other users' running jobs' credentials from /proc and act as them, read the server's token and "
+        "store, and read or change every user's files the server's account can reach. Only for a machine whose "
+        "users all trust each other.",
+    )
+    workloads_as_unix_accounts = Bool(
+        False, config=True,
+        help="Whether users are this machine's Unix accounts (a hub on one machine, its service running as "
+        "root): each sandboxed workload then runs as its submitter's account (as Slurm runs jobs), which sees "
+        "its own home; a user with no account, or a system account (uid below 1000), has their work refused "
+        "with that reason. Needs the server to run as root and a sandbox.",
+    )
     clock_class = Type(
         Clock, klass=Clock, config=True,
         help="The clocks the server reads: wall time for timestamps, monotonic time for every duration. "
@@ -274,6 +306,7 @@ class HeteroApp(ExtensionApp):
             return
         backend = self._backend()
         if backend.name == "local":
+            backend.isolation = self._workload_isolation()
             seen = NodesSeen(self._node_capabilities(), {})
         else:
             backend.start()  # the first lists of the cluster's nodes and our pods
@@ -348,6 +381,36 @@ class HeteroApp(ExtensionApp):
         if self.emulated_nodes or self.emulated_nodes_file:
             self.log.warning("jupyter-hetero: emulated nodes are ignored by the kubernetes backend")
         return KubernetesBackend(config=KubernetesConfig(parent=self), work_dir=self.work_dir)
+
+    def _workload_isolation(self) -> WorkloadIsolation | None:
+        """The local backend's sandbox; a shared server without one refuses to start unless the admin opts out."""
+        tools, problem = find_sandbox() if self.sandbox != "none" else (None, "HeteroApp.sandbox is 'none'")
+        if tools is None:
+            shared = self.mode == "service" or isinstance(self.serverapp.identity_provider, TeamIdentityProvider)
+            if self.sandbox == "bwrap" or self.workloads_as_unix_accounts or (shared and not self.allow_unsandboxed_workloads):
+                self.log.critical(
+                    "jupyter-hetero: refusing to start: workloads cannot be sandboxed (%s). Install bubblewrap "
+                    "(make sandbox), or, on a server whose users all trust each other, set "
+                    "HeteroApp.allow_unsandboxed_workloads = True", problem)
+                raise SystemExit(1)
+            self.log.warning(
+                "jupyter-hetero: workloads run UNSANDBOXED (%s): each job and kernel runs as this server's own "
+                "processes and can read other workloads' credentials, this server's token and store, and every "
+                "file this account can%s", problem, "; allowed by HeteroApp.allow_unsandboxed_workloads" if shared else "")
+            return None
+        if self.workloads_as_unix_accounts and os.geteuid() != 0:
+            self.log.critical("jupyter-hetero: refusing to start: HeteroApp.workloads_as_unix_accounts needs the "
+                              "server to run as root, to run workloads as their submitters' accounts")
+            raise SystemExit(1)
+        files = store_files(self.db_url)
+        server_dirs = [self.serverapp.runtime_dir, self.serverapp.config_dir, jupyter_config_dir(), self.work_dir,
+                       *({str(files[0].parent)} if files else ())]
+        return WorkloadIsolation(
+            server_dirs=tuple(Path(d).resolve() for d in server_dirs if d), root_dir=Path(self.serverapp.root_dir),
+            user_root_template=self.user_root_template, owner=self.owner_name,
+            unix_accounts=self.workloads_as_unix_accounts, store_files=files, tools=tools,
+            interpreter=interpreter_paths(), devices=accelerator_device_nodes(),
+        )
 
     def _fit_defaults(self, catalog: Catalog, capabilities: list[NodeCapability]) -> Catalog:
         """On this machine alone, template defaults shrink to fit it (see catalog/fit.py)."""

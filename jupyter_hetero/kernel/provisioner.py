@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from pathlib import Path
 from typing import Any
 
 from jupyter_client.localinterfaces import localhost
@@ -86,7 +87,7 @@ class HeteroProvisioner(LocalProvisioner):
         kernels = current_kernels()
         try:
             if kernels.pods is None:
-                info = await super().launch_kernel(cmd, **kwargs)
+                info = await super().launch_kernel(self._sandboxed(kernels, cmd, kwargs), **kwargs)
                 await kernels.started(self.workload_id, self.pid)
             else:
                 info = await self._launch_pod(kernels, kwargs.get("env") or {})
@@ -100,6 +101,16 @@ class HeteroProvisioner(LocalProvisioner):
             await self._start_failed(kernels, exc)
             raise
         return info
+
+    def _sandboxed(self, kernels, cmd: list[str], kwargs: dict[str, Any]) -> list[str]:
+        """The kernel's command in its sandbox, where the server keeps one; its own connection file stays visible."""
+        isolation = getattr(kernels, "isolation", None)
+        if isolation is None:
+            return cmd
+        env = kwargs.get("env") or {}
+        cwd = kwargs.get("cwd")
+        return isolation.kernel_argv(user=env.get("HETERO_USER", ""), cwd=Path(cwd) if cwd else None,
+                                     connection_file=Path(self.parent.connection_file).resolve(), command=cmd)
 
     async def _launch_pod(self, kernels, env: dict[str, str]) -> dict:
         self.launches += 1

@@ -263,6 +263,11 @@ class KernelService:
         backend = self.scheduler.backend
         return None if backend.runs_here else backend
 
+    @property
+    def isolation(self):
+        """The sandbox kernels run in here (the local backend's ``WorkloadIsolation``), or None."""
+        return getattr(self.scheduler.backend, "isolation", None)
+
     async def launch_pod(self, workload_id: int, *, attempt: int, env: dict[str, str], connection: dict):
         """The kernel's pod on its placed node, Ready (see kernel_pod.py); the connection's key and ports are the
         launching server's."""

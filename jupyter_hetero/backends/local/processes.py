@@ -16,6 +16,7 @@ import psutil
 
 from ...capability import NodeCapability
 from ..base import Exit, Launch, ProcessHandle
+from .isolation import WorkloadIsolation
 from .telemetry import sample_devices, sample_each, summarise
 
 __all__ = ["LocalBackend"]
@@ -33,6 +34,8 @@ class LocalBackend:
 
     name = "local"
     runs_here = True
+    # Each replica's sandbox (isolation.py), set by the server; None runs replicas as the server's own processes.
+    isolation: WorkloadIsolation | None = None
 
     def __init__(self, *, usage_interval_s: float = USAGE_INTERVAL_S) -> None:
         self._children: dict[int, subprocess.Popen] = {}
@@ -84,10 +87,12 @@ class LocalBackend:
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         launch.cwd.mkdir(parents=True, exist_ok=True)
         serving = launch.placed is not None and launch.placed.serving is not None
+        command = [sys.executable, "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path), *launch.argv]
+        if self.isolation is not None:
+            command = self.isolation.job_argv(launch, command)
         with open(launch.log_path, "ab") as log:
             child = subprocess.Popen(
-                [sys.executable, "-m", "jupyter_hetero.kernel.runner", "--exit-file", str(launch.exit_path), *launch.argv],
-                cwd=launch.cwd, env={**launch.env, "HOST": LOOPBACK} if serving else launch.env, stdout=log,
+                command, cwd=launch.cwd, env={**launch.env, "HOST": LOOPBACK} if serving else launch.env, stdout=log,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group: signals reach the whole job, not us
             )
