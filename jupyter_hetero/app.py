@@ -339,7 +339,8 @@ class HeteroApp(ExtensionApp):
             platform_admins=frozenset(self.platform_admins),
             owner_is_platform_admin=self.owner_is_platform_admin,
             owner=self.owner_name,
-            server_url=getattr(backend, "server_url", "") or self.serverapp.connection_url,
+            # Read at each launch: the port is bound (and moved on when taken) only after extensions load.
+            server_url=lambda: getattr(backend, "server_url", "") or self.serverapp.connection_url,
             server_token=self.serverapp.identity_provider.token,
             device_idle_pct=self.cull_device_idle_pct,
             device_idle_after_s=self.cull_device_idle_after,

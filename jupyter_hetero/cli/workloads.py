@@ -117,7 +117,9 @@ def _guarded(run):
         try:
             return run(args)
         except ApiError as exc:
-            print(f"error: {exc.body.get('message', exc)}", file=sys.stderr)
+            # A refusal names the server: the one found by itself may not be the one meant.
+            where = f" (server {exc.url})" if exc.status in (401, 403) and exc.url else ""
+            print(f"error: {exc.body.get('message', exc)}{where}", file=sys.stderr)
             return 1
         except ServerNotFound as exc:
             print(f"error: {exc}", file=sys.stderr)

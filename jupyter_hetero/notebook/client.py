@@ -7,7 +7,9 @@
         print(chunk, end="")
 
 The server is found, in order, from explicit ``url``/``token``; ``JUPYTER_HETERO_URL`` and
-``JUPYTER_HETERO_TOKEN``; the newest server ``jupyter_server``'s ``list_running_servers`` finds. In a hetero
+``JUPYTER_HETERO_TOKEN``; among the servers ``jupyter_server``'s ``list_running_servers`` finds whose runtime
+file is the caller's own (never another user's, as a hub's service may be), the newest that answers the hetero
+API, else the newest. Every refusal and failure to connect names the server's URL. In a hetero
 kernel or job the server sets those two variables, and the token is the workload's own credential:
 it reaches the hetero API as the workload's user (their own work only) until the workload ends.
 Code inside a workload never falls back to the runtime directory, whose files hold the server's
@@ -37,29 +39,60 @@ class ServerNotFound(RuntimeError):
 class ApiError(RuntimeError):
     """The server refused a request; ``status``, ``field`` and ``reason`` say why."""
 
-    def __init__(self, status: int, body: dict[str, Any]):
+    def __init__(self, status: int, body: dict[str, Any], url: str = ""):
         self.status = status
         self.body = body
         self.field = body.get("field")
         self.reason = body.get("reason")
-        super().__init__(f"{status}: {body.get('message') or body}")
+        self.url = url  # the server that answered: with a found server, the first thing to check
+        super().__init__(f"{status}: {body.get('message') or body}" + (f" (from {url})" if url else ""))
+
+
+# How long a running server has to answer whether it runs the hetero API (a local one answers at once).
+PROBE_TIMEOUT_S = 2.0
 
 
 def _live_servers() -> list[dict[str, Any]]:
-    """The running Jupyter servers of this user, newest first, as jupyter_server lists them."""
+    """The running Jupyter servers in the runtime directory, newest first, as jupyter_server lists them; each with
+    ``runtime_file_uid``, the user who owns its runtime file (the server's user)."""
     from jupyter_core.paths import jupyter_runtime_dir  # noqa: PLC0415 - only a plain notebook needs these
     from jupyter_server.serverapp import list_running_servers  # noqa: PLC0415
 
     runtime_dir = Path(jupyter_runtime_dir())
 
-    # The listing carries no start time; a server's info file is written when it starts.
-    def started(info: dict[str, Any]) -> float:
+    # The listing carries no start time or owner; a server's info file is written by it when it starts.
+    found = []
+    for info in list_running_servers(str(runtime_dir)):
         try:
-            return (runtime_dir / f"jpserver-{info['pid']}.json").stat().st_mtime
+            written = (runtime_dir / f"jpserver-{info['pid']}.json").stat()
         except OSError:
-            return 0.0
+            continue  # gone since it was listed
+        found.append((written.st_mtime, {**info, "runtime_file_uid": written.st_uid}))
+    return [info for _mtime, info in sorted(found, key=lambda pair: pair[0], reverse=True)]
 
-    return sorted(list_running_servers(str(runtime_dir)), key=started, reverse=True)
+
+def _runs_hetero(url: str, token: str) -> bool:
+    """Whether the server at ``url`` answers the hetero API's version with ``token``."""
+    request = urllib.request.Request(urllib.parse.urljoin(url.rstrip("/") + "/", f"{API}/version"))
+    if token:
+        request.add_header("Authorization", f"token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as response:  # noqa: S310 - a local server
+            return response.status == 200 and "api" in json.loads(response.read() or b"{}")
+    except (OSError, ValueError):  # refused, not there (404), or not JSON: not a hetero server for us
+        return False
+
+
+def _choose(servers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The server to use among ``servers`` (newest first): the caller's own only; the newest that runs the hetero
+    API, else the newest."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    own = [info for info in servers if uid is None or info["runtime_file_uid"] == uid]
+    if not own:
+        raise ServerNotFound(
+            "the running Jupyter servers found belong to other users (" + ", ".join(info["url"] for info in servers)
+            + "): start your own, or pass --url and --token (or set JUPYTER_HETERO_URL and JUPYTER_HETERO_TOKEN)")
+    return next((info for info in own if _runs_hetero(info["url"], info.get("token", ""))), own[0])
 
 
 class HeteroClient:
@@ -85,7 +118,8 @@ class HeteroClient:
                 "no running Jupyter server found: start one (`make demo` or `jupyter lab`), "
                 "or pass --url and --token (or set JUPYTER_HETERO_URL and JUPYTER_HETERO_TOKEN)"
             )
-        return cls(servers[0]["url"], token or servers[0].get("token", ""))
+        chosen = _choose(servers)
+        return cls(chosen["url"], token or chosen.get("token", ""))
 
     # -- transport -----------------------------------------------------------------------------
 
@@ -109,7 +143,7 @@ class HeteroClient:
                 payload = json.loads(exc.read() or b"{}")
             except ValueError:
                 payload = {"message": exc.reason}
-            raise ApiError(exc.code, payload) from None
+            raise ApiError(exc.code, payload, self.url) from None
         except urllib.error.URLError as exc:
             raise ServerNotFound(f"cannot reach the server at {self.url}: {exc.reason}") from None
 

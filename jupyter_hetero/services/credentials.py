@@ -16,7 +16,7 @@ import fnmatch
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..catalog import Catalog
 from ..errors import Forbidden
@@ -57,12 +57,14 @@ def inherited_environment(environ: Mapping[str, str], passthrough: Iterable[str]
 class CredentialService:
     """Issues, checks and revokes workload credentials, and builds the environment that carries one."""
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, server_url: str,
+    def __init__(self, *, catalog: Catalog, repository: Repository, server_url: str | Callable[[], str],
                  inherited: Mapping[str, str], passthrough: Iterable[str] = DEFAULT_PASSTHROUGH,
                  server_secrets: Iterable[str] = ()):
         self.catalog = catalog
         self.store = CredentialStore(repository)
-        self.server_url = server_url
+        # Read at each launch: the server's port is known only once it is bound, after extensions load (it moves
+        # to the next free one when the configured port is taken).
+        self._server_url = server_url
         self.inherited = inherited
         self.passthrough = tuple(passthrough)
         # Values that must never reach a workload, even through a passthrough pattern.
@@ -82,9 +84,14 @@ class CredentialService:
         never the server's token."""
         base = inherited_environment(self.inherited, self.passthrough, self.server_secrets) if inherit else {}
         sealed = {**base, **env, "JUPYTER_HETERO_TOKEN": self.issue(workload_id)}
-        if self.server_url:
-            sealed["JUPYTER_HETERO_URL"] = self.server_url
+        if url := self.server_url:
+            sealed["JUPYTER_HETERO_URL"] = url
         return sealed
+
+    @property
+    def server_url(self) -> str:
+        """Where a workload reaches this server's API: the address it is bound to now."""
+        return self._server_url() if callable(self._server_url) else self._server_url
 
 
     # -- check -------------------------------------------------------------------------------

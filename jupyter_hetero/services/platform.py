@@ -71,7 +71,7 @@ class Platform:
     platform_admins: frozenset[str] = frozenset()
     owner_is_platform_admin: bool = True
     owner: str = "owner"
-    server_url: str = ""
+    server_url: str | Callable[[], str] = ""  # a callable is read at each launch (see CredentialService)
     server_token: str = ""
     device_idle_pct: float = 5.0
     device_idle_after_s: float = 1800.0
