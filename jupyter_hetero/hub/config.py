@@ -12,38 +12,44 @@ import json
 
 import yaml
 
-__all__ = ["SERVICE_PORT", "SERVICE_SCOPES", "USER_SCOPES", "hub_config"]
+__all__ = ["SERVER_ROLE_SCOPES", "SERVICE_PORT", "SERVICE_SCOPES", "USER_SCOPES", "hub_config"]
 
 SERVICE_PORT = 10101
 # What the service itself may do at the hub: read who users are and which groups (tenants) they are in, and
 # stop a user's server the idle rules cull (the hub stops it as if its user had; its spawner releases it).
 SERVICE_SCOPES = ["list:users", "read:users", "read:groups", "servers"]
+# What a server's token carries when no config names its scopes (JupyterHub's `server` role).
+SERVER_ROLE_SCOPES = ["users:activity!user", "access:servers!server"]
 # What every user's server token also carries, so the extension in it finds and reaches the service.
 USER_SCOPES = ["access:services!service=hetero", "read:services!service=hetero"]
 
 _FRAGMENT = '''\
 # jupyter-hetero: one shared scheduler service, tenant profiles on the spawn page.
+# Appended to a hub's config: it adds to the services, roles, scopes and environment set above, never replaces them.
+import os
+import sys
+
 import jupyter_hetero.hub
 
 c = get_config()  # noqa: F821 (given by JupyterHub)
 
-# The hetero service: the engine, the store and the REST API, managed by the hub.
-c.JupyterHub.services = [
-    {{
-        "name": "hetero",
-        "url": "http://127.0.0.1:{port}",
-        "command": ["jupyter", "hetero", "service"],
-        "oauth_no_confirm": True,
-    }},
-]
-c.JupyterHub.load_roles = [
+# The hetero service: the engine, the store and the REST API, managed by the hub and run by the hub's Python.
+# A hub run as root runs it as root too, which jupyter_server refuses without --allow-root.
+c.JupyterHub.services.append({{
+    "name": "hetero",
+    "url": "http://127.0.0.1:{port}",
+    "command": [sys.executable, "-m", "jupyter_hetero.cli", "service", *(["--allow-root"] if os.geteuid() == 0 else [])],
+    "oauth_no_confirm": True,
+}})
+c.JupyterHub.load_roles.append(
     {{"name": "hetero-service", "scopes": {service_scopes}, "services": ["hetero"]}},
-]
-# Users reach the service (panel, magics, kernels), and their servers' tokens may look it up.
-c.JupyterHub.extra_user_scopes = {user_scopes}
-c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", *c.JupyterHub.extra_user_scopes]
+)
+# Users reach the service (panel, magics, kernels), and their servers' tokens may look it up. These two are
+# set-or-list and list-or-unset settings: what the config above gave them (if anything) plus the hetero scopes.
+c.JupyterHub.extra_user_scopes = {{*c.JupyterHub.get("extra_user_scopes", ()), {user_scope_items}}}
+c.Spawner.server_token_scopes = [*c.Spawner.get("server_token_scopes", {server_role}), {user_scope_items}]
 # Users' servers have no scheduler of their own: the extension passes every hetero call to the service.
-c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": "{server_url}"}}
+c.Spawner.environment.update({{"JUPYTER_HETERO_SERVICE_URL": "{server_url}"}})
 
 # Servers from the tenant's choices (live capacity and ETA), each placed by the service before it starts.
 {spawner}c.Spawner.pre_spawn_hook = jupyter_hetero.hub.pre_spawn_hook  # refuses over-quota choices at once
@@ -54,7 +60,8 @@ c.HeteroHub.service_url = "http://127.0.0.1:{port}/services/hetero/"
 _KUBE_SPAWNER = """c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroKubeSpawner"
 c.KubeSpawner.profile_list = jupyter_hetero.hub.profile_list
 """
-# One machine: servers are local processes that see only their devices.
+# One machine: servers are local processes, each run as its user's Unix account (the hub runs as root), that see
+# only their devices.
 _LOCAL_SPAWNER = """c.JupyterHub.spawner_class = "jupyter_hetero.hub.HeteroLocalSpawner"
 c.Spawner.options_form = jupyter_hetero.hub.options_form
 c.Spawner.options_from_form = jupyter_hetero.hub.options_from_form
@@ -67,7 +74,8 @@ def hub_config(*, z2jh: bool = False, local: bool = False, port: int = SERVICE_P
     # Users' servers reach the service where the hub runs it: beside them, or in the hub's pod (Z2JH).
     server_url = f"http://{'hub' if z2jh else '127.0.0.1'}:{port}/services/hetero/"
     fragment = _FRAGMENT.format(port=port, service_scopes=json.dumps(SERVICE_SCOPES),
-                                user_scopes=json.dumps(USER_SCOPES), server_url=server_url,
+                                user_scope_items=", ".join(map(json.dumps, USER_SCOPES)), server_url=server_url,
+                                server_role=json.dumps(SERVER_ROLE_SCOPES),
                                 spawner=_LOCAL_SPAWNER if local and not z2jh else _KUBE_SPAWNER)
     if not z2jh:
         return fragment
@@ -103,15 +111,14 @@ def _python_only(fragment: str, port: int) -> str:
     """The fragment's lines the chart has no values for (services and roles are values there)."""
     lines, skipping = [], False
     for line in fragment.splitlines():
-        if line.startswith(("c.JupyterHub.services", "c.JupyterHub.load_roles", "# The hetero service:")):
+        if line.startswith(("c.JupyterHub.services", "c.JupyterHub.load_roles")):
             skipping = True
             continue
         if skipping:
-            skipping = line != "]"
+            skipping = line not in (")", "})")  # each block's closing line, at the margin
             continue
-        if line.startswith("# The hetero service:"):
-            continue
-        if line.startswith("c = get_config()"):
+        if line.startswith(("# The hetero service:", "# A hub run as root", "c = get_config()", "import os",
+                            "import sys")):
             continue
         lines.append(line.replace(f"http://127.0.0.1:{port}", f"http://hub:{port}"))
     return "\n".join(lines) + "\n"

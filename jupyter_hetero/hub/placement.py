@@ -8,21 +8,24 @@
 (``POST /servers``), waits until the engine places it (at most ``start_timeout``), reports it started
 and launches the server there; ``progress()`` streams its queue position, ETA and blockers to the
 spawn-pending page meanwhile; ``stop()`` and a failed or cancelled start give its devices back
-(``DELETE /servers/{id}``). A local server sees only its devices (``CUDA_VISIBLE_DEVICES``...).
+(``DELETE /servers/{id}``). A local server sees only its devices (``CUDA_VISIBLE_DEVICES``...) and runs as
+its user's Unix account (the hub runs as root; each hub user needs an account of the same name).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import pwd
+import sys
 import time
 from typing import Any
 from urllib.parse import urlencode
 
-from jupyterhub.spawner import SimpleLocalProcessSpawner
+from jupyterhub.spawner import LocalProcessSpawner
 from tornado.httpclient import HTTPClientError
 from traitlets import Any as AnyTrait
-from traitlets import Dict, Float
+from traitlets import Dict, Float, default
 from traitlets.config import Configurable
 
 from ..i18n import N_, Message
@@ -208,10 +211,24 @@ def _message(error: HTTPClientError) -> str:
         return str(error)
 
 
-class HeteroLocalSpawner(HeteroPlacement, SimpleLocalProcessSpawner):
-    """SimpleLocalProcessSpawner whose server runs once placed, seeing only its placement's devices."""
+class HeteroLocalSpawner(HeteroPlacement, LocalProcessSpawner):
+    """LocalProcessSpawner whose server runs once placed, as its user's Unix account, seeing only its
+    placement's devices."""
+
+    @default("cmd")
+    def _default_cmd(self) -> list[str]:
+        # The hub's own interpreter has jupyter-hetero (the hub imports it); a bare `jupyterhub-singleuser`
+        # would be whichever one the hub's PATH finds first, if any.
+        return [sys.executable, "-m", "jupyterhub.singleuser"]
 
     async def start(self):
+        try:
+            pwd.getpwnam(self.user.name)
+        except KeyError:
+            # Refused before queueing: no devices are held for a server that cannot start.
+            raise SpawnRefused(Message(N_("Hub user {user} has no Unix account on this machine: an admin must "
+                                          "create it before the user's server can start."),
+                                       user=self.user.name).text(self._hetero_language())) from None
         return await self.hetero_start(super().start)
 
     async def stop(self, now: bool = False) -> None:

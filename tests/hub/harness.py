@@ -27,10 +27,11 @@ from typing import Any
 
 from jupyter_hetero.hub.config import SERVICE_SCOPES
 
+from ..accounts import account_python, ensure_account
 from ..conftest import REPO
 from ..harness import free_port
 
-__all__ = ["CHP", "HubProcess", "hetero_service"]
+__all__ = ["CHP", "HubProcess", "account_servers", "hetero_service"]
 
 CHP = REPO / "labextension" / "node_modules" / ".bin" / "configurable-http-proxy"
 PASSWORD = "hetero-test"
@@ -191,6 +192,16 @@ c.JupyterHub.load_roles.append({{"name": "server", "scopes": ["users:activity!us
 # Told where the service is, but for carol: her server asks the hub's API for it.
 c.Spawner.environment = {{"JUPYTER_HETERO_SERVICE_URL": lambda spawner: "" if spawner.user.name == "carol" else "{url}"}}
 """, url
+
+
+def account_servers(*users: str) -> str:
+    """The hub configuration for servers run as their users' Unix accounts (``users``, created if missing), as
+    LocalProcessSpawner (and HeteroLocalSpawner) runs them from a root hub: by an interpreter they may execute."""
+    for user in users:
+        ensure_account(user)
+    return f"""
+c.Spawner.cmd = [{account_python()!r}, "-m", "jupyterhub.singleuser"]
+"""
 
 
 def _config(root: Path, port: int, hub_port: int, api_port: int, admin_token: str,

@@ -281,7 +281,8 @@ def test_hub_config_fragment_compiles_and_z2jh_loads(capsys):
     fragment = capsys.readouterr().out
     assert fragment == hub_config()
     compile(fragment, "jupyterhub_config.py", "exec")
-    assert "HeteroKubeSpawner" in fragment and '"command": ["jupyter", "hetero", "service"]' in fragment
+    assert "HeteroKubeSpawner" in fragment
+    assert '"command": [sys.executable, "-m", "jupyter_hetero.cli", "service", *(["--allow-root"] if os.geteuid() == 0 else [])]' in fragment
     names = {node.attr for node in ast.walk(ast.parse(fragment)) if isinstance(node, ast.Attribute)}
     assert {"profile_list", "pre_spawn_hook", "services", "load_roles", "server_token_scopes",
             "extra_user_scopes"} <= names

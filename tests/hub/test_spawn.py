@@ -15,11 +15,13 @@ import pytest
 from ..builders import team_catalog
 from ..conftest import DEMO_NODES
 from ..harness import free_port
-from .harness import CHP, HubProcess
+from .harness import CHP, HubProcess, account_servers
 
 pytestmark = pytest.mark.slow
 
 API = "services/hetero/hetero/api/v1/"
+# Hub users with Unix accounts of their names: HeteroLocalSpawner runs each one's server as its account.
+ALICE, CAROL = "hetero-t-alice", "hetero-t-carol"
 A100 = {"profile": "interactive--a100-80g"}  # vision's one A100 holds one such server at a time
 
 
@@ -28,13 +30,13 @@ def hub(tmp_path_factory):
     if not CHP.exists():
         pytest.fail(f"configurable-http-proxy is not installed at {CHP}: run `make install`")
     root = tmp_path_factory.mktemp("hub-spawn")
-    catalog = team_catalog(root)  # vision: alice and carol by name, A100 quota 1
+    catalog = team_catalog(root, vision={"users": [ALICE, CAROL], "admins": [CAROL]})  # A100 quota 1
     command = [sys.executable, "-m", "jupyter_hetero.cli", "service", "--allow-root",
                f"--HeteroApp.catalog_file={catalog}", f"--HeteroApp.db_url=sqlite:///{root / 'hetero.sqlite'}",
                f"--HeteroApp.work_dir={root / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
                "--HeteroApp.local_node_name=local", "--HeteroApp.schedule_interval=0.2"]
     port = free_port()
-    service = f"""
+    service = account_servers(ALICE, CAROL) + f"""
 import jupyter_hetero.hub
 c.JupyterHub.services.append({{"name": "hetero", "url": "http://127.0.0.1:{port}", "command": {command!r}}})
 c.JupyterHub.load_roles.append({{"name": "user", "scopes": ["self", "access:services!service=hetero"]}})
@@ -46,8 +48,8 @@ c.HeteroHub.service_url = "http://127.0.0.1:{port}/services/hetero/"
 c.HeteroHub.catalog_file = {catalog!r}
 c.HeteroLocalSpawner.hetero_poll_s = 0.2
 """
-    with HubProcess.start(root, groups={}, users=("alice", "carol"), extra_config=service) as running:
-        yield running.with_service(("alice", "carol"))
+    with HubProcess.start(root, groups={}, users=(ALICE, CAROL), extra_config=service) as running:
+        yield running.with_service((ALICE, CAROL))
 
 
 def servers(hub, user: str) -> list[dict]:
@@ -82,46 +84,46 @@ def progress_until(hub, user: str, predicate, timeout: float = 30) -> list[dict]
 
 
 def test_a_server_is_a_workload_placed_before_it_starts_and_sees_only_its_devices(hub):
-    hub._request("hub/api/users/alice/server", "POST", A100, token=hub.admin_token)
-    hub._wait(lambda: hub.api("users/alice")["servers"][""]["ready"], "alice's server to be ready", 60)
-    (workload,) = [w for w in servers(hub, "alice") if w["state"] == "running"]
-    assert (workload["kind"], workload["user"], workload["tenant"]) == ("server", "alice", "vision")
+    hub._request(f"hub/api/users/{ALICE}/server", "POST", A100, token=hub.admin_token)
+    hub._wait(lambda: hub.api(f"users/{ALICE}")["servers"][""]["ready"], "alice's server to be ready", 60)
+    (workload,) = [w for w in servers(hub, ALICE) if w["state"] == "running"]
+    assert (workload["kind"], workload["user"], workload["tenant"]) == ("server", ALICE, "vision")
     slot = workload["placement"]["slots"][0]
     assert (slot["node"], workload["flavor"]) == ("gpu-a100-0", "a100-80g")
-    seen = environ(server_pid(hub, "alice"))
+    seen = environ(server_pid(hub, ALICE))
     assert seen["CUDA_VISIBLE_DEVICES"] == ",".join(str(d["index"]) for d in slot["devices"]), seen
     assert len(slot["devices"]) == 1 and seen["ASCEND_RT_VISIBLE_DEVICES"] == ""
     assert (seen["HETERO_WORKLOAD_ID"], seen["HETERO_NODE"]) == (str(workload["id"]), "gpu-a100-0")
 
 
 def test_a_spawn_stopped_while_it_waits_gives_up_its_place(hub):
-    status, _answer = hub._request("hub/api/users/carol/server", "POST", A100, token=hub.admin_token, check=False,
+    status, _answer = hub._request(f"hub/api/users/{CAROL}/server", "POST", A100, token=hub.admin_token, check=False,
                                    with_status=True)
     assert status == 202, hub.log()  # alice's server holds vision's A100
-    hub._wait(lambda: [w for w in servers(hub, "carol") if w["state"] == "queued"], "carol's server to queue", 30)
-    hub._request("hub/api/users/carol/server", "DELETE", token=hub.admin_token, check=False)
-    hub._wait(lambda: [w["state"] for w in servers(hub, "carol")] == ["cancelled"],
+    hub._wait(lambda: [w for w in servers(hub, CAROL) if w["state"] == "queued"], "carol's server to queue", 30)
+    hub._request(f"hub/api/users/{CAROL}/server", "DELETE", token=hub.admin_token, check=False)
+    hub._wait(lambda: [w["state"] for w in servers(hub, CAROL)] == ["cancelled"],
               "carol's abandoned server workload to be cancelled", 30)
-    hub._wait(lambda: not hub.api("users/carol")["servers"], "carol's spawn to end", 30)
+    hub._wait(lambda: not hub.api(f"users/{CAROL}")["servers"], "carol's spawn to end", 30)
 
 
 def test_a_server_over_the_quota_waits_with_its_place_shown_and_starts_when_the_first_stops(hub):
-    first = next(w for w in servers(hub, "alice") if w["state"] == "running")  # from the test above
-    status, _answer = hub._request("hub/api/users/carol/server", "POST", A100, token=hub.admin_token, check=False,
+    first = next(w for w in servers(hub, ALICE) if w["state"] == "running")  # from the test above
+    status, _answer = hub._request(f"hub/api/users/{CAROL}/server", "POST", A100, token=hub.admin_token, check=False,
                                    with_status=True)
     assert status == 202, hub.log()
-    events = progress_until(hub, "carol", lambda event: "quota" in event.get("message", ""))
+    events = progress_until(hub, CAROL, lambda event: "quota" in event.get("message", ""))
     waiting = events[-1]
     assert waiting["message"].startswith("Waiting in queue experiment"), waiting
     assert waiting["hetero"]["state"] == "queued" and waiting["hetero"]["blockers"], waiting
-    (queued,) = [w for w in servers(hub, "carol") if w["state"] == "queued"]
+    (queued,) = [w for w in servers(hub, CAROL) if w["state"] == "queued"]
 
-    hub._request("hub/api/users/alice/server", "DELETE", token=hub.admin_token, check=False)
-    hub._wait(lambda: hub.get(API + f"workloads/{first['id']}", hub.tokens["alice"])[1]["state"] == "succeeded",
+    hub._request(f"hub/api/users/{ALICE}/server", "DELETE", token=hub.admin_token, check=False)
+    hub._wait(lambda: hub.get(API + f"workloads/{first['id']}", hub.tokens[ALICE])[1]["state"] == "succeeded",
               "alice's server to give its A100 back", 30)
-    hub._wait(lambda: hub.api("users/carol")["servers"][""]["ready"], "carol's server, placed on the freed A100", 60)
-    started = hub.get(API + f"workloads/{queued['id']}", hub.tokens["carol"])[1]
+    hub._wait(lambda: hub.api(f"users/{CAROL}")["servers"][""]["ready"], "carol's server, placed on the freed A100", 60)
+    started = hub.get(API + f"workloads/{queued['id']}", hub.tokens[CAROL])[1]
     assert (started["state"], started["node"]) == ("running", "gpu-a100-0"), started
-    hub._request("hub/api/users/carol/server", "DELETE", token=hub.admin_token, check=False)
-    hub._wait(lambda: hub.get(API + f"workloads/{queued['id']}", hub.tokens["carol"])[1]["state"] == "succeeded",
+    hub._request(f"hub/api/users/{CAROL}/server", "DELETE", token=hub.admin_token, check=False)
+    hub._wait(lambda: hub.get(API + f"workloads/{queued['id']}", hub.tokens[CAROL])[1]["state"] == "succeeded",
               "carol's server to be released", 30)
