@@ -5,6 +5,8 @@
     ├── Forbidden           403  authenticated but not allowed; ``reason`` says why
     ├── NotFound            404  an unknown name or id
     ├── Conflict            409  the request is valid but clashes with the current state
+    ├── PayloadTooLarge     413  a body or one of its fields is over the server's limit, which it names
+    ├── TooManyRequests     429  a user's submissions came faster than their rate; ``retry_after_s`` says when
     └── Unavailable         503  nothing can answer it now (a service with no ready replica)
 
 Raised with an ``i18n.Message``, an error answers in English (``message``) and Simplified Chinese
@@ -17,7 +19,8 @@ from typing import Any
 
 from .i18n import Message
 
-__all__ = ["Conflict", "Forbidden", "GatewayTimeout", "HeteroError", "InvalidRequest", "NotFound", "Unavailable"]
+__all__ = ["Conflict", "Forbidden", "GatewayTimeout", "HeteroError", "InvalidRequest", "NotFound", "PayloadTooLarge",
+           "TooManyRequests", "Unavailable"]
 
 
 class HeteroError(Exception):
@@ -58,6 +61,20 @@ class NotFound(HeteroError):
 
 class Conflict(HeteroError):
     status = 409
+
+
+class PayloadTooLarge(HeteroError):
+    status = 413
+
+
+class TooManyRequests(HeteroError):
+    """Sent with a ``Retry-After`` header of ``retry_after_s`` rounded up."""
+
+    status = 429
+
+    def __init__(self, message: str | Message, *, retry_after_s: float, **detail: Any):
+        super().__init__(message, retry_after_s=retry_after_s, reason="rate-limited", **detail)
+        self.retry_after_s = retry_after_s
 
 
 class Unavailable(HeteroError):

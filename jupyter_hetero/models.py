@@ -127,7 +127,10 @@ class StartKernel(BaseModel):
     template: str = Field(default="interactive", min_length=1)
     parameters: dict[str, Any] = Field(default_factory=dict)
     queue: str | None = None
-    wait_timeout: float = Field(default=60, gt=0, le=3600, description="Seconds the start may wait for a placement.")
+    # A few seconds by default: the request holds its connection while it waits, and a full inventory would hold
+    # it for as long as the caller allowed; a caller that means to wait says so.
+    wait_timeout: float = Field(default=5, gt=0, le=3600, description="Seconds the start may wait for a placement; "
+                                "after them it answers 409 with the blockers and the ETA.")
     kernel_name: str | None = Field(default=None, description="A hetero kernelspec; the generic one by default.")
     path: str | None = Field(default=None, description="Working directory of the kernel, under the server root.")
 

@@ -86,6 +86,15 @@ class SteppingClock(Clock):
         return time.time() + type(self).offset
 
 
+class HurriedClock(SteppingClock):
+    """Both clocks step: time passes for durations too (a rate's refill), without the test sleeping."""
+
+    offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + type(self).offset
+
+
 class FixedClock(Clock):
     """Clocks that stand still until the test moves them: two cycles a moment apart see the same ``now``."""
 

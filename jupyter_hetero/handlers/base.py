@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
@@ -16,11 +17,12 @@ from sqlalchemy.exc import OperationalError
 from tornado import web
 
 from ..auth import CredentialAuthorizer, CredentialIdentityProvider
-from ..errors import HeteroError, InvalidRequest
+from ..errors import HeteroError, InvalidRequest, TooManyRequests
 from ..i18n import N_, Message, translate
 from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
+from ..services.request_limits import BodyLimits, SubmissionRate
 
 __all__ = ["API_PREFIX", "IDEMPOTENCY_KEY", "ApiHandler", "HeteroHandler", "Relay"]
 
@@ -32,6 +34,10 @@ Q = TypeVar("Q", bound=BaseModel)
 R = TypeVar("R")
 # Query parameters that belong to jupyter-server's own auth, not to our API.
 _TRANSPORT_PARAMS = frozenset({"token", "_xsrf"})
+# Bodies up to this size are parsed on the event loop (in microseconds); larger ones in a worker thread, so that
+# one user's big body never holds every other user's requests.
+_PARSE_ON_LOOP_BYTES = 64 * 1024
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 
 
 class Relay:
@@ -81,6 +87,23 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
     """JSON in and out, authorised on the ``hetero`` resource, domain errors as their statuses."""
 
     auth_resource = "hetero"
+    _parsed: tuple[Any, HeteroError | None] | None = None  # a big body, parsed in prepare off the loop
+
+    async def prepare(self) -> None:
+        """Bound the body before anything reads it (413 naming the limit), and parse a big one off the loop."""
+        await super().prepare()
+        raw = self.request.body
+        if not raw or self.request.method not in _WITH_BODY or isinstance(self, Relay):
+            return  # a relay passes bodies on unread: their limits are the receiver's
+        limits = self.body_limits
+        limits.check_body(len(raw))
+        if len(raw) > _PARSE_ON_LOOP_BYTES:
+            # A mistake in it is kept for body() to raise: refusing it here would answer before authentication.
+            self._parsed = await self.off_loop(partial(_parse_kept, raw, limits))
+
+    @property
+    def body_limits(self) -> BodyLimits:
+        return self.settings.get("hetero_body_limits") or BodyLimits()
 
     async def off_loop(self, function: Callable[[], R]) -> R:
         """``function()`` in a worker thread: for what blocks for long (dry cycles), which the event
@@ -109,21 +132,25 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
         return key
 
     def body(self, model: type[Q]) -> Q:
-        """Parse the JSON body into ``model``; malformed JSON or a bad field is a 400 naming it."""
-        try:
-            # Bytes that are not UTF-8 are read as lone surrogates (a BOM is dropped), so that the check below names
-            # the field that holds them rather than refusing the whole body.
-            data = json.loads((self.request.body or b"{}").decode("utf-8-sig", "surrogateescape"))
-            _refuse_unusable(data, "field")
-        except ValueError as exc:
-            raise InvalidRequest(Message(N_("request body is not valid JSON: {problem}"), problem=exc),
-                                 field="body") from None
-        except RecursionError:
-            raise InvalidRequest(Message(N_("request body is nested too deeply to read")), field="body") from None
+        """Parse the JSON body into ``model``; malformed JSON or a bad field is a 400 naming it, a value over
+        ``max_field_bytes`` a 413 naming it."""
+        if self._parsed is not None:
+            data, problem = self._parsed
+            if problem is not None:
+                raise problem
+        else:
+            data = _parse(self.request.body, self.body_limits)
         try:
             return model.model_validate(data)
         except ValidationError as exc:
             raise _invalid(exc, "field") from None
+
+    def admit_submission(self, user: str) -> None:
+        """A 429 with Retry-After when ``user`` submits faster than ``c.HeteroApp.submissions_per_minute``; the
+        server's owner, whose token runs the server, is not limited."""
+        rate: SubmissionRate | None = self.settings.get("hetero_submission_rate")
+        if rate is not None and user != self.settings["hetero_platform"].owner:
+            rate.admit(user)
 
     def decode_argument(self, value: bytes, name: str | None = None) -> str:
         """A path argument as text: bytes that are not UTF-8 are a 400 naming the argument (tornado's names none)."""
@@ -137,6 +164,8 @@ class ApiHandler(ExtensionHandlerMixin, APIHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, HeteroError):
+            if isinstance(exc, TooManyRequests):
+                self.set_header("Retry-After", str(math.ceil(exc.retry_after_s)))
             self.set_status(exc.status)
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps(exc.to_json(), default=str))
@@ -200,6 +229,29 @@ def _invalid(exc: ValidationError, noun: str) -> InvalidRequest:
     sentence = unknown_name if first["type"] == "extra_forbidden" else bad_value
     return InvalidRequest(Message(sentence, field=field, problem=first["msg"]), field=field,
                           errors=[{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()])
+
+
+def _parse(raw: bytes | None, limits: BodyLimits) -> Any:
+    """A body's JSON, with nothing in it no name may hold and no value over the limit."""
+    try:
+        # Bytes that are not UTF-8 are read as lone surrogates (a BOM is dropped), so that the check below names
+        # the field that holds them rather than refusing the whole body.
+        data = json.loads((raw or b"{}").decode("utf-8-sig", "surrogateescape"))
+        limits.check_fields(data)
+        _refuse_unusable(data, "field")
+    except ValueError as exc:
+        raise InvalidRequest(Message(N_("request body is not valid JSON: {problem}"), problem=exc),
+                             field="body") from None
+    except RecursionError:
+        raise InvalidRequest(Message(N_("request body is nested too deeply to read")), field="body") from None
+    return data
+
+
+def _parse_kept(raw: bytes, limits: BodyLimits) -> tuple[Any, HeteroError | None]:
+    try:
+        return _parse(raw, limits), None
+    except HeteroError as exc:
+        return None, exc
 
 
 def _text(value: bytes, kind: str, field: str) -> str:

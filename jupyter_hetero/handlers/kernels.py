@@ -36,6 +36,7 @@ class KernelsHandler(HeteroHandler):
         # Refused before the body is read: a kernel (and the credential it holds) would outlive the caller's workload.
         platform.access.require_person(identity, "kernel.start", "kernels")
         body = self.body(StartKernel)
+        self.admit_submission(identity.user)
         template = known_template(platform.catalog, body.template)
         if not template.interactive:
             raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"), template=template.name),

@@ -33,6 +33,7 @@ class ServicesHandler(HeteroHandler):
         # Refused before the body is read: a service outlives any workload whose credential would create it.
         self.platform.access.require_person(self.identity, "service.create", "services")
         body = self.body(CreateService)
+        self.admit_submission(self.identity.user)
         self.reply(self.platform.serving.create(self.identity, body), status=201)
 
 

@@ -43,6 +43,7 @@ class WorkloadsHandler(HeteroHandler):
     @authorized
     async def post(self) -> None:
         body, key = self.body(SubmitWorkload), self.request_key()
+        self.admit_submission(self.identity.user)
         if body.notebook is None:
             self.reply(self.platform.workloads.submit(self.identity, body, key), status=201)
             return
@@ -117,6 +118,7 @@ class ResubmitHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def post(self, workload_id: str) -> None:
+        self.admit_submission(self.identity.user)
         self.reply(self.platform.workloads.resubmit(self.identity, _id(workload_id)), status=201)
 
 

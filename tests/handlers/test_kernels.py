@@ -226,3 +226,14 @@ async def test_a_restart_keeps_the_placement(kernelspecs, api, jp_fetch, jp_serv
     assert after["state"] == "running"
     printed = await run_code(jp_serverapp, kernel_id, "import os; print(os.environ['HETERO_WORKLOAD_ID'])")
     assert printed.strip() == str(before["id"])
+
+
+async def test_a_start_without_a_wait_timeout_answers_within_seconds_on_a_full_flavor(kernelspecs, api, api_error):
+    # Both A100s of the demo node held: a start that names no wait_timeout must not hold its connection for a
+    # minute (the fuzzer read that as a hang); it answers within seconds with the blockers and the ETA.
+    await api("kernels", "POST", {"template": "interactive", "parameters": {"devices": 2, "flavor": "a100-80g"}})
+    started = time.monotonic()
+    status, error = await api_error("kernels", "POST", {"parameters": {"devices": 1, "flavor": "a100-80g"}})
+    assert time.monotonic() - started < 15
+    assert (status, error["reason"]) == (409, "no-placement"), error
+    assert "could be placed within 5 s: capacity: flavor a100-80g has 0 devices free" in error["message"], error
