@@ -49,6 +49,7 @@ from .services.credentials import DEFAULT_PASSTHROUGH
 from .services.hub_api import HubApi
 from .services.inventory import Inventory
 from .services.platform import Platform
+from .services.request_limits import BodyLimits, SubmissionRate
 from .services.snapshot import engine_request
 from .store import Repository, default_db_url
 from .store.audit_seal import AuditSeal, default_anchor_file, default_key_file, load_key
@@ -244,6 +245,25 @@ class HeteroApp(ExtensionApp):
         "Defaults to jupyter_hetero_audit.key in Jupyter's runtime dir, which workloads cannot see. Keep it with "
         "the database: without it the chain's sealed entries cannot be verified.",
     )
+    max_body_bytes = Int(
+        4 << 20, config=True,
+        help="Bytes a request body to the hetero API may have; a larger one is refused (413) before it is parsed. "
+        "0 for no limit. Bodies over 64 KiB are parsed in a worker thread, never on the event loop.",
+    )
+    max_field_bytes = Int(
+        1 << 20, config=True,
+        help="Bytes one text value of a request body may have (a job's code, an env value, a parameter); a larger "
+        "one is refused (413) naming the field. 0 for no limit.",
+    )
+    submissions_per_minute = Float(
+        60.0, config=True,
+        help="Submissions (jobs, kernels, services, resubmissions) a user may make per minute, after a burst of "
+        "submission_burst; more are refused (429 with Retry-After). The server's owner is not limited. 0 for no "
+        "limit.",
+    )
+    submission_burst = Int(
+        30, config=True, help="Submissions a user may make at once before submissions_per_minute applies.",
+    )
     audit_anchor_file = Unicode(
         config=True,
         help="Append-only file the audit chain's head (entry id and hash) is written to after each entry, so that "
@@ -356,6 +376,10 @@ class HeteroApp(ExtensionApp):
         web_settings["page_config_hook"] = hide_server_token_from_members(web_settings.get("page_config_hook"))
         guard_routes(self.serverapp, self.mode)  # members reach what the product gives them; the hub's service its API
         platform = self.settings["hetero_platform"]
+        self.settings["hetero_body_limits"] = BodyLimits(body_bytes=self.max_body_bytes,
+                                                         field_bytes=self.max_field_bytes)
+        self.settings["hetero_submission_rate"] = SubmissionRate(
+            per_minute=self.submissions_per_minute, burst=self.submission_burst, clock=clock.monotonic)
         platform.kernels.attach(self.serverapp.kernel_manager)
         platform.kernels.register()
         self.log.info(
