@@ -1576,7 +1576,7 @@ export interface components {
         NotebookSpec: {
             /** @description An .ipynb file under the server's root. */
             path: string;
-            /** @description Injected as a first cell. */
+            /** @description Python variable names and JSON values, set by a cell injected right after the cell tagged 'parameters' (first, when none is tagged), as papermill does. */
             parameters?: {
                 [key: string]: unknown;
             };
@@ -2135,8 +2135,8 @@ export interface components {
             /** @default null */
             queue?: string | null;
             /**
-             * @description Seconds the start may wait for a placement.
-             * @default 60
+             * @description Seconds the start may wait for a placement; after them it answers 409 with the blockers and the ETA.
+             * @default 5
              */
             wait_timeout?: number;
             /**
