@@ -28,6 +28,7 @@ from typing import Self
 import kubernetes
 import yaml
 
+from jupyter_hetero.services.credentials import CREDENTIAL_PREFIX
 from tests.kube import patches
 from tests.kube.admission import (
     check_pod_update,
@@ -73,6 +74,9 @@ class FakeApiServer:
         self._services_allocated = 0
         self._faults: list[list] = []  # [verb, resource, code, delay_s, times left], see fail()
         self.faults_served = 0
+        # "pod/container/VAR" of each workload credential a pod was sent with in its plain env (readable by anyone
+        # who may read pods): stop() fails the test that made one.
+        self.plain_credentials: list[str] = []
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeApiServer:
@@ -104,6 +108,7 @@ class FakeApiServer:
         if self._thread is not None:
             self._thread.join(5)
         self._httpd = None
+        assert not self.plain_credentials, f"workload credentials in pods' plain env: {self.plain_credentials}"
 
     def __enter__(self) -> Self:
         return self.start()
@@ -279,6 +284,7 @@ class FakeApiServer:
         validate(obj)
         if kind == "Pod":
             obj = with_pod_defaults(obj)
+            self.plain_credentials += _plain_credentials(obj)
         elif kind == "Service":
             obj = self._with_cluster_ip(obj)
         with self.store.changed:
@@ -419,3 +425,13 @@ class FakeApiServer:
             if not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
                 self._schedule(pod)
 
+
+
+def _plain_credentials(pod: dict) -> list[str]:
+    """The pod's variables whose literal value is a workload credential (by its name or by its value's form)."""
+    spec = pod.get("spec") or {}
+    return [f"{pod['metadata']['name']}/{container.get('name')}/{var['name']}"
+            for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+            for var in container.get("env") or []
+            if "value" in var and (var["name"] == "JUPYTER_HETERO_TOKEN"
+                                   or str(var["value"]).startswith(CREDENTIAL_PREFIX))]

@@ -157,6 +157,27 @@ async def test_a_job_runs_in_a_pod_on_the_node_the_engine_chose(cluster, api, wa
     started = next(e for e in await api(f"workloads/{job['id']}/events") if e["type"] == "started")
     assert started["reason"].startswith(f"attempt 1 running as pod {NAMESPACE}/hetero-job-{job['id']}-a1-r0")
     await until_async(pod_gone(cluster, job["id"]), "the ended job's pod to be deleted")
+    await until_async(lambda: not cluster.api.list("Secret", NAMESPACE), "the ended job's credential Secret to go")
+
+
+async def test_a_jobs_credential_is_in_its_own_secret_never_in_its_pod_spec(cluster, api, wait_for):
+    code = "import os, time; print('credential', os.environ['JUPYTER_HETERO_TOKEN'][:10], flush=True); time.sleep(120)"
+    job = await api("workloads", "POST", python_job(code))
+    pod = await until_async(running_pod(cluster, job["id"]), "the job's container to run")
+    secret_name = f"{pod['metadata']['name']}-credential"
+    [credential] = [var for var in pod["spec"]["containers"][0]["env"] if var["name"] == "JUPYTER_HETERO_TOKEN"]
+    assert credential == {"name": "JUPYTER_HETERO_TOKEN",
+                          "valueFrom": {"secretKeyRef": {"name": secret_name, "key": "JUPYTER_HETERO_TOKEN"}}}
+    secret = cluster.api.get("Secret", secret_name, NAMESPACE)
+    assert secret["metadata"]["labels"]["hetero.jupyter.org/workload-id"] == str(job["id"])  # orphans are found
+    assert base64.b64decode(secret["data"]["JUPYTER_HETERO_TOKEN"]).startswith(b"hetero_wc_")
+
+    async def printed():
+        return "credential hetero_wc_" in await api.text(f"workloads/{job['id']}/logs")
+    await until_async(printed, "the job to read its credential")
+    await api(f"workloads/{job['id']}", "DELETE")
+    await until_async(lambda: cluster.api.get("Secret", secret_name, NAMESPACE) is None,
+                      "the cancelled job's credential Secret to be deleted")
 
 
 async def test_a_failing_job_an_out_of_memory_kill_and_an_eviction_read_as_their_reasons(cluster, api, wait_for):

@@ -31,7 +31,7 @@ from .config import KubernetesConfig
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
 from .identity import SERVICE_LABEL, endpoint_service_name
-from .objects import owned_by_pod
+from .objects import credential_secret_name, make_credential_secret, owned_by_pod
 from .pods import PodState, pod_problem, pod_state
 from .cluster import ClusterReflector
 from .telemetry import VENDOR_OF, ExporterScraper, NodeTarget, exporters_from_config
@@ -78,6 +78,7 @@ class KubernetesBackend:
         self._closed = threading.Event()
         self._started = False
         self._kernel_secrets: dict[str, str] = {}  # kernel pod -> its connection Secret
+        self._credentials: set[str] = set()  # pods whose credential Secret this server created
         self._services: dict[str, str] = {}  # a multi-replica job's replica-0 pod -> its rendezvous Service
         self._exposed: set[tuple[str, str]] | None = None  # (namespace, name) of services' Services; None: not listed
         self._kernels: dict[int, str] = {}  # kernel workload -> its pod
@@ -182,11 +183,15 @@ class KubernetesBackend:
         key = f"{namespace}/{pod.metadata.name}"
         self._unseen[key] = self.clock()
         try:
+            self._create_credential(pod, launch.env)
             uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
         except LaunchUnavailable:
             # A create that timed out may yet make the pod: deleted now, and again should it show up later.
             self._unanswered[key] = self.clock()
             self.delete_pod(key, grace_s=0)
+            raise
+        except BaseException:
+            self._delete_credential(key)
             raise
         if service is not None:  # replica 0's: Kubernetes deletes it with that pod, should we not
             self._create(partial(self.core.create_namespaced_service, namespace,
@@ -231,6 +236,25 @@ class KubernetesBackend:
         for namespace, name in sorted(self._exposed - wanted.keys()):
             self._delete(partial(self.core.delete_namespaced_service, name, namespace), f"service {namespace}/{name}")
             self._exposed.discard((namespace, name))
+
+    def _create_credential(self, pod: client.V1Pod, env: dict[str, str]) -> None:
+        """The pod's credential Secret, created before the pod so that the kubelet finds it at the container's
+        start (a missing one is a CreateContainerConfigError, which reads as a launch that cannot progress)."""
+        secret = make_credential_secret(pod=pod, env=env)
+        if secret is not None:
+            self._credentials.add(f"{pod.metadata.namespace}/{pod.metadata.name}")
+            self._create(partial(self.core.create_namespaced_secret, pod.metadata.namespace, secret))
+
+    def _delete_credential(self, key: str) -> None:
+        """The credential Secret of the pod ``key``, if it has one: of a pod this server launched, or one that
+        names it (a pod adopted after a restart)."""
+        pod = self.pod(key)
+        if key not in self._credentials and not (pod is not None and _names_credential(pod)):
+            return
+        self._credentials.discard(key)
+        namespace, name = key.split("/", 1)
+        secret = credential_secret_name(name)
+        self._delete(partial(self.core.delete_namespaced_secret, secret, namespace), f"secret {namespace}/{secret}")
 
     def _create(self, call: Callable[[], object]) -> str | None:
         """Create an object and return its uid; one that exists already (a launch repeated after a crash) is
@@ -324,6 +348,8 @@ class KubernetesBackend:
         namespace, name = key.split("/", 1)
         options = client.V1DeleteOptions(grace_period_seconds=grace_s) if grace_s is not None else None
         self._delete(partial(self.core.delete_namespaced_pod, name, namespace, body=options), f"pod {key}")
+        # The container read its credential when it started; once its pod is going, nothing may read it again.
+        self._delete_credential(key)
 
     def _delete(self, call: Callable[[], object], what: str) -> None:
         try:
@@ -372,7 +398,12 @@ class KubernetesBackend:
         namespace = pod.metadata.namespace
         key = f"{namespace}/{pod.metadata.name}"
         self._unseen[key] = self.clock()
-        uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
+        try:
+            self._create_credential(pod, env)
+            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
+        except BaseException:
+            self._delete_credential(key)
+            raise
         self._kernel_secrets[key] = secret.metadata.name
         self._kernels[workload_id] = key
         try:
@@ -459,6 +490,13 @@ def node_admission(node: dict, schedulable: bool) -> str:
     if ready != "True":
         return "lost"
     return "admitted" if schedulable else "cordoned"
+
+
+def _names_credential(pod: dict) -> bool:
+    """Whether the pod's containers take a variable from its credential Secret."""
+    secret = credential_secret_name(pod["metadata"]["name"])
+    return any(((var.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") == secret
+               for container in (pod.get("spec") or {}).get("containers") or [] for var in container.get("env") or [])
 
 
 def _internal_ip(node: dict | None) -> str:

@@ -48,6 +48,7 @@ from kubernetes.client import (
     V1ResourceRequirements,
     V1SeccompProfile,
     V1Secret,
+    V1SecretKeySelector,
     V1SecretVolumeSource,
     V1SecurityContext,
     V1Service,
@@ -75,6 +76,7 @@ from .identity import (
 )
 
 __all__ = [
+    "CREDENTIAL_ENV",
     "KERNEL_CONNECTION_DIR",
     "KUEUE_PRIORITY_LABEL",
     "KUEUE_QUEUE_LABEL",
@@ -84,8 +86,10 @@ __all__ = [
     "PodSettings",
     "Replica",
     "device_resources",
+    "credential_secret_name",
     "labels_of",
     "make_connection_secret",
+    "make_credential_secret",
     "make_endpoint_service",
     "make_job_pod",
     "make_kernel_pod",
@@ -101,6 +105,9 @@ __all__ = [
 KERNEL_CONNECTION_DIR = "/var/run/hetero/kernel"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# A workload's own credential: never in a pod spec's plain env, which anyone who may read the pod sees
+# (`kubectl get pod -o yaml`, events, audit logs); the pod names a key of its credential Secret instead.
+CREDENTIAL_ENV = frozenset({"JUPYTER_HETERO_TOKEN"})
 _CONNECTION_KEY = "connection.json"
 _CONNECTION_VOLUME = "kernel-connection"
 
@@ -264,7 +271,9 @@ def _pod(
         image=replica.image,
         command=list(command),
         env=[V1EnvVar(name=key, value=str(value)) for key, value in replica.env.items()
-             if key not in DEVICE_PINNING and key not in (fields or {})]
+             if key not in DEVICE_PINNING and key not in (fields or {}) and key not in CREDENTIAL_ENV]
+            + [V1EnvVar(name=key, value_from=V1EnvVarSource(secret_key_ref=V1SecretKeySelector(
+                   name=credential_secret_name(name), key=key))) for key in sorted(CREDENTIAL_ENV & set(replica.env))]
             + [V1EnvVar(name=key, value_from=V1EnvVarSource(field_ref=V1ObjectFieldSelector(field_path=path)))
                for key, path in (fields or {}).items()] or None,
         ports=list(ports) or None,
@@ -362,6 +371,31 @@ def make_connection_secret(*, identity: PodIdentity, settings: PodSettings, conn
         metadata=_metadata(identity, settings, f"{pod_name(identity)}-connection", labels_of(identity)),
         # data, not stringData: it is what the API server stores and answers.
         data={_CONNECTION_KEY: base64.b64encode(document).decode()},
+    )
+
+
+def credential_secret_name(pod: str) -> str:
+    """The Secret holding the credential of the pod named ``pod``."""
+    return f"{pod}-credential"
+
+
+def make_credential_secret(*, pod: V1Pod, env: Mapping[str, str]) -> V1Secret | None:
+    """The Secret a pod's credential variables (``CREDENTIAL_ENV`` in ``env``) come from, one per pod, with its
+    workload's labels (a Secret no live workload holds is an orphan); None when ``env`` has no credential."""
+    data = {key: base64.b64encode(str(env[key]).encode()).decode() for key in sorted(CREDENTIAL_ENV & set(env))}
+    if not data:
+        return None
+    annotation = pod.metadata.annotations[WORKLOAD_ANNOTATION]
+    return V1Secret(
+        api_version="v1",
+        kind="Secret",
+        type="Opaque",
+        metadata=V1ObjectMeta(
+            name=credential_secret_name(pod.metadata.name), namespace=pod.metadata.namespace,
+            labels=labels_of(PodIdentity(**json.loads(annotation))), annotations={WORKLOAD_ANNOTATION: annotation},
+            owner_references=copy.deepcopy(pod.metadata.owner_references),
+        ),
+        data=data,
     )
 
 

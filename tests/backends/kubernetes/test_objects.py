@@ -23,6 +23,7 @@ from jupyter_hetero.backends.kubernetes.objects import (
     device_resources,
     labels_of,
     make_connection_secret,
+    make_credential_secret,
     make_job_pod,
     make_kernel_pod,
     make_rendezvous_service,
@@ -437,6 +438,41 @@ def test_the_connection_secret_holds_the_file_ipykernel_reads():
     pod = valid(kernel_pod(settings=FULL, connection_secret=secret["metadata"]["name"]))
     volumes = {volume["name"]: volume for volume in pod["spec"]["volumes"]}
     assert volumes["kernel-connection"]["secret"]["secretName"] == secret["metadata"]["name"]
+
+
+CREDENTIAL = "hetero_wc_7_s3cr3t"
+
+
+@pytest.mark.parametrize("build_pod", [
+    pytest.param(lambda env: job_pod(settings=FULL, env=env), id="a job replica"),
+    pytest.param(lambda env: kernel_pod(settings=FULL, env=env), id="a kernel"),
+    pytest.param(lambda env: server_pod(settings=FULL, env=env), id="a server"),
+])
+def test_a_workloads_credential_comes_from_its_pods_secret_never_from_plain_env(build_pod):
+    pod = build_pod({"HETERO_WORKLOAD_ID": "42", "JUPYTER_HETERO_TOKEN": CREDENTIAL})
+    document = valid(pod)
+    name = document["metadata"]["name"]
+    env = {var["name"]: var for var in document["spec"]["containers"][0]["env"]}
+    assert env["JUPYTER_HETERO_TOKEN"] == {"name": "JUPYTER_HETERO_TOKEN", "valueFrom": {
+        "secretKeyRef": {"name": f"{name}-credential", "key": "JUPYTER_HETERO_TOKEN"}}}
+    assert env["HETERO_WORKLOAD_ID"] == {"name": "HETERO_WORKLOAD_ID", "value": "42"}
+    assert CREDENTIAL not in json.dumps(document)
+
+    secret = valid(make_credential_secret(pod=pod, env={"JUPYTER_HETERO_TOKEN": CREDENTIAL, "HETERO_NODE": "n"}))
+    assert (secret["metadata"]["name"], secret["metadata"]["namespace"], secret["type"]) == (
+        f"{name}-credential", "vision", "Opaque")
+    assert {key: base64.b64decode(value).decode() for key, value in secret["data"].items()} == {
+        "JUPYTER_HETERO_TOKEN": CREDENTIAL}
+    # The workload's labels, not the pod's queue or service labels: a Secret no live workload holds is an orphan.
+    identity = PodIdentity(**json.loads(document["metadata"]["annotations"]["hetero.jupyter.org/workload"]))
+    assert secret["metadata"]["labels"] == labels_of(identity)
+    assert secret["metadata"]["ownerReferences"] == document["metadata"]["ownerReferences"]
+
+
+def test_a_pod_without_a_credential_has_no_credential_secret():
+    pod = job_pod(env={"HETERO_WORKLOAD_ID": "42"})
+    assert make_credential_secret(pod=pod, env={"HETERO_WORKLOAD_ID": "42"}) is None
+    assert not [var for var in as_dict(pod)["spec"]["containers"][0]["env"] if "valueFrom" in var]
 
 
 @pytest.mark.parametrize(
