@@ -18,7 +18,7 @@ import shutil
 import site
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jupyter_hetero
@@ -87,6 +87,9 @@ class WorkloadIsolation:
         if account is not None:
             os.chown(connection_file, account.uid, account.gid)
         spec = self.spec(user, [cwd] if cwd else [], account=account, cwd=cwd, readable=(connection_file,))
+        # ipykernel takes a parent of pid 1 (bwrap's init, in the sandbox) for its parent's death and exits: it
+        # is told of no parent, and the sandbox ends with the server instead.
+        spec = replace(spec, die_with_server=True, unset_env=("JPY_PARENT_PID",))
         return sandbox_argv(spec, command, self.tools)
 
     def spec(self, user: str, own: list[Path], *, account: Account | None, cwd: Path | None,

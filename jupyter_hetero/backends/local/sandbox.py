@@ -51,6 +51,9 @@ class SandboxSpec:
     devices: tuple[Path, ...] = ()
     account: Account | None = None
     cwd: Path | None = None
+    # A kernel ends with the server that started it, as outside a sandbox; a job outlives a restart of the server.
+    die_with_server: bool = False
+    unset_env: tuple[str, ...] = ()  # variables that mean nothing inside (a parent pid from outside the namespace)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ def sandbox_argv(spec: SandboxSpec, command: list[str], tools: SandboxTools = Sa
     argv += _mounts(spec)
     if spec.cwd is not None:
         argv += ["--chdir", str(spec.cwd)]
+    if spec.die_with_server:
+        argv.append("--die-with-parent")
     if spec.account is not None:
         # bwrap runs as root and keeps only what setpriv needs to become the account, which then holds none.
         argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
@@ -83,7 +88,8 @@ def sandbox_argv(spec: SandboxSpec, command: list[str], tools: SandboxTools = Sa
                  "--inh-caps=-all"]
     else:
         argv.append("--")
-    return [*argv, tools.env, f"--default-signal={_GROUP_SIGNALS}", *command]
+    unset = [option for name in spec.unset_env for option in ("-u", name)]
+    return [*argv, tools.env, f"--default-signal={_GROUP_SIGNALS}", *unset, *command]
 
 
 def _mounts(spec: SandboxSpec) -> list[str]:
