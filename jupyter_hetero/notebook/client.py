@@ -60,14 +60,15 @@ def _live_servers() -> list[dict[str, Any]]:
 
     runtime_dir = Path(jupyter_runtime_dir())
 
-    # The listing carries no start time or owner; a server's info file is written by it when it starts.
-    found = []
-    for info in list_running_servers(str(runtime_dir)):
+    # The listing carries no start time or owner: its runtime file, written by the server when it starts, does.
+    files: dict[Any, os.stat_result] = {}
+    for path in runtime_dir.glob("jpserver-*.json"):
         try:
-            written = (runtime_dir / f"jpserver-{info['pid']}.json").stat()
-        except OSError:
-            continue  # gone since it was listed
-        found.append((written.st_mtime, {**info, "runtime_file_uid": written.st_uid}))
+            files[json.loads(path.read_text(encoding="utf-8")).get("pid")] = path.stat()
+        except (OSError, ValueError, AttributeError):
+            continue  # gone, or not a server's file
+    found = [(files[info["pid"]].st_mtime, {**info, "runtime_file_uid": files[info["pid"]].st_uid})
+             for info in list_running_servers(str(runtime_dir)) if info.get("pid") in files]
     return [info for _mtime, info in sorted(found, key=lambda pair: pair[0], reverse=True)]
 
 
