@@ -8,6 +8,8 @@ Without the sandbox (``HeteroApp.sandbox=none``) every probe here succeeds: the 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ import pytest
 
 from ..builders import TOKENS, team_catalog
 from ..conftest import DEMO_NODES, _token
-from ..harness import TOKEN, LabServer, ServerLayout, kill_runners_under, start_hetero_server, until
+from ..harness import TOKEN, LabServer, ServerLayout, free_port, kill_runners_under, start_hetero_server, until
 
 # Run by bob's job: each probe reports what it reached ("" or False when it reached nothing).
 PROBE = r'''
@@ -138,3 +140,18 @@ def test_bobs_job_reaches_nothing_of_alice_or_the_server_and_still_does_its_own_
         assert ended["state"] == "succeeded", ended
     finally:
         site.api(f"workloads/{alice['id']}", "alice", "DELETE")
+
+
+def test_a_team_server_without_a_sandbox_refuses_to_start_unless_its_admin_opts_out(tmp_path):
+    layout = ServerLayout.create(tmp_path)
+    config = {"ServerApp": {"identity_provider_class": "jupyter_hetero.auth.TeamIdentityProvider"},
+              "TeamIdentityProvider": {"user_tokens": TOKENS}, "HeteroApp": {"sandbox": "none"}}
+    (layout.jupyter_config / "jupyter_server_config.json").write_text(json.dumps(config), encoding="utf-8")
+    command = [sys.executable, "-m", "jupyter", "server", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+               f"--port={free_port()}", f"--ServerApp.root_dir={layout.notebooks}",
+               f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}", f"--HeteroApp.work_dir={layout.state}"]
+    refused = subprocess.run(command, env=layout.environ(), cwd=layout.notebooks, capture_output=True, text=True,
+                             timeout=120, stdin=subprocess.DEVNULL)
+    assert refused.returncode != 0
+    assert "refusing to start: workloads cannot be sandboxed" in refused.stderr
+    assert "HeteroApp.allow_unsandboxed_workloads = True" in refused.stderr
