@@ -2,7 +2,8 @@
 
 1: initial; 2: attempts and lifecycle columns; 3: failures, preemptions and node losses counted apart;
 4: workload credentials; 5: services; 6: alerts; 7: onboarding;
-8: a submission's Idempotency-Key, unique per user."""
+8: a submission's Idempotency-Key, unique per user; 9: a service's name unique per tenant among its active
+services (a deleted one's name is free again)."""
 
 from __future__ import annotations
 
@@ -108,8 +109,18 @@ def _v4_credentials(connection: Connection) -> None:
     Base.metadata.tables["credentials"].create(connection, checkfirst=True)
 
 
+# The services table as release 5 created it, names unique across tenants (schema 9 scopes them per tenant).
+_SERVICES_COLUMNS = """
+    id {serial}, name VARCHAR(63) NOT NULL, tenant VARCHAR(63) NOT NULL, {user} VARCHAR(253) NOT NULL,
+    template VARCHAR(63) NOT NULL, queue VARCHAR(63) NOT NULL, spec JSON NOT NULL, replicas INTEGER NOT NULL,
+    min_replicas INTEGER NOT NULL, max_replicas INTEGER NOT NULL, revision INTEGER NOT NULL, rollout JSON,
+    revisions JSON NOT NULL, state VARCHAR(16) NOT NULL, created_at FLOAT NOT NULL, updated_at FLOAT NOT NULL"""
+_V5_SERVICES = "CREATE TABLE services (" + _SERVICES_COLUMNS + ", UNIQUE (name))"
+
+
 def _v5_services(connection: Connection) -> None:
-    Base.metadata.tables["services"].create(connection, checkfirst=True)
+    connection.execute(text(_V5_SERVICES.format(**_dialect_words(connection))))
+    connection.execute(text("CREATE INDEX ix_services_tenant ON services (tenant)"))
 
 
 def _v6_alerts(connection: Connection) -> None:
@@ -126,10 +137,31 @@ def _v8_request_keys(connection: Connection) -> None:
     connection.execute(text('CREATE UNIQUE INDEX ix_workloads_user_request_key ON workloads ("user", request_key)'))
 
 
+def _v9_service_names_per_tenant(connection: Connection) -> None:
+    """Drop the global unique name; a name is unique among a tenant's active services. Every row stays."""
+    if connection.dialect.name == "sqlite":
+        # SQLite cannot drop a table's UNIQUE constraint: the table is built again and its rows copied over.
+        columns = ", ".join(f'"{column["name"]}"' for column in inspect(connection).get_columns("services"))
+        connection.execute(text("ALTER TABLE services RENAME TO services_v8"))
+        connection.execute(text("DROP INDEX ix_services_tenant"))
+        connection.execute(text(("CREATE TABLE services (" + _SERVICES_COLUMNS + ")").format(
+            **_dialect_words(connection))))
+        connection.execute(text(f"INSERT INTO services ({columns}) SELECT {columns} FROM services_v8"))
+        connection.execute(text("DROP TABLE services_v8"))
+        connection.execute(text("CREATE INDEX ix_services_tenant ON services (tenant)"))
+    else:
+        for constraint in inspect(connection).get_unique_constraints("services"):
+            if constraint["column_names"] == ["name"]:
+                connection.execute(text(f'ALTER TABLE services DROP CONSTRAINT "{constraint["name"]}"'))
+    connection.execute(text("CREATE UNIQUE INDEX ix_services_tenant_name_active ON services (tenant, name) "
+                            "WHERE state = 'active'"))
+
+
 # (version, step). A new schema appends a step; released steps are never edited.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (3, _v3_attempt_outcome_counts), (4, _v4_credentials),
     (5, _v5_services), (6, _v6_alerts), (7, _v7_onboarding), (8, _v8_request_keys),
+    (9, _v9_service_names_per_tenant),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 __all__ = ["AlertRow", "OnboardingRow", "AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "ServiceRow",
@@ -159,7 +159,7 @@ class ServiceRow(Base):
     __tablename__ = "services"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str] = mapped_column(String(63), unique=True)  # its endpoint: /hetero/endpoints/<name>/
+    name: Mapped[str] = mapped_column(String(63))  # its endpoint: /hetero/endpoints/<tenant>/<name>/
     tenant: Mapped[str] = mapped_column(String(63), index=True)
     user: Mapped[str] = mapped_column(String(253))
     template: Mapped[str] = mapped_column(String(63))
@@ -174,6 +174,11 @@ class ServiceRow(Base):
     state: Mapped[str] = mapped_column(String(16))  # active | deleted
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
+
+    # Schema 9: a name is unique among a tenant's active services only; a deleted service's row stays (for audit
+    # and usage) and its name is free again.
+    __table_args__ = (Index("ix_services_tenant_name_active", "tenant", "name", unique=True,
+                            sqlite_where=text("state = 'active'"), postgresql_where=text("state = 'active'")),)
 
 
 class AlertRow(Base):
