@@ -72,6 +72,18 @@ def test_a_submitters_account_is_taken_inside_the_sandbox_with_only_the_rights_t
     assert caps == ["CAP_SETUID", "CAP_SETGID"]
 
 
+def test_the_programs_on_the_path_stay_visible_inside_a_hidden_home(tmp_path):
+    # pyenv's `python` is a shim in a home the sandbox hides: the shim, its libexec and its version file must show,
+    # or a job's plain `python ...` exits 127 (it did, once the sandbox hid /root).
+    shims, versions, elsewhere = tmp_path / "pyenv" / "shims", tmp_path / "pyenv" / "versions", tmp_path / "bin"
+    for folder in (shims, versions, elsewhere):
+        folder.mkdir(parents=True)
+    shown = interpreter_paths({"PATH": f"{shims}:relative/bin:{tmp_path / 'gone'}:{elsewhere}",
+                               "PYENV_ROOT": str(tmp_path / "pyenv")})
+    assert {shims, tmp_path / "pyenv", elsewhere} <= set(shown)
+    assert tmp_path / "gone" not in shown and not any(not p.is_absolute() for p in shown)
+
+
 # -- real sandboxed replicas ------------------------------------------------------------------------------------
 
 TOOLS_HERE, WHY_NOT = find_sandbox()

@@ -41,13 +41,23 @@ class NoAccount(PermissionError):
     """A workload's submitter has no Unix account it may run as."""
 
 
-def interpreter_paths() -> tuple[Path, ...]:
-    """Where the Python that runs the runner and kernels lives: shown even inside a hidden home."""
+# Variables naming the root of a toolchain whose programs the PATH reaches through shims or activation
+# scripts (pyenv's shims run its libexec and read its version file; conda's and venv's prefixes hold them).
+_TOOLCHAIN_ROOTS = ("PYENV_ROOT", "CONDA_PREFIX", "VIRTUAL_ENV")
+
+
+def interpreter_paths(environ: dict[str, str] | None = None) -> tuple[Path, ...]:
+    """Where the Python that runs the runner and kernels lives, and the programs a workload's PATH names:
+    shown read-only even inside a hidden home (a command such as ``python`` resolves as it does for the server).
+
+    A toolchain holds programs, not secrets; what is private in the same home (runtime, data, config) stays hidden."""
+    environ = os.environ if environ is None else environ
     places = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
               *site.getsitepackages(), site.getusersitepackages(),
               # An editable install imports the package from its source tree.
-              str(Path(jupyter_hetero.__file__).resolve().parent.parent)}
-    return tuple(sorted(Path(p).resolve() for p in places if p and Path(p).is_dir()))
+              str(Path(jupyter_hetero.__file__).resolve().parent.parent),
+              *environ.get("PATH", "").split(os.pathsep), *(environ.get(name, "") for name in _TOOLCHAIN_ROOTS)}
+    return tuple(sorted({Path(p).resolve() for p in places if p and os.path.isabs(p) and Path(p).is_dir()}))
 
 
 def accelerator_device_nodes() -> tuple[Path, ...]:
