@@ -306,13 +306,23 @@ class ReleaseQuery(_Query):
                                description="The launch failed, for this reason: the workload ends failed, not done.")
 
 
+class ServiceQuery(_Query):
+    """``/services/{name}...``: a service's name is looked up in the caller's tenant unless ``tenant`` says."""
+
+    tenant: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=63,
+                               description="The tenant whose service of that name is meant (default: the caller's "
+                                           "own); only a platform admin may name another tenant.")
+
+
 class CreateService(BaseModel):
     """``POST /services``: an online service of ``replicas`` copies of a model server, behind one endpoint."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-                      description="Its endpoint is /hetero/endpoints/<name>/ (lower-case letters, digits, '-').")
+                      description="Unique among the tenant's active services (a deleted service's name is free "
+                                  "again); its endpoint is /hetero/endpoints/<tenant>/<name>/ (lower-case letters, "
+                                  "digits, '-').")
     template: str = Field(default="online-inference", min_length=1)
     command: list[Argument] | None = Field(default=None, min_length=1,
                                            description="The model server; it listens on $PORT.")

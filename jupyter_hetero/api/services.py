@@ -59,7 +59,8 @@ class Traffic(Answer):
 class RevisionSpec(Answer):
     command: list[str] | None
     code: str | None = None
-    env: dict[str, str]
+    env: dict[str, str | None] = Field(description="Its variables; their values only to the service's owner (they "
+                                                   "may be secrets), null to everyone else.")
     parameters: dict[str, Any]
     readiness_path: str
     target_in_flight: float | None = None
@@ -100,9 +101,9 @@ class Rollout(Answer):
 class Service(Answer):
     """An online service: its definition, its replicas and its traffic."""
 
-    name: str
+    name: str = Field(description="Unique among its tenant's active services; a deleted service's name is free again.")
     tenant: str
-    user: str
+    user: str = Field(description="Its owner.")
     template: str
     queue: str
     state: Literal["active", "deleted"]
@@ -112,13 +113,15 @@ class Service(Answer):
     max_replicas: int
     command: list[str] | None
     code: str | None
-    env: dict[str, str]
+    env: dict[str, str | None] = Field(description="Its variables; their values only to the service's owner (they "
+                                                   "may be secrets), null to everyone else.")
     parameters: dict[str, Any]
     readiness_path: str
     target_in_flight: float | None = Field(description="Scaled by policy to about this many requests in flight per "
                                                        "replica; None: by hand only.")
     in_flight: int = Field(description="Requests the endpoint is relaying now.")
-    endpoint: str = Field(description="Where it answers, behind the server's authentication.")
+    endpoint: str = Field(description="Where it answers, /hetero/endpoints/<tenant>/<name>/, behind the server's "
+                                      "authentication.")
     ready_replicas: int
     device_utilisation: dict[str, float] | None = Field(
         description="Its running replicas' devices, where measured (as a kernel's usage says it): mean "

@@ -11,7 +11,7 @@ from tornado.simple_httpclient import HTTPTimeoutError
 
 from ..errors import GatewayTimeout, Unavailable
 from ..i18n import N_, Message
-from ..models import CreateService, RollBack, RollOut, ScaleService
+from ..models import CreateService, RollBack, RollOut, ScaleService, ServiceQuery
 from .base import API_PREFIX, HeteroHandler, Relay
 
 # What of a request reaches a replica, and what of its answer comes back (nothing of the server's auth).
@@ -37,63 +37,72 @@ class ServicesHandler(HeteroHandler):
         self.reply(self.platform.serving.create(self.identity, body), status=201)
 
 
-class ServiceHandler(HeteroHandler):
+class _NamedService(HeteroHandler):
+    """A route ``services/<name>``: the name is looked up in the caller's tenant, or in ``?tenant=`` (only a
+    platform admin may name another tenant than their own)."""
+
+    @property
+    def tenant(self) -> str | None:
+        return self.query(ServiceQuery).tenant
+
+
+class ServiceHandler(_NamedService):
     @web.authenticated
     @authorized
     def get(self, name: str) -> None:
-        self.reply(self.platform.serving.get(self.identity, name))
+        self.reply(self.platform.serving.get(self.identity, name, self.tenant))
 
     @web.authenticated
     @authorized
     def patch(self, name: str) -> None:
         body = self.body(ScaleService)
-        self.reply(self.platform.serving.scale(self.identity, name, body.replicas))
+        self.reply(self.platform.serving.scale(self.identity, name, body.replicas, self.tenant))
 
     @web.authenticated
     @authorized
     def delete(self, name: str) -> None:
-        self.reply(self.platform.serving.delete(self.identity, name))
+        self.reply(self.platform.serving.delete(self.identity, name, self.tenant))
 
 
-class ServiceEventsHandler(HeteroHandler):
+class ServiceEventsHandler(_NamedService):
     @web.authenticated
     @authorized
     def get(self, name: str) -> None:
-        self.reply(self.platform.serving.events(self.identity, name))
+        self.reply(self.platform.serving.events(self.identity, name, self.tenant))
 
 
-class RolloutsHandler(HeteroHandler):
+class RolloutsHandler(_NamedService):
     @web.authenticated
     @authorized
     def post(self, name: str) -> None:
         body = self.body(RollOut)
-        self.reply(self.platform.serving.roll_out(self.identity, name, body), status=201)
+        self.reply(self.platform.serving.roll_out(self.identity, name, body, self.tenant), status=201)
 
 
-class RollbackHandler(HeteroHandler):
+class RollbackHandler(_NamedService):
     @web.authenticated
     @authorized
     def post(self, name: str) -> None:
         body = self.body(RollBack)
-        self.reply(self.platform.serving.roll_back(self.identity, name, body.revision))
+        self.reply(self.platform.serving.roll_back(self.identity, name, body.revision, self.tenant))
 
 
 class EndpointHandler(Relay, HeteroHandler):
-    """``/hetero/endpoints/<name>/<path>``: the request goes to one ready replica, the next one in turn; a
-    replica that cannot be reached is taken out of rotation and the next one tried."""
+    """``/hetero/endpoints/<tenant>/<name>/<path>``: the request goes to one ready replica, the next one in turn;
+    a replica that cannot be reached is taken out of rotation and the next one tried."""
 
-    async def relay(self, name: str, path: str) -> None:
+    async def relay(self, tenant: str, name: str, path: str) -> None:
         serving = self.platform.serving
-        serving.may_call(self.identity, name)  # 404 unknown, 403 another tenant's
+        service = serving.may_call(self.identity, tenant, name)  # 404 unknown, 403 another tenant's
         query = f"?{self.request.query}" if self.request.query else ""
         headers = {key: self.request.headers[key] for key in _FORWARDED if key in self.request.headers}
-        for replica, url in serving.ready_replicas(name, serving.canary_of(name)):
+        for replica, url in serving.ready_replicas(service, serving.canary_of(service)):
             request = httpclient.HTTPRequest(
                 f"{url}/{path}{query}", method=self.request.method, headers=headers, follow_redirects=False,
                 body=self.request.body if self.request.method in _BODY_METHODS else None,
                 allow_nonstandard_methods=True, connect_timeout=5, request_timeout=_REPLICA_TIMEOUT_S)
             started = time.perf_counter()
-            serving.in_flight[name] = serving.in_flight.get(name, 0) + 1
+            serving.in_flight[service] = serving.in_flight.get(service, 0) + 1
             try:
                 response = await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
             except (OSError, httpclient.HTTPClientError) as exc:
@@ -101,16 +110,16 @@ class EndpointHandler(Relay, HeteroHandler):
                 # which a model server's inference does not mind doing twice): the next replica answers.
                 # Timed out: the replica is slow, not gone, and the caller hears so.
                 if isinstance(exc, HTTPTimeoutError):
-                    serving.observe(name, replica, time.perf_counter() - started, 504)
+                    serving.observe(service, replica, time.perf_counter() - started, 504)
                     raise GatewayTimeout(Message(N_("a replica of service {name} did not answer within {seconds} s"),
                                                  name=name, seconds=_REPLICA_TIMEOUT_S), reason="replica-timeout") from None
                 response = None
             finally:
-                serving.in_flight[name] -= 1
+                serving.in_flight[service] -= 1
             if response is None or response.code == 599:  # not reached: the next replica answers instead
                 serving.not_ready(replica)
                 continue
-            serving.observe(name, replica, time.perf_counter() - started, response.code)
+            serving.observe(service, replica, time.perf_counter() - started, response.code)
             self.set_status(response.code, response.reason)
             for key in _RELAYED[1:]:
                 if key in response.headers:
@@ -119,7 +128,8 @@ class EndpointHandler(Relay, HeteroHandler):
                         set_content_type=response.headers.get("Content-Type", "application/octet-stream"))
             return
         raise Unavailable(Message(N_("service {name} has no ready replica now; its replicas start or restart: "
-                                     "see GET /hetero/api/v1/services/{name}"), name=name), reason="no-ready-replica")
+                                     "see GET /hetero/api/v1/services/{name}?tenant={tenant}"), name=name,
+                                  tenant=tenant), reason="no-ready-replica")
 
 
 default_handlers = [
@@ -129,5 +139,6 @@ default_handlers = [
     (rf"/{API_PREFIX}/services/(?P<name>[^/]+)/rollouts", RolloutsHandler),
     (rf"/{API_PREFIX}/services/(?P<name>[^/]+)/rollback", RollbackHandler),
 ]
-# Not part of the API: each service's own, whatever its model server answers.
-endpoint_handlers = [(r"/hetero/endpoints/(?P<name>[^/]+)/(?P<path>.*)", EndpointHandler)]
+# Not part of the API: each service's own, whatever its model server answers. The tenant is in the path because
+# names are per tenant; the path before it (/hetero/endpoints/<name>/) is gone: it would read both ways.
+endpoint_handlers = [(r"/hetero/endpoints/(?P<tenant>[^/]+)/(?P<name>[^/]+)/(?P<path>.*)", EndpointHandler)]

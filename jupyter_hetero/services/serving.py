@@ -3,7 +3,12 @@
     serving.create(identity, CreateService(name="resnet", command=["python", "serve.py"], replicas=2))
     serving.reconcile(now)        # every tick: replicas up to what is wanted, extras cancelled
     serving.probe()               # readiness of every running replica, checked in the background (GET)
-    serving.ready_replicas("resnet")   # [(workload id, "http://10.0.3.7:8080")] in round-robin order
+    serving.ready_replicas(service_id)  # [(workload id, "http://10.0.3.7:8080")] in round-robin order
+
+A name is unique among a tenant's active services: two tenants may each have a ``resnet``, reached at
+``/hetero/endpoints/<tenant>/resnet/``, and a deleted service's name is free again (its row stays, for audit and
+usage). What the endpoint keeps in memory (ready replicas, traffic, canaries) is by service id, so a new service
+of a deleted one's name starts with nothing of the old one's.
 
 The engine places each replica on matched devices like any workload, in the template's queue
 (``inference``, whose reserved devices are lent to other queues while idle and taken back when a
@@ -57,8 +62,8 @@ LIVE_STATES = (*PENDING_STATES, *ACTIVE_STATES)
 USAGE_KEYS = ("rss_mib", "gpu_util_pct", "gpu_memory_mib")
 
 
-def endpoint_path(name: str) -> str:
-    return f"/hetero/endpoints/{name}/"
+def endpoint_path(tenant: str, name: str) -> str:
+    return f"/hetero/endpoints/{tenant}/{name}/"
 
 
 class ServingService:
@@ -72,18 +77,19 @@ class ServingService:
         self.workloads = workloads
         self.clock = clock
         self.wake = wake
-        # Ready replicas' workload ids -> (their service, revision, where they answer): the endpoint reads no database.
-        self.ready: dict[int, tuple[str, int, str]] = {}
+        # Ready replicas' workload ids -> (their service's id, revision, where they answer): the endpoint reads no
+        # database. Everything below is by service id: a new service of a deleted one's name inherits none of it.
+        self.ready: dict[int, tuple[int, int, str]] = {}
         self._turn = itertools.count()  # round robin over a service's ready replicas
         self._probing: asyncio.Task | None = None
-        self._tenants: dict[str, str] = {}  # every service's tenant, by name, as of the last reconcile
-        self._canaries: dict[str, tuple[int, float]] = {}  # kept by reconcile, so the endpoint reads no database
-        self.traffic: dict[str, deque] = {}  # per service: (monotonic time, seconds, failed, revision), newest last
-        self._canary_since: dict[str, float] = {}  # services whose canary is ready: since when (monotonic)
+        self._active: dict[tuple[str, str], int] = {}  # (tenant, name) -> active service's id, as of the last reconcile
+        self._canaries: dict[int, tuple[int, float]] = {}  # kept by reconcile, so the endpoint reads no database
+        self.traffic: dict[int, deque] = {}  # per service: (monotonic time, seconds, failed, revision), newest last
+        self._canary_since: dict[int, float] = {}  # services whose canary is ready: since when (monotonic)
         self._requests = itertools.count()  # which request goes to a canary (its share of them, evenly spread)
-        self.in_flight: dict[str, int] = {}  # requests the endpoint is relaying now, per service
-        self._load: dict[str, float] = {}  # in flight, smoothed over ticks
-        self._low_since: dict[str, float] = {}  # since when the load has needed fewer replicas (monotonic)
+        self.in_flight: dict[int, int] = {}  # requests the endpoint is relaying now, per service
+        self._load: dict[int, float] = {}  # in flight, smoothed over ticks
+        self._low_since: dict[int, float] = {}  # since when the load has needed fewer replicas (monotonic)
 
     # -- the API's side ----------------------------------------------------------------------
 
@@ -97,10 +103,11 @@ class ServingService:
         queue = body.queue or template.queue
         self.workloads.check_access(identity, template.name, queue)
         resolve(template, _one_replica(body.parameters), self.catalog)  # a bad parameter is a 400 now, not later
-        if self.repository.service(body.name) is not None:
+        taken = self.repository.service(identity.tenant.name, body.name)
+        if taken is not None and taken.state == "active":
             raise Conflict(Message(N_("a service named {name} exists already; choose another name or update it"),
                                    name=body.name), field="name", reason="name-taken")
-        self.workloads.access.record(identity, "service.create", f"service/{body.name}")
+        self.workloads.access.record(identity, "service.create", f"service/{identity.tenant.name}/{body.name}")
         spec = {"command": body.command, "code": body.code, "env": body.env, "parameters": body.parameters,
                 "readiness_path": body.readiness_path, "target_in_flight": body.target_in_flight,
                 "scale_down_delay_s": body.scale_down_delay_s}
@@ -114,33 +121,33 @@ class ServingService:
         self.reconcile()
         return self.describe(row)
 
-    def get(self, identity: Identity, name: str) -> dict[str, Any]:
-        return self.describe(self.visible(identity, name))
+    def get(self, identity: Identity, name: str, tenant: str | None = None) -> dict[str, Any]:
+        return self.describe(self.visible(identity, name, tenant), viewer=identity.user)
 
-    def events(self, identity: Identity, name: str) -> list[dict[str, Any]]:
+    def events(self, identity: Identity, name: str, tenant: str | None = None) -> list[dict[str, Any]]:
         """Every step of the service, oldest first: rollouts, verdicts with their figures, rollbacks, scaling."""
-        self.visible(identity, name)
-        return [event_json(event) for event in self.repository.service_events(name)]
+        return [event_json(event) for event in self.repository.service_events(self.visible(identity, name, tenant))]
 
     def list(self, identity: Identity) -> list[dict[str, Any]]:
         tenant = None if identity.is_platform_admin else identity.tenant.name
         live = self._live_replicas()
-        return [self.describe(row, live.get(row.name, [])) for row in self.repository.services(tenant=tenant)]
+        return [self.describe(row, live.get(row.id, []), viewer=identity.user)
+                for row in self.repository.services(tenant=tenant)]
 
-    def scale(self, identity: Identity, name: str, replicas: int) -> dict[str, Any]:
+    def scale(self, identity: Identity, name: str, replicas: int, tenant: str | None = None) -> dict[str, Any]:
         """Change how many replicas run, between the service's minimum and maximum."""
-        row = self._stoppable(identity, name, "service.scale")
+        row = self._stoppable(identity, name, tenant, "service.scale")
         if not row.min_replicas <= replicas <= row.max_replicas:
             raise InvalidRequest(Message(N_("field 'replicas': {replicas} is outside {low}..{high}, service {name}'s "
                                             "minimum and maximum"), replicas=replicas, low=row.min_replicas,
                                          high=row.max_replicas, name=name), field="replicas")
-        row = self.repository.update_service(name, replicas=replicas)
+        row = self.repository.update_service(row.id, replicas=replicas)
         self.reconcile()
-        return self.describe(row)
+        return self.describe(row, viewer=identity.user)
 
-    def roll_out(self, identity: Identity, name: str, body: RollOut) -> dict[str, Any]:
+    def roll_out(self, identity: Identity, name: str, body: RollOut, tenant: str | None = None) -> dict[str, Any]:
         """Start a new revision (what ``body`` changes of the stable one) as a canary under trial."""
-        row = self._stoppable(identity, name, "service.rollout")
+        row = self._stoppable(identity, name, tenant, "service.rollout")
         if row.rollout is not None:
             raise Conflict(Message(N_("service {name} is trying revision {revision} already; wait for its verdict "
                                       "or roll back"), name=name, revision=row.rollout["revision"]),
@@ -153,30 +160,31 @@ class ServingService:
         resolve(template, _one_replica(spec.get("parameters")), self.catalog)
         revision = max(entry["revision"] for entry in row.revisions) + 1
         policy = template.canary
-        self.repository.update_service(name, rollout={
+        self.repository.update_service(row.id, rollout={
             "revision": revision, "spec": spec, "state": "canary", "replicas": policy.replicas,
             "traffic": policy.traffic, "window_s": policy.window_s, "min_requests": policy.min_requests,
             "started_at": self.clock.wall(), "ready_at": None, "by": identity.user})
-        self._event(name, "rollout", f"revision {revision} of service {name} started as a canary "
+        self._event(row, "rollout", f"revision {revision} of service {name} started as a canary "
                                      f"({policy.replicas} replica(s), {policy.traffic:.0%} of traffic)",
                     {"revision": revision})
         self.reconcile()
-        return self.describe(self.repository.service(name))
+        return self._described(row.id, identity)
 
-    def roll_back(self, identity: Identity, name: str, revision: int | None) -> dict[str, Any]:
+    def roll_back(self, identity: Identity, name: str, revision: int | None, tenant: str | None = None
+                  ) -> dict[str, Any]:
         """Back to an earlier revision at once, as a new revision, ending a canary under trial; without
         ``revision``, the canary under trial ends, or with none, back to the revision stable before this one."""
-        row = self._stoppable(identity, name, "service.rollback")
+        row = self._stoppable(identity, name, tenant, "service.rollback")
         history = [*row.revisions]
         if row.rollout is not None:  # a canary under trial ends, whichever revision follows
             history.append({**_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall(),
                             "ended_by": identity.user})
         if revision is None and row.rollout is not None:  # ... and the stable revision stays
-            self.repository.update_service(name, rollout=None, revisions=history)
-            self._event(name, "rolled-back", f"the canary of service {name} (revision {row.rollout['revision']}) was "
+            self.repository.update_service(row.id, rollout=None, revisions=history)
+            self._event(row, "rolled-back", f"the canary of service {name} (revision {row.rollout['revision']}) was "
                                              f"rolled back by {identity.user}", {"revision": row.rollout["revision"]})
             self.reconcile()
-            return self.describe(self.repository.service(name))
+            return self._described(row.id, identity)
         if revision is None:  # the revision that was stable before this one
             stable = [entry for entry in row.revisions if entry["outcome"] in ("created", "promoted", "rolled-back-to")
                       and entry["revision"] != row.revision]
@@ -190,68 +198,85 @@ class ServingService:
         number = max(entry["revision"] for entry in row.revisions) + 1
         history.append({"revision": number, "spec": wanted["spec"], "outcome": "rolled-back-to",
                         "from": row.revision, "to": wanted["revision"], "at": self.clock.wall(), "by": identity.user})
-        self.repository.update_service(name, spec=wanted["spec"], revision=number, rollout=None, revisions=history)
-        self._event(name, "rolled-back", f"service {name} rolled back by {identity.user} to revision "
+        self.repository.update_service(row.id, spec=wanted["spec"], revision=number, rollout=None, revisions=history)
+        self._event(row, "rolled-back", f"service {name} rolled back by {identity.user} to revision "
                                          f"{wanted['revision']}'s spec, as revision {number}",
                     {"revision": number, "from": row.revision, "to": wanted["revision"]})
         self.reconcile()
-        return self.describe(self.repository.service(name))
+        return self._described(row.id, identity)
 
-    def delete(self, identity: Identity, name: str) -> dict[str, Any]:
-        """End the service: every replica is cancelled, its devices given back."""
-        self._stoppable(identity, name, "service.delete")
-        row = self.repository.update_service(name, state="deleted")
+    def delete(self, identity: Identity, name: str, tenant: str | None = None) -> dict[str, Any]:
+        """End the service: every replica is cancelled, its devices given back; its name is free again."""
+        row = self._stoppable(identity, name, tenant, "service.delete")
+        row = self.repository.update_service(row.id, state="deleted")
         self.reconcile()
-        return self.describe(row)
+        return self.describe(row, viewer=identity.user)
 
-    def describe(self, row: ServiceRow, replicas: list[WorkloadRow] | None = None) -> dict[str, Any]:
-        """What the API answers of a service (``replicas``: its live ones, read here when not given)."""
-        replicas = self._live_replicas().get(row.name, []) if replicas is None else replicas
+    def _described(self, service_id: int, identity: Identity) -> dict[str, Any]:
+        return self.describe(self.repository.service_by_id(service_id), viewer=identity.user)
+
+    def describe(self, row: ServiceRow, replicas: list[WorkloadRow] | None = None, *,
+                 viewer: str | None = None) -> dict[str, Any]:
+        """What the API answers of a service as ``viewer`` (a user name) sees it: the values of its env only if
+        they own it (they may be their secrets), anyone else the names with null values; ``replicas``: its live
+        ones, read here when not given."""
+        replicas = self._live_replicas().get(row.id, []) if replicas is None else replicas
         usage = {r.id: {key: sample.get(key) for key in USAGE_KEYS}
                  for r in replicas for sample in (self.usage_of(r.id),)}
         measured = [sample for sample in usage.values() if sample.get("gpu_util_pct") is not None]
+        owner = viewer == row.user
         return {
             "name": row.name, "tenant": row.tenant, "user": row.user, "template": row.template, "queue": row.queue,
             "state": row.state, "revision": row.revision, "replicas": row.replicas, "min_replicas": row.min_replicas,
             "max_replicas": row.max_replicas, "command": row.spec.get("command"), "code": row.spec.get("code"),
-            "env": row.spec.get("env") or {},
+            "env": _env_as_seen(row.spec.get("env"), owner),
             "parameters": row.spec.get("parameters") or {}, "readiness_path": row.spec["readiness_path"],
-            "target_in_flight": row.spec.get("target_in_flight"), "in_flight": self.in_flight.get(row.name, 0),
-            "endpoint": endpoint_path(row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
+            "target_in_flight": row.spec.get("target_in_flight"), "in_flight": self.in_flight.get(row.id, 0),
+            "endpoint": endpoint_path(row.tenant, row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
             "device_utilisation": {
                 "gpu_util_pct": round(sum(m["gpu_util_pct"] for m in measured) / len(measured), 1),
                 "gpu_memory_mib": round(sum(m.get("gpu_memory_mib") or 0 for m in measured), 1)} if measured else None,
-            "traffic": self.figures(row.name), "rollout": self._rollout_json(row), "revisions": row.revisions,
+            "traffic": self.figures(row.id), "rollout": self._rollout_json(row, owner),
+            "revisions": [{**entry, "spec": _spec_as_seen(entry["spec"], owner)} for entry in row.revisions],
             "replica_workloads": [{**_replica_json(r), "ready": r.id in self.ready, "usage": usage[r.id],
                                    "address": self.address_of(r.id) if r.state == "running" else None}
                                   for r in replicas],
             "created_at": row.created_at, "updated_at": row.updated_at,
         }
 
-    def visible(self, identity: Identity, name: str) -> ServiceRow:
-        """The service, if ``identity`` may see it: 404 unknown, 403 another tenant's."""
-        row = self.repository.service(name)
-        _check_tenant(identity, name, row.tenant if row else None)
+    def visible(self, identity: Identity, name: str, tenant: str | None = None) -> ServiceRow:
+        """The service of that name in ``tenant`` (by default the caller's own), if ``identity`` may see it: 403
+        another tenant's (a platform admin sees every tenant's), 404 unknown."""
+        tenant = _tenant_named(identity, name, tenant)
+        row = self.repository.service(tenant, name)
+        if row is None:
+            raise NotFound(Message(N_("service {name!r} does not exist in tenant {tenant}"), name=name, tenant=tenant))
         return row
 
-    def may_call(self, identity: Identity, name: str) -> None:
-        """What the endpoint checks on every request, from memory (the tenants as of the last reconcile; a
-        name not seen yet, as after a restart, is read from the store)."""
-        if name in self._tenants:
-            _check_tenant(identity, name, self._tenants[name])
-        else:
-            self.visible(identity, name)
+    def may_call(self, identity: Identity, tenant: str, name: str) -> int:
+        """What the endpoint checks on every request, from memory (the active services as of the last reconcile;
+        a name not seen yet, as after a restart, is read from the store); the service's id."""
+        tenant = _tenant_named(identity, name, tenant)
+        service_id = self._active.get((tenant, name))
+        if service_id is None:
+            row = self.repository.service(tenant, name)
+            if row is None or row.state != "active":
+                raise NotFound(Message(N_("service {name!r} does not exist in tenant {tenant}"), name=name,
+                                       tenant=tenant))
+            service_id = row.id
+        return service_id
 
-    def _stoppable(self, identity: Identity, name: str, action: str) -> ServiceRow:
-        self.workloads.access.require_person(identity, action, f"service/{name}")
-        row = self.visible(identity, name)
+    def _stoppable(self, identity: Identity, name: str, tenant: str | None, action: str) -> ServiceRow:
+        target = f"service/{_tenant_named(identity, name, tenant)}/{name}"
+        self.workloads.access.require_person(identity, action, target)
+        row = self.visible(identity, name, tenant)
         if row.state != "active":
             raise Conflict(Message(N_("service {name} was deleted"), name=name), reason="deleted")
         if not (identity.is_platform_admin or identity.is_tenant_admin or row.user == identity.user):
-            self.workloads.access.deny(identity, action, f"service/{name}", Message(
+            self.workloads.access.deny(identity, action, target, Message(
                 N_("service {name} belongs to {owner}; only they or a tenant-admin of {tenant} may change it"),
                 name=name, owner=row.user, tenant=row.tenant))
-        self.workloads.access.record(identity, action, f"service/{name}")
+        self.workloads.access.record(identity, action, target)
         return row
 
     # -- the scheduler's side ----------------------------------------------------------------
@@ -261,18 +286,18 @@ class ServingService:
         those over its count, of an old revision whose successor is ready, or of a deleted service."""
         now = self.clock.wall() if now is None else now
         services = self.repository.services(state=None)
-        self._tenants = {service.name: service.tenant for service in services}
+        self._active = {(service.tenant, service.name): service.id for service in services if service.state == "active"}
         if not services:
             return  # a server that runs no service reads nothing more each tick
-        live = self._live_replicas()
+        live = self._live_replicas(services)
         for service in services:
-            replicas = live.get(service.name, [])
+            replicas = live.get(service.id, [])
             if service.rollout is not None and service.state == "active":
                 service = self._judge(service, replicas)
             if service.rollout is not None and service.rollout["ready_at"] is not None:
-                self._canaries[service.name] = (service.rollout["revision"], service.rollout["traffic"])
+                self._canaries[service.id] = (service.rollout["revision"], service.rollout["traffic"])
             else:
-                self._canaries.pop(service.name, None)
+                self._canaries.pop(service.id, None)
             if service.state != "active":
                 self._end(replicas, "service deleted", now)
                 continue
@@ -295,19 +320,19 @@ class ServingService:
         target = service.spec.get("target_in_flight")
         if not target:
             return service
-        load = self._load.get(service.name, 0.0) * 0.7 + self.in_flight.get(service.name, 0) * 0.3  # smoothed
-        self._load[service.name] = load
+        load = self._load.get(service.id, 0.0) * 0.7 + self.in_flight.get(service.id, 0) * 0.3  # smoothed
+        self._load[service.id] = load
         wanted = min(max(math.ceil(load / target - 1e-9), service.min_replicas), service.max_replicas)
         now = self.clock.monotonic()
         if wanted >= service.replicas:
-            self._low_since.pop(service.name, None)
+            self._low_since.pop(service.id, None)
         if wanted > service.replicas or (wanted < service.replicas and now - self._low_since.setdefault(
-                service.name, now) >= service.spec.get("scale_down_delay_s", 60)):
-            self._low_since.pop(service.name, None)
-            self._event(service.name, "autoscaled", f"service {service.name} scaled from {service.replicas} to "
+                service.id, now) >= service.spec.get("scale_down_delay_s", 60)):
+            self._low_since.pop(service.id, None)
+            self._event(service, "autoscaled", f"service {service.name} scaled from {service.replicas} to "
                                                     f"{wanted} replicas: {load:.1f} requests in flight, target "
                                                     f"{target:g} per replica", {"from": service.replicas, "to": wanted})
-            return self.repository.update_service(service.name, replicas=wanted)
+            return self.repository.update_service(service.id, replicas=wanted)
         return service
 
     def _keep(self, service: ServiceRow, replicas: list[WorkloadRow], wanted: int, revision: int, spec: dict,
@@ -330,13 +355,13 @@ class ServingService:
             if not ready:
                 return service
             rollout = {**rollout, "ready_at": self.clock.wall()}
-            self._canary_since[service.name] = self.clock.monotonic()
-            return self.repository.update_service(service.name, rollout=rollout)
-        since = self._canary_since.setdefault(service.name, self.clock.monotonic())
+            self._canary_since[service.id] = self.clock.monotonic()
+            return self.repository.update_service(service.id, rollout=rollout)
+        since = self._canary_since.setdefault(service.id, self.clock.monotonic())
         if self.clock.monotonic() - since < rollout["window_s"]:
             return service
-        canary = self.figures(service.name, rollout["revision"], since=since)
-        stable = self.figures(service.name, service.revision, since=since)
+        canary = self.figures(service.id, rollout["revision"], since=since)
+        stable = self.figures(service.id, service.revision, since=since)
         if canary["requests"] < rollout["min_requests"]:
             return service  # not enough traffic to judge yet: the canary goes on
         template = self.catalog.template(service.template)
@@ -344,27 +369,30 @@ class ServingService:
         figures = {"canary": canary, "stable": stable, "violations": decided.violations}
         outcome = "promoted" if decided.promote else "rolled-back"
         history = [*service.revisions, {**_entry(rollout), "outcome": outcome, "at": self.clock.wall(), **figures}]
-        self._canary_since.pop(service.name, None)
+        self._canary_since.pop(service.id, None)
         if decided.promote:
-            self._event(service.name, "canary-promoted", f"revision {rollout['revision']} of service {service.name} "
+            self._event(service, "canary-promoted", f"revision {rollout['revision']} of service {service.name} "
                                                          f"promoted: {decided.reason}", figures)
-            return self.repository.update_service(service.name, spec=rollout["spec"], revision=rollout["revision"],
+            return self.repository.update_service(service.id, spec=rollout["spec"], revision=rollout["revision"],
                                                   rollout=None, revisions=history)
-        self._event(service.name, "canary-rolled-back", f"revision {rollout['revision']} of service {service.name} "
+        self._event(service, "canary-rolled-back", f"revision {rollout['revision']} of service {service.name} "
                                                         f"rolled back: {decided.reason}", figures)
-        return self.repository.update_service(service.name, rollout=None, revisions=history)
+        return self.repository.update_service(service.id, rollout=None, revisions=history)
 
-    def _event(self, name: str, kind: str, reason: str, data: dict[str, Any]) -> None:
-        self.repository.append_event(type=kind, reason=reason, data={"service": name, **data})
-        log.info("jupyter-hetero: %s", reason)
+    def _event(self, service: ServiceRow, kind: str, reason: str, data: dict[str, Any]) -> None:
+        self.repository.append_event(type=kind, reason=reason, data={
+            "service": service.name, "tenant": service.tenant, "service_id": service.id, **data})
+        log.info("jupyter-hetero: tenant=%s %s", service.tenant, reason)
 
-    def _rollout_json(self, row: ServiceRow) -> dict[str, Any] | None:
+    def _rollout_json(self, row: ServiceRow, owner: bool) -> dict[str, Any] | None:
         if row.rollout is None:
             return None
-        since = self._canary_since.get(row.name)
-        return {**{key: value for key, value in row.rollout.items() if key != "spec"}, **_entry(row.rollout),
-                "canary": self.figures(row.name, row.rollout["revision"], since=since),
-                "stable": self.figures(row.name, row.revision, since=since)}
+        since = self._canary_since.get(row.id)
+        entry = _entry(row.rollout)
+        return {**{key: value for key, value in row.rollout.items() if key != "spec"}, **entry,
+                "spec": _spec_as_seen(entry["spec"], owner),
+                "canary": self.figures(row.id, row.rollout["revision"], since=since),
+                "stable": self.figures(row.id, row.revision, since=since)}
 
     def _add_replica(self, service: ServiceRow, index: int, revision: int, spec: dict[str, Any]) -> None:
         template = self.catalog.template(service.template)
@@ -378,26 +406,34 @@ class ServingService:
             request=resolved.to_json(),
             spec={**({"payload": "command", "command": spec["command"]} if spec.get("command")
                      else {"payload": "code", "code": spec["code"]}), "env": spec.get("env") or {},
-                  "service": service.name, "revision": revision, "replica": index,
+                  "service": service.name, "service_id": service.id, "revision": revision, "replica": index,
                   "readiness_path": spec["readiness_path"]},
             state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=None,
         )
         self.repository.add_workload(row, reason=f"replica {index} of service {service.name}, revision {revision}",
-                                     data={"service": service.name, "revision": revision})
+                                     data={"service": service.name, "tenant": service.tenant, "revision": revision})
         self.wake()
 
-    def _live_replicas(self) -> dict[str, list[WorkloadRow]]:
-        """Every service's replicas not ended yet, by service: one query for them all."""
-        live: dict[str, list[WorkloadRow]] = {}
+    def _live_replicas(self, services: list[ServiceRow] | None = None) -> dict[int, list[WorkloadRow]]:
+        """Every service's replicas not ended yet, by service id: one query for them all."""
+        live: dict[int, list[WorkloadRow]] = {}
         for replica in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=LIVE_STATES):
-            live.setdefault(replica.spec.get("service"), []).append(replica)
+            live.setdefault(self._service_of(replica, services), []).append(replica)
         return live
+
+    def _service_of(self, replica: WorkloadRow, services: list[ServiceRow] | None) -> int | None:
+        """A replica's service id; one started before schema 9 names only its service, the first of that name."""
+        if "service_id" in replica.spec:
+            return replica.spec["service_id"]
+        if services is not None:
+            return min((s.id for s in services if s.name == replica.spec.get("service")), default=None)
+        return self.repository.first_service_id(replica.spec.get("service"))
 
     # -- readiness and traffic ---------------------------------------------------------------
 
     def probe(self) -> None:
         """Check every running replica's readiness path, in the background (one round at a time)."""
-        if not self._tenants and not self.ready:
+        if not self._active and not self.ready:
             return  # no service: nothing to check
         if self._probing is None or self._probing.done():
             self._probing = asyncio.ensure_future(self._probe_all())
@@ -406,7 +442,8 @@ class ServingService:
         running = [r for r in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=("running",))
                    if r.spec.get("port") and r.stopping is None]
         found = await asyncio.gather(*(self._probe(replica) for replica in running))
-        ready = {replica.id: (replica.spec["service"], replica.spec.get("revision", 0), url)
+        services = self.repository.services(state=None) if any("service_id" not in r.spec for r in running) else None
+        ready = {replica.id: (self._service_of(replica, services), replica.spec.get("revision", 0), url)
                  for replica, url in zip(running, found, strict=True) if url}
         for replica in running:
             if (replica.id in ready) != (replica.id in self.ready):
@@ -429,19 +466,19 @@ class ServingService:
             return None
         return url if 200 <= response.code < 400 else None
 
-    def observe(self, name: str, replica: int, seconds: float, status: int) -> None:
+    def observe(self, service_id: int, replica: int, seconds: float, status: int) -> None:
         """One request the endpoint relayed: its latency and whether it failed (5xx), for the service's figures."""
-        revision = self.ready.get(replica, (name, 0, ""))[1]
-        self.traffic.setdefault(name, deque(maxlen=TRAFFIC_KEPT)).append(
+        revision = self.ready.get(replica, (service_id, 0, ""))[1]
+        self.traffic.setdefault(service_id, deque(maxlen=TRAFFIC_KEPT)).append(
             (self.clock.monotonic(), seconds, status >= 500, revision))
 
-    def figures(self, name: str, revision: int | None = None, since: float | None = None) -> dict[str, Any]:
+    def figures(self, service_id: int, revision: int | None = None, since: float | None = None) -> dict[str, Any]:
         """Requests per second, latency percentiles (ms) and error rate of one revision (or all) since ``since``
         (monotonic), by default over the last TRAFFIC_WINDOW_S."""
         now = self.clock.monotonic()
         since = now - TRAFFIC_WINDOW_S if since is None else since
         window = max(now - since, 1e-9)
-        recent = [entry for entry in self.traffic.get(name, ())
+        recent = [entry for entry in self.traffic.get(service_id, ())
                   if entry[0] >= since and revision in (None, entry[3])]
         if not recent:
             return {"window_s": round(window, 3), "requests": 0, "requests_per_s": 0.0, "error_rate": None,
@@ -455,11 +492,11 @@ class ServingService:
                                                                                     ("p99", 99))},
         }
 
-    def ready_replicas(self, name: str, canary: tuple[int, float] | None = None) -> list[tuple[int, str]]:
+    def ready_replicas(self, service_id: int, canary: tuple[int, float] | None = None) -> list[tuple[int, str]]:
         """Where the service's ready replicas answer, the one whose turn it is first; with ``canary`` (its
         revision and share), that share of requests goes to the canary's replicas first, the rest to the others."""
         ready = sorted((replica, revision, url) for replica, (service, revision, url) in self.ready.items()
-                       if service == name)
+                       if service == service_id)
         if canary is not None:
             number = next(self._requests)
             to_canary = int((number + 1) * canary[1]) > int(number * canary[1])
@@ -471,21 +508,33 @@ class ServingService:
         ordered = first[start:] + first[:start] + ready[len(first):]
         return [(replica, url) for replica, _revision, url in ordered]
 
-    def canary_of(self, name: str) -> tuple[int, float] | None:
+    def canary_of(self, service_id: int) -> tuple[int, float] | None:
         """A service's canary under trial (revision, share of traffic), once it is ready; read by the endpoint."""
-        return self._canaries.get(name)
+        return self._canaries.get(service_id)
 
     def not_ready(self, replica_id: int) -> None:
         """A replica the endpoint could not reach: out of rotation until a probe finds it ready again."""
         self.ready.pop(replica_id, None)
 
 
-def _check_tenant(identity: Identity, name: str, tenant: str | None) -> None:
-    if tenant is None:
-        raise NotFound(Message(N_("service {name!r} does not exist"), name=name))
-    if not (identity.is_platform_admin or tenant == identity.tenant.name):
-        raise Forbidden(Message(N_("service {name} belongs to tenant {tenant}, not to your tenant {yours}"),
+def _tenant_named(identity: Identity, name: str, tenant: str | None) -> str:
+    """The tenant a service's name is looked up in: the caller's own unless they name one; only a platform admin
+    names another tenant."""
+    if tenant is None or tenant == identity.tenant.name:
+        return identity.tenant.name
+    if not identity.is_platform_admin:
+        raise Forbidden(Message(N_("service {name} of tenant {tenant} is not for you: your tenant is {yours}"),
                                 name=name, tenant=tenant, yours=identity.tenant.name), reason="other-tenant")
+    return tenant
+
+
+def _env_as_seen(env: dict[str, str] | None, owner: bool) -> dict[str, str | None]:
+    # The values are the owner's (they may hold their secrets); their tenant sees which variables are set.
+    return dict(env or {}) if owner else dict.fromkeys(env or {})
+
+
+def _spec_as_seen(spec: dict[str, Any], owner: bool) -> dict[str, Any]:
+    return spec if owner or not spec.get("env") else {**spec, "env": _env_as_seen(spec["env"], owner)}
 
 
 def _entry(rollout: dict[str, Any]) -> dict[str, Any]:

@@ -722,7 +722,7 @@ export interface paths {
         /** Online services of your tenant (every tenant's, for platform admins) */
         get: operations["listServices"];
         put?: never;
-        /** An online service: replicas of a model server placed on matched devices in the template's queue (its reserved capacity), each told its port in PORT, behind the endpoint /hetero/endpoints/<name>/ once ready */
+        /** An online service: replicas of a model server placed on matched devices in the template's queue (its reserved capacity), each told its port in PORT, behind the endpoint /hetero/endpoints/<tenant>/<name>/ once ready */
         post: operations["createService"];
         delete?: never;
         options?: never;
@@ -1057,7 +1057,7 @@ export interface components {
          * @description ``POST /services``: an online service of ``replicas`` copies of a model server, behind one endpoint.
          */
         CreateService: {
-            /** @description Its endpoint is /hetero/endpoints/<name>/ (lower-case letters, digits, '-'). */
+            /** @description Unique among the tenant's active services (a deleted service's name is free again); its endpoint is /hetero/endpoints/<tenant>/<name>/ (lower-case letters, digits, '-'). */
             name: string;
             /** @default online-inference */
             template?: string;
@@ -1903,8 +1903,9 @@ export interface components {
             command: string[] | null;
             /** @default null */
             code?: string | null;
+            /** @description Its variables; their values only to the service's owner (they may be secrets), null to everyone else. */
             env: {
-                [key: string]: string;
+                [key: string]: string | null;
             };
             parameters: {
                 [key: string]: unknown;
@@ -2040,8 +2041,10 @@ export interface components {
          * @description An online service: its definition, its replicas and its traffic.
          */
         Service: {
+            /** @description Unique among its tenant's active services; a deleted service's name is free again. */
             name: string;
             tenant: string;
+            /** @description Its owner. */
             user: string;
             template: string;
             queue: string;
@@ -2054,8 +2057,9 @@ export interface components {
             max_replicas: number;
             command: string[] | null;
             code: string | null;
+            /** @description Its variables; their values only to the service's owner (they may be secrets), null to everyone else. */
             env: {
-                [key: string]: string;
+                [key: string]: string | null;
             };
             parameters: {
                 [key: string]: unknown;
@@ -2065,7 +2069,7 @@ export interface components {
             target_in_flight: number | null;
             /** @description Requests the endpoint is relaying now. */
             in_flight: number;
-            /** @description Where it answers, behind the server's authentication. */
+            /** @description Where it answers, /hetero/endpoints/<tenant>/<name>/, behind the server's authentication. */
             endpoint: string;
             ready_replicas: number;
             /** @description Its running replicas' devices, where measured (as a kernel's usage says it): mean gpu_util_pct, summed gpu_memory_mib; None where not measured (emulated nodes, pods). */
@@ -3674,7 +3678,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description A service of that name exists already */
+            /** @description An active service of that name exists already in the tenant */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3687,7 +3691,10 @@ export interface operations {
     };
     getService: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The tenant whose service of that name is meant (default: the caller's own); only a platform admin may name another tenant. */
+                tenant?: string | null;
+            };
             header?: never;
             path: {
                 name: string;
@@ -3711,7 +3718,10 @@ export interface operations {
     };
     deleteService: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The tenant whose service of that name is meant (default: the caller's own); only a platform admin may name another tenant. */
+                tenant?: string | null;
+            };
             header?: never;
             path: {
                 name: string;
@@ -3744,7 +3754,10 @@ export interface operations {
     };
     scaleService: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The tenant whose service of that name is meant (default: the caller's own); only a platform admin may name another tenant. */
+                tenant?: string | null;
+            };
             header?: never;
             path: {
                 name: string;
@@ -3782,7 +3795,10 @@ export interface operations {
     };
     listServiceEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The tenant whose service of that name is meant (default: the caller's own); only a platform admin may name another tenant. */
+                tenant?: string | null;
+            };
             header?: never;
             path: {
                 name: string;
@@ -3806,7 +3822,10 @@ export interface operations {
     };
     rollOutService: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The tenant whose service of that name is meant (default: the caller's own); only a platform admin may name another tenant. */
+                tenant?: string | null;
+            };
             header?: never;
             path: {
                 name: string;
@@ -3844,7 +3863,10 @@ export interface operations {
     };
     rollBackService: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The tenant whose service of that name is meant (default: the caller's own); only a platform admin may name another tenant. */
+                tenant?: string | null;
+            };
             header?: never;
             path: {
                 name: string;

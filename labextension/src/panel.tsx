@@ -127,7 +127,7 @@ export class HeteroPanel extends ReactWidget {
             services={model.services}
             history={model.serviceHistory}
             trans={trans}
-            onRollBack={name => void model.rollBackService(name)}
+            onRollBack={service => void model.rollBackService(service.name, service.tenant)}
           />
         );
       case 'nodes':

@@ -58,7 +58,7 @@ export interface IHeteroService {
   listServices(): Promise<IService[]>;
   listFiringAlerts(): Promise<IAlert[]>;
   listOnboarding(): Promise<IOnboarding[]>;
-  rollBackService(name: string): Promise<IService>;
+  rollBackService(name: string, tenant: string): Promise<IService>;
   listMyWorkloads(): Promise<IWorkload[]>;
   getWorkload(id: number, lang: Lang): Promise<IWorkload>;
   submitJob(job: SubmitJob): Promise<IWorkload>;
@@ -118,8 +118,9 @@ export class HeteroService implements IHeteroService {
   }
 
   /** End a service's canary under trial (or, with none, go back to the previous stable revision). */
-  rollBackService(name: string): Promise<IService> {
-    return this._send(`services/${encodeURIComponent(name)}/rollback`, 'POST', {});
+  rollBackService(name: string, tenant: string): Promise<IService> {
+    // A name is unique per tenant only: the tenant says whose (a platform admin sees every tenant's services).
+    return this._send(`services/${encodeURIComponent(name)}/rollback?tenant=${encodeURIComponent(tenant)}`, 'POST', {});
   }
 
   listMyWorkloads(): Promise<IWorkload[]> {

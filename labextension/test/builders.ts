@@ -439,7 +439,7 @@ export function service(overrides: Partial<IService> = {}): IService {
     readiness_path: '/health',
     target_in_flight: null,
     in_flight: 0,
-    endpoint: '/hetero/endpoints/resnet/',
+    endpoint: '/hetero/endpoints/vision/resnet/',
     ready_replicas: 2,
     device_utilisation: null,
     traffic: traffic(),

@@ -107,9 +107,10 @@ export class FakeService implements IHeteroService {
   listOnboarding(): Promise<IOnboarding[]> {
     return this._answer('listOnboarding', [], () => this.onboarding);
   }
-  rollBackService(name: string): Promise<IService> {
-    return this._answer('rollBackService', [name], () => {
-      const found = this.services.find(service => service.name === name) ?? build.service({ name });
+  rollBackService(name: string, tenant: string): Promise<IService> {
+    return this._answer('rollBackService', [name, tenant], () => {
+      const found =
+        this.services.find(service => service.name === name && service.tenant === tenant) ?? build.service({ name, tenant });
       return { ...found, rollout: null };
     });
   }

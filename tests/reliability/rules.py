@@ -92,7 +92,14 @@ BODIES = {("post", "/workloads"): {"kind": "job", "template": "data-preprocessin
           ("post", "/previews"): {"template": "training"},
           ("patch", "/services/{name}"): {"replicas": 1},
           ("post", "/services/{name}/rollouts"): {"env": {"MODEL_VERSION": "2"}}}
-QUERIES = {("get", "/workloads/{workload_id}/files"): {"path": "outputs/result.csv"}}
+# A service's name is per tenant: each call names alice's tenant, so that root (a platform admin) reaches her service
+# and bob, of another tenant, is refused for naming vision (without it he would look in his own: a 404).
+_ALICES_TENANT = {"tenant": "vision"}
+QUERIES = {("get", "/workloads/{workload_id}/files"): {"path": "outputs/result.csv"},
+           **{(method, path): _ALICES_TENANT for method, path in (
+               ("get", "/services/{name}"), ("get", "/services/{name}/events"), ("patch", "/services/{name}"),
+               ("delete", "/services/{name}"), ("post", "/services/{name}/rollouts"),
+               ("post", "/services/{name}/rollback"))}}
 # What a path's parameters are: alice's service "matrix", a kernel and a chip that are not there, and by path the
 # names that must be real (a template) or must change nothing (no such node to onboard; root's call takes out a node).
 _VALUES = {"name": "matrix", "kernel_id": "no-such-kernel", "model": "no-such-chip", "template": "training",

@@ -43,7 +43,7 @@ async def _load_until_decided(api, jp_fetch, name: str, timeout: float = 60) -> 
     answers, deadline = [], time.monotonic() + timeout
     while time.monotonic() < deadline:
         for _ in range(5):
-            response = await jp_fetch("hetero", "endpoints", name, "predict", method="POST", raise_error=False,
+            response = await jp_fetch("hetero", "endpoints", "vision", name, "predict", method="POST", raise_error=False,
                                       body=json.dumps({"inputs": [1]}), headers=_auth())
             answers.append({"code": response.code, **json.loads(response.body)})
         service = await api(f"services/{name}", as_user="alice")
@@ -96,7 +96,7 @@ async def test_a_healthy_canary_is_promoted_and_replaces_the_stable_replicas_the
     back = await api("services/good/rollback", "POST", {"revision": 1}, as_user="alice")
     assert (back["revision"], back["revisions"][-1]["outcome"], back["revisions"][-1]["to"]) == (3, "rolled-back-to", 1)
     await until_async(lambda: _only_revision(api, "good", 3, 2), "every replica on revision 3", timeout=60)
-    response = await jp_fetch("hetero", "endpoints", "good", "predict", method="POST",
+    response = await jp_fetch("hetero", "endpoints", "vision", "good", "predict", method="POST",
                               body=json.dumps({"inputs": [1]}), headers=_auth())
     assert json.loads(response.body)["version"] == "1"  # revision 1's spec again
     events = await api("services/good/events", as_user="alice")

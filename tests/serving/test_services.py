@@ -30,7 +30,8 @@ SERVICE = {"name": "doubler", "command": MODEL, "replicas": 2, "min_replicas": 1
 async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a_killed_replica(
         api, api_error, jp_fetch, wait_for, tmp_path):
     created = await api("services", "POST", SERVICE, as_user="alice")
-    assert (created["name"], created["endpoint"], created["replicas"]) == ("doubler", "/hetero/endpoints/doubler/", 2)
+    assert (created["name"], created["endpoint"], created["replicas"]) == ("doubler", "/hetero/endpoints/vision/doubler/",
+                                                                          2)
 
     async def ready(count: int):
         service = await api("services/doubler", as_user="alice")
@@ -53,7 +54,7 @@ async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a
     assert all(r["usage"]["gpu_util_pct"] is None for r in sampled["replica_workloads"])
 
     async def predict(user: str = "alice") -> dict:
-        response = await jp_fetch("hetero", "endpoints", "doubler", "predict", method="POST",
+        response = await jp_fetch("hetero", "endpoints", "vision", "doubler", "predict", method="POST",
                                   body=json.dumps({"inputs": [1, 2, 3]}), headers=_auth(user))
         return json.loads(response.body)
 
@@ -90,8 +91,11 @@ async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a
     status, error = await api_error("services/doubler", "PATCH", {"replicas": 4}, as_user="alice")
     assert (status, error["field"]) == (400, "replicas"), error
 
-    # Another tenant can neither use nor see it.
+    # Another tenant can neither use nor see it: its name in bob's tenant is another service (none), and naming
+    # alice's tenant is refused.
     status, _error = await api_error("services/doubler", as_user="bob")
+    assert status == 404
+    status, _error = await api_error("services/doubler", as_user="bob", tenant="vision")
     assert status == 403
     with pytest.raises(Exception) as refused:
         await predict("bob")
@@ -145,7 +149,7 @@ async def test_a_service_scales_up_with_its_load_and_back_down_to_its_minimum(ap
     await until_async(lambda: replicas(1), "one ready replica", timeout=60)
 
     async def under_load():
-        await asyncio.gather(*(jp_fetch("hetero", "endpoints", "busy", "predict", method="POST",
+        await asyncio.gather(*(jp_fetch("hetero", "endpoints", "vision", "busy", "predict", method="POST",
                                         body=json.dumps({"inputs": [1]}), headers=_auth("alice")) for _ in range(6)))
         return await replicas(3, ready=False)
 
@@ -220,8 +224,10 @@ async def test_only_the_services_tenant_may_change_it(api, api_error):
     await api("services", "POST", {**SERVICE, "name": "guarded", "replicas": 1}, as_user="alice")
     for route, method, body in (("guarded", "PATCH", {"replicas": 2}), ("guarded/rollouts", "POST", {"env": {"V": "2"}}),
                                 ("guarded/rollback", "POST", {}), ("guarded", "DELETE", None)):
-        status, error = await api_error(f"services/{route}", method, body, as_user="bob")
+        status, error = await api_error(f"services/{route}", method, body, as_user="bob", tenant="vision")
         assert (status, error["reason"]) == (403, "other-tenant"), (route, method, error)
+        status, error = await api_error(f"services/{route}", method, body, as_user="bob")  # in his own tenant: none
+        assert status == 404, (route, method, error)
     status, _error = await api_error("services/no-such", "PATCH", {"replicas": 2}, as_user="alice")
     assert status == 404
     assert (await api("services/guarded", "DELETE", as_user="alice"))["state"] == "deleted"
@@ -239,7 +245,7 @@ async def test_a_request_a_replica_drops_unanswered_is_answered_by_another(api, 
 
     await until_async(ready, "two ready replicas", timeout=60)
     # The replica the first prediction goes to closes the connection under it; the other one answers it.
-    response = await jp_fetch("hetero", "endpoints", "dropper", "predict", method="POST",
+    response = await jp_fetch("hetero", "endpoints", "vision", "dropper", "predict", method="POST",
                               body=json.dumps({"inputs": [4]}), headers=_auth("alice"))
     assert json.loads(response.body)["outputs"] == [8] and (tmp_path / "dropped").exists()
     await api("services/dropper", "DELETE", as_user="alice")

@@ -117,15 +117,15 @@ export class HeteroModel extends ModelBase {
     }
   }
 
-  /** Each service's requests/s and p95 latency over the last refreshes, oldest first, for its chart. */
+  /** Each service's requests/s and p95 latency over the last refreshes, oldest first, for its chart; by endpoint. */
   get serviceHistory(): ReadonlyMap<string, readonly ITrafficPoint[]> {
     return this._serviceHistory;
   }
 
   /** End a service's canary under trial; the next refresh shows the result. */
-  async rollBackService(name: string): Promise<void> {
+  async rollBackService(name: string, tenant: string): Promise<void> {
     try {
-      await this._service.rollBackService(name);
+      await this._service.rollBackService(name, tenant);
     } catch (error) {
       this._error = messageOf(error);
     }
@@ -138,7 +138,9 @@ export class HeteroModel extends ModelBase {
     for (const service of services) {
       const latency = service.traffic.latency_ms;
       const point = { requestsPerS: service.traffic.requests_per_s, p95Ms: latency ? latency.p95 : null };
-      history.set(service.name, [...(this._serviceHistory.get(service.name) ?? []), point].slice(-HISTORY_POINTS));
+      // By endpoint: a platform admin sees every tenant's, and a name is unique per tenant only.
+      const key = service.endpoint;
+      history.set(key, [...(this._serviceHistory.get(key) ?? []), point].slice(-HISTORY_POINTS));
     }
     this._serviceHistory = history;
   }

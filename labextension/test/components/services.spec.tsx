@@ -9,7 +9,7 @@ let rendered: IRendered | null = null;
 afterEach(() => rendered?.unmount());
 
 const history = new Map([
-  ['resnet', [{ requestsPerS: 1, p95Ms: 8 }, { requestsPerS: 3, p95Ms: 12 }, { requestsPerS: 2, p95Ms: null }]]
+  ['/hetero/endpoints/vision/resnet/', [{ requestsPerS: 1, p95Ms: 8 }, { requestsPerS: 3, p95Ms: 12 }, { requestsPerS: 2, p95Ms: null }]]
 ]);
 
 describe('ServicesSection', () => {
@@ -18,7 +18,7 @@ describe('ServicesSection', () => {
       <ServicesSection services={[build.service()]} history={history} trans={trans} onRollBack={vi.fn()} />
     );
     const card = rendered.host.querySelector('.jp-hetero-service[data-service="resnet"]');
-    expect(card?.querySelector('.jp-hetero-service-endpoint')?.textContent).toBe('/hetero/endpoints/resnet/');
+    expect(card?.querySelector('.jp-hetero-service-endpoint')?.textContent).toBe('/hetero/endpoints/vision/resnet/');
     expect(card?.querySelector('.jp-hetero-service-replicas')?.textContent).toBe('2 of 2 replicas ready');
     expect(card?.querySelector('.jp-hetero-service-traffic')?.textContent).toBe(
       '2 requests/s · p95 9.5 ms · errors 1%'
@@ -56,7 +56,7 @@ describe('ServicesSection', () => {
     expect(rollout?.textContent).toContain('Canary: revision 2 takes 20% of requests');
     expect(rollout?.textContent).toContain('canary 30 requests, 50% errors; stable 90 requests, 0% errors');
     click(rendered.host.querySelector('.jp-hetero-action-rollback'));
-    expect(onRollBack).toHaveBeenCalledWith('resnet');
+    expect(onRollBack).toHaveBeenCalledWith(service);
   });
 
   it('says how the last rollout ended, with the targets a rolled-back canary missed', () => {

@@ -11,7 +11,7 @@ export interface IServiceCardProps {
   service: IService;
   history: readonly ITrafficPoint[];
   trans: TranslationBundle;
-  onRollBack: (name: string) => void;
+  onRollBack: (service: IService) => void;
 }
 
 function percent(value: number | null | undefined): string {
@@ -42,7 +42,7 @@ function RolloutState(props: IServiceCardProps): JSX.Element {
           className="jp-hetero-action-rollback"
           label={trans.__('Roll back')}
           ariaLabel={trans.__('Roll back the canary of %1', service.name)}
-          onClick={() => props.onRollBack(service.name)}
+          onClick={() => props.onRollBack(service)}
         />
       </div>
     );

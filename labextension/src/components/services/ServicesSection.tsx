@@ -9,9 +9,10 @@ import { ITrafficPoint } from './TrafficChart';
 /** Props of `ServicesSection`. */
 export interface IServicesSectionProps {
   services: readonly IService[];
+  /** By endpoint: a name is unique per tenant only. */
   history: ReadonlyMap<string, readonly ITrafficPoint[]>;
   trans: TranslationBundle;
-  onRollBack: (name: string) => void;
+  onRollBack: (service: IService) => void;
 }
 
 /** The tenant's online services, each with its endpoint, traffic and rollout. */
@@ -26,9 +27,9 @@ export function ServicesSection(props: IServicesSectionProps): JSX.Element {
       ) : (
         services.map(service => (
           <ServiceCard
-            key={service.name}
+            key={service.endpoint}
             service={service}
-            history={history.get(service.name) ?? []}
+            history={history.get(service.endpoint) ?? []}
             trans={trans}
             onRollBack={props.onRollBack}
           />
