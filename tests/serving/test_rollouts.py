@@ -103,8 +103,10 @@ async def test_a_healthy_canary_is_promoted_and_replaces_the_stable_replicas_the
     assert [e["type"] for e in events] == ["rollout", "canary-promoted", "rolled-back"], events
     assert events[1]["data"]["canary"]["requests"] >= 8 and events[1]["data"]["violations"] == []
     assert "by alice" in events[2]["reason"]
-    status, error = await api_error("services/good/events", as_user="bob")  # nlp's member: not his tenant's
+    status, error = await api_error("services/good/events", as_user="bob", tenant="vision")  # not his tenant's
     assert status == 403 and error["message"], error
+    status, error = await api_error("services/good/events", as_user="bob")  # his own tenant has no "good"
+    assert status == 404 and error["message"], error
 
 
 async def _only_revision(api, name: str, revision: int, count: int) -> bool:
