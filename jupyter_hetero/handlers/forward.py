@@ -3,7 +3,7 @@
 The panel and the magics call ``/hetero/api/v1/...`` on their own server as everywhere; here that
 server has no scheduler of its own and passes each call on, method, query, body and language
 unchanged, with the server's hub token (the user's, scoped to reach the service), and relays the
-answer as it comes (a followed log included). A service's endpoint, ``/hetero/endpoints/<name>/...``,
+answer as it comes (a followed log included). A service's endpoint, ``/hetero/endpoints/<tenant>/<name>/...``,
 goes the same way. The service decides who the user is and what they may do.
 
 While the service restarts (JupyterHub starts a managed service again only at its next poll of the process,
