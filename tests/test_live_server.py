@@ -156,7 +156,7 @@ def test_the_cli_creates_scales_rolls_out_and_back_and_deletes_a_service(layout)
         created = services(server, "create", "--replicas", "1", "--max-replicas", "2", "--param", "devices=1",
                            "--json", "echo", "--", sys.executable, model)
         assert created.returncode == 0, created.stderr
-        assert json.loads(created.stdout)["endpoint"] == "/hetero/endpoints/echo/"
+        assert json.loads(created.stdout)["endpoint"] == "/hetero/endpoints/default/echo/"
 
         def shown() -> dict:
             result = services(server, "show", "echo", "--json")

@@ -250,7 +250,7 @@ def test_a_cells_function_is_served_reached_through_its_endpoint_and_shown_in_th
         server,
         "%%hetero_serve tripler --replicas 2 --wait\ndef predict(inputs):\n    return [3 * x for x in inputs]",
         "import json, os, urllib.request\n"
-        "request = urllib.request.Request(os.environ['JUPYTER_HETERO_URL'] + 'hetero/endpoints/tripler/predict',\n"
+        "request = urllib.request.Request(os.environ['JUPYTER_HETERO_URL'] + 'hetero/endpoints/default/tripler/predict',\n"
         "    json.dumps({'inputs': [1, 2]}).encode(), {'Authorization': 'token ' + os.environ['JUPYTER_HETERO_TOKEN']})\n"
         "print(json.loads(urllib.request.urlopen(request).read()))",
         "%hetero_status",
@@ -260,7 +260,7 @@ def test_a_cells_function_is_served_reached_through_its_endpoint_and_shown_in_th
     assert "service tripler: 2 replica(s) asked for; endpoint http" in served, served
     assert "service tripler: 2 replica(s) ready" in served, served
     assert "{'outputs': [3, 6]}" in called, called
-    assert "tripler" in status and "2/2" in status and "/hetero/endpoints/tripler/" in status, status
+    assert "tripler" in status and "2/2" in status and "/hetero/endpoints/default/tripler/" in status, status
     assert "%hetero_serve: give a .py file, -- and a command, or use %%hetero_serve on a cell" in bad, bad
     lab, _layout = server
     from jupyter_hetero.notebook.client import HeteroClient

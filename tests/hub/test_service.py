@@ -189,7 +189,7 @@ def test_a_service_asked_for_through_a_users_server_answers_at_the_shared_servic
     while hub_call(hub, "alice", "services/hub-echo")[1]["ready_replicas"] < 1:
         assert time.monotonic() < deadline, "the service's replica never became ready"
         time.sleep(0.3)
-    endpoint = "services/hetero/hetero/endpoints/hub-echo/predict"
+    endpoint = "services/hetero/hetero/endpoints/vision/hub-echo/predict"
     status, answer = hub._request(endpoint, "POST", {"inputs": [4]}, token=hub.tokens["alice"], check=False,
                                   with_status=True)
     assert (status, answer["outputs"]) == (200, [8]), answer
@@ -197,7 +197,7 @@ def test_a_service_asked_for_through_a_users_server_answers_at_the_shared_servic
                                    with_status=True)
     assert status == 403  # tenant nlp's bob may not call tenant vision's service
     # The same endpoint through alice's own server, which passes it on to the service as her.
-    status, answer = hub._request("user/alice/hetero/endpoints/hub-echo/predict?x=1", "POST", {"inputs": [5]},
+    status, answer = hub._request("user/alice/hetero/endpoints/vision/hub-echo/predict?x=1", "POST", {"inputs": [5]},
                                   token=hub.tokens["alice"], check=False, with_status=True)
     assert (status, answer["outputs"], answer["path"]) == (200, [10], "/predict?x=1"), answer
     assert hub_call(hub, "alice", "services/hub-echo", "DELETE")[1]["state"] == "deleted"

@@ -50,7 +50,7 @@ async def test_a_services_replicas_are_pods_reached_at_their_own_addresses_and_n
 
     answers = []
     for _ in range(4):
-        response = await jp_fetch("hetero", "endpoints", "doubler", "predict", method="POST",
+        response = await jp_fetch("hetero", "endpoints", "default", "doubler", "predict", method="POST",
                                   body=json.dumps({"inputs": [1, 2]}))
         answers.append(json.loads(response.body))
     assert all(answer["outputs"] == [2, 4] for answer in answers)

@@ -4,7 +4,7 @@
 
 A two-replica service of the tests' model server runs on emulated nodes. The same bounded load (``clients``
 threads on 127.0.0.1, each sending ``requests`` predictions) goes once through the endpoint
-(/hetero/endpoints/<name>/, with the server's token) and once straight to a replica's port, in the same run;
+(/hetero/endpoints/<tenant>/<name>/, with the server's token) and once straight to a replica's port, in the same run;
 then a healthy revision and a failing one are rolled out under load, and the time from the canary's first
 ready replica to its verdict is measured against the window it is judged over.
 """
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict:
             client.serve(name="bench", command=MODEL, replicas=2, parameters={"devices": 1})
             service = until(lambda: (s := client.service("bench"))["ready_replicas"] == 2 and s,
                             "two ready replicas", timeout=120)
-            endpoint = f"{server.base_url}hetero/endpoints/bench/predict"
+            endpoint = f"{server.base_url}hetero/endpoints/default/bench/predict"
             replica = f"http://127.0.0.1:{service['replica_workloads'][0]['port']}/predict"
             _load(endpoint, server.token, 2, 20)  # warm both paths
             _load(replica, None, 2, 20)

@@ -22,7 +22,7 @@ MODEL = [sys.executable, str(Path(__file__).resolve().parents[1] / "serving" / "
 
 def predict(lab_server, count: int) -> None:
     for _ in range(count):
-        request = urllib.request.Request(lab_server.base_url + "hetero/endpoints/panel-demo/predict",
+        request = urllib.request.Request(lab_server.base_url + "hetero/endpoints/default/panel-demo/predict",
                                          json.dumps({"inputs": [1, 2]}).encode(),
                                          {"Authorization": f"token {lab_server.token}"})
         urllib.request.urlopen(request, timeout=30).read()
@@ -39,7 +39,7 @@ def test_the_services_section_shows_endpoint_replicas_chart_and_rollout(lab_serv
         panel = open_panel(lab_page, "services")
         panel.get_by_role("button", name="Refresh").click()  # the page loaded before the service was created
         card = panel.locator('.jp-hetero-service[data-service="panel-demo"]')
-        expect(card.locator(".jp-hetero-service-endpoint")).to_have_text("/hetero/endpoints/panel-demo/")
+        expect(card.locator(".jp-hetero-service-endpoint")).to_have_text("/hetero/endpoints/default/panel-demo/")
         expect(card.locator(".jp-hetero-service-replicas")).to_have_text("2 of 2 replicas ready")
         for _ in range(3):  # traffic between refreshes: the chart draws a point per refresh
             predict(lab_server, 20)
