@@ -234,9 +234,11 @@ async def test_only_the_services_tenant_may_change_it(api, api_error):
 
 
 @pytest.mark.team(vision_a100=4)
-async def test_a_request_a_replica_drops_unanswered_is_answered_by_another(api, jp_fetch, tmp_path):
+async def test_a_request_a_replica_drops_unanswered_is_answered_by_another(api, jp_fetch, jp_root_dir):
     # Regression: a replica closing the connection under a request (its process dying) was a 500 to the caller.
-    await api("services", "POST", {**SERVICE, "name": "dropper", "env": {"MODEL_DROP_ONCE": str(tmp_path / "dropped")}},
+    # The marker lives in the submitter's directory, which both replicas share: each sandbox has its own /tmp.
+    dropped = jp_root_dir / "dropped"
+    await api("services", "POST", {**SERVICE, "name": "dropper", "env": {"MODEL_DROP_ONCE": str(dropped)}},
               as_user="alice")
 
     async def ready():
@@ -247,5 +249,5 @@ async def test_a_request_a_replica_drops_unanswered_is_answered_by_another(api, 
     # The replica the first prediction goes to closes the connection under it; the other one answers it.
     response = await jp_fetch("hetero", "endpoints", "vision", "dropper", "predict", method="POST",
                               body=json.dumps({"inputs": [4]}), headers=_auth("alice"))
-    assert json.loads(response.body)["outputs"] == [8] and (tmp_path / "dropped").exists()
+    assert json.loads(response.body)["outputs"] == [8] and dropped.exists()
     await api("services/dropper", "DELETE", as_user="alice")
