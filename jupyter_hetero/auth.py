@@ -82,6 +82,15 @@ class TeamIdentityProvider(IdentityProvider):
         help="Personal tokens: token -> user name, or token -> {'name': user, 'groups': [group, ...]}.",
     )
 
+    async def get_user(self, handler) -> User | None:
+        user = await super().get_user(handler)
+        if isinstance(user, TeamUser):
+            # Every handler asks who is calling, only some ask the authorizer: a member's route is checked here.
+            from .authorizer import refuse_unlisted_route  # it builds on this module
+
+            await refuse_unlisted_route(handler, user)
+        return user
+
     async def get_user_token(self, handler) -> User | None:
         entry = self.user_tokens.get(self.get_token(handler) or "")
         if entry is None:
