@@ -45,6 +45,7 @@ __all__ = [
     "member_refusal",
     "pages_without_token",
     "serve_only",
+    "served_handlers",
 ]
 
 _READ = frozenset({"GET", "HEAD"})
@@ -221,6 +222,19 @@ def serve_only(web_app: web.Application, allowed: frozenset[str]) -> list[str]:
     return removed
 
 
+def served_handlers(web_app: web.Application) -> set[str]:
+    """The handlers ``web_app`` routes to now, as the allow lists name them."""
+    return {handler_key(handler_class) for handler_class in _handler_classes(web_app.default_router)}
+
+
+def _handler_classes(router: Any):
+    for rule in router.rules:
+        if hasattr(rule.target, "rules"):
+            yield from _handler_classes(rule.target)
+        elif isinstance(rule.target, type):
+            yield rule.target
+
+
 def _handler_class(spec: Any) -> type:
     # add_handlers takes (pattern, handler[, kwargs[, name]]) tuples or tornado URLSpecs.
     return spec.target if hasattr(spec, "target") else spec[1]
@@ -252,8 +266,9 @@ def guard_routes(serverapp: Any, mode: str) -> None:
     if mode == "service":
         removed = serve_only(serverapp.web_app, SERVICE_ROUTES)
         pages_without_token(settings["jinja2_env"], lambda handler: False)
-        serverapp.log.info("jupyter-hetero: the hub's service serves its API alone; %d other routes removed",
-                           len(removed))
+        # What it keeps, by name: an admin (and the hub's route tests) can see that nothing else is served.
+        serverapp.log.info("jupyter-hetero: the hub's service serves %s; %d other routes removed",
+                           json.dumps(sorted(served_handlers(serverapp.web_app))), len(removed))
         return
     provider = serverapp.identity_provider
     if not isinstance(provider, TeamIdentityProvider):
