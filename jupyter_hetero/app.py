@@ -40,7 +40,7 @@ from .catalog.fit import DEFAULT_SHARE, fit_to_machine
 from .engine import Engine, Policy
 from .engine.fragmentation import typical_mix
 from .engine.scoring import FragmentationScorer, shape_of
-from .handlers import default_handlers, endpoint_handlers
+from .handlers import default_handlers, endpoint_handlers, service_handlers
 from .handlers.forward import HubService, find_service_url, forward_handlers
 from .handlers.hub_kernels import hub_kernel_handlers
 from .kernel.hub_kernels import HubKernels
@@ -477,6 +477,8 @@ class HeteroApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend([*hub_kernel_handlers, *forward_handlers] if self.mode == "hub-user"
                              else [*default_handlers, *endpoint_handlers])
+        if self.mode == "service":
+            self.handlers.extend(service_handlers)  # where a browser signs in to the service
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:
         # Reconcile with what survived a restart, and schedule, as soon as the server runs.

@@ -2,7 +2,7 @@
 
 from . import catalog, governance, kernels, meta, nodes, servers, services, tenants, workloads
 
-__all__ = ["default_handlers", "endpoint_handlers"]
+__all__ = ["default_handlers", "endpoint_handlers", "service_handlers"]
 
 default_handlers = [
     *meta.default_handlers,
@@ -17,3 +17,4 @@ default_handlers = [
 ]
 
 endpoint_handlers = services.endpoint_handlers
+service_handlers = meta.service_handlers

@@ -8,6 +8,9 @@ from importlib import resources
 
 import yaml
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..__about__ import __version__
@@ -37,6 +40,20 @@ class OpenAPIHandler(HeteroHandler):
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(openapi_document()))
 
+
+class SignInHandler(ExtensionHandlerMixin, JupyterHandler):
+    """The hub's service's own address, where a browser signs in (through the hub's OAuth, as for any page of a
+    hub service): then it answers who the browser is and where the API is. The service has no other page."""
+
+    @web.authenticated
+    def get(self) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"user": self.current_user.username,
+                                "api": url_path_join(self.base_url, API_PREFIX) + "/"}))
+
+
+# Served by the hub's service only: a single server's own address is jupyter_server's (JupyterLab).
+service_handlers = [(r"/", SignInHandler)]
 
 default_handlers = [
     (rf"/{API_PREFIX}/version", VersionHandler),
