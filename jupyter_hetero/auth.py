@@ -12,6 +12,7 @@ Whoever holds the server's own token is its owner (see :func:`is_server_owner` a
 A member stays that member across requests: the login cookie names them as a team member, and
 JupyterLab pages served to them do not carry the server's own token (JupyterLab would otherwise
 send it with every request, making everyone the owner); they authenticate with the cookie instead.
+A member reaches the routes ``authorizer.MEMBER_ROUTES`` lists and no other (a 403 with the reason).
 
 Kernels and jobs hold a workload credential (``services/credentials.py``), never the server's
 token. Only the hetero API's handlers know credentials: they see the server's identity provider

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from re._constants import (ANY, BRANCH, CATEGORY, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, NEGATE, NOT_LITERAL, RANGE,
                            SUBPATTERN)
 
-from tornado.httputil import HTTPHeaders, HTTPServerRequest
+from jupyter_server.base.handlers import JupyterHandler
+from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
 from tornado.routing import PathMatches
 
 from jupyter_hetero.authorizer import handler_key
@@ -30,6 +31,8 @@ class Route:
     key: str
     pattern: str
     path: str
+    methods: frozenset[str]  # the handler's SUPPORTED_METHODS: tornado refuses any other before the handler runs
+    authenticates: bool  # a JupyterHandler, which asks who is calling; a bare tornado handler serves anyone alike
 
     def __str__(self) -> str:
         return f"{self.path} ({self.key})"
@@ -43,7 +46,9 @@ def routes_of(web_app, base_url: str = "/") -> list[Route]:
         # A pattern under the base URL, or one matching any path (the 404 page's), there.
         path = sampled if sampled.startswith(base_url) else base_url + sampled.lstrip("/")
         if _resolves_to(web_app, path) is handler_class:  # an earlier rule may shadow this one: it is not reachable
-            found.setdefault((handler_key(handler_class), pattern), Route(handler_key(handler_class), pattern, path))
+            found.setdefault((handler_key(handler_class), pattern),
+                             Route(handler_key(handler_class), pattern, path, frozenset(handler_class.SUPPORTED_METHODS),
+                                   issubclass(handler_class, JupyterHandler)))
     return sorted(found.values(), key=lambda route: route.path)
 
 
@@ -56,7 +61,8 @@ def _leaves(router):
 
 
 def _resolves_to(web_app, path: str) -> type | None:
-    request = HTTPServerRequest(method="GET", uri=path, headers=HTTPHeaders({"Host": "localhost"}))
+    request = HTTPServerRequest(start_line=RequestStartLine("GET", path, "HTTP/1.1"),
+                                headers=HTTPHeaders({"Host": "localhost"}))
     delegate = web_app.find_handler(request)
     return getattr(delegate, "handler_class", None)
 

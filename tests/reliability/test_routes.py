@@ -25,6 +25,10 @@ from .routes import routes_of
 pytestmark = pytest.mark.usefixtures("team")
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+# JupyterLab's licenses handler breaks on any answer but its GET's (its finish() takes another argument): the refusal
+# is never sent, to the owner neither, and the connection waits for its timeout.
+UNANSWERED = {("jupyterlab_server.licenses_handler.LicensesHandler", method) for method in ("POST", "PUT", "PATCH",
+                                                                                            "DELETE")}
 # Every extension installed with the product, so that the sweep meets their routes.
 EXTENSIONS = {"jupyter_hetero": True, "jupyterlab": True, "jupyter_server_terminals": True, "jupyter_lsp": True}
 
@@ -44,8 +48,8 @@ async def _call(port: int, method: str, path: str, headers: dict[str, str], body
                         allow_nonstandard_methods=True, follow_redirects=False, request_timeout=timeout),
             raise_error=False)
     except (HTTPTimeoutError, HTTPStreamClosedError):
-        # Nothing served: JupyterLab's licenses never answer a POST (theirs is broken), nor jupyter_server's pages a
-        # method they have not, to the owner too.
+        # Nothing served: jupyter_server's pages do not answer the owner a method they have not (their error page
+        # asks for the user in a way jupyter_server 2 refuses), nor JupyterLab's licenses anything but a GET.
         return 599, b"", HTTPHeaders()
     return response.code, response.body or b"", response.headers
 
@@ -82,10 +86,16 @@ async def test_a_member_reaches_only_the_listed_routes_and_never_the_owners_toke
             listed = grant is not None and method in grant.methods
             if listed and method != "GET":
                 continue  # what a listed change does is its own tests' business (the hetero API's: the matrix)
-            status, body, answer_headers = await _call(jp_http_port, method, route.path, headers, timeout=5)
+            if (route.key, method) in UNANSWERED:
+                continue
+            status, body, answer_headers = await _call(jp_http_port, method, route.path, headers)
             if _leaks(owner_token, body, answer_headers):
                 wrong.append(f"{method} {route}: {status}, the owner's token in the answer")
-            if not listed and status not in (403, 405, 599):
+            # A method the handler has not is refused by tornado before any of it runs, and a bare tornado handler
+            # (public static files) asks no one who they are; some of their error pages break and close the
+            # connection: nothing is served.
+            refusals = (403, 405) if method in route.methods and route.authenticates else (403, 405, 599)
+            if not listed and status not in refusals:
                 wrong.append(f"{method} {route}: {status}, not refused: {body[:200]!r}")
     assert not wrong, "\n".join(wrong)
 
