@@ -12,9 +12,10 @@ import json
 from http.cookies import SimpleCookie
 
 import pytest
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.httputil import HTTPHeaders
 from tornado.simple_httpclient import HTTPStreamClosedError, HTTPTimeoutError
+from tornado.websocket import websocket_connect
 
 from jupyter_hetero.authorizer import MEMBER_ROUTES
 
@@ -138,6 +139,11 @@ async def test_a_member_gets_jupyterlab_the_hetero_api_and_their_own_hetero_kern
     kernel = jp_base_url + "api/kernels/" + json.loads(body)["id"]
     try:
         assert (await _call(jp_http_port, "GET", kernel, alice))[0] == 200
+        channels = f"ws://127.0.0.1:{jp_http_port}{kernel}/channels"
+        (await websocket_connect(HTTPRequest(channels, headers=alice))).close()  # her notebook's connection
+        with pytest.raises(HTTPClientError) as refused:
+            await websocket_connect(HTTPRequest(channels, headers=bob))
+        assert refused.value.code == 403
         status, body, _headers = await _call(jp_http_port, "GET", kernel, bob)  # a colleague's kernel is not his
         assert status == 403 and b"not one of team member bob's own" in body, (status, body)
         assert (await _call(jp_http_port, "POST", kernel + "/interrupt", bob))[0] == 403
