@@ -45,9 +45,10 @@ HUB_RULES = {
     ("post", "/kernels"): EVERYONE,
 }
 # What a hub service with access gets past: the catalog's public parts and the node list, which ask no one's
-# tenant; and calls answered before the rule is reached (a 400 for the minimal body, a 404 for no such kernel).
+# tenant; and a call answered before the rule is reached (a 404 for no such kernel). Creating a server, a service
+# or a kernel placement asks for a person before its body is read (what it creates, and the credential it may
+# mint, must belong to someone), so a hub service gets its 403 there before any 400 for the minimal body.
 SERVICE_PAST = {("get", "/openapi.json"), ("get", "/templates"), ("get", "/templates/{name}"), ("get", "/nodes"),
-                ("post", "/servers"), ("post", "/services"), ("post", "/kernels/placements"),
                 ("get", "/kernels/{kernel_id}/usage")}
 SERVICE_TOKEN, MONITOR_TOKEN, ALICE_SERVICE_TOKEN = (secrets.token_hex(16) for _ in range(3))
 GRANTED = f"""
