@@ -256,13 +256,14 @@ class HeteroApp(ExtensionApp):
         "one is refused (413) naming the field. 0 for no limit.",
     )
     submissions_per_minute = Float(
-        60.0, config=True,
+        300.0, config=True,
         help="Submissions (jobs, kernels, services, resubmissions) a user may make per minute, after a burst of "
-        "submission_burst; more are refused (429 with Retry-After). The server's owner is not limited. 0 for no "
-        "limit.",
+        "submission_burst; more are refused (429 with Retry-After), so that one user's loop cannot hold the "
+        "server for everyone. The CLI and the Python client wait out a 429 and send again. The server's owner is "
+        "not limited. 0 for no limit.",
     )
     submission_burst = Int(
-        30, config=True, help="Submissions a user may make at once before submissions_per_minute applies.",
+        100, config=True, help="Submissions a user may make at once before submissions_per_minute applies.",
     )
     audit_anchor_file = Unicode(
         config=True,

@@ -99,7 +99,7 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
 def test_a_sigkill_during_a_burst_of_200_submissions_loses_nothing_acknowledged(layout):
     server = start(layout, "first")
     client = HeteroClient(server.base_url, server.token)
-    running = [client.submit(template="data-preprocessing", script={"path": "hold.py", "args": [str(layout.root / f"go{i}")]})
+    running = [client.submit(template="data-preprocessing", script={"path": "hold.py", "args": [str(layout.notebooks / f"go{i}")]})
                for i in range(2)]
     until(lambda: all(client.workload(w["id"])["state"] == "running" for w in running), "the held jobs to run")
 
@@ -134,7 +134,7 @@ def test_a_sigkill_during_a_burst_of_200_submissions_loses_nothing_acknowledged(
         assert all(stored[i]["state"] in ("queued", "inadmissible") for i in acknowledged)
         for i, workload in enumerate(running):
             until(lambda w=workload: any(e["type"] == "adopted" for e in client.events(w["id"])), "adoption")
-            (layout.root / f"go{i}").write_text("go")
+            (layout.notebooks / f"go{i}").write_text("go")
         for workload in running:
             done = until(lambda w=workload: (s := client.workload(w["id"]))["state"] in ("succeeded", "failed") and s,
                          "the adopted job to end")
@@ -202,7 +202,7 @@ def test_a_launch_the_server_died_before_recording_is_stopped_and_started_again(
     # attempt of no processes, judged it ended well ("succeeded", exit code 0) and left its job running, unknown.
     server = start(layout, "first")
     client = HeteroClient(server.base_url, server.token)
-    job = client.submit(template="data-preprocessing", script={"path": "hold.py", "args": [str(layout.root / "go")]})
+    job = client.submit(template="data-preprocessing", script={"path": "hold.py", "args": [str(layout.notebooks / "go")]})
     until(lambda: client.workload(job["id"])["state"] == "running", "the held job to run")
     os.kill(server.process.pid, signal.SIGKILL)
     server.stop()
@@ -215,8 +215,30 @@ def test_a_launch_the_server_died_before_recording_is_stopped_and_started_again(
         client = HeteroClient(again.base_url, again.token)
         until(lambda: client.workload(job["id"])["attempt_count"] == 2, "a second attempt")
         assert not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE
-        (layout.root / "go").write_text("go")
+        (layout.notebooks / "go").write_text("go")
         done = until(lambda: (w := client.workload(job["id"]))["state"] in ("succeeded", "failed") and w, "the end")
         assert done["state"] == "succeeded" and done["failures"] == 0, done
         assert [a["outcome"] for a in done["attempts"]] == ["unlaunched", "succeeded"], done["attempts"]
     store.close()
+
+
+def test_a_kernel_a_killed_server_left_running_is_stopped_by_the_restart(layout):
+    # A sandboxed kernel ends with its server (bubblewrap's --die-with-parent), except when the server dies in the
+    # moment between starting the sandbox and the sandbox watching it: the crash test once found such a kernel
+    # running, its workload long cancelled. What it looks like then is staged here: the server SIGKILLed with its
+    # kernel's workload running, and a process naming the kernel's connection file left in a session of its own.
+    server = start(layout, "first")
+    client = HeteroClient(server.base_url, server.token)
+    kernel_id = client.request("POST", "kernels", {"template": "interactive", "wait_timeout": 30})["kernel_id"]
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.stop()
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "-f",
+                             str(layout.jupyter_runtime / f"kernel-{kernel_id}.json")], start_new_session=True)
+    try:
+        with start(layout, "second") as again:
+            client = HeteroClient(again.base_url, again.token)
+            [kernel] = client.workloads(kind="kernel")
+            until(lambda: client.workload(kernel["id"])["state"] == "cancelled", "the left kernel's workload to end")
+            assert left.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        left.kill()

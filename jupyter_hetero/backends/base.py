@@ -165,6 +165,10 @@ class Backend(Protocol):
         whole), recorded or not: processes whose exit file lies in ``attempt_dir``. How many were stopped."""
         ...
 
+    def stop_left_kernel(self, kernel_id: str) -> int:
+        """Stop the processes of a kernel a previous run of the server started and left behind; how many."""
+        ...
+
     def launch(self, launch: Launch) -> ProcessHandle: ...
     def service_port(self) -> int:
         """The port a service's next replica listens on (its $PORT)."""

@@ -19,6 +19,9 @@ Whoever places the kernel answers the same calls (``current_kernels()``): this s
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -109,6 +112,10 @@ class HeteroProvisioner(LocalProvisioner):
             return cmd
         env = kwargs.get("env") or {}
         cwd = kwargs.get("cwd")
+        # The sandbox starts whatever it is given, so a kernelspec whose interpreter is not there would start, then
+        # exit 127 and die over and over; it fails its launch at once instead, as an unwrapped start does.
+        if shutil.which(cmd[0], path=env.get("PATH", os.defpath)) is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cmd[0])
         return isolation.kernel_argv(user=env.get("HETERO_USER", ""), cwd=Path(cwd) if cwd else None,
                                      connection_file=Path(self.parent.connection_file).resolve(), command=cmd)
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,16 @@ class ApiError(RuntimeError):
 
 # How long a running server has to answer whether it runs the hetero API (a local one answers at once).
 PROBE_TIMEOUT_S = 2.0
+# How long one call waits out 429s (the user's submission rate) before it gives up with the server's answer.
+RATE_WAIT_S = 300.0
+
+
+def _retry_after(refusal: urllib.error.HTTPError) -> float | None:
+    """The seconds a 429 asks the client to wait (``Retry-After`` in seconds), or None when it names none."""
+    try:
+        return max(0.0, float(refusal.headers.get("Retry-After", "")))
+    except ValueError:
+        return None
 
 
 def _live_servers() -> list[dict[str, Any]]:
@@ -97,10 +108,13 @@ def _choose(servers: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class HeteroClient:
-    def __init__(self, url: str, token: str = "", timeout: float = 30.0):
+    def __init__(self, url: str, token: str = "", timeout: float = 30.0, rate_wait: float = RATE_WAIT_S,
+                 sleep: Callable[[float], None] = time.sleep):
         self.url = url.rstrip("/") + "/"
         self.token = token
         self.timeout = timeout
+        self.rate_wait = rate_wait  # seconds one call may spend waiting out the server's submission rate
+        self._sleep = sleep
 
     @classmethod
     def discover(cls, url: str | None = None, token: str | None = None) -> HeteroClient:
@@ -136,17 +150,27 @@ class HeteroClient:
         request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("Authorization", f"token {self.token}")
-        try:
-            return urllib.request.urlopen(  # noqa: S310 - the server's own URL
-                request, timeout=self.timeout if timeout == -1.0 else timeout)
-        except urllib.error.HTTPError as exc:
+        waited = 0.0
+        while True:
             try:
-                payload = json.loads(exc.read() or b"{}")
-            except ValueError:
-                payload = {"message": exc.reason}
-            raise ApiError(exc.code, payload, self.url) from None
-        except urllib.error.URLError as exc:
-            raise ServerNotFound(f"cannot reach the server at {self.url}: {exc.reason}") from None
+                return urllib.request.urlopen(  # noqa: S310 - the server's own URL
+                    request, timeout=self.timeout if timeout == -1.0 else timeout)
+            except urllib.error.HTTPError as exc:
+                retry_after = _retry_after(exc) if exc.code == 429 else None
+                if retry_after is not None and waited + retry_after <= self.rate_wait:
+                    # Refused before anything was stored (the user's submission rate): sent again once allowed,
+                    # as a loop of `jupyter hetero submit` would want.
+                    exc.close()
+                    self._sleep(retry_after)
+                    waited += retry_after
+                    continue
+                try:
+                    payload = json.loads(exc.read() or b"{}")
+                except ValueError:
+                    payload = {"message": exc.reason}
+                raise ApiError(exc.code, payload, self.url) from None
+            except urllib.error.URLError as exc:
+                raise ServerNotFound(f"cannot reach the server at {self.url}: {exc.reason}") from None
 
     def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
         with self._open(method, path, body, params) as response:

@@ -164,6 +164,8 @@ class KernelService:
                 placement=None, held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None,
                 preempting_until=None, finished_at=self.clock.wall(),
             )
+            if row.spec.get("kernel_id"):
+                self.scheduler.backend.stop_left_kernel(row.spec["kernel_id"])
 
     # -- the provisioner's side (kernel/provisioner.py: what it needs of whoever places its kernels) -----
 

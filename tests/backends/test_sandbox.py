@@ -82,6 +82,9 @@ def test_the_programs_on_the_path_stay_visible_inside_a_hidden_home(tmp_path):
                                "PYENV_ROOT": str(tmp_path / "pyenv")})
     assert {shims, tmp_path / "pyenv", elsewhere} <= set(shown)
     assert tmp_path / "gone" not in shown and not any(not p.is_absolute() for p in shown)
+    # Without PYENV_ROOT (JupyterHub keeps PATH alone for the services it starts), the shims name their root.
+    assert tmp_path / "pyenv" in interpreter_paths({"PATH": f"{shims}/"})
+    assert tmp_path not in interpreter_paths({"PATH": str(elsewhere)})  # a plain bin shows no more than itself
 
 
 # -- real sandboxed replicas ------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import time
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from jupyter_hetero.notebook.client import ApiError, HeteroClient
+
 from ..conftest import _hetero_fetch, _token
 from ..fakes import HurriedClock
 
@@ -82,3 +84,24 @@ async def test_a_user_submitting_too_fast_is_told_when_to_retry(hurried, api, jp
     await api("workloads", "POST", QUICK, as_user="bob")  # a bucket per user
     hurried.step(30)
     await api("workloads", "POST", QUICK, as_user="alice")
+
+
+async def test_the_client_waits_out_the_rate_and_sends_again(hurried, api, jp_http_port, jp_base_url):
+    # A loop of `jupyter hetero submit` (or a notebook's) keeps going: the client sleeps what Retry-After says and
+    # sends again, since a 429 stores nothing; past its patience it gives up with the server's answer.
+    for _ in range(2):
+        await api("workloads", "POST", QUICK, as_user="alice")
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        hurried.step(seconds)  # the server's bucket refills as the client waits
+
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    client = HeteroClient(url, _token("alice"), sleep=sleep)
+    submitted = await asyncio.to_thread(client.submit, **QUICK)
+    assert slept == [30.0] and submitted["user"] == "alice"
+    impatient = HeteroClient(url, _token("alice"), rate_wait=10, sleep=sleep)
+    with pytest.raises(ApiError) as refused:
+        await asyncio.to_thread(impatient.submit, **QUICK)
+    assert refused.value.status == 429 and slept == [30.0]

@@ -104,7 +104,7 @@ def test_every_operation_as_every_hub_caller_gets_past_its_rule_or_is_refused(hu
     home = hub.root / "homes" / "alice"  # the service reads alice's scripts from her own root
     home.mkdir(parents=True, exist_ok=True)
     (home / "gate.py").write_text(GATE, encoding="utf-8")
-    gated = {"kind": "job", "template": "data-preprocessing", "script": {"path": "gate.py", "args": [str(hub.root / "open")]}}
+    gated = {"kind": "job", "template": "data-preprocessing", "script": {"path": "gate.py", "args": [str(home / "open")]}}
     alice = hub.tokens["alice"]
     holder, target = (call(hub, "post", "workloads", alice, gated)[1] for _ in range(2))
     for workload in (holder, target):
@@ -133,7 +133,7 @@ def test_every_operation_as_every_hub_caller_gets_past_its_rule_or_is_refused(hu
                     wrong.append(f"{problem}: {str(answer)[:160]}")
         assert not wrong, "\n".join(wrong)
     finally:
-        (hub.root / "open").touch()  # alice's gated jobs end; her service was deleted by the matrix's DELETE
+        (home / "open").touch()  # alice's gated jobs end; her service was deleted by the matrix's DELETE
     print(f"\nhub matrix: {len(operations())} operations x {len(CALLERS)} callers = {calls} calls")
 
 

@@ -49,7 +49,10 @@ def hub(tmp_path_factory):
         pytest.fail(f"configurable-http-proxy is not installed at {CHP}: run `make install`")
     root = tmp_path_factory.mktemp("hub-load")
     catalog = team_catalog(root)  # vision: alice and carol by name; nlp: the hub group nlp-team
-    service, _url = hetero_service(root, catalog, DEMO_NODES, extra_args=("--HeteroApp.discover_local=False",))
+    # The load is four users posting 500 workloads each as fast as they can: what the service bears, with the
+    # per-user submission rate (which would make them wait, tests/handlers/test_request_limits.py) turned off.
+    service, _url = hetero_service(root, catalog, DEMO_NODES, extra_args=("--HeteroApp.discover_local=False",
+                                                                          "--HeteroApp.submissions_per_minute=0"))
     with HubProcess.start(root, groups={"nlp-team": ["bob", "dan"]}, users=("alice", "carol"),
                           extra_config=service) as running:
         yield running.with_service(USERS)

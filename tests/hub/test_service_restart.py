@@ -179,7 +179,7 @@ def _job(name: str, hub: HubProcess, *, held: bool = False) -> dict:
     """A quick job, or one held on a gate until the test opens it."""
     body = {"kind": "job", "template": "data-preprocessing", "name": name}
     if held:
-        body["script"] = {"path": "gate.py", "args": [str(hub.root / "open")]}
+        body["script"] = {"path": "gate.py", "args": [str(hub.root / "homes" / "alice" / "open")]}  # her own, seen
     else:
         body["command"] = [sys.executable, "-c", "print('done')"]
     return body
@@ -285,7 +285,7 @@ def test_the_hub_restarts_its_killed_service_and_users_servers_retry_with_nothin
     assert retried >= 2 * KILLS, retried  # bob's two calls each time, at least
 
     # Everything that fits ends; nothing outlives its workload; the adopted job ends well.
-    (hub.root / "open").touch()
+    (hub.root / "homes" / "alice" / "open").touch()
     ids = [*clients.acknowledged.values(), *others.values()]
     deadline = time.monotonic() + 60
     while not all(store.workload(i).state in FINAL for i in ids):

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -108,7 +109,7 @@ class Burst:
             if action == "quick":
                 body = {"command": [sys.executable, "-c", "print('done')"]}
             elif action == "held":
-                body = {"script": {"path": "gate.py", "args": [str(self.layout.root / "open")]}}
+                body = {"script": {"path": "gate.py", "args": [str(self.layout.notebooks / "open")]}}
             else:
                 body = {"parameters": {"cpu": 64}, "command": [sys.executable, "-c", "pass"]}  # no node fits
             created = client.submit(name=name, template="data-preprocessing", **body)
@@ -170,7 +171,7 @@ def crash_and_restart(layout: ServerLayout, db_url: str, kills: int) -> None:
         running = {row.id: reconciled(row.id) for row in store.workloads(states=("running",), kind="job")}
 
     with server:
-        (layout.root / "open").write_text("open")
+        (layout.notebooks / "open").write_text("open")
         client = HeteroClient(server.base_url, server.token)
         fitting = [i for name, i in burst.acknowledged.items() if name not in burst.unfit]
 
@@ -182,7 +183,9 @@ def crash_and_restart(layout: ServerLayout, db_url: str, kills: int) -> None:
         states = until(settled, "every workload that fits to end", timeout=120)
         settling = time.monotonic() - began - killing
         assert not violations(store, catalog, acknowledged=burst.acknowledged, work_dir=work_dir)
-        assert not [p for p in workload_processes(layout.root)], "a process outlived its workload"
+        left = workload_processes(layout.root)
+        assert not left, ("a process outlived its workload", seed, [(pid, w, a, store.workload(w).state, _described(pid))
+                                                                  for pid, w, a in left])
         failed = {i: client.events(i)[-1]["reason"] for i, state in states.items() if state == "failed"}
         # A job the server could not see end (it ended while the server was down) fails with that reason, never
         # silently; nothing else fails.
@@ -207,7 +210,7 @@ def test_a_gang_cut_off_mid_launch_is_stopped_whole_and_started_again(layout, mo
     try:
         job = HeteroClient(server.base_url, server.token).submit(
             name="gang", template="training", parameters={"devices": 1, "replicas": 3},
-            script={"path": "gate.py", "args": [str(layout.root / "open")]})
+            script={"path": "gate.py", "args": [str(layout.notebooks / "open")]})
         cut = work_dir / "jobs" / str(job["id"]) / "attempts" / "1" / "cut-off"
         until(cut.exists, "the launch to stop inside its second replica's", timeout=60)
         os.kill(server.process.pid, signal.SIGKILL)  # replica 0 launched, 1 launched but not returned, 2 never
@@ -231,7 +234,7 @@ def test_a_gang_cut_off_mid_launch_is_stopped_whole_and_started_again(layout, mo
         assert running["attempt_count"] == 2 and running["failures"] == 0, running
         assert len(store.attempts(job["id"])[1].processes) == 3  # the whole gang, at once
         assert not violations(store, catalog, acknowledged={"gang": job["id"]}, work_dir=work_dir)
-        (layout.root / "open").write_text("open")
+        (layout.notebooks / "open").write_text("open")
         done = until(lambda: (w := client.workload(job["id"]))["state"] in FINAL and w, "the gang to end", timeout=60)
         assert done["state"] == "succeeded", done
         assert [a["outcome"] for a in done["attempts"]] == ["unlaunched", "succeeded"], done["attempts"]
@@ -239,3 +242,13 @@ def test_a_gang_cut_off_mid_launch_is_stopped_whole_and_started_again(layout, mo
         assert not violations(store, catalog, acknowledged={"gang": job["id"]}, work_dir=work_dir)
         assert not workload_processes(layout.root), "a process outlived its workload"
     store.close()
+
+
+def _described(pid: int) -> str:
+    """A leftover process as a reader needs it: its parent and command line."""
+    try:
+        process = psutil.Process(pid)
+        line = " ".join(process.cmdline())
+        return f"ppid {process.ppid()} {os.readlink(f'/proc/{pid}/ns/pid')}: {line[:80]} ... {line[-100:]}"
+    except psutil.Error:
+        return "gone"

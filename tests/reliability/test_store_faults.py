@@ -45,7 +45,7 @@ def test_a_full_disk_and_a_locked_store_refuse_writes_with_a_503_and_lose_nothin
     client = HeteroClient(server.base_url, server.token)
     db = tmp_path / "state" / "hetero.sqlite"
     store = Repository(f"sqlite:///{db}", clock=time.time)
-    gate = tmp_path / "open"
+    gate = tmp_path / "notebooks" / "open"  # in the server's root: a sandboxed job sees it
     acknowledged, refused = {}, []
     held = client.submit(name="held", template="data-preprocessing", script={"path": "gate.py", "args": [str(gate)]})
     acknowledged["held"] = held["id"]

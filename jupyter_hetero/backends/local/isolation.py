@@ -52,11 +52,14 @@ def interpreter_paths(environ: dict[str, str] | None = None) -> tuple[Path, ...]
 
     A toolchain holds programs, not secrets; what is private in the same home (runtime, data, config) stays hidden."""
     environ = os.environ if environ is None else environ
+    path = [entry for entry in environ.get("PATH", "").split(os.pathsep) if entry]
+    # A version manager's shims (pyenv, rbenv, asdf) run its own scripts and versions from the folder above them.
+    managers = [os.path.dirname(entry.rstrip("/")) for entry in path if os.path.basename(entry.rstrip("/")) == "shims"]
     places = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
               *site.getsitepackages(), site.getusersitepackages(),
               # An editable install imports the package from its source tree.
               str(Path(jupyter_hetero.__file__).resolve().parent.parent),
-              *environ.get("PATH", "").split(os.pathsep), *(environ.get(name, "") for name in _TOOLCHAIN_ROOTS)}
+              *path, *managers, *(environ.get(name, "") for name in _TOOLCHAIN_ROOTS)}
     return tuple(sorted({Path(p).resolve() for p in places if p and os.path.isabs(p) and Path(p).is_dir()}))
 
 

@@ -71,6 +71,21 @@ class LocalBackend:
                 stopped += _signal_group(process.info["pid"], signal.SIGKILL)  # the runner and its command
         return stopped
 
+    def stop_left_kernel(self, kernel_id: str) -> int:
+        """Stop a kernel an earlier server started and left running: its sandbox ends with its server, except when
+        the server died in the moment between starting the sandbox and the sandbox watching it. Found by its
+        connection file on its command line; how many process groups were stopped."""
+        connection = f"kernel-{kernel_id}.json"
+        ours = os.getpgid(0)
+        groups = set()
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            if any(part.endswith(connection) for part in process.info["cmdline"] or []):
+                try:
+                    groups.add(os.getpgid(process.info["pid"]))
+                except ProcessLookupError:
+                    pass
+        return sum(_signal_group(group, signal.SIGKILL) for group in groups - {ours})
+
     def node_utilisation(self, capability: NodeCapability) -> dict | None:
         """This machine's CPU and memory use, and its devices' where their vendor's tool measures them.
         Emulated nodes use nothing real: None."""
