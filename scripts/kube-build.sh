@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds the real Kubernetes parts the cluster tests run, once each, into a cache outside the repo keyed by version:
+# kube-apiserver, kube-scheduler and kube-controller-manager (k8s.io/kubernetes), kwok, Kueue's controller and helm
+# (etcd is Debian's etcd-server, which `make kube` installs). Prints a directory of links to this set's binaries.
+#
+# k8s.io/kubernetes names its staging modules by relative `replace` lines that its module zip leaves out, so it is
+# built from a small wrapper module that requires it and replaces each staging module by its published release.
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-v1.34.4}"
+KWOK_VERSION="${KWOK_VERSION:-v0.7.0}"
+KUEUE_VERSION="${KUEUE_VERSION:-v0.17.0}"
+HELM_VERSION="${HELM_VERSION:-v3.22.1}"
+CACHE="${HETERO_KUBE_CACHE:-$HOME/.cache/jupyter-hetero/kube}"
+export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--trimpath}"
+
+log() { echo "kube-build: $*" >&2; }
+
+# The built binary of one tool at one version: $CACHE/<tool>/<version>/<tool>.
+built() { echo "$CACHE/$1/$2/$1"; }
+
+build_kubernetes() {
+  local tools=(kube-apiserver kube-scheduler kube-controller-manager) missing=() tool
+  for tool in "${tools[@]}"; do [[ -x "$(built "$tool" "$KUBE_VERSION")" ]] || missing+=("$tool"); done
+  [[ ${#missing[@]} -eq 0 ]] && return
+  local work="$CACHE/wrapper/$KUBE_VERSION" minor="v0${KUBE_VERSION#v1}" gomod
+  mkdir -p "$work"
+  gomod="$(cd "$work" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+  {
+    printf 'module hetero.local/kubebuild\n\ngo 1.24\n\nrequire k8s.io/kubernetes %s\n\n' "$KUBE_VERSION"
+    # Each `k8s.io/x => ./staging/src/k8s.io/x` of kubernetes' go.mod, pointed at k8s.io/x's release of this minor.
+    sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => \./staging/src/.*#replace \1 => \1 '"$minor"'#p' "$gomod"
+  } > "$work/go.mod"
+  {
+    printf 'package kubebuild\n\nimport (\n'
+    for tool in "${tools[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s/app"\n' "$tool"; done
+    printf ')\n'
+  } > "$work/tools.go"
+  (cd "$work" && go mod tidy)
+  for tool in "${missing[@]}"; do
+    log "building $tool $KUBE_VERSION (the first build takes minutes)"
+    mkdir -p "$(dirname "$(built "$tool" "$KUBE_VERSION")")"
+    (cd "$work" && go build -ldflags "-s -w" -o "$(built "$tool" "$KUBE_VERSION")" "k8s.io/kubernetes/cmd/$tool")
+  done
+}
+
+build_tool() {  # name package version
+  local name="$1" package="$2" version="$3"
+  [[ -x "$(built "$name" "$version")" ]] && return
+  log "building $name $version"
+  mkdir -p "$(dirname "$(built "$name" "$version")")"
+  GOBIN="$(dirname "$(built "$name" "$version")")" go install -ldflags "-s -w" "$package@$version"
+}
+
+build_kubernetes
+build_tool kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
+build_tool kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION"
+build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+
+set_dir="$CACHE/bin/kube-$KUBE_VERSION-kwok-$KWOK_VERSION-kueue-$KUEUE_VERSION-helm-$HELM_VERSION"
+mkdir -p "$set_dir"
+for pair in "kube-apiserver $KUBE_VERSION" "kube-scheduler $KUBE_VERSION" "kube-controller-manager $KUBE_VERSION" \
+            "kwok $KWOK_VERSION" "kueue $KUEUE_VERSION" "helm $HELM_VERSION"; do
+  read -r name version <<<"$pair"
+  ln -sfn "$(built "$name" "$version")" "$set_dir/$name"
+done
+echo "$set_dir"
