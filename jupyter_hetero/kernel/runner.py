@@ -9,7 +9,8 @@ It starts the work as a child, waits, and writes ``{"exit_code", "peak_rss_mib",
 the exit file atomically. The scheduler reads that file, so a job's outcome survives a restart of
 the server: a process the server did not start can still be judged by what it left behind.
 SIGTERM (from the scheduler, to the whole process group) reaches the child; the runner outlives
-it to write the file.
+it to write the file. In a container the runner is PID 1 and a stop signals it alone: it passes
+SIGTERM and SIGINT on to its command's process group, or the work would run on to its SIGKILL.
 """
 
 from __future__ import annotations
@@ -144,21 +145,59 @@ def main(argv: list[str] | None = None) -> int:
         target = [sys.executable, args.path]
     if not target:
         parser.error("nothing to run")
-    # The child gets the group's SIGTERM itself; the runner only notes it, waits and reports.
-    # A SIGTERM that came while the child was being started may have missed it: pass it on.
-    stop_asked = []
-    signal.signal(signal.SIGTERM, lambda *_: stop_asked.append(True))
+    return _run_command(target, args.exit_file)
+
+
+def _reset_stop_signals() -> None:
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+# The signals a stop sends: SIGTERM from the scheduler or a container runtime, SIGINT from a terminal.
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _run_command(target: list[str], exit_file: Path) -> int:
+    # The runner's own process (what a container runtime signals) is PID 1 of the pod's namespace; the
+    # local backend starts it as a process group leader and signals the group. As PID 1 it is signalled
+    # alone, and the kernel ignores there any signal PID 1 does not handle, so it must pass each one on.
+    # Its command then gets a process group of its own, so that what the command started hears it too;
+    # outside a namespace the command stays in the runner's group, which the local backend's SIGKILL
+    # (and collect_orphans) takes down whole.
+    alone = os.getpid() == 1
+    missed: list[int] = []  # stops that came before the child existed
+    child: subprocess.Popen | None = None
+
+    def on_stop(signum, _frame):
+        if child is None:
+            missed.append(signum)
+        elif alone:
+            _signal_group(child.pid, signum)
+
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, on_stop)
     try:
-        child = subprocess.Popen(target, preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+        child = subprocess.Popen(target, preexec_fn=_reset_stop_signals, process_group=0 if alone else None)
     except OSError as exc:
         print(f"jupyter-hetero: cannot start {target[0]!r}: {exc.strerror}", file=sys.stderr, flush=True)
-        _write_exit(args.exit_file, 127)
+        _write_exit(exit_file, 127)
         return 127
-    if stop_asked:
-        child.terminate()
+    # A stop that came while the child was being started may have missed it (even a group's signal, between
+    # the fork and the reset of its handlers): pass it on.
+    if missed and alone:
+        _signal_group(child.pid, missed[0])
+    elif missed:
+        child.send_signal(missed[0])
     result = child.wait()
-    _write_exit(args.exit_file, result)
+    _write_exit(exit_file, result)
     return 0 if result == 0 else 1
+
+
+def _signal_group(leader: int, signum: int) -> None:
+    try:
+        os.killpg(leader, signum)
+    except ProcessLookupError:  # the command and all it started are gone already
+        pass
 
 
 if __name__ == "__main__":

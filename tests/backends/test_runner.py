@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,3 +96,65 @@ def test_a_notebook_whose_kernelspec_is_missing_fails_with_the_reason(tmp_path):
     assert json.loads((tmp_path / "exit.json").read_text())["exit_code"] == 1
     assert "the notebook's kernelspec 'no-such-kernelspec' is not installed where the job runs" in result.stderr
     assert "second" in result.stderr.rsplit("installed:", 1)[1]
+
+
+# A job that checkpoints when asked to stop, as a training loop does: it says it is up, then waits for
+# SIGTERM (or SIGINT), writes its checkpoint and exits 3; left alone it ends after 60 s without one.
+_CHECKPOINTING_JOB = """
+import signal, sys, time
+from pathlib import Path
+
+folder = Path(sys.argv[1])
+
+def checkpoint(signum, _frame):
+    (folder / "checkpoint").write_text(signal.Signals(signum).name)
+    sys.exit(3)
+
+signal.signal(signal.SIGTERM, checkpoint)
+signal.signal(signal.SIGINT, checkpoint)
+(folder / "up").touch()
+time.sleep(60)
+"""
+
+
+def _wait_for(path, deadline_s: float, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not path.exists():
+        assert process.poll() is None, f"the runner ended before {path.name} appeared"
+        assert time.monotonic() < deadline, f"{path.name} did not appear within {deadline_s:g} s"
+        time.sleep(0.05)
+
+
+def _pid_one_of(unshare: subprocess.Popen) -> int:
+    """The runner's PID outside the namespace: the one child ``unshare --fork`` made, PID 1 inside."""
+    children = f"/proc/{unshare.pid}/task/{unshare.pid}/children"
+    deadline = time.monotonic() + 10
+    while not (found := open(children).read().split()):
+        assert time.monotonic() < deadline, "unshare started no child"
+        time.sleep(0.05)
+    return int(found[0])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="a PID namespace needs root and util-linux")
+@pytest.mark.parametrize("signum", [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")])
+def test_the_runner_as_pid_1_passes_a_stop_on_to_its_command_and_records_the_exit(tmp_path, signum):
+    # As in a container: the runner is PID 1 of its own PID namespace and the stop is sent to it alone.
+    job = tmp_path / "job.py"
+    job.write_text(_CHECKPOINTING_JOB)
+    exit_file = tmp_path / "exit.json"
+    unshare = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m",
+                                "jupyter_hetero.kernel.runner", "--exit-file", str(exit_file),
+                                "command", "--", sys.executable, str(job), str(tmp_path)])
+    runner = _pid_one_of(unshare)
+    try:
+        _wait_for(tmp_path / "up", 30, unshare)
+
+        os.kill(runner, signum)
+
+        unshare.wait(timeout=20)
+    finally:
+        if unshare.poll() is None:
+            os.kill(runner, signal.SIGKILL)  # PID 1's end takes its whole namespace with it
+            unshare.wait()
+    assert (tmp_path / "checkpoint").read_text() == signum.name, "the job's handler did not run"
+    assert json.loads(exit_file.read_text())["exit_code"] == 3
