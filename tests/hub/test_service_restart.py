@@ -26,6 +26,7 @@ import re
 import sys
 import threading
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import psutil
@@ -235,7 +236,9 @@ def test_the_hub_restarts_its_killed_service_and_users_servers_retry_with_nothin
     def gate_runs() -> bool:  # its runner has started its script: all its processes are there
         for pid, _, _ in across_processes():
             with contextlib.suppress(psutil.Error):
-                if "gate.py" in " ".join(psutil.Process(pid).cmdline()):
+                # The script's own interpreter, not the sandbox or the runner, whose command lines name it too.
+                script = psutil.Process(pid).cmdline()[1:2]
+                if script and Path(script[0]).name == "gate.py":
                     return True
         return False
 
