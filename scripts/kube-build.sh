@@ -5,6 +5,9 @@
 #
 # k8s.io/kubernetes names its staging modules by relative `replace` lines that its module zip leaves out, so it is
 # built from a small wrapper module that requires it and replaces each staging module by its published release.
+#
+# `kube-build.sh --check` builds nothing: it prints the directory when every binary is there, else names the missing
+# ones and exits 1 (the tests' way to find them without starting a build of minutes inside a test).
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.34.4}"
@@ -51,6 +54,19 @@ build_tool() {  # name package version
   mkdir -p "$(dirname "$(built "$name" "$version")")"
   GOBIN="$(dirname "$(built "$name" "$version")")" go install -ldflags "-s -w" "$package@$version"
 }
+
+if [[ "${1:-}" == "--check" ]]; then
+  missing=()
+  for pair in "kube-apiserver $KUBE_VERSION" "kube-scheduler $KUBE_VERSION" "kube-controller-manager $KUBE_VERSION" \
+              "kwok $KWOK_VERSION" "kueue $KUEUE_VERSION" "helm $HELM_VERSION"; do
+    read -r name version <<<"$pair"
+    [[ -x "$(built "$name" "$version")" ]] || missing+=("$(built "$name" "$version")")
+  done
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "kube-build: not built yet (run \`make kube\` or scripts/kube-build.sh): ${missing[*]}" >&2
+    exit 1
+  fi
+fi
 
 build_kubernetes
 build_tool kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"

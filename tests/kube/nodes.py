@@ -7,12 +7,16 @@ server.put(ready_node("node-a", labels={"nvidia.com/gpu.product": "NVIDIA-A100-S
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Mapping, Sequence
 
 from tests.kube.store import now_rfc3339
 
-__all__ = ["ready_node"]
+__all__ = ["KWOK_ANNOTATION", "kwok_node", "ready_node"]
+
+# kwok manages (heartbeats, runs the pods of) the nodes carrying this annotation with the value "fake".
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 
 
 def ready_node(
@@ -76,3 +80,25 @@ def ready_node(
                          "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, name))},
         },
     }
+
+
+def kwok_node(node: Mapping) -> dict:
+    """``node`` (a recorded or built Node) for a real API server, managed by kwok.
+
+    Its labels, taints and resources stay; its conditions go, so that kwok posts them (Ready, with fresh
+    heartbeats) as the node's kubelet would, and its server-set fields go, as a create does not take them.
+    """
+    managed = copy.deepcopy(dict(node))
+    metadata = managed.setdefault("metadata", {})
+    for field in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
+        metadata.pop(field, None)
+    metadata.setdefault("annotations", {})[KWOK_ANNOTATION] = "fake"
+    status = managed.setdefault("status", {})
+    status.pop("conditions", None)
+    # Recorded objects keep only the nodeInfo fields that matter; the API (and its client) requires them all.
+    # kwok fills an empty one with its own value, as a kubelet reports its own.
+    info = status.setdefault("nodeInfo", {})
+    for field in ("architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion",
+                  "kubeletVersion", "machineID", "operatingSystem", "osImage", "systemUUID"):
+        info.setdefault(field, "")
+    return managed
