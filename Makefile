@@ -1,7 +1,7 @@
 # jupyter-hetero: two commands do all the set-up on a fresh machine.
 #   make demo   installs into .venv/ and starts JupyterLab with the extension and a demo catalog
-#   make test   installs into .venv/ (and Debian's chromium and postgresql for the browser and store tests)
-#               and runs every test
+#   make test   installs into .venv/ (and Debian's chromium, postgresql and etcd-server for the browser, store and
+#               real-cluster tests), builds the Kubernetes binaries once (`make kube`) and runs every test
 
 VENV   ?= .venv
 PYTHON ?= python3
@@ -11,7 +11,7 @@ SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT   ?= 8888
 
-.PHONY: install sandbox browser postgres demo test test-fast lint clean i18n i18n-check
+.PHONY: install sandbox browser postgres kube demo test test-fast lint clean i18n i18n-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,13 @@ postgres:
 	@command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql)
 
+# A real Kubernetes control plane for tests/kube/test_real_cluster.py: Debian's etcd-server, and kube-apiserver,
+# kube-scheduler, kube-controller-manager, kwok, Kueue and helm built once by scripts/kube-build.sh (Go 1.24 or
+# later and the Go module proxy) into ~/.cache/jupyter-hetero/kube, outside the repo (HETERO_KUBE_CACHE moves it).
+kube:
+	@command -v etcd >/dev/null 2>&1 || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq etcd-server)
+	@bash scripts/kube-build.sh >/dev/null
+
 demo: install
 	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--HeteroApp.emulated_nodes_file=binder/demo-nodes.yaml
@@ -63,13 +70,15 @@ i18n-check: install
 # Playwright's synchronous API keeps an event loop running in its worker, which the others' loops cannot share.
 PYTEST_WORKERS ?= 2
 
-test: install browser postgres i18n-check
+# KUBECONFIG is unset so that the real-cluster tests run against the control plane they start, never a cluster
+# of the shell's (run tests/kube/test_real_cluster.py by hand with KUBECONFIG for that).
+test: install browser postgres kube i18n-check
 	cd labextension && npm test
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not ui"
+	env -u KUBECONFIG $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not ui"
 	$(PY) -m pytest -m ui
 
-test-fast: install
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not ui"
+test-fast: install kube
+	env -u KUBECONFIG $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not ui"
 
 clean:
 	rm -rf $(VENV) labextension/node_modules labextension/lib jupyter_hetero/labextension test-output
