@@ -50,6 +50,8 @@ NAMESPACED = {"Pod", "Event", "Service", "Secret"}
 WITH_STATUS = {"Node", "Pod", "Service"}
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
+# Who the double's client is, as RBAC names a user in a refusal.
+DOUBLE_USER = "system:serviceaccount:default:tester"
 _GENERATED_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes uses for generateName
 
 
@@ -74,6 +76,11 @@ class FakeApiServer:
         self._services_allocated = 0
         self._faults: list[list] = []  # [verb, resource, code, delay_s, times left], see fail()
         self.faults_served = 0
+        # [verb, resource, namespace (None: any), times left (None: until allow()), reason], see forbid()
+        self._refusals: list[list] = []
+        # The schedulerNames the double's kube-scheduler serves, as a real one serves only its own: a pod naming
+        # another (or every pod, once cleared: a scheduler that is down) is left as created, with no PodScheduled.
+        self.schedulers: set[str] = {"default-scheduler"}
         # "pod/container/VAR" of each workload credential a pod was sent with in its plain env (readable by anyone
         # who may read pods): stop() fails the test that made one.
         self.plain_credentials: list[str] = []
@@ -195,6 +202,44 @@ class FakeApiServer:
                     return fault[2], fault[3]
         return None
 
+    def forbid(self, verb: str, resource: str, *, namespace: str | None = None, user: str = DOUBLE_USER,
+               times: int | None = None) -> None:
+        """RBAC denies ``user`` ``verb`` on ``resource`` (in ``namespace``, else anywhere) for the next ``times``
+        calls (None: until :meth:`allow`), answered as kube-apiserver answers: 403, reason Forbidden."""
+        self._refusals.append([verb, resource, namespace, times, ("rbac", user)])
+
+    def exceed_quota(self, resource: str, *, quota: str, requested: str, used: str, limited: str,
+                     namespace: str | None = None, times: int | None = 1) -> None:
+        """A ResourceQuota admission plugin refuses the next ``times`` creates of ``resource``, as
+        kube-apiserver does when a namespace's quota ``quota`` would be exceeded: 403, reason Forbidden."""
+        why = f"exceeded quota: {quota}, requested: {requested}, used: {used}, limited: {limited}"
+        self._refusals.append(["create", resource, namespace, times, ("quota", why)])
+
+    def allow(self) -> None:
+        """Every permission granted and every quota lifted again."""
+        with self._connections_lock:
+            self._refusals.clear()
+
+    def refusal_for(self, verb: str, resource: str, namespace: str, name: str) -> ApiError | None:
+        """The 403 this call meets, if any (the wire asks for each request after faults)."""
+        with self._connections_lock:
+            for refusal in self._refusals:
+                wanted_verb, wanted_resource, where, times, (kind, said) = refusal
+                if wanted_verb != verb or wanted_resource != resource or where not in (None, namespace):
+                    continue
+                if times is not None:
+                    if times <= 0:
+                        continue
+                    refusal[3] -= 1
+                if kind == "rbac":
+                    # k8s.io/apiserver's responsewriters.forbiddenMessage, then errors.NewForbidden.
+                    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+                    said = f'User "{said}" cannot {verb} resource "{resource}" in API group "" {scope}'
+                subject = f'{resource} "{name}"' if name else resource
+                details = {"name": name, "kind": resource} if name else {"kind": resource}
+                return ApiError(403, "Forbidden", f"{subject} is forbidden: {said}", details)
+        return None
+
     def compact(self) -> None:
         """Forget the history: watches and exact lists from an older version answer 410 Expired."""
         self.store.compact()
@@ -294,7 +339,7 @@ class FakeApiServer:
                     {"name": metadata["name"], "kind": PLURALS[kind]},
                 )
             stored = self.store.write(obj, old=None)
-            if kind == "Pod" and not stored["spec"].get("nodeName"):
+            if kind == "Pod" and not stored["spec"].get("nodeName") and self._served(stored):
                 self._schedule(stored)
             elif kind == "Node":
                 self._schedule_pending()
@@ -409,6 +454,9 @@ class FakeApiServer:
         pending = self.store.write({**pod, "status": {**status, "conditions": conditions}}, old=pod)
         self.record_event(pod=pending, reason="FailedScheduling", message=why, component="default-scheduler")
 
+    def _served(self, pod: dict) -> bool:
+        return pod["spec"].get("schedulerName", "default-scheduler") in self.schedulers
+
     def _with_cluster_ip(self, service: dict) -> dict:
         """A Service gets a virtual IP from the service range unless it is headless (``clusterIP: None``)."""
         spec = dict(service.get("spec") or {})
@@ -422,7 +470,7 @@ class FakeApiServer:
     def _schedule_pending(self) -> None:
         """Retry unbound pods after a node changed, as kube-scheduler requeues unschedulable pods."""
         for pod in self.store.items("Pod"):
-            if not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
+            if not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp") and self._served(pod):
                 self._schedule(pod)
 
 

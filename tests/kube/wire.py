@@ -142,6 +142,10 @@ class ApiHandler(BaseHTTPRequestHandler):
                 if fault[0]:
                     raise ApiError(fault[0], "InternalError" if fault[0] >= 500 else "Injected",
                                    f"injected fault: {verb} {match.group('resource')} answers {fault[0]}")
+            named = name or ((body.get("metadata") or {}).get("name") if isinstance(body, dict) else None) or ""
+            refusal = self.api.refusal_for(verb, match.group("resource"), namespace, named)
+            if refusal is not None:
+                raise refusal
             self._serve(verb, kind, namespace, name, sub, query, body)
         except ApiError as error:
             self._send_json(error.code, error.body)

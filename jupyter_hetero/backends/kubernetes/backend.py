@@ -28,6 +28,7 @@ from kubernetes.client.rest import ApiException
 from ...capability import NodeCapability
 from ..base import Exit, Launch, LaunchUnavailable, NodesSeen, Placed, ProcessHandle
 from .config import KubernetesConfig
+from .errors import QUOTA_MESSAGE, exceeded_quota, missing_permission
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
 from .identity import SERVICE_LABEL, endpoint_service_name
@@ -97,8 +98,14 @@ class KubernetesBackend:
             return
         self._started = True
         self.reflector.start()
-        if not self.reflector.wait_synced(timeout):
-            raise TimeoutError(f"the Kubernetes API server did not answer the first lists within {timeout:g} s")
+        deadline = time.monotonic() + timeout
+        # Waited in slices: a refused permission is answered at once and is no answer that is late.
+        while not self.reflector.wait_synced(min(0.2, max(0.0, deadline - time.monotonic()))):
+            refused = self.reflector.refused()
+            if refused is not None:
+                raise refused
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the Kubernetes API server did not answer the first lists within {timeout:g} s")
         if self.telemetry is not None:
             self.telemetry.start()
 
@@ -184,7 +191,7 @@ class KubernetesBackend:
         self._unseen[key] = self.clock()
         try:
             self._create_credential(pod, launch.env)
-            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
+            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod), namespace)
         except LaunchUnavailable:
             # A create that timed out may yet make the pod: deleted now, and again should it show up later.
             self._unanswered[key] = self.clock()
@@ -195,7 +202,7 @@ class KubernetesBackend:
             raise
         if service is not None:  # replica 0's: Kubernetes deletes it with that pod, should we not
             self._create(partial(self.core.create_namespaced_service, namespace,
-                                 owned_by_pod(service, pod, uid) if uid else service))
+                                 owned_by_pod(service, pod, uid) if uid else service), namespace)
             self._services[key] = service.metadata.name
         self.follow_log(key, launch.log_path)
         return ProcessHandle(launch.replica, launch.node, 0, 0.0, str(launch.exit_path), launch.devices, False,
@@ -231,7 +238,7 @@ class KubernetesBackend:
         for namespace, name in sorted(wanted.keys() - self._exposed):
             tenant, service = wanted[(namespace, name)]
             self._create(partial(self.core.create_namespaced_service, namespace,
-                                 self.factory.endpoint_service(service, tenant=tenant)))
+                                 self.factory.endpoint_service(service, tenant=tenant)), namespace)
             self._exposed.add((namespace, name))
         for namespace, name in sorted(self._exposed - wanted.keys()):
             self._delete(partial(self.core.delete_namespaced_service, name, namespace), f"service {namespace}/{name}")
@@ -243,7 +250,8 @@ class KubernetesBackend:
         secret = make_credential_secret(pod=pod, env=env)
         if secret is not None:
             self._credentials.add(f"{pod.metadata.namespace}/{pod.metadata.name}")
-            self._create(partial(self.core.create_namespaced_secret, pod.metadata.namespace, secret))
+            self._create(partial(self.core.create_namespaced_secret, pod.metadata.namespace, secret),
+                         pod.metadata.namespace)
 
     def _delete_credential(self, key: str) -> None:
         """The credential Secret of the pod ``key``, if it has one: of a pod this server launched, or one that
@@ -256,15 +264,19 @@ class KubernetesBackend:
         secret = credential_secret_name(name)
         self._delete(partial(self.core.delete_namespaced_secret, secret, namespace), f"secret {namespace}/{secret}")
 
-    def _create(self, call: Callable[[], object]) -> str | None:
+    def _create(self, call: Callable[[], object], namespace: str) -> str | None:
         """Create an object and return its uid; one that exists already (a launch repeated after a crash) is
-        taken as is (None). An API server that fails (5xx, 429), times out or cannot be reached raises
-        LaunchUnavailable; one that refuses the object (any other 4xx), RuntimeError."""
+        taken as is (None). An API server that fails (5xx, 429), times out or cannot be reached, or a
+        namespace's ResourceQuota that is used up, raises LaunchUnavailable; one that refuses the object (any
+        other 4xx, a missing permission among them), RuntimeError."""
         try:
             created = call(_request_timeout=(5, self.config.api_timeout))
         except ApiException as exc:
             if exc.status >= 500 or exc.status == 429:
                 raise LaunchUnavailable(f"the Kubernetes API failed: {_api_words(exc)} ({exc.status})") from None
+            quota = exceeded_quota(exc)
+            if quota is not None:  # it passes once other pods of the namespace end: wait, use no retry
+                raise LaunchUnavailable(QUOTA_MESSAGE.format(namespace=namespace, quota=quota)) from None
             if exc.status != 409:
                 raise RuntimeError(f"the Kubernetes API refused: {_api_words(exc)}") from None
             return None
@@ -356,7 +368,9 @@ class KubernetesBackend:
             call(_request_timeout=(5, self.config.api_timeout))
         except ApiException as exc:
             if exc.status != 404:
-                log.warning("jupyter-hetero: could not delete %s: %s", what, _api_words(exc))
+                # The Status of an RBAC 403 names the verb, resource and namespace it checked.
+                refused = missing_permission(exc, verb="delete", resource=f"{what.split(' ', 1)[0]}s", namespace=None)
+                log.warning("jupyter-hetero: could not delete %s: %s", what, refused or _api_words(exc))
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("jupyter-hetero: could not delete %s: the Kubernetes API did not answer: %s", what, exc)
 
@@ -379,7 +393,14 @@ class KubernetesBackend:
                  ("service", self.core.list_namespaced_service, self.core.delete_namespaced_service))
         for namespace in sorted(namespaces):
             for kind, listing, delete in kinds:
-                response = listing(namespace, label_selector=MANAGED_SELECTOR, _preload_content=False)
+                try:
+                    response = listing(namespace, label_selector=MANAGED_SELECTOR, _preload_content=False)
+                except ApiException as exc:
+                    # Left for a later restart: a cleanup the server's account may not do must not stop it.
+                    refused = missing_permission(exc, verb="list", resource=f"{kind}s", namespace=namespace)
+                    log.warning("jupyter-hetero: orphaned %ss in namespace %s are left: %s", kind, namespace,
+                                refused or _api_words(exc))
+                    continue
                 for item in json.loads(response.data).get("items", []):
                     name, labels = item["metadata"]["name"], item["metadata"].get("labels", {})
                     if SERVICE_LABEL in labels:
@@ -403,7 +424,7 @@ class KubernetesBackend:
         self._unseen[key] = self.clock()
         try:
             self._create_credential(pod, env)
-            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod))
+            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod), namespace)
         except BaseException:
             self._delete_credential(key)
             raise
@@ -411,7 +432,7 @@ class KubernetesBackend:
         self._kernels[workload_id] = key
         try:
             self._create(partial(self.core.create_namespaced_secret, namespace,
-                                 owned_by_pod(secret, pod, uid) if uid else secret))
+                                 owned_by_pod(secret, pod, uid) if uid else secret), namespace)
         except BaseException:
             self.delete_kernel(key)
             raise

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .errors import ApiForbidden
 from .reflector import Backoff, Reflector, _rv_order, key_of
 
 __all__ = ["MANAGED_BY", "ClusterReflector", "event_pod_key", "trim_foreign_pod", "trim_node", "trim_pod"]
@@ -149,6 +150,10 @@ class ClusterReflector:
     def wait_synced(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         return all(r.wait_synced(max(0.0, deadline - time.monotonic())) for r in self.reflectors)
+
+    def refused(self) -> ApiForbidden | None:
+        """The first permission the API refuses one of the caches (None when it refuses none)."""
+        return next((r.refused for r in self.reflectors if r.refused is not None), None)
 
     def wake(self, callback: Callable[[], None]) -> None:
         """Call `callback` from the wake thread after changes; a burst of changes makes one call."""

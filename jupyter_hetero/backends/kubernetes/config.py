@@ -79,8 +79,8 @@ class KubernetesConfig(LoggingConfigurable):
     )
     unschedulable_timeout = Float(
         120.0, config=True,
-        help="Seconds a pod may stay unbound (kube-scheduler reporting FailedScheduling) before its attempt fails "
-        "with the scheduler's message.",
+        help="Seconds a pod may stay unbound (kube-scheduler reporting FailedScheduling, or no scheduler acting on "
+        "it at all) before its attempt fails with the scheduler's message or the scheduler's absence.",
     )
     image_pull_timeout = Float(
         60.0, config=True,

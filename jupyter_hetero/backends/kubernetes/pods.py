@@ -84,7 +84,15 @@ def pod_problem(pod: dict, events: Iterable[dict], *, now_wall: float, unschedul
     events = sorted(events, key=lambda event: _event_time(event) or 0.0)
     created = _time(pod.get("metadata", {}).get("creationTimestamp")) or now_wall
     if not (pod.get("spec") or {}).get("nodeName"):
-        condition = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), {})
+        condition = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
+        if condition is None:
+            # No scheduler has looked at it (a schedulerName none serves, a scheduler that is down): it would
+            # wait for ever, holding what the engine placed there. A gated pod waits for its gate instead.
+            if (pod.get("spec") or {}).get("schedulingGates") or now_wall - created < unschedulable_s:
+                return None
+            scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            return (f"no scheduler acted on the pod in {now_wall - created:.0f} s (its schedulerName is {scheduler}): "
+                    f"it was never bound to node {_wanted_node(pod) or '?'}")
         if condition.get("status") != "False" or condition.get("reason") == "SchedulingGated":
             return None  # not refused: waiting for a gate to be lifted (Kueue admitting it, say)
         since = _time(condition.get("lastTransitionTime")) or created

@@ -26,6 +26,8 @@ from typing import Any
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from .errors import ApiForbidden, missing_permission
+
 __all__ = ["Backoff", "Reflector", "key_of"]
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,10 @@ class Reflector:
         self._listed_at = 0.0
         self.version = 0
         self.resource_version = ""
+        # Why the API refuses this cache its list or watch (an RBAC 403), until a list succeeds: start-up
+        # reports it instead of waiting out its timeout for an answer that came long ago.
+        self.refused: ApiForbidden | None = None
+        self._verb = "list"
         self.stats = {"lists": 0, "watches": 0, "relists_410": 0, "resyncs": 0, "reconnects": 0, "events": 0,
                       "bookmarks": 0, "ignored": 0, "errors": 0, "callback_errors": 0}
 
@@ -170,12 +176,20 @@ class Reflector:
                     break
                 self.stats["errors"] += 1
                 self.stats["reconnects"] += 1
-                log.warning("reflector kind=%s list/watch failed, retrying: %s", self.kind, _brief(error))
+                refused = missing_permission(error, verb=self._verb, resource=f"{self.kind.lower()}s",
+                                             namespace=None) if isinstance(error, ApiException) else None
+                if refused is not None:
+                    # Kept trying: a permission granted later takes effect without a restart.
+                    self.refused = refused
+                    log.error("reflector kind=%s: %s", self.kind, refused)
+                else:
+                    log.warning("reflector kind=%s list/watch failed, retrying: %s", self.kind, _brief(error))
                 self.backoff.pause(self._stop)
             finally:
                 self._response = None
 
     def _relist(self) -> None:
+        self._verb = "list"
         fresh: dict[str, dict] = {}
         for obj in self._list_pages():
             kept = self._admit(obj)
@@ -198,6 +212,7 @@ class Reflector:
             if changes:
                 self.version += 1
         self.stats["lists"] += 1
+        self.refused = None
         self._listed_at = self.backoff.clock()
         self._synced.set()
         self._emit(changes)
@@ -231,6 +246,7 @@ class Reflector:
         # The server ends the watch at `timeout_seconds`: capping it by the resync keeps resyncs on time.
         seconds = max(1, int(min(self.timeout_s, remaining)))
         started = self.backoff.clock()
+        self._verb = "watch"
         try:
             self._response = self._call(watch=True, resource_version=self.resource_version, timeout_seconds=seconds,
                                         allow_watch_bookmarks=True, _request_timeout=(10, seconds + 30))

@@ -72,6 +72,19 @@ def test_an_unbound_pod_is_a_problem_only_after_the_patience_and_says_what_kube_
     assert "condition message" in pod_problem(pending, [], now_wall=NOW, unschedulable_s=0, image_pull_s=0)
 
 
+def test_a_pod_no_scheduler_acts_on_is_a_problem_after_the_same_patience_from_its_creation():
+    # No PodScheduled condition at all: the schedulerName it asks for runs nowhere, so nothing will ever say no.
+    unserved = _pod(node=None, created=300)
+    unserved["spec"]["schedulerName"] = "no-such-scheduler"
+    assert pod_problem(unserved, [], now_wall=NOW, unschedulable_s=400, image_pull_s=60) is None
+    assert pod_problem(unserved, [], now_wall=NOW, unschedulable_s=200, image_pull_s=60) == (
+        "no scheduler acted on the pod in 300 s (its schedulerName is no-such-scheduler): "
+        "it was never bound to node gpu-1")
+    gated = _pod(node=None, created=300)
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]  # before a scheduler marks it gated
+    assert pod_problem(gated, [], now_wall=NOW, unschedulable_s=200, image_pull_s=60) is None
+
+
 def test_a_pod_held_at_a_scheduling_gate_is_waiting_not_refused():
     gated = _pod(node=None, conditions=[{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
                                          "lastTransitionTime": _at(600), "message": "Scheduling is blocked"}])
