@@ -81,6 +81,7 @@ class FakeApiServer:
         # The schedulerNames the double's kube-scheduler serves, as a real one serves only its own: a pod naming
         # another (or every pod, once cleared: a scheduler that is down) is left as created, with no PodScheduled.
         self.schedulers: set[str] = {"default-scheduler"}
+        self._omissions: list[list] = []  # [verb, resource, dotted field, times left], see answer_without()
         # "pod/container/VAR" of each workload credential a pod was sent with in its plain env (readable by anyone
         # who may read pods): stop() fails the test that made one.
         self.plain_credentials: list[str] = []
@@ -239,6 +240,25 @@ class FakeApiServer:
                 details = {"name": name, "kind": resource} if name else {"kind": resource}
                 return ApiError(403, "Forbidden", f"{subject} is forbidden: {said}", details)
         return None
+
+    def answer_without(self, verb: str, resource: str, field: str, *, times: int = 1) -> None:
+        """The next ``times`` answers to ``verb`` on ``resource`` lack ``field`` ("spec.containers"), as a server
+        of another version may send an object the client's models hold required: the call itself is done."""
+        self._omissions.append([verb, resource, field, times])
+
+    def answered(self, verb: str, resource: str, obj: dict) -> dict:
+        """``obj`` as the wire sends it back (the wire calls it for each object it answers with)."""
+        with self._connections_lock:
+            for omission in self._omissions:
+                if omission[0] == verb and omission[1] == resource and omission[3] > 0:
+                    omission[3] -= 1
+                    obj = copy.deepcopy(obj)
+                    *parents, last = omission[2].split(".")
+                    held = obj
+                    for part in parents:
+                        held = held.get(part) or {}
+                    held.pop(last, None)
+        return obj
 
     def compact(self) -> None:
         """Forget the history: watches and exact lists from an older version answer 410 Expired."""

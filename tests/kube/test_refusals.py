@@ -93,3 +93,25 @@ async def test_a_pod_no_scheduler_acts_on_ends_its_attempt_with_the_reason(impat
     assert ended["attempts"][0]["reason"].startswith(
         "no scheduler acted on the pod in 2 s (its schedulerName is default-scheduler): it was never bound to node "), ended
     assert not any(pod["status"].get("conditions") for pod in cluster.pods()), "the double's scheduler acted"
+
+
+def test_a_create_answered_with_an_object_the_models_reject_is_named_and_its_pod_not_left(
+        kube_api, tmp_path):  # noqa: F811 - the imported fixture
+    from jupyter_hetero.backends.base import Launch, Placed
+    from jupyter_hetero.backends.kubernetes.errors import MalformedResponse
+
+    kube_api.answer_without("create", "pods", "spec.containers")  # V1PodSpec holds containers required
+    backend = _backend(kube_api, tmp_path)
+    backend.start(timeout=15)
+    launch = Launch(workload_id=7, attempt=1, replica=0, node="node-a", argv=["command", "--", "true"], env={},
+                    cwd=tmp_path, log_path=tmp_path / "log.txt", exit_path=tmp_path / "exit-0.json",
+                    placed=Placed(kind="job", tenant="t", user="ann", queue="batch", template="cpu", flavor="cpu",
+                                  replicas=1, image="registry.example/cpu:1", cpu_milli=100, memory_mib=128))
+    try:
+        with pytest.raises(MalformedResponse) as malformed:
+            backend.launch(launch)
+        assert str(malformed.value).startswith(f"the Kubernetes API answered the creation of pod {NAMESPACE}/")
+        assert "V1PodSpec containers" in str(malformed.value) and "\n" not in str(malformed.value), malformed.value
+    finally:
+        backend.close()
+    assert not [pod for pod in kube_api.list("Pod", NAMESPACE) if not pod["metadata"].get("deletionTimestamp")]

@@ -177,7 +177,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         elif verb == "create":
             if not isinstance(body, dict):
                 raise ApiError.bad_request("the request body must be an object")
-            self._send_json(201, api.create(kind, namespace, body))
+            self._send_json(201, api.answered(verb, kind.lower() + "s", api.create(kind, namespace, body)))
         elif verb == "update":
             if not isinstance(body, dict):
                 raise ApiError.bad_request("the request body must be an object")

@@ -28,7 +28,7 @@ from kubernetes.client.rest import ApiException
 from ...capability import NodeCapability
 from ..base import Exit, Launch, LaunchUnavailable, NodesSeen, Placed, ProcessHandle
 from .config import KubernetesConfig
-from .errors import QUOTA_MESSAGE, exceeded_quota, missing_permission
+from .errors import QUOTA_MESSAGE, MalformedResponse, exceeded_quota, missing_permission
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
 from .identity import SERVICE_LABEL, endpoint_service_name
@@ -191,8 +191,8 @@ class KubernetesBackend:
         self._unseen[key] = self.clock()
         try:
             self._create_credential(pod, launch.env)
-            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod), namespace)
-        except LaunchUnavailable:
+            uid = self._create(self.core.create_namespaced_pod, namespace, pod)
+        except (LaunchUnavailable, MalformedResponse):
             # A create that timed out may yet make the pod: deleted now, and again should it show up later.
             self._unanswered[key] = self.clock()
             self.delete_pod(key, grace_s=0)
@@ -201,8 +201,8 @@ class KubernetesBackend:
             self._delete_credential(key)
             raise
         if service is not None:  # replica 0's: Kubernetes deletes it with that pod, should we not
-            self._create(partial(self.core.create_namespaced_service, namespace,
-                                 owned_by_pod(service, pod, uid) if uid else service), namespace)
+            self._create(self.core.create_namespaced_service, namespace,
+                         owned_by_pod(service, pod, uid) if uid else service)
             self._services[key] = service.metadata.name
         self.follow_log(key, launch.log_path)
         return ProcessHandle(launch.replica, launch.node, 0, 0.0, str(launch.exit_path), launch.devices, False,
@@ -237,8 +237,8 @@ class KubernetesBackend:
                                   for item in json.loads(response.data).get("items", [])}
         for namespace, name in sorted(wanted.keys() - self._exposed):
             tenant, service = wanted[(namespace, name)]
-            self._create(partial(self.core.create_namespaced_service, namespace,
-                                 self.factory.endpoint_service(service, tenant=tenant)), namespace)
+            self._create(self.core.create_namespaced_service, namespace,
+                         self.factory.endpoint_service(service, tenant=tenant))
             self._exposed.add((namespace, name))
         for namespace, name in sorted(self._exposed - wanted.keys()):
             self._delete(partial(self.core.delete_namespaced_service, name, namespace), f"service {namespace}/{name}")
@@ -250,8 +250,7 @@ class KubernetesBackend:
         secret = make_credential_secret(pod=pod, env=env)
         if secret is not None:
             self._credentials.add(f"{pod.metadata.namespace}/{pod.metadata.name}")
-            self._create(partial(self.core.create_namespaced_secret, pod.metadata.namespace, secret),
-                         pod.metadata.namespace)
+            self._create(self.core.create_namespaced_secret, pod.metadata.namespace, secret)
 
     def _delete_credential(self, key: str) -> None:
         """The credential Secret of the pod ``key``, if it has one: of a pod this server launched, or one that
@@ -264,13 +263,19 @@ class KubernetesBackend:
         secret = credential_secret_name(name)
         self._delete(partial(self.core.delete_namespaced_secret, secret, namespace), f"secret {namespace}/{secret}")
 
-    def _create(self, call: Callable[[], object], namespace: str) -> str | None:
+    def _create(self, create: Callable[..., object], namespace: str, body) -> str | None:
         """Create an object and return its uid; one that exists already (a launch repeated after a crash) is
         taken as is (None). An API server that fails (5xx, 429), times out or cannot be reached, or a
         namespace's ResourceQuota that is used up, raises LaunchUnavailable; one that refuses the object (any
-        other 4xx, a missing permission among them), RuntimeError."""
+        other 4xx, a missing permission among them), RuntimeError; an answer the client's models cannot read,
+        MalformedResponse."""
+        what = f"the creation of {type(body).__name__.removeprefix('V1').lower()} {namespace}/{body.metadata.name}"
         try:
-            created = call(_request_timeout=(5, self.config.api_timeout))
+            created = create(namespace, body, _request_timeout=(5, self.config.api_timeout))
+        except ValueError as exc:
+            # The models' setters refuse a field they hold required: an API server of another version than
+            # the client's, a proxy's rewrite. Named here, it is no bare "must not be None" from deep inside.
+            raise MalformedResponse(what, exc) from None
         except ApiException as exc:
             if exc.status >= 500 or exc.status == 429:
                 raise LaunchUnavailable(f"the Kubernetes API failed: {_api_words(exc)} ({exc.status})") from None
@@ -365,7 +370,8 @@ class KubernetesBackend:
 
     def _delete(self, call: Callable[[], object], what: str) -> None:
         try:
-            call(_request_timeout=(5, self.config.api_timeout))
+            # Not read into a model: the answer (the object, or a Status) says nothing a delete needs.
+            _drain(call(_request_timeout=(5, self.config.api_timeout), _preload_content=False))
         except ApiException as exc:
             if exc.status != 404:
                 # The Status of an RBAC 403 names the verb, resource and namespace it checked.
@@ -424,15 +430,15 @@ class KubernetesBackend:
         self._unseen[key] = self.clock()
         try:
             self._create_credential(pod, env)
-            uid = self._create(partial(self.core.create_namespaced_pod, namespace, pod), namespace)
+            uid = self._create(self.core.create_namespaced_pod, namespace, pod)
         except BaseException:
             self._delete_credential(key)
             raise
         self._kernel_secrets[key] = secret.metadata.name
         self._kernels[workload_id] = key
         try:
-            self._create(partial(self.core.create_namespaced_secret, namespace,
-                                 owned_by_pod(secret, pod, uid) if uid else secret), namespace)
+            self._create(self.core.create_namespaced_secret, namespace,
+                         owned_by_pod(secret, pod, uid) if uid else secret)
         except BaseException:
             self.delete_kernel(key)
             raise
@@ -448,7 +454,7 @@ class KubernetesBackend:
 
     def _delete_secret(self, namespace: str, name: str) -> None:
         try:
-            self.core.delete_namespaced_secret(name, namespace)
+            _drain(self.core.delete_namespaced_secret(name, namespace, _preload_content=False))
         except ApiException as exc:
             if exc.status != 404:
                 log.warning("jupyter-hetero: could not delete secret %s/%s: %s", namespace, name, _api_words(exc))
@@ -536,6 +542,14 @@ def _exit_record(path: str) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _drain(response) -> None:
+    """Read an answer we do not use and give its connection back to the pool."""
+    try:
+        response.data  # noqa: B018 - reading it is the point
+    finally:
+        response.release_conn()
 
 
 def _api_words(exc: ApiException) -> str:

@@ -52,7 +52,8 @@ class MalformedResponse(ValueError):
 
     def __init__(self, what: str, error: Exception) -> None:
         self.what = what
-        super().__init__(MALFORMED_MESSAGE.format(what=what, error=error))
+        # One line, though the models' own errors (pydantic's, in the client's newer generation) span several.
+        super().__init__(MALFORMED_MESSAGE.format(what=what, error=" ".join(str(error).split())))
 
 
 def api_status(exc: ApiException) -> dict:
