@@ -127,10 +127,12 @@ class StartKernel(BaseModel):
     template: str = Field(default="interactive", min_length=1)
     parameters: dict[str, Any] = Field(default_factory=dict)
     queue: str | None = None
-    # A few seconds by default: the request holds its connection while it waits, and a full inventory would hold
-    # it for as long as the caller allowed; a caller that means to wait says so.
-    wait_timeout: float = Field(default=5, gt=0, le=3600, description="Seconds the start may wait for a placement; "
-                                "after them it answers 409 with the blockers and the ETA.")
+    wait_timeout: float = Field(default=60, gt=0, le=3600, description="Seconds the kernel may wait for a placement; "
+                                "after them its workload is cancelled with the blockers and the ETA.")
+    # The request holds its connection only when asked: on a full inventory it would be held for wait_timeout.
+    wait: bool = Field(default=False, description="Hold the request until the kernel runs or wait_timeout passes (then "
+                       "409 with the blockers and the ETA). Without it, a kernel not placed within a few seconds is "
+                       "answered 202 with its waiting workload, and starts once placed.")
     kernel_name: str | None = Field(default=None, description="A hetero kernelspec; the generic one by default.")
     path: str | None = Field(default=None, description="Working directory of the kernel, under the server root.")
 

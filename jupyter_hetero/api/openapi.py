@@ -80,7 +80,8 @@ def _models(annotation) -> list[type[BaseModel]]:
 
 def _schemas() -> tuple[dict[str, Any], dict[type[BaseModel], dict[str, Any]]]:
     """Every component schema, and each query model's own schema (its parameters; not a component)."""
-    answers = {model for route in ROUTES for model in _models(route.answer)} | {Error}
+    answers = ({model for route in ROUTES for model in _models(route.answer)} | {Error}
+               | {route.accepted[0] for route in ROUTES if route.accepted is not None})
     bodies = {route.body for route in ROUTES if route.body}
     queries = {route.query for route in ROUTES if route.query}
     # Requests as clients send them, answers as the server writes them; sorted so the output is stable.
@@ -124,6 +125,10 @@ def _operation(route: Route, query_schemas: dict) -> dict[str, Any]:
     elif route.answer is not None:
         answer["content"] = {"application/json": {"schema": _answer_schema(route.answer)}}
     responses: dict[str, Any] = {str(route.status): answer}
+    if route.accepted is not None:
+        model, description = route.accepted
+        responses["202"] = {"description": description,
+                            "content": {"application/json": {"schema": _answer_schema(model)}}}
     for status in sorted((*route.errors, *((409,) if route.conflict else ()))):
         if status == 409:
             responses["409"] = {"description": route.conflict, "content": {"application/json": {

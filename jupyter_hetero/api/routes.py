@@ -67,6 +67,7 @@ class Route:
     media_type: str = "application/json"
     errors: tuple[int, ...] = ()
     conflict: str = ""  # when set, a 409 and what it means here
+    accepted: tuple[type[BaseModel], str] | None = None  # a 202's answer and what it means, where one is given
 
 
 _WORKLOAD = {"workload_id": "integer"}
@@ -196,6 +197,9 @@ ROUTES: tuple[Route, ...] = (
           "Start a kernel from a template and advanced parameters; it is placed by the scheduler first",
           w.StartedKernel, status=201, body=StartKernel, answer_description="The kernel runs; attach a session to kernel_id",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
+          accepted=(w.WaitingKernel, "No placement yet after a few seconds, and the caller did not ask to wait: the "
+                                     "kernel's workload waits in its queue (its blockers and ETA here) and the kernel "
+                                     "starts once placed, within wait_timeout; follow it with getWorkload"),
           conflict="No placement within wait_timeout (the message names the blockers and the ETA), or at once when no "
                    "node of the inventory could ever hold the request (the message gives the reason); always from the "
                    "hub's service, which runs no kernels (reason kernels-run-in-user-servers)"),

@@ -28,6 +28,7 @@ __all__ = [
     "Preview",
     "Started",
     "StartedKernel",
+    "WaitingKernel",
     "Workload",
 ]
 
@@ -226,6 +227,15 @@ class StartedKernel(Answer):
     kernel_id: str
     workload_id: int | None
     placement: Placement | None
+
+
+class WaitingKernel(Answer):
+    """``POST /kernels`` answered before the kernel runs: its workload, waiting in its queue; the kernel starts
+    under ``kernel_id`` once placed (within ``wait_timeout``), or the workload ends cancelled with the reason."""
+
+    kernel_id: str
+    workload_id: int
+    workload: Workload
 
 
 class KernelPod(Answer):

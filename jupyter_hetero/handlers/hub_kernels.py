@@ -36,6 +36,7 @@ class HubKernelsHandler(HubKernelHandler):
     @authorized
     async def post(self) -> None:
         """Start a kernel here, placed by the service as this server's user (who the service checks)."""
+        # The user's own server, which no one else calls: it holds the request while the service places the kernel.
         kernel_id = await start_kernel(self, self.body(StartKernel))
         if kernel_id is None:
             return

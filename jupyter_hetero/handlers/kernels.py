@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from functools import partial
 from typing import Any
@@ -21,6 +22,8 @@ from .workloads import _id
 
 # The kernelspec whose provisioner takes the template and parameters at launch.
 GENERIC_KERNELSPEC = "hetero-python3"
+# Seconds POST /kernels holds its connection for a placement unless the caller asks to wait (then 202).
+ANSWER_WITHIN_S = 5.0
 
 
 class KernelsHandler(HeteroHandler):
@@ -42,13 +45,31 @@ class KernelsHandler(HeteroHandler):
             raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"), template=template.name),
                            field="template")
         platform.workloads.check_access(identity, template.name, body.queue or template.queue)
-        kernel_id = await start_kernel(self, body, user=None if identity.user == platform.owner else identity.user,
-                                       groups=sorted(identity.groups))
-        if kernel_id is None:
+        kernel_id = str(uuid.uuid4())
+        starting = asyncio.ensure_future(start_kernel(
+            self, body, kernel_id=kernel_id, user=None if identity.user == platform.owner else identity.user,
+            groups=sorted(identity.groups)))
+        if not body.wait and body.wait_timeout > ANSWER_WITHIN_S:
+            await asyncio.wait({starting}, timeout=ANSWER_WITHIN_S)
+            workload = platform.kernels.workload_of(kernel_id, waiting=True)
+            if not starting.done() and workload is not None:
+                # The kernel goes on waiting for its placement in the server; the caller follows its workload.
+                starting.add_done_callback(partial(_started_late, self.log, kernel_id))
+                self.reply({"kernel_id": kernel_id, "workload_id": workload.id,
+                            "workload": platform.workloads.describe(identity, workload.id)}, status=202)
+                return
+        if await starting is None:
             return
         workload = platform.kernels.workload_of(kernel_id)
         self.reply({"kernel_id": kernel_id, "workload_id": workload.id if workload else None,
                     "placement": workload.placement if workload else None}, status=201)
+
+
+def _started_late(log, kernel_id: str, starting: asyncio.Future) -> None:
+    """How a kernel answered 202 ended its wait: started, or its workload ended with the reason (said there)."""
+    failure = starting.exception()
+    if failure is not None:
+        log.info("hetero kernel %s did not start after its 202: %s", kernel_id, failure)
 
 
 class KernelUsageHandler(HeteroHandler):
@@ -112,9 +133,9 @@ class KernelStartedHandler(HeteroHandler):
         self.reply(await self.platform.user_kernels.launch(self.identity, _id(workload_id), body))
 
 
-async def start_kernel(handler: ApiHandler, body: StartKernel, **who: Any) -> str | None:
+async def start_kernel(handler: ApiHandler, body: StartKernel, kernel_id: str | None = None, **who: Any) -> str | None:
     """Start a hetero kernel from ``body`` (its provisioner waits for the placement): its id; None when the
-    start failed and the failure was answered."""
+    start failed and the failure was answered (unless the request was answered already: then it is logged)."""
     kernel_name = body.kernel_name or GENERIC_KERNELSPEC
     try:
         # Before anything is placed: a kernelspec that is not here is the request's mistake, not a failed start.
@@ -122,7 +143,7 @@ async def start_kernel(handler: ApiHandler, body: StartKernel, **who: Any) -> st
     except NoSuchKernel:
         raise InvalidRequest(Message(N_("no kernel named {kernel!r} is installed on this server (`jupyter kernelspec "
                                         "list` shows those that are)"), kernel=kernel_name), field="kernel_name") from None
-    kernel_id = str(uuid.uuid4())
+    kernel_id = kernel_id or str(uuid.uuid4())
     try:
         await handler.kernel_manager.start_kernel(
             kernel_id=kernel_id, kernel_name=kernel_name, path=body.path,
@@ -136,7 +157,8 @@ async def start_kernel(handler: ApiHandler, body: StartKernel, **who: Any) -> st
     except Exception as exc:  # noqa: BLE001 - answered as the server's failure, with its reason
         # Any other failure too; the provisioner has already ended the workload with the reason.
         handler.log.warning("hetero kernel %s could not start: %s", kernel_id, exc)
-        handler.reply({"message": f"the kernel could not start: {exc}", "reason": "start-failed"}, status=500)
+        if not handler._finished:
+            handler.reply({"message": f"the kernel could not start: {exc}", "reason": "start-failed"}, status=500)
         return None
     return kernel_id
 

@@ -354,8 +354,10 @@ class KernelService:
         self._stop_asked.pop(workload_id, None)
         self.scheduler.times.forget(workload_id)
 
-    def workload_of(self, kernel_id: str) -> WorkloadRow | None:
-        return next((r for r in self.repository.workloads(kind="kernel", states=ACTIVE_STATES)
+    def workload_of(self, kernel_id: str, *, waiting: bool = False) -> WorkloadRow | None:
+        """The workload of this server's kernel ``kernel_id`` once placed (or while it waits, with ``waiting``)."""
+        states = (*PENDING_STATES, *ACTIVE_STATES) if waiting else ACTIVE_STATES
+        return next((r for r in self.repository.workloads(kind="kernel", states=states)
                      if self.kernel_id(r) == kernel_id and not in_user_server(r)), None)
 
     # -- culling and preemption --------------------------------------------------------------

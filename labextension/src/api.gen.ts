@@ -2139,10 +2139,15 @@ export interface components {
             /** @default null */
             queue?: string | null;
             /**
-             * @description Seconds the start may wait for a placement; after them it answers 409 with the blockers and the ETA.
-             * @default 5
+             * @description Seconds the kernel may wait for a placement; after them its workload is cancelled with the blockers and the ETA.
+             * @default 60
              */
             wait_timeout?: number;
+            /**
+             * @description Hold the request until the kernel runs or wait_timeout passes (then 409 with the blockers and the ETA). Without it, a kernel not placed within a few seconds is answered 202 with its waiting workload, and starts once placed.
+             * @default false
+             */
+            wait?: boolean;
             /**
              * @description A hetero kernelspec; the generic one by default.
              * @default null
@@ -2376,6 +2381,16 @@ export interface components {
             id: number;
             reason: string;
             grace_deadline: number | null;
+        };
+        /**
+         * WaitingKernel
+         * @description ``POST /kernels`` answered before the kernel runs: its workload, waiting in its queue; the kernel starts
+         *     under ``kernel_id`` once placed (within ``wait_timeout``), or the workload ends cancelled with the reason.
+         */
+        WaitingKernel: {
+            kernel_id: string;
+            workload_id: number;
+            workload: components["schemas"]["Workload"];
         };
         /**
          * Workload
@@ -3382,6 +3397,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StartedKernel"];
+                };
+            };
+            /** @description No placement yet after a few seconds, and the caller did not ask to wait: the kernel's workload waits in its queue (its blockers and ETA here) and the kernel starts once placed, within wait_timeout; follow it with getWorkload */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitingKernel"];
                 };
             };
             400: components["responses"]["BadRequest"];

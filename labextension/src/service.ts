@@ -156,7 +156,9 @@ export class HeteroService implements IHeteroService {
   }
 
   startKernel(template: string, parameters: ParameterValues): Promise<IStartedKernel> {
-    return this._send('kernels', 'POST', { template, parameters });
+    // The panel shows the start as it happens and opens the kernel once it runs: it asks the server to hold the
+    // request until then (API callers that do not get a 202 with the waiting workload after a few seconds).
+    return this._send('kernels', 'POST', { template, parameters, wait: true });
   }
 
   getKernelUsage(kernelId: string): Promise<IKernelUsage> {

@@ -67,7 +67,7 @@ describe('HeteroService', () => {
     expect(seen.map(s => [s.method, s.url, s.body])).toEqual([
       ['POST', 'workloads', { kind: 'job', template: 'training', parameters: { devices: 2 }, script: { path: 'train.py' } }],
       ['POST', 'previews', { template: 'training', parameters: {}, kind: 'job', lang: 'zh' }],
-      ['POST', 'kernels', { template: 'interactive', parameters: { devices: 1, flavor: 'a100-80g' } }]
+      ['POST', 'kernels', { template: 'interactive', parameters: { devices: 1, flavor: 'a100-80g' }, wait: true }]
     ]);
   });
 });
