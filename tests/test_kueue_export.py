@@ -57,7 +57,7 @@ def _reclaim_and_borrow(p):
 
 
 def _no_borrowing_without_cohort(spec):
-    return "cohort" in spec or "resourceGroups" not in spec or all(
+    return "cohortName" in spec or "resourceGroups" not in spec or all(
         "borrowingLimit" not in r for g in spec["resourceGroups"] for f in g["flavors"] for r in f["resources"])
 
 
@@ -83,7 +83,7 @@ CEL = {
         _reclaim_and_borrow,
     "self.flavors.all(x, size(x.resources) == size(self.coveredResources))":
         lambda s: all(len(f["resources"]) == len(s["coveredResources"]) for f in s["flavors"]),
-    "!has(self.cohort) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, "
+    "!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, "
     "!has(r.borrowingLimit)))) : true":
         _no_borrowing_without_cohort,
 }
@@ -188,7 +188,7 @@ def kueue_webhook_errors(obj: dict) -> list[str]:
                 amounts = {key: quantities.parse_quantity(row[key])
                            for key in ("nominalQuota", "borrowingLimit", "lendingLimit") if key in row}
                 errors += [f"{where}: {key} is negative" for key, amount in amounts.items() if amount < 0]
-                if "cohort" not in spec:
+                if "cohortName" not in spec:
                     errors += [f"{where}: {key} needs a cohort" for key in ("borrowingLimit", "lendingLimit") if key in row]
                 if amounts.get("lendingLimit", 0) > amounts["nominalQuota"]:
                     errors.append(f"{where}: lendingLimit is above nominalQuota")
@@ -266,7 +266,7 @@ BREAKAGES = [
     pytest.param("ClusterQueue", lambda o: o["spec"]["preemption"].update(reclaimWithinCohort="Never",
                                                                          borrowWithinCohort={"policy": "LowerPriority"}),
                  "reclaimWithinCohort=Never", id="borrowing preemption without reclaim (CEL)"),
-    pytest.param("ClusterQueue", lambda o: (o["spec"].pop("cohort"),
+    pytest.param("ClusterQueue", lambda o: (o["spec"].pop("cohortName"),
                                             _cq_flavor(o)["resources"][0].update(borrowingLimit="1")),
                  "borrowingLimit must be nil", id="a borrowing limit without a cohort (CEL)"),
     pytest.param("ClusterQueue", lambda o: _cq_flavor(o)["resources"][0].update(lendingLimit="100000"),
@@ -325,7 +325,7 @@ def test_each_tenants_quotas_are_the_catalogs(which, request):
     assert {name for _, name in queues} == {f"hetero-{t.name}" for t in catalog.tenants}
     for tenant in catalog.tenants:
         spec = queues[(None, f"hetero-{tenant.name}")]["spec"]
-        assert spec["cohort"] == cohort_name(tenant.cohort)
+        assert spec["cohortName"] == cohort_name(tenant.cohort)
         assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": f"hetero-{tenant.name}"}}
         (group,) = spec["resourceGroups"]
         exported = {f["name"]: {r["name"]: r for r in f["resources"]} for f in group["flavors"]}
@@ -384,7 +384,7 @@ def test_every_flavor_a_template_can_use_is_a_resource_flavor(which, request):
                 for f in g["flavors"]}
     assert referred <= {name for _, name in flavors}
     cohorts = {name for _, name in _of(objects, "Cohort")}
-    assert {q["spec"]["cohort"] for q in _of(objects, "ClusterQueue").values()} == cohorts
+    assert {q["spec"]["cohortName"] for q in _of(objects, "ClusterQueue").values()} == cohorts
 
 
 @pytest.mark.parametrize("which", ["shipped", "teams"])

@@ -33,7 +33,7 @@ def add_export_parser(commands) -> None:
     export = commands.add_parser("export", help="write the catalog as another scheduler's objects")
     targets = export.add_subparsers(dest="export_target", required=True)
     kueue = targets.add_parser("kueue", help="ResourceFlavors, Cohorts, ClusterQueues, LocalQueues and "
-                                             "WorkloadPriorityClasses for Kueue (kueue.x-k8s.io/v1beta1)")
+                                             "WorkloadPriorityClasses for Kueue (kueue.x-k8s.io/v1beta2)")
     kueue.add_argument("--catalog", help="catalog YAML (default: the shipped one)")
     kueue.add_argument("--namespace", default=DEFAULT_NAMESPACE,
                        help=f"namespace of each tenant's LocalQueues, '{{tenant}}' replaced by its name, as "

@@ -52,9 +52,9 @@ __all__ = [
     "priority_class_name",
 ]
 
-# All five kinds are served and stored in v1beta1 by Kueue v0.13 to v0.15 (Cohort was v1alpha1 before);
-# v0.16 and later still serve it, deprecated in favour of v1beta2.
-API_VERSION = "kueue.x-k8s.io/v1beta1"
+# What Kueue v0.16 and later store (v0.17.0 is tested against a running controller): v1beta1 is still served
+# there, but only through Kueue's conversion webhook, and it is deprecated.
+API_VERSION = "kueue.x-k8s.io/v1beta2"
 DEFAULT_NAMESPACE = "hetero-{tenant}"  # as c.KubernetesConfig.namespace with one namespace per tenant
 DEFAULT_PREFIX = "hetero-"  # of cluster-scoped names, so the export cannot overwrite a site's own objects
 UNEXPRESSED_ANNOTATION = "hetero.jupyter.org/unexpressed"
@@ -188,7 +188,7 @@ def _cluster_queue(catalog: Catalog, tenant: Tenant, namespace: str, prefix: str
     devices = sorted({r for flavor in flavors if (r := device_resource(flavor)) is not None})
     covered = [_CPU, _MEMORY, *devices]
     spec: dict = {
-        "cohort": cohort_name(tenant.cohort, prefix),
+        "cohortName": cohort_name(tenant.cohort, prefix),
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
         # The engine serves queues by priority and lets smaller work start past a blocked head.
         "queueingStrategy": "BestEffortFIFO",
