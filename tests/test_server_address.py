@@ -14,15 +14,7 @@ import urllib.request
 import pytest
 
 from .conftest import DEMO_NODES
-from .harness import TOKEN, ServerLayout, _signal_group, free_port, kill_runners_under
-
-
-def _wait(predicate, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while not (found := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    return found
+from .harness import TOKEN, ServerLayout, _signal_group, free_port, kill_runners_under, until
 
 
 def _get(url: str, token: str = TOKEN):
@@ -55,8 +47,9 @@ def moved_server(tmp_path_factory):
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         runtime = layout.jupyter_runtime / f"jpserver-{server.pid}.json"
-        info = _wait(lambda: runtime.exists() and json.loads(runtime.read_text() or "null"), "the runtime file")
-        _wait(lambda: _get(f"{info['url']}hetero/api/v1/version"), f"{info['url']} to answer")
+        info = until(lambda: runtime.exists() and json.loads(runtime.read_text() or "null"), "the runtime file",
+                     timeout=90)
+        until(lambda: _get(f"{info['url']}hetero/api/v1/version"), f"{info['url']} to answer", timeout=90)
         yield layout, asked, info
     finally:
         _signal_group(server.pid, 15)
@@ -73,7 +66,7 @@ def newer_plain_server(moved_server):
     process = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
                                cwd=layout.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
-    _wait(lambda: _answers(url), "the plain server")
+    until(lambda: _answers(url), "the plain server", timeout=90)
     path = layout.jupyter_runtime / f"jpserver-{process.pid}.json"
     path.write_text(json.dumps({"pid": process.pid, "url": url, "token": "not-hetero", "port": port}))
     os.utime(path, (time.time() + 60, time.time() + 60))
@@ -105,7 +98,7 @@ def test_jobs_get_the_bound_address_and_the_cli_finds_the_hetero_server_by_itsel
     assert submitted.returncode == 0, submitted.stderr
     workload_id = submitted.stdout.split()[-1]
     api = f"{info['url']}hetero/api/v1/workloads/{workload_id}"
-    done = _wait(lambda: (w := _get(api)) and w["state"] in ("succeeded", "failed") and w, "the job to end")
+    done = until(lambda: (w := _get(api)) and w["state"] in ("succeeded", "failed") and w, "the job to end", timeout=90)
     logs = _cli(layout, "logs", workload_id)
     assert done["state"] == "succeeded", logs.stdout + logs.stderr
     assert f"URL http://127.0.0.1:{info['port']}/" in logs.stdout
