@@ -57,7 +57,8 @@ def trim_foreign_pod(pod: dict) -> dict:
         kept_spec["initContainers"] = resources(spec["initContainers"])
     if spec.get("overhead"):
         kept_spec["overhead"] = spec["overhead"]
-    return {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta},
+    return {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+                         if k in meta},
             "spec": kept_spec, "status": {"phase": (pod.get("status") or {}).get("phase")}}
 
 
@@ -184,6 +185,10 @@ class ClusterReflector:
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return False
         meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            # A pod being deleted holds its node's devices until it is gone, and kube-scheduler counts it so; the
+            # engine released it when it asked for the delete, so it counts here, ours or not.
+            return True
         ours = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "jupyter-hetero"
         return not (ours and (self.namespace is None or meta.get("namespace") == self.namespace))
 
