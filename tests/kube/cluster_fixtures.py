@@ -19,6 +19,9 @@ def test_as_the_server(hetero_namespace):
   ``jupyter-hetero`` with a token of the TokenRequest API, so calls get exactly what rbac.yaml grants.
 - ``kwok`` (session): kwok heartbeating the nodes annotated ``kwok.x-k8s.io/node=fake``; pods bound there
   go Running (no container runs: no exit code, no log).
+- ``local_kubelet`` (session): a :class:`tests.kube.real_kubelet.RealKubelet` registered as the node
+  ``local-kubelet-1`` (8 CPUs, 16 GiB, no accelerator): pods bound there run as local processes, with exit codes
+  and logs read through the API server.
 - ``kwok_nodes`` (session): the recorded nodes of tests/data/kubernetes/nodes (every vendor's label scheme) but
   the NotReady one, created under kwok and Ready: ``{name: the recorded object}``.
 
@@ -42,8 +45,10 @@ import yaml
 
 from tests.kube.control_plane import ControlPlane, ControlPlaneError, Kwok
 from tests.kube.nodes import kwok_node
+from tests.kube.real_kubelet import RealKubelet
 
-__all__ = ["HeteroNamespace", "control_plane", "hetero_namespace", "kube_binaries", "kwok", "kwok_nodes"]
+__all__ = ["HeteroNamespace", "control_plane", "hetero_namespace", "kube_binaries", "kwok", "kwok_nodes",
+           "local_kubelet"]
 
 REPO = Path(__file__).resolve().parents[2]
 RBAC = REPO / "jupyter_hetero" / "backends" / "kubernetes" / "rbac.yaml"
@@ -110,6 +115,16 @@ def kwok(control_plane, kube_binaries):
     started = Kwok(kube_binaries / "kwok", control_plane).start()
     yield started
     started.stop()
+
+
+@pytest.fixture(scope="session")
+def local_kubelet(control_plane):
+    """The node ``local-kubelet-1``, run by :class:`RealKubelet` over ``control_plane``."""
+    kubelet = RealKubelet(control_plane, "local-kubelet-1", control_plane.root / "kubelet-1",
+                          labels={"node.kubernetes.io/instance-type": "local-cpu"})
+    kubelet.start()
+    yield kubelet
+    kubelet.stop()
 
 
 @pytest.fixture(scope="session")

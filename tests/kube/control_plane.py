@@ -8,8 +8,8 @@ with ControlPlane(binaries=Path(...), root=tmp_dir) as plane:     # binaries: sc
 ```
 
 Every certificate is made at the start (:mod:`tests.kube.pki`); every port is a free one of 127.0.0.1;
-each component logs to ``root/<component>.log``, whose tail a failure to start shows. Nothing runs
-kubelets: nodes are kwok's (:class:`Kwok`) or, later, the local kubelet's.
+each component logs to ``root/<component>.log``, whose tail a failure to start shows. Nothing here runs
+kubelets: nodes are kwok's (:class:`Kwok`) or :class:`tests.kube.real_kubelet.RealKubelet`'s.
 """
 
 from __future__ import annotations
@@ -140,6 +140,11 @@ class ControlPlane:
     def write_kubeconfig(self, path: Path, *, user: str, token: str) -> Path:
         """A kubeconfig that reaches this API server as ``user`` with a bearer ``token``."""
         return self._write_kubeconfig(path, user, {"token": token})
+
+    def node_kubeconfig(self, path: Path, node: str) -> Path:
+        """A kubeconfig of the node ``node``'s kubelet (``system:node:<node>`` in ``system:nodes``), whom the Node
+        authorizer and NodeRestriction judge."""
+        return self._write_client_kubeconfig(path, f"system:node:{node}", "system:nodes")
 
     # --- components -------------------------------------------------------------------------------------------
 

@@ -15,7 +15,9 @@ token, in the namespace ``hetero`` (Pod Security ``restricted``, a ResourceQuota
 
 from __future__ import annotations
 
+import json
 import os
+import time
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,15 @@ from jupyter_hetero.cli.k8s import render
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 
 from ..harness import until
-from .cluster_fixtures import control_plane, hetero_namespace, kube_binaries, kwok, kwok_nodes  # noqa: F401
+from .cluster_fixtures import (  # noqa: F401 - fixtures
+    control_plane,
+    hetero_namespace,
+    kube_binaries,
+    kwok,
+    kwok_nodes,
+    local_kubelet,
+)
+from .real_kubelet import RealKubelet
 from .nodes import kwok_node
 
 IMAGE = os.environ.get("HETERO_TEST_IMAGE", "python:3.12-slim")
@@ -40,9 +50,6 @@ NAMESPACE = os.environ.get("HETERO_TEST_NAMESPACE", "default")
 THROUGH_RUNNER = os.environ.get("HETERO_TEST_RUNNER") == "1"
 # Seconds a pod may take from creation to its end: an image pull on a fresh node included.
 POD_TIMEOUT_S = float(os.environ.get("HETERO_TEST_POD_TIMEOUT", "300"))
-# kwok's nodes run no container: a test that reads a container's exit code or log waits for a node that does.
-NEEDS_A_KUBELET = ("needs a node that runs containers (exit code, log): the test control plane has only kwok's "
-                   "nodes until the local kubelet registers as a node (issue 34, a later part)")
 NEEDS_THE_TEST_PLANE = "needs the test control plane's kwok nodes: KUBECONFIG names another cluster"
 
 
@@ -138,12 +145,13 @@ def _schedulable_node(backend: KubernetesBackend) -> str:
     pytest.fail("no node of the cluster is Ready, uncordoned and free of taints our pods do not tolerate")
 
 
-def test_a_job_pod_runs_on_a_real_node_and_ends_with_its_exit_code_and_log(cluster, backend, tmp_path: Path):
-    if cluster.local:
-        pytest.skip(NEEDS_A_KUBELET)
-    if not THROUGH_RUNNER:
+def test_a_job_pod_runs_on_a_real_node_and_ends_with_its_exit_code_and_log(cluster, backend, tmp_path: Path,
+                                                                          request):
+    # On the test control plane the job goes to the local kubelet's node (kwok's run no container) and runs
+    # through the runner, which this machine has.
+    if not THROUGH_RUNNER and not cluster.local:
         backend.factory = _DirectFactory(backend.config, backend.factory.work_dir)
-    node = _schedulable_node(backend)
+    node = request.getfixturevalue("local_kubelet").name if cluster.local else _schedulable_node(backend)
     workload_id = 900_000_000 + secrets.randbelow(99_999_999)  # never the name of a pod left by an earlier run
     placed = Placed(kind="job", tenant="test", user="real-cluster-test", queue="batch", template="real-cluster-test",
                     flavor="cpu-standard", replicas=1, image=IMAGE, cpu_milli=100, memory_mib=128)
@@ -294,3 +302,113 @@ def test_kube_scheduler_binds_a_job_pod_to_the_chosen_kwok_node_and_it_runs(clus
     finally:
         local_backend.kill(handle)
     until(lambda: local_backend.pod(handle.pod) is None, f"pod {handle.pod} to be gone after kill()", timeout=60)
+
+
+def _job(workload_id: int, node: str, code: str, tmp_path: Path, *args: str) -> Launch:
+    placed = Placed(kind="job", tenant="test", user="real-cluster-test", queue="batch", template="real-cluster-test",
+                    flavor="cpu-standard", replicas=1, image=IMAGE, cpu_milli=100, memory_mib=128)
+    return Launch(workload_id=workload_id, attempt=1, replica=0, node=node,
+                  argv=["command", "--", "python", "-c", code, *args], env={}, cwd=tmp_path,
+                  log_path=tmp_path / "job.log", exit_path=tmp_path / "exit.json", placed=placed)
+
+
+# A job that checkpoints on SIGTERM: its step in the checkpoint file, then exit code 3 (neither 0 nor a signal's).
+CHECKPOINTING = """
+import pathlib, signal, sys, time
+def stop(*_):
+    pathlib.Path(sys.argv[1]).write_text("step=7")
+    sys.exit(3)
+signal.signal(signal.SIGTERM, stop)
+print("training", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_cancelled_job_gets_sigterm_through_its_runner_as_pid_1_and_writes_its_checkpoint(
+        local_backend, local_kubelet, tmp_path: Path):
+    checkpoint = tmp_path / "checkpoint"
+    launch = _job(900_000_002, local_kubelet.name, CHECKPOINTING, tmp_path, str(checkpoint))
+    handle = local_backend.launch(launch)
+    try:
+        until(lambda: b"training" in _read(launch.log_path), f"job pod {handle.pod} to run and log", timeout=60)
+        stopped = time.monotonic()
+        local_backend.signal_stop(handle)  # a graceful delete: the pod's 30 s grace period
+        until(lambda: local_backend.pod(handle.pod) is None, f"pod {handle.pod} to end on SIGTERM", timeout=25)
+        # Well within the grace period: the runner (PID 1 of its namespace, signalled alone) passed SIGTERM on,
+        # where the kernel would have dropped it had the runner not handled it, leaving it to SIGKILL at 30 s.
+        assert time.monotonic() - stopped < 20
+    finally:
+        local_backend.kill(handle)
+    assert checkpoint.read_text() == "step=7"
+    record = json.loads(launch.exit_path.read_text())  # what the engine records as the attempt's exit
+    assert record["exit_code"] == 3, record
+
+
+# The deployment tolerates an unreachable node for 2 s (tolerations), not the 300 s DefaultTolerationSeconds gives
+# pods, so that the taint-eviction controller evicts within the test.
+FAST_FAILOVER = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                  "tolerationSeconds": 2}]
+
+
+def test_a_node_that_stops_heartbeating_goes_not_ready_tainted_and_its_pods_are_evicted(
+        cluster, local_backend, control_plane, tmp_path: Path):
+    admin = client.CoreV1Api(control_plane.api_client())
+    settings = cluster.settings()
+    settings.tolerations = FAST_FAILOVER
+    backend = KubernetesBackend(config=settings)
+    kubelet = RealKubelet(control_plane, "local-lost-1", tmp_path / "kubelet",
+                          labels={"node.kubernetes.io/instance-type": "local-cpu-lost"}).start()
+    backend.start(timeout=60)
+    states: dict[str, str] = {}
+
+    def node_state() -> str | None:
+        """The node's admission state as the engine reads it: poll_nodes answers only when something changed."""
+        seen = backend.poll_nodes()
+        if seen is not None:
+            states.clear()
+            states.update(seen.states)
+        return states.get(kubelet.name)
+
+    handle = None
+    try:
+        # Until the node lifecycle controller sees it Ready, the node has the not-ready taint admission gave it.
+        until(lambda: node_state() == "admitted", f"{kubelet.name} to be admitted", timeout=30)
+        handle = backend.launch(_job(900_000_003, kubelet.name, "import time; print('up', flush=True); time.sleep(300)",
+                                     tmp_path))
+        until(lambda: (state := backend.pod_state(handle.pod)) is not None and state.ready,
+              f"pod {handle.pod} to run on {kubelet.name}", timeout=60)
+        kubelet.stop_heartbeating()
+        silent = time.monotonic()
+        # The node lifecycle controller (grace period 20 s): Ready Unknown, then the unreachable taints.
+        until(lambda: node_state() == "lost",
+              f"{kubelet.name} to read as lost to the backend", timeout=45)
+        node = admin.read_node(kubelet.name)
+        ready = next(c for c in node.status.conditions if c.type == "Ready")
+        assert (ready.status, ready.reason) == ("Unknown", "NodeStatusUnknown"), ready
+        until(lambda: {(t.key, t.effect) for t in admin.read_node(kubelet.name).spec.taints or ()} >=
+              {("node.kubernetes.io/unreachable", "NoExecute"), ("node.kubernetes.io/unreachable", "NoSchedule")},
+              f"{kubelet.name} to be tainted unreachable", timeout=30)
+        namespace, name = handle.pod.split("/", 1)
+
+        def evicted() -> bool:
+            pod = admin.read_namespaced_pod(name, namespace)
+            return pod.metadata.deletion_timestamp is not None and any(
+                c.type == "DisruptionTarget" and c.reason == "DeletionByTaintManager"
+                for c in pod.status.conditions or ())
+
+        until(evicted, f"pod {handle.pod} to be evicted by the taint-eviction controller", timeout=30)
+        print(f"silent to evicted: {time.monotonic() - silent:.1f} s")
+        # The kubelet is silent, so the pod stays Terminating (as on a partitioned node); the backend no longer
+        # counts on it: it reads as not ready, on a lost node.
+        assert not backend.pod_state(handle.pod).ready
+    finally:
+        kubelet.stop()
+        if handle is not None:
+            backend.kill(handle)
+            namespace, name = handle.pod.split("/", 1)
+            try:  # nothing answers for the silent node: removed by force, as an operator would
+                admin.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+            except client.ApiException as exc:
+                assert exc.status == 404, exc
+        admin.delete_node(kubelet.name)
+        backend.close()
