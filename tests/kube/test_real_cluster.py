@@ -412,3 +412,38 @@ def test_a_node_that_stops_heartbeating_goes_not_ready_tainted_and_its_pods_are_
                 assert exc.status == 404, exc
         admin.delete_node(kubelet.name)
         backend.close()
+
+
+def test_a_kernel_pod_on_the_kubelet_node_serves_the_key_and_ports_of_its_connection_secret(
+        local_backend, local_kubelet):
+    from jupyter_client import BlockingKernelClient
+
+    from ..harness import free_port
+    from .test_kubelet import kernel_info_reply
+
+    connection = {"transport": "tcp", "signature_scheme": "hmac-sha256", "key": secrets.token_hex(16),
+                  **{name: free_port() for name in ("shell_port", "iopub_port", "stdin_port", "control_port",
+                                                    "hb_port")}}
+    placed = Placed(kind="kernel", tenant="test", user="real-cluster-test", queue="interactive",
+                    template="real-cluster-test", flavor="cpu-standard", replicas=1, image=IMAGE, cpu_milli=100,
+                    memory_mib=256)
+    key = local_backend.launch_kernel(workload_id=900_000_004, attempt=1, node=local_kubelet.name, placed=placed,
+                                      env={}, connection=connection)
+    kernel = BlockingKernelClient()
+    try:
+        state = until(lambda: (s := local_backend.pod_state(key)) is not None and s.ready and s.ip and s,
+                      f"kernel pod {key} to run", timeout=60)
+        # The pod's own address, as the provisioner connects: the key and ports came only through the Secret.
+        kernel.load_connection_info({**connection, "ip": state.ip})
+        kernel.start_channels()
+        until(lambda: kernel_info_reply(kernel), f"the kernel in pod {key} to answer kernel_info", timeout=60)
+        printed = []
+        reply = kernel.execute_interactive(
+            "import os; print(os.environ['HOSTNAME'])", timeout=10,
+            output_hook=lambda m: printed.append(m["content"]["text"]) if m["msg_type"] == "stream" else None)
+        assert reply["content"]["status"] == "ok"
+        assert "".join(printed) == key.split("/", 1)[1] + "\n"
+    finally:
+        kernel.stop_channels()
+        local_backend.delete_kernel(key)
+    until(lambda: local_backend.pod(key) is None, f"kernel pod {key} to be gone", timeout=30)
