@@ -23,7 +23,9 @@ import logging
 import platform
 import random
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -235,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("-o", "--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    # A SIGTERM unwinds through run()'s finally, so the control plane it started stops with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     # The backend warns once per node about labels the benchmark's nodes lack; thousands of lines say nothing here.
     logging.basicConfig(level=logging.ERROR)
     binaries = _binaries()
