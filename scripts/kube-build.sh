@@ -21,10 +21,14 @@ log() { echo "kube-build: $*" >&2; }
 
 # The built binary of one tool at one version: $CACHE/<tool>/<version>/<tool>.
 built() { echo "$CACHE/$1/$2/$1"; }
+# Kubernetes' own build stamps its version into the binaries (hack/lib/version.sh); without it the API server answers
+# /version with v0.0.0-master+$Format:%H$, which Kueue cannot parse and exits on. The "stamped" directory keeps
+# binaries of an earlier, unstamped build of this script from being taken for these.
+kube_built() { built "$1" "$KUBE_VERSION-stamped"; }
 
 build_kubernetes() {
   local tools=(kube-apiserver kube-scheduler kube-controller-manager) missing=() tool
-  for tool in "${tools[@]}"; do [[ -x "$(built "$tool" "$KUBE_VERSION")" ]] || missing+=("$tool"); done
+  for tool in "${tools[@]}"; do [[ -x "$(kube_built "$tool")" ]] || missing+=("$tool"); done
   [[ ${#missing[@]} -eq 0 ]] && return
   local work="$CACHE/wrapper/$KUBE_VERSION" minor="v0${KUBE_VERSION#v1}" gomod
   mkdir -p "$work"
@@ -40,10 +44,16 @@ build_kubernetes() {
     printf ')\n'
   } > "$work/tools.go"
   (cd "$work" && go mod tidy)
+  local major="${KUBE_VERSION#v}" stamp
+  major="${major%%.*}"
+  minor="${KUBE_VERSION#v*.}"
+  minor="${minor%%.*}"
+  stamp="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=$major"
+  stamp+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
   for tool in "${missing[@]}"; do
     log "building $tool $KUBE_VERSION (the first build takes minutes)"
-    mkdir -p "$(dirname "$(built "$tool" "$KUBE_VERSION")")"
-    (cd "$work" && go build -ldflags "-s -w" -o "$(built "$tool" "$KUBE_VERSION")" "k8s.io/kubernetes/cmd/$tool")
+    mkdir -p "$(dirname "$(kube_built "$tool")")"
+    (cd "$work" && go build -ldflags "-s -w $stamp" -o "$(kube_built "$tool")" "k8s.io/kubernetes/cmd/$tool")
   done
 }
 
@@ -57,7 +67,8 @@ build_tool() {  # name package version
 
 if [[ "${1:-}" == "--check" ]]; then
   missing=()
-  for pair in "kube-apiserver $KUBE_VERSION" "kube-scheduler $KUBE_VERSION" "kube-controller-manager $KUBE_VERSION" \
+  for pair in "kube-apiserver $KUBE_VERSION-stamped" "kube-scheduler $KUBE_VERSION-stamped" \
+              "kube-controller-manager $KUBE_VERSION-stamped" \
               "kwok $KWOK_VERSION" "kueue $KUEUE_VERSION" "helm $HELM_VERSION"; do
     read -r name version <<<"$pair"
     [[ -x "$(built "$name" "$version")" ]] || missing+=("$(built "$name" "$version")")
@@ -75,7 +86,8 @@ build_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 
 set_dir="$CACHE/bin/kube-$KUBE_VERSION-kwok-$KWOK_VERSION-kueue-$KUEUE_VERSION-helm-$HELM_VERSION"
 mkdir -p "$set_dir"
-for pair in "kube-apiserver $KUBE_VERSION" "kube-scheduler $KUBE_VERSION" "kube-controller-manager $KUBE_VERSION" \
+for pair in "kube-apiserver $KUBE_VERSION-stamped" "kube-scheduler $KUBE_VERSION-stamped" \
+            "kube-controller-manager $KUBE_VERSION-stamped" \
             "kwok $KWOK_VERSION" "kueue $KUEUE_VERSION" "helm $HELM_VERSION"; do
   read -r name version <<<"$pair"
   ln -sfn "$(built "$name" "$version")" "$set_dir/$name"
