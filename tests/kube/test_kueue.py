@@ -1,0 +1,157 @@
+"""`jupyter hetero export kueue` against Kueue's own controller (v0.17.0) on the test control plane.
+
+    .venv/bin/python -m pytest tests/kube/test_kueue.py -v
+
+Kueue runs as :mod:`tests.kube.kueue` sets it up (real webhooks on 127.0.0.1, the ``pod`` integration for
+namespaces labelled :data:`tests.kube.kueue.MANAGED_LABEL`); kwok's nodes run the pods it admits.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from kubernetes import client
+
+from jupyter_hetero.backends.kubernetes.objects import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
+from jupyter_hetero.export.kueue import kueue_objects
+
+from ..builders import team_catalog
+from .cluster_fixtures import control_plane, kube_binaries, kwok, kwok_nodes  # noqa: F401 - fixtures
+from .kueue import GROUP, VERSION, Kueue
+
+GATE = "kueue.x-k8s.io/admission"  # the scheduling gate Kueue's pod webhook adds until it admits
+_PLURAL = {"ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "ClusterQueue": "clusterqueues",
+           "LocalQueue": "localqueues", "WorkloadPriorityClass": "workloadpriorityclasses"}
+
+
+@pytest.fixture(scope="module")
+def kueue(control_plane, kube_binaries):
+    started = Kueue(binary=kube_binaries / "kueue", plane=control_plane)
+    started.start()
+    yield started
+    started.stop()
+
+
+def until(check, what: str, kueue: Kueue, timeout: float = 30.0):
+    """``check()``'s first truthy answer, polled; a failure names ``what`` and shows Kueue's log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = check()
+        if answer:
+            return answer
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen in {timeout:.0f} s; Kueue's log:\n{kueue.tail()}")
+        time.sleep(0.2)
+
+
+def apply(kueue: Kueue, objects: list[dict]) -> None:
+    """Creates each object as `kubectl apply -f` of the export would, in its order."""
+    for obj in objects:
+        plural, namespace = _PLURAL[obj["kind"]], obj["metadata"].get("namespace")
+        if namespace:
+            kueue.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, obj)
+        else:
+            kueue.custom.create_cluster_custom_object(GROUP, VERSION, plural, obj)
+
+
+def active(kueue: Kueue, name: str) -> dict | None:
+    queue = kueue.custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
+    conditions = {c["type"]: c for c in queue.get("status", {}).get("conditions", [])}
+    return queue if conditions.get("Active", {}).get("status") == "True" else None
+
+
+@pytest.fixture(scope="module")
+def shipped(kueue):
+    """The default catalog's export, applied (its tenant's namespace ``hetero-default`` first)."""
+    objects = kueue_objects(load_catalog(DEFAULT_CATALOG_PATH))
+    kueue.managed_namespace("hetero-default")
+    apply(kueue, objects)
+    return objects
+
+
+def test_the_default_catalogs_export_is_accepted_and_its_cluster_queues_become_active(kueue, shipped):
+    for obj in shipped:
+        plural, namespace = _PLURAL[obj["kind"]], obj["metadata"].get("namespace")
+        stored = (kueue.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, obj["metadata"]["name"])
+                  if namespace else kueue.custom.get_cluster_custom_object(GROUP, VERSION, plural, obj["metadata"]["name"]))
+        # Kueue's defaulting webhook adds fields; nothing the export wrote is dropped or changed.
+        assert {k: stored["spec"][k] for k in obj.get("spec", {})} == obj.get("spec", {}), obj["metadata"]["name"]
+    queues = [o["metadata"]["name"] for o in shipped if o["kind"] == "ClusterQueue"]
+    assert queues == ["hetero-default"]
+    until(lambda: all(active(kueue, name) for name in queues), "the ClusterQueue becoming Active", kueue)
+
+
+def test_a_per_tenant_export_through_the_cli_is_accepted(kueue, tmp_path):
+    path = team_catalog(tmp_path)
+    # Its own prefix and namespaces, beside the shipped catalog's objects, as a second installation would.
+    out = subprocess.run([sys.executable, "-m", "jupyter_hetero.cli", "export", "kueue", "--catalog", path,
+                          "--prefix", "teams-", "--namespace", "teams-{tenant}"],
+                         capture_output=True, text=True, check=True).stdout
+    objects = [o for o in yaml.safe_load_all(out) if o]
+    for tenant in ("vision", "nlp"):
+        kueue.managed_namespace(f"teams-{tenant}")
+    apply(kueue, objects)
+    queues = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "ClusterQueue")
+    assert queues == ["teams-nlp", "teams-vision"]
+    until(lambda: all(active(kueue, name) for name in queues), "both tenants' ClusterQueues becoming Active", kueue)
+    cohorts = {o["metadata"]["name"] for o in objects if o["kind"] == "Cohort"}
+    assert {kueue.custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", q)["spec"]["cohortName"]
+            for q in queues} == cohorts
+
+
+def _pod(name: str, queue: str, cpu: str) -> dict:
+    """A pod as objects.py labels a queue's pods when Kueue admits them (LocalQueue and priority class)."""
+    return {"metadata": {"name": name, "labels": {KUEUE_QUEUE_LABEL: queue, KUEUE_PRIORITY_LABEL: f"hetero-{queue}"}},
+            "spec": {"containers": [{"name": "main", "image": "python:3.12-slim",
+                                     "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+                     # kwok's nodes carry device taints; the pod goes wherever kube-scheduler finds room.
+                     "tolerations": [{"operator": "Exists"}]}}
+
+
+def workload_of(kueue: Kueue, namespace: str, pod) -> dict | None:
+    """Kueue's Workload of ``pod`` (its owner reference names the pod)."""
+    workloads = kueue.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
+    return next((w for w in workloads
+                 if any(o["uid"] == pod.metadata.uid for o in w["metadata"].get("ownerReferences", []))), None)
+
+
+def _condition(workload: dict | None, kind: str) -> dict:
+    return next((c for c in (workload or {}).get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+def test_a_pod_within_quota_is_gated_then_admitted_and_runs(kueue, shipped, kwok_nodes):
+    core = client.CoreV1Api(kueue.plane.api_client())
+    created = core.create_namespaced_pod("hetero-default", _pod("fits", "training", "1"))
+    # Kueue's webhook gated it at creation: kube-scheduler never saw it before Kueue's decision. (Kueue also adds
+    # its topology gate, which it lifts with the admission one when no topology-aware flavor is involved.)
+    assert GATE in [g.name for g in created.spec.scheduling_gates or ()]
+    assert created.metadata.labels["kueue.x-k8s.io/managed"] == "true"
+    workload = until(lambda: _condition(workload_of(kueue, "hetero-default", created), "Admitted").get("status") == "True"
+                     and workload_of(kueue, "hetero-default", created), "the pod's Workload being admitted", kueue)
+    assert workload["spec"]["queueName"] == "training"
+    assert workload["spec"]["priorityClassRef"]["name"] == "hetero-training"
+    assert workload["status"]["admission"]["clusterQueue"] == "hetero-default"
+    pod = until(lambda: (p := core.read_namespaced_pod("fits", "hetero-default")).status.phase == "Running" and p,
+                "the admitted pod running on a kwok node", kueue)
+    assert not pod.spec.scheduling_gates and pod.spec.node_name in kwok_nodes
+
+
+def test_a_pod_over_quota_stays_gated_and_its_workload_says_why(kueue, shipped):
+    core = client.CoreV1Api(kueue.plane.api_client())
+    # One CPU more than the largest nominal quota of any flavor, with no other ClusterQueue in the cohort to
+    # borrow from: no flavor fits, now or later.
+    queue = next(o for o in shipped if o["kind"] == "ClusterQueue")
+    largest = max(int(r["nominalQuota"]) for f in queue["spec"]["resourceGroups"][0]["flavors"]
+                  for r in f["resources"] if r["name"] == "cpu")
+    created = core.create_namespaced_pod("hetero-default", _pod("too-big", "batch", str(largest + 1)))
+    reserved = until(lambda: (c := _condition(workload_of(kueue, "hetero-default", created), "QuotaReserved"))
+                     and c.get("status") == "False" and c, "the Workload's QuotaReserved=False", kueue)
+    assert reserved["reason"] == "Pending"
+    assert "insufficient quota for cpu" in reserved["message"], reserved["message"]
+    pod = core.read_namespaced_pod("too-big", "hetero-default")
+    assert GATE in [g.name for g in pod.spec.scheduling_gates or ()] and pod.spec.node_name is None
