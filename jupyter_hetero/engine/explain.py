@@ -23,6 +23,14 @@ ETA_HORIZON = 256
 _UNKNOWN = N_("{kind}: {params}")
 
 _MESSAGES: dict[str, str] = {
+    # What the cluster's Kueue says of a pod it holds (c.KubernetesConfig.admission = "kueue"; see
+    # backends/kubernetes/kueue_status.py); {message} is Kueue's own English.
+    "kueue-no-workload": N_("Kueue: waiting for Kueue to create the pod's Workload (LocalQueue {queue})"),
+    "kueue-pending": N_("Kueue: LocalQueue {queue} has not reserved quota ({reason}): {message}"),
+    "kueue-inadmissible": N_("Kueue: LocalQueue {queue} cannot admit the workload ({reason}): {message}"),
+    "kueue-checks": N_("Kueue: quota reserved in ClusterQueue {cluster_queue}, waiting for admission checks: {message}"),
+    "kueue-evicted": N_("Kueue: the workload was evicted ({reason}): {message}"),
+    "kueue-requeue": N_("Kueue: requeued after {count} attempt(s); tried again at {requeue_at}"),
     "quota": N_(
         "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor} in queue {queue} "
         "(borrowing limit {borrowing_limit})"

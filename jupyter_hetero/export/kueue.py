@@ -49,7 +49,9 @@ __all__ = [
     "device_resource",
     "kueue_objects",
     "local_queue_name",
+    "pod_admission",
     "priority_class_name",
+    "queue_admission",
 ]
 
 # What Kueue v0.16 and later store (v0.17.0 is tested against a running controller): v1beta1 is still served
@@ -107,6 +109,12 @@ def pod_admission(queue: Queue | None) -> tuple[str | None, str | None]:
     if queue is None or not queue.kueue_queue:
         return None, None
     return local_queue_name(queue), priority_class_name(queue)
+
+
+def queue_admission(queue: str) -> tuple[str, str]:
+    """The LocalQueue and WorkloadPriorityClass this export makes for a catalog queue named ``queue`` without a
+    ``kueue_queue`` (``c.KubernetesConfig.admission = "kueue"`` labels its pods with them; default prefix)."""
+    return _dns_name(queue), _dns_name(DEFAULT_PREFIX + queue)
 
 
 def device_resource(flavor: Flavor) -> str | None:

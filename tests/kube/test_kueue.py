@@ -11,13 +11,20 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 from kubernetes import client
 
+from jupyter_hetero.backends.base import Launch, Placed
+from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
+from jupyter_hetero.backends.kubernetes.factory import PodFactory
+from jupyter_hetero.backends.kubernetes.kueue_status import workload_blockers
 from jupyter_hetero.backends.kubernetes.objects import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
+from jupyter_hetero.backends.kubernetes.pods import pod_problem
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
+from jupyter_hetero.engine.explain import render
 from jupyter_hetero.export.kueue import kueue_objects
 
 from ..builders import team_catalog
@@ -155,3 +162,76 @@ def test_a_pod_over_quota_stays_gated_and_its_workload_says_why(kueue, shipped):
     assert "insufficient quota for cpu" in reserved["message"], reserved["message"]
     pod = core.read_namespaced_pod("too-big", "hetero-default")
     assert GATE in [g.name for g in pod.spec.scheduling_gates or ()] and pod.spec.node_name is None
+
+
+# -- c.KubernetesConfig.admission: the backend's own pods, through its PodFactory --------------------------------
+
+def _backend_pod(admission: str, workload_id: int, node: str, cpu_milli: int) -> dict:
+    """The pod the backend creates for replica 0 of a one-replica job of queue ``training``, tenant ``default``."""
+    config = KubernetesConfig(admission=admission, namespace="hetero-{tenant}")
+    placed = Placed(kind="job", tenant="default", user="alice", queue="training", template="cpu-small", flavor="cpu",
+                    replicas=1, image="python:3.12-slim", cpu_milli=cpu_milli, memory_mib=1024)
+    launch = Launch(workload_id=workload_id, attempt=1, replica=0, node=node, argv=["-c", "pass"], env={},
+                    cwd=Path("/tmp"), log_path=Path("/tmp/log"), exit_path=Path("/tmp/exit"), placed=placed)
+    pod, _service = PodFactory(config, work_dir="/srv/hetero/work").job_objects(launch)
+    return client.ApiClient().sanitize_for_serialization(pod)
+
+
+def _cpu_node(kwok_nodes) -> str:
+    """A kwok node without device resources, where the engine would place a CPU job."""
+    return next(name for name, node in sorted(kwok_nodes.items())
+                if not any("/" in r for r in node.get("status", {}).get("allocatable", {})))
+
+
+def test_in_hetero_mode_the_backends_pod_names_no_queue_and_kueue_leaves_it_alone(kueue, shipped, kwok_nodes):
+    core = client.CoreV1Api(kueue.plane.api_client())
+    node = _cpu_node(kwok_nodes)
+    pod = _backend_pod("hetero", 9101, node, 1000)
+    assert KUEUE_QUEUE_LABEL not in pod["metadata"]["labels"]
+    # In a namespace Kueue's pod integration manages: without the queue label its webhook neither gates nor
+    # manages the pod, so kube-scheduler binds it to the node the engine chose.
+    created = core.create_namespaced_pod("hetero-default", pod)
+    assert not created.spec.scheduling_gates and "kueue.x-k8s.io/managed" not in created.metadata.labels
+    running = until(lambda: (p := core.read_namespaced_pod(created.metadata.name, "hetero-default")).status.phase
+                    == "Running" and p, "the hetero-mode pod running", kueue)
+    assert running.spec.node_name == node
+    assert workload_of(kueue, "hetero-default", created) is None
+
+
+def test_in_kueue_mode_the_backends_pod_is_gated_admitted_by_kueue_and_runs_where_the_engine_placed_it(
+        kueue, shipped, kwok_nodes):
+    core = client.CoreV1Api(kueue.plane.api_client())
+    node = _cpu_node(kwok_nodes)
+    pod = _backend_pod("kueue", 9102, node, 1000)
+    # The LocalQueue and WorkloadPriorityClass the shipped export made for queue "training".
+    assert {k: pod["metadata"]["labels"][k] for k in (KUEUE_QUEUE_LABEL, KUEUE_PRIORITY_LABEL)} == {
+        KUEUE_QUEUE_LABEL: "training", KUEUE_PRIORITY_LABEL: "hetero-training"}
+    created = core.create_namespaced_pod("hetero-default", pod)
+    assert GATE in [g.name for g in created.spec.scheduling_gates or ()]
+    workload = until(lambda: _condition(w := workload_of(kueue, "hetero-default", created), "Admitted").get("status")
+                     == "True" and w, "the backend pod's Workload being admitted", kueue)
+    assert workload_blockers(workload) == []
+    running = until(lambda: (p := core.read_namespaced_pod(created.metadata.name, "hetero-default")).status.phase
+                    == "Running" and p, "the admitted backend pod running", kueue)
+    assert running.spec.node_name == node and not running.spec.scheduling_gates
+
+
+def test_in_kueue_mode_an_over_quota_pod_waits_gated_and_its_blocker_is_kueues_reason(kueue, shipped, kwok_nodes):
+    core = client.CoreV1Api(kueue.plane.api_client())
+    queue = next(o for o in shipped if o["kind"] == "ClusterQueue")
+    largest = max(int(r["nominalQuota"]) for f in queue["spec"]["resourceGroups"][0]["flavors"]
+                  for r in f["resources"] if r["name"] == "cpu")
+    created = core.create_namespaced_pod("hetero-default", _backend_pod("kueue", 9103, _cpu_node(kwok_nodes),
+                                                                         (largest + 1) * 1000))
+    workload = until(lambda: _condition(w := workload_of(kueue, "hetero-default", created), "QuotaReserved")
+                     .get("status") == "False" and w, "the backend pod's Workload with QuotaReserved=False", kueue)
+    [blocker] = workload_blockers(workload)
+    assert (blocker.kind, blocker.params["queue"], blocker.params["reason"]) == ("kueue-pending", "training", "Pending")
+    english, chinese = render(blocker, "en"), render(blocker, "zh")
+    assert english.startswith("Kueue: LocalQueue training has not reserved quota (Pending): ")
+    assert "insufficient quota for cpu" in english and "insufficient quota for cpu" in chinese
+    assert chinese.startswith("Kueue：LocalQueue training 尚未预留配额（Pending）：")
+    # Gated, the pod is waiting for Kueue, not refused by kube-scheduler: never failed as unschedulable.
+    pod = client.ApiClient().sanitize_for_serialization(core.read_namespaced_pod(created.metadata.name, "hetero-default"))
+    assert GATE in [g["name"] for g in pod["spec"]["schedulingGates"]]
+    assert pod_problem(pod, [], now_wall=time.time() + 3600, unschedulable_s=1, image_pull_s=1) is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Dict, Float, Int, List, TraitError, Unicode, validate
+from traitlets import CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import LoggingConfigurable
 
 from .telemetry import exporters_from_config
@@ -38,6 +38,14 @@ class KubernetesConfig(LoggingConfigurable):
         "hetero", config=True,
         help="Namespace of the pods, secrets and services the backend creates; '{tenant}' in it is replaced by "
         "the workload's tenant (one namespace per tenant, created beforehand by the platform team).",
+    )
+    admission = CaselessStrEnum(
+        ["hetero", "kueue"], "hetero", config=True,
+        help="Who admits workload pods. 'hetero': this engine alone (quota, fair share, preemption, reservations, "
+        "topology); only queues that name a kueue_queue also pass through Kueue. 'kueue': the cluster's Kueue admits "
+        "every workload's pod too: each carries the LocalQueue label of its queue as `jupyter hetero export kueue` "
+        "names it (the queue's kueue_queue, else its name; WorkloadPriorityClass 'hetero-<queue>'), so Kueue's pod "
+        "integration gates it until it admits it; a gated pod never counts as unschedulable.",
     )
     service_account = Unicode(
         "", config=True, help="Service account of workload pods; empty means the namespace's default one."

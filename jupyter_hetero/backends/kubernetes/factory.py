@@ -41,14 +41,20 @@ class PodFactory:
         self.work_dir = work_dir  # the server's work directory, mounted at the same path in pods
 
     def settings_for(self, placed: Placed) -> PodSettings:
+        kueue_queue, kueue_priority_class = placed.kueue_queue, placed.kueue_priority_class
+        if self.config.admission == "kueue" and not kueue_queue:
+            # Every pod goes through the cluster's Kueue, to the LocalQueue the export made for its queue.
+            from ...export.kueue import queue_admission  # the export imports this package: not at import time
+
+            kueue_queue, kueue_priority_class = queue_admission(placed.queue)
         volumes = list(self.config.volumes)
         if self.config.work_volume:
             volumes.insert(0, {"name": "hetero-work", "mount_path": self.work_dir, **self.config.work_volume})
         return PodSettings(
             namespace=self.config.namespace_for(placed.tenant), service_account=self.config.service_account or None,
             image_pull_secrets=tuple(self.config.image_pull_secrets), tolerations=tuple(self.config.tolerations),
-            priority_class=placed.priority_class, kueue_queue=placed.kueue_queue,
-            kueue_priority_class=placed.kueue_priority_class,
+            priority_class=placed.priority_class, kueue_queue=kueue_queue,
+            kueue_priority_class=kueue_priority_class,
             run_as_user=self.config.run_as_user, volumes=tuple(volumes),
         )
 
