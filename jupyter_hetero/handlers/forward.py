@@ -11,7 +11,9 @@ every 30 s) a call is tried again for ``HeteroApp.service_retry_seconds``, then 
 ``service-unreachable``; a call the service may have received when the connection broke is never sent twice
 unless it is a GET or a submission (502 ``outcome-unknown``), and nothing is sent again once an answer began. A
 submission goes with an Idempotency-Key (the caller's, or one made here), the same on every try, so that the
-service stores it once however many tries reach it.
+service stores it once however many tries reach it; when its window ends after a try that may have reached the
+service, the answer is ``outcome-unknown`` (sent again with the same key, it is stored once), never
+``service-unreachable``.
 """
 
 from __future__ import annotations
@@ -128,6 +130,7 @@ class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
         key = self.request.headers.get(IDEMPOTENCY_KEY) or (uuid.uuid4().hex if keyed else None)
         deadline = time.monotonic() + self.service.retry_seconds
         backoff, attempts = _FIRST_BACKOFF_S, 1
+        perhaps_received = False  # a try of a keyed call broke after sending: the service may have done it
         while True:
             answer = _Answer()
             try:
@@ -140,14 +143,23 @@ class ForwardHandler(Relay, ExtensionHandlerMixin, APIHandler):
                     if not answer.relayed:
                         self._refuse(Message(OUTCOME_UNKNOWN), "outcome-unknown", exc)
                     return
-                if delivery(exc) is Delivery.MAYBE_RECEIVED and method not in _REPEATABLE and not keyed:
-                    self.log.warning("hetero service: %s %s cut off after sending, not repeated: %s", method, path, exc)
-                    self._refuse(Message(OUTCOME_UNKNOWN), "outcome-unknown", exc)
-                    return
+                if delivery(exc) is Delivery.MAYBE_RECEIVED:
+                    if method not in _REPEATABLE and not keyed:
+                        self.log.warning("hetero service: %s %s cut off after sending, not repeated: %s", method, path,
+                                         exc)
+                        self._refuse(Message(OUTCOME_UNKNOWN), "outcome-unknown", exc)
+                        return
+                    perhaps_received = True
                 if time.monotonic() + backoff > deadline:
                     self.log.warning("hetero service: %s %s unreachable after %d attempts: %s", method, path,
                                      attempts, exc)
-                    self._refuse(Message(UNREACHABLE, seconds=self.service.retry_seconds), "service-unreachable", exc)
+                    if perhaps_received and method not in _REPEATABLE:
+                        # An earlier try may have been done (a submission stored before the service died): saying
+                        # it was never sent would be wrong; sent again with its key, it is stored once.
+                        self._refuse(Message(OUTCOME_UNKNOWN), "outcome-unknown", exc)
+                    else:
+                        self._refuse(Message(UNREACHABLE, seconds=self.service.retry_seconds), "service-unreachable",
+                                     exc)
                     return
                 await asyncio.sleep(backoff)
                 backoff, attempts = min(backoff * 2, _MAX_BACKOFF_S), attempts + 1
