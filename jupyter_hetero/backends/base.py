@@ -165,8 +165,8 @@ class Backend(Protocol):
         whole), recorded or not: processes whose exit file lies in ``attempt_dir``. How many were stopped."""
         ...
 
-    def stop_left_kernel(self, kernel_id: str) -> int:
-        """Stop the processes of a kernel a previous run of the server started and left behind; how many."""
+    def stop_left_kernels(self, kernel_ids: Iterable[str]) -> int:
+        """Stop the processes of kernels a previous run of the server started and left behind; how many."""
         ...
 
     def launch(self, launch: Launch) -> ProcessHandle: ...

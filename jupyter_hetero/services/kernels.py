@@ -152,6 +152,7 @@ class KernelService:
 
     def reconcile(self) -> None:
         """Kernels do not outlive the server that started them: end what a restart left behind."""
+        left: list[str] = []
         for row in self.repository.workloads(kind="kernel", states=(*PENDING_STATES, *ACTIVE_STATES)):
             if in_user_server(row) and self.pods is not None and row.state == "running":
                 # Its pod was this service's, and a restart deletes every pod no workload of its own holds.
@@ -165,7 +166,9 @@ class KernelService:
                 preempting_until=None, finished_at=self.clock.wall(),
             )
             if row.spec.get("kernel_id"):
-                self.scheduler.backend.stop_left_kernel(row.spec["kernel_id"])
+                left.append(row.spec["kernel_id"])
+        if left:
+            self.scheduler.backend.stop_left_kernels(left)  # one pass over the processes, however many
 
     # -- the provisioner's side (kernel/provisioner.py: what it needs of whoever places its kernels) -----
 

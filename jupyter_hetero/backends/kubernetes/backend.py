@@ -383,7 +383,7 @@ class KubernetesBackend:
     def stop_cut_off(self, attempt_dir: Path) -> int:
         return 0  # a cut-off attempt's pods are held by no workload: collect_orphans deletes them
 
-    def stop_left_kernel(self, kernel_id: str) -> int:
+    def stop_left_kernels(self, kernel_ids: Iterable[str]) -> int:
         return 0  # a kernel's pod is held by no live workload after a restart: collect_orphans deletes it
 
     def collect_orphans(self, keep: Iterable[str]) -> list[str]:

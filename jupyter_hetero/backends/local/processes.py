@@ -71,15 +71,15 @@ class LocalBackend:
                 stopped += _signal_group(process.info["pid"], signal.SIGKILL)  # the runner and its command
         return stopped
 
-    def stop_left_kernel(self, kernel_id: str) -> int:
-        """Stop a kernel an earlier server started and left running: its sandbox ends with its server, except when
-        the server died in the moment between starting the sandbox and the sandbox watching it. Found by its
-        connection file on its command line; how many process groups were stopped."""
-        connection = f"kernel-{kernel_id}.json"
+    def stop_left_kernels(self, kernel_ids: Iterable[str]) -> int:
+        """Stop kernels an earlier server started and left running: a sandbox ends with its server, except when
+        the server died in the moment between starting the sandbox and the sandbox watching it. Found by their
+        connection files on their command lines, in one pass; how many process groups were stopped."""
+        connections = tuple(f"kernel-{kernel_id}.json" for kernel_id in kernel_ids)
         ours = os.getpgid(0)
         groups = set()
         for process in psutil.process_iter(["pid", "cmdline"]):
-            if any(part.endswith(connection) for part in process.info["cmdline"] or []):
+            if any(part.endswith(connections) for part in process.info["cmdline"] or []):
                 try:
                     groups.add(os.getpgid(process.info["pid"]))
                 except ProcessLookupError:
