@@ -5,7 +5,13 @@ The real controller's over-quota and admitted Workloads are checked in tests/kub
 
 from __future__ import annotations
 
-from jupyter_hetero.backends.kubernetes.kueue_status import workload_blockers, workload_of
+from jupyter_hetero.backends.kubernetes.kueue_status import (
+    Position,
+    held_by_kueue,
+    owner_pod_uid,
+    positions,
+    workload_blockers,
+)
 from jupyter_hetero.engine.explain import render
 
 
@@ -16,10 +22,29 @@ def _workload(*conditions, **status) -> dict:
                        **status}}
 
 
-def test_the_workload_of_a_pod_is_the_one_its_owner_reference_names():
-    mine, other = _workload(), {"metadata": {"ownerReferences": [{"uid": "u2"}]}}
-    assert workload_of({"metadata": {"uid": "u1"}}, [other, mine]) is mine
-    assert workload_of({"metadata": {"uid": "u3"}}, [other, mine]) is None
+def test_a_workload_stands_for_the_pod_its_owner_reference_names():
+    assert owner_pod_uid(_workload()) == "u1"
+    job = {"metadata": {"ownerReferences": [{"kind": "Job", "name": "train", "uid": "u2"}]}}
+    assert owner_pod_uid(job) == "" and owner_pod_uid({"metadata": {}}) == ""
+
+
+def test_a_pod_is_held_while_kueues_admission_gate_is_on_it():
+    assert held_by_kueue({"spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}})
+    assert not held_by_kueue({"spec": {"schedulingGates": [{"name": "example.com/other"}]}})
+    assert not held_by_kueue({"spec": {}}) and not held_by_kueue({})
+
+
+def test_places_come_from_the_visibility_apis_pending_list_by_the_pods_uid_counted_from_one():
+    # A PendingWorkloadsSummary as Kueue v0.17's visibility API answers it for LocalQueue training.
+    summary = {"kind": "PendingWorkloadsSummary", "apiVersion": "visibility.kueue.x-k8s.io/v1beta2", "items": [
+        {"metadata": {"name": "pod-a-1", "ownerReferences": [{"kind": "Pod", "name": "a", "uid": "ua"}]},
+         "priority": 100, "localQueueName": "training", "positionInClusterQueue": 3, "positionInLocalQueue": 0},
+        {"metadata": {"name": "pod-b-1", "ownerReferences": [{"kind": "Pod", "name": "b", "uid": "ub"}]},
+         "priority": 100, "localQueueName": "training", "positionInClusterQueue": 5, "positionInLocalQueue": 1},
+        {"metadata": {"name": "job-c-1", "ownerReferences": [{"kind": "Job", "name": "c", "uid": "uc"}]},
+         "priority": 0, "localQueueName": "training", "positionInClusterQueue": 6, "positionInLocalQueue": 2}]}
+    assert positions(summary) == {"ua": Position(1, 4), "ub": Position(2, 6)}
+    assert positions({"items": None}) == {} and positions({}) == {}
 
 
 def test_no_workload_yet_and_an_admitted_one():

@@ -133,6 +133,10 @@ class Workload(Answer):
     eta: float | None = None
     eta_because: int | None = None
     blockers: list[Blocker] = Field(default=None, description="Why it waits, ranked; one workload's answer only.")
+    held_by: Literal["kueue"] | None = Field(default=None, description=(
+        "Launched, but held by the cluster's own admission before it runs (with KubernetesConfig.admission kueue: "
+        "Kueue, until it admits the pod's Workload); position is then Kueue's, in its LocalQueue, blockers are "
+        "Kueue's reasons, and eta is null: Kueue makes no estimate."))
 
 
 class Event(Answer):

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ..capability import Accelerator, NodeCapability
+from ..engine.decisions import Blocker
 
-__all__ = ["Backend", "Exit", "Held", "Launch", "LaunchUnavailable", "NodesSeen", "Placed", "ProcessHandle", "Serving"]
+__all__ = ["AdmissionWait", "Backend", "Exit", "Held", "Launch", "LaunchUnavailable", "NodesSeen", "Placed", "ProcessHandle", "Serving"]
 
 
 class LaunchUnavailable(RuntimeError):
@@ -127,6 +128,18 @@ class ProcessHandle:
 
 
 @dataclass(frozen=True)
+class AdmissionWait:
+    """A launched replica that the cluster's own admission still holds (Kueue, until it admits the pod's Workload):
+    who holds it, why (in the engine's blocker format), and its place in that admitter's queues, 1-based, when
+    known: in the LocalQueue and in the ClusterQueue behind it."""
+
+    by: str
+    blockers: tuple[Blocker, ...]
+    position: int | None = None
+    cluster_queue_position: int | None = None
+
+
+@dataclass(frozen=True)
 class Exit:
     """How a replica ended, as far as the backend can tell."""
 
@@ -152,6 +165,9 @@ class Backend(Protocol):
         ...
     def problem(self, handle: ProcessHandle) -> str | None:
         """Why a live replica cannot make progress (its image cannot be pulled ...), or None."""
+        ...
+    def admission_wait(self, handle: ProcessHandle) -> AdmissionWait | None:
+        """What holds a live replica before it may run when another admitter decides (Kueue), or None."""
         ...
     def adopt(self, handles: list[ProcessHandle], log_path: Path) -> list[ProcessHandle]:
         """Take back an attempt's replicas after a restart (their log keeps being written to ``log_path``);

@@ -58,11 +58,16 @@ class Pending:
     when every eligible flavor fails statically, so only a change of the inventory can help it."""
 
     workload: int
-    position: int  # 1-based, among the pending workloads of its queue, in scheduling order
+    # 1-based, among the pending workloads of its queue, in scheduling order; None: an admitter that holds it
+    # (``held_by``) does not say.
+    position: int | None
     blockers: tuple[Blocker, ...]
     eta: float | None = None  # earliest start time if nothing else takes the capacity first
     eta_because: int | None = None  # the running workload whose end frees the capacity
     inadmissible: bool = False  # no node of the inventory could ever hold it; waiting, quota or time cannot help
+    # Launched, but held by the cluster's own admission before it may run ("kueue"): its position and blockers
+    # are that admitter's.
+    held_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..backends.base import Backend, Launch, LaunchUnavailable, Placed, ProcessHandle, Serving
+from ..backends.base import AdmissionWait, Backend, Launch, LaunchUnavailable, Placed, ProcessHandle, Serving
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
@@ -84,6 +84,8 @@ class Scheduler:
         self.wall = clock.wall
         self.work_dir = work_dir
         self.pending: dict[int, Pending] = {}
+        # Running workloads whose replicas the cluster's own admission (Kueue) still holds, as of the last tick.
+        self.held: dict[int, AdmissionWait] = {}
         self.last_decisions: Decisions | None = None
         self._running: dict[int, RunningAttempt] = {}
         self.on_kernel_admitted: Callable[[int], None] = lambda workload_id: None
@@ -114,6 +116,8 @@ class Scheduler:
     def waiting(self, workload_id: int) -> Pending | None:
         """A waiting workload's place, blockers and ETA, the ETA as wall time (for people)."""
         pending = self.pending.get(workload_id) or self.inadmissible.waiting(workload_id)
+        if pending is None and (held := self.held.get(workload_id)) is not None:
+            return Pending(workload_id, held.position, held.blockers, held_by=held.by)
         if pending is None or pending.eta is None:
             return pending
         return replace(pending, eta=self.times.to_wall(pending.eta))
@@ -607,21 +611,39 @@ class Scheduler:
                    if (row := self._workloads.row(workload_id)) is not None and row.state in ACTIVE_STATES]
         # One scan for every replica (liveness each tick, usage every few seconds), not one per replica.
         live = self.backend.scan(handle for _row, running in watched for handle in running.handles)
+        held: dict[int, AdmissionWait] = {}
         for row, running in watched:
             alive = [h for h in running.handles if h in live]
             if alive:
-                self._watch(row, running, alive, now, lost_nodes)
+                if (wait := self._held(row, alive)) is not None:
+                    held[row.id] = wait
+                self._watch(row, running, alive, now, lost_nodes, held=wait is not None)
                 continue
             self._judge(row, running, now)
+        self.held = held
+
+    def _held(self, row: WorkloadRow, alive: list[ProcessHandle]) -> AdmissionWait | None:
+        """What holds the workload's replicas when the cluster's own admission (Kueue) decides when they run. When
+        it lets them go, the workload starts then: its time limit and run time count from that moment."""
+        wait = next(filter(None, map(self.backend.admission_wait, alive)), None)
+        was = self.held.get(row.id)
+        if wait is None and was is not None:
+            started = self.wall()
+            waited = started - (row.started_at or started)
+            self.repository.update_workload(row.id, event=f"admitted-by-{was.by}", started_at=started,
+                                            reason=f"{was.by} admitted its pods after {waited:.0f} s; it runs from now")
+            self.times.steady(row.id, "started_at", started)
+        return wait
 
     def _watch(self, row: WorkloadRow, running: RunningAttempt, alive: list[ProcessHandle], now: float,
-               lost_nodes: set[str]) -> None:
+               lost_nodes: set[str], *, held: bool = False) -> None:
         if row.stopping is None and any(h.node in lost_nodes for h in running.handles):
             row = self.repository.update_workload_if(row.id, may_lose, event="node-lost", reason="its node was lost",
                                                      stopping="node-lost", preempting_until=self.wall()) \
                 or self.repository.workload(row.id)
         started = self.times.steady(row.id, "started_at", row.started_at)
-        if row.stopping is None and row.time_limit_s and started is not None and now >= started + row.time_limit_s:
+        if row.stopping is None and not held and row.time_limit_s and started is not None \
+                and now >= started + row.time_limit_s:
             row = self._stop(row, "time-limit", f"time limit of {int(row.time_limit_s)} s reached", now + TIME_LIMIT_GRACE_S)
         if row.stopping is None and (problem := next(filter(None, map(self.backend.problem, alive)), None)):
             row = self._stop(row, "replica-failed", f"{problem}; the attempt was stopped", now)

@@ -254,11 +254,13 @@ class WorkloadService:
     def explain(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
         """Why the workload waits, as numbered lines of its blockers, or what it is doing."""
         workload = self.describe(identity, workload_id, language)
-        if workload["state"] in PENDING_STATES:
+        if workload["state"] in PENDING_STATES or workload.get("held_by"):
             lines = [f"{i}. {b['message']}" for i, b in enumerate(workload.get("blockers", []), 1)]
             summary = "waiting" if lines else "waiting for the next scheduling cycle"
             if workload["state"] == INADMISSIBLE:
                 summary = INADMISSIBLE  # the lines say why: every flavor, in the caller's language
+            elif workload.get("held_by"):
+                summary = f"waiting for {workload['held_by']} to admit it"
         else:
             lines, summary = [], f"{workload['state']}" + (f": {workload['reason']}" if workload["reason"] else "")
         return {
@@ -412,7 +414,9 @@ def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pendi
     }
     if attempts is not None:
         data["attempts"] = attempts
-    if pending is not None and row.state in PENDING_STATES:
+    if pending is not None and (row.state in PENDING_STATES or pending.held_by):
+        if pending.held_by:
+            data["held_by"] = pending.held_by
         data.update({
             "position": pending.position,
             "eta": pending.eta,

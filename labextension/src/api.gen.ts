@@ -2459,6 +2459,11 @@ export interface components {
              * @default null
              */
             blockers?: components["schemas"]["Blocker"][];
+            /**
+             * @description Launched, but held by the cluster's own admission before it runs (with KubernetesConfig.admission kueue: Kueue, until it admits the pod's Workload); position is then Kueue's, in its LocalQueue, blockers are Kueue's reasons, and eta is null: Kueue makes no estimate.
+             * @default null
+             */
+            held_by?: "kueue" | null;
         };
         /**
          * WorkloadKind

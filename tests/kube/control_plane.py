@@ -34,6 +34,8 @@ __all__ = ["ControlPlane", "ControlPlaneError", "Kwok", "free_port"]
 
 # Pod and service ranges no real network of the machine uses; nothing routes them (no kubelet, no proxy).
 SERVICE_CIDR = "10.96.0.0/16"
+# The common name of the API server's front-proxy client certificate (aggregated APIs accept only it).
+FRONT_PROXY = "front-proxy-client"
 # The admission plugins the issue asks for and those a real cluster enables by default, in the API server's order.
 ADMISSION_PLUGINS = ("NamespaceLifecycle,LimitRanger,ServiceAccount,PodSecurity,DefaultTolerationSeconds,"
                      "DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,"
@@ -194,6 +196,9 @@ class ControlPlane:
         port = free_port()
         self.url = f"https://127.0.0.1:{port}"
         pki = self.pki
+        # The front proxy's client certificate: the API server presents it to the aggregated APIs it proxies
+        # (Kueue's visibility API), which trust the user it names in X-Remote-User only from that name.
+        proxy_cert, proxy_key = pki.client(FRONT_PROXY)
         process = self._spawn("kube-apiserver", [
             str(self.binaries / "kube-apiserver"), f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={port}",
@@ -209,6 +214,10 @@ class ControlPlane:
             # The `kubernetes` Service's endpoint would be 127.0.0.1, which Endpoints refuse (loopback): no pod
             # reaches this API server through it anyway, as no kube-proxy runs.
             "--endpoint-reconciler-type=none", "--profiling=false", "--v=1",
+            f"--requestheader-client-ca-file={pki.ca_cert}", f"--requestheader-allowed-names={FRONT_PROXY}",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={proxy_cert}", f"--proxy-client-key-file={proxy_key}",
         ])
         context = ssl.create_default_context(cafile=str(pki.ca_cert))
         self._wait_healthy(process, f"{self.url}/readyz", context)

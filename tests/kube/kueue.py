@@ -28,10 +28,16 @@ What it sets up, and why:
   for the kinds whose conversion Kueue's certificate manager serves, so ``v1beta1`` works too.
 - **Configuration**: the ``pod`` framework alone, ``managedJobsNamespaceSelector`` on the same label,
   leader election off, health and webhook ports free ones of 127.0.0.1, metrics off, certificates under the
-  control plane's directory (never a path another test process shares). The pending-workloads
-  visibility API (``VisibilityOnDemand``) is off: it is an aggregated API the API server reaches only
-  through an APIService backed by a Service, which needs a kube-proxy (and its fixed port, 8082, would
-  collide between two pytest workers).
+  control plane's directory (never a path another test process shares).
+- **The visibility API, served for real.** Kueue's pending-workloads API (``VisibilityOnDemand``, on by default)
+  is an aggregated API: the APIService ``v1beta2.visibility.kueue.x-k8s.io`` names a Service, which is again an
+  ``ExternalName`` of 127.0.0.1, and the API server proxies to Kueue's visibility server there with its front-proxy
+  client certificate (:mod:`tests.kube.control_plane` starts it with one); Kueue authenticates and authorises each
+  caller through the API server (TokenReview, SubjectAccessReview), so RBAC decides who reads it, as on a cluster.
+  Its port is a free one (the flag ``--visibility-server-port``). Kueue v0.17 keeps that server's self-signed
+  certificate in ``/visibility``, a path its code fixes: Kueue runs in a mount namespace of its own
+  (``unshare --mount``) where a directory of this control plane is mounted there, so no two test processes share
+  it (an empty ``/visibility`` is left on the machine as the mount point; making it needs root, as the tests run).
 - Kueue runs with the admin's kubeconfig (``system:masters``), as its own ClusterRole would let it do
   what it does; RBAC of Kueue itself is not what these tests are about.
 """
@@ -60,6 +66,9 @@ MANAGED_LABEL = "hetero.jupyter.org/kueue-test"
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 START_TIMEOUT_S = 60.0
 _WEBHOOK_GROUPS = {"kueue.x-k8s.io", ""}  # Kueue's own kinds, and core (pods)
+_VISIBILITY_SERVICE = "visibility-server"  # the name Kueue's manifests give it
+# Where Kueue v0.17's visibility server keeps its certificate (pkg/visibility/server.go's certDir, not configurable).
+VISIBILITY_CERT_DIR = "/visibility"
 _SERVICE = {"namespace": "kueue-system", "name": "kueue-webhook-service"}  # Kueue's defaults, which its certificate names
 # The CRDs whose conversion webhook Kueue's certificate manager fills in (pkg/util/cert/cert.go); the others
 # stay without one, as a CRD with a webhook but no CA would refuse every v1beta1 request.
@@ -74,6 +83,7 @@ class Kueue:
     plane: ControlPlane
     module: Path = KUEUE_MODULE
     webhook_port: int = 0
+    visibility_port: int = 0
     _process: _Process | None = None
     _created: list[tuple[str, str]] = field(default_factory=list)
 
@@ -128,22 +138,32 @@ class Kueue:
             "internalCertManagement": {"enable": True, "webhookServiceName": _SERVICE["name"]},
             "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_LABEL: "true"}},
             "integrations": {"frameworks": ["pod"]},
-            "featureGates": {"VisibilityOnDemand": False},
+            "visibilityServer": {"bindAddress": "127.0.0.1"},
         }
         config_path = root / "config.yaml"
         config_path.write_text(json.dumps(config, indent=2))
         self._register_webhooks()
+        self.visibility_port = free_port()
+        self._register_visibility()
+        visibility = root / "visibility"
+        visibility.mkdir()
+        Path(VISIBILITY_CERT_DIR).mkdir(exist_ok=True)  # the mount point: Kueue's certificates go to `visibility`
         log = self.plane.root / "kueue.log"
         env = {**os.environ, "KUBECONFIG": str(self.plane.kubeconfig)}
+        command = [str(self.binary), f"--config={config_path}", f"--kubeconfig={self.plane.kubeconfig}",
+                   f"--visibility-server-port={self.visibility_port}", "--zap-log-level=2"]
         with log.open("ab") as out:
-            popen = subprocess.Popen([str(self.binary), f"--config={config_path}", "--zap-log-level=2"],
-                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, env=env, cwd=root)
+            popen = subprocess.Popen(
+                ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                 f'mount --bind "$1" {VISIBILITY_CERT_DIR} && shift && exec "$@"', "kueue", str(visibility), *command],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+                cwd=root)
         self._process = _Process("kueue", popen, log)
         try:
             self._mount_certificate(certs)
             self.plane._wait_healthy(self._process, f"http://127.0.0.1:{health}/readyz", None)
             self._wait_webhooks_answer()
+            self._wait_visibility_available()
         except BaseException:
             self.stop()
             raise
@@ -235,6 +255,36 @@ class Kueue:
                 return
             if self._process.popen.poll() is not None or time.monotonic() > deadline:
                 raise ControlPlaneError(f"Kueue wrote no webhook certificate into its Secret; its log:\n{self.tail()}")
+            time.sleep(0.2)
+
+    def _register_visibility(self) -> None:
+        """The APIService of Kueue's visibility API, behind an ExternalName Service of 127.0.0.1 on its port."""
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.plane.api_client())
+        core.create_namespaced_service(_SERVICE["namespace"], {
+            "metadata": {"name": _VISIBILITY_SERVICE},
+            "spec": {"type": "ExternalName", "externalName": "127.0.0.1",
+                     "ports": [{"port": self.visibility_port, "name": "https"}]}})
+        manifest = self.module / "config" / "components" / "visibility" / "apiservice_v1beta2.yaml"
+        service = yaml.safe_load(manifest.read_text())
+        service["spec"]["service"] = {"namespace": _SERVICE["namespace"], "name": _VISIBILITY_SERVICE,
+                                      "port": self.visibility_port}
+        client.ApiregistrationV1Api(self.plane.api_client()).create_api_service(service)
+
+    def _wait_visibility_available(self) -> None:
+        from kubernetes import client
+
+        api = client.ApiregistrationV1Api(self.plane.api_client())
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            status = api.read_api_service(f"{VERSION}.visibility.{GROUP}").status
+            available = next((c for c in status.conditions or () if c.type == "Available"), None)
+            if available is not None and available.status == "True":
+                return
+            if self._process.popen.poll() is not None or time.monotonic() > deadline:
+                raise ControlPlaneError(f"Kueue's visibility API did not become Available "
+                                        f"({available and available.message}); its log:\n{self.tail()}")
             time.sleep(0.2)
 
     def _reference(self, path: str) -> dict:

@@ -8,6 +8,7 @@ namespaces labelled :data:`tests.kube.kueue.MANAGED_LABEL`); kwok's nodes run th
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 import time
@@ -28,7 +29,7 @@ from jupyter_hetero.engine.explain import render
 from jupyter_hetero.export.kueue import kueue_objects
 
 from ..builders import team_catalog
-from .cluster_fixtures import control_plane, kube_binaries, kwok, kwok_nodes  # noqa: F401 - fixtures
+from .cluster_fixtures import control_plane, hetero_namespace, kube_binaries, kwok, kwok_nodes  # noqa: F401 - fixtures
 from .kueue import GROUP, VERSION, Kueue
 
 GATE = "kueue.x-k8s.io/admission"  # the scheduling gate Kueue's pod webhook adds until it admits
@@ -235,3 +236,86 @@ def test_in_kueue_mode_an_over_quota_pod_waits_gated_and_its_blocker_is_kueues_r
     pod = client.ApiClient().sanitize_for_serialization(core.read_namespaced_pod(created.metadata.name, "hetero-default"))
     assert GATE in [g["name"] for g in pod["spec"]["schedulingGates"]]
     assert pod_problem(pod, [], now_wall=time.time() + 3600, unschedulable_s=1, image_pull_s=1) is None
+
+
+# --- the server in admission kueue ------------------------------------------------------------------------------
+
+KUEUE_NAMESPACE = "hetero-default"  # the shipped export's namespace of tenant default
+SMALL_JOB = {"kind": "job", "template": "data-preprocessing", "queue": "batch", "command": ["python", "-c", "pass"],
+             "parameters": {"cpu": 1, "memory": "1Gi"}}
+
+
+@pytest.fixture(scope="module")
+def server_account(kueue, shipped, hetero_namespace):
+    """rbac.yaml's ServiceAccount, with its Role and RoleBinding copied into the Kueue-managed namespace, as
+    docs/kubernetes.md says to for each further workload namespace."""
+    from kubernetes import utils
+
+    from jupyter_hetero.backends.kubernetes import rbac
+
+    for document in rbac.documents():
+        if document["kind"] in ("Role", "RoleBinding"):
+            utils.create_from_dict(kueue.plane.api_client(),
+                                   {**document, "metadata": {**document["metadata"], "namespace": KUEUE_NAMESPACE}})
+    return hetero_namespace
+
+
+@pytest.fixture
+def kueue_server(kueue, shipped, kwok_nodes, server_account, hetero_config, server_config):
+    """The test's jupyter-server with ``admission = kueue`` in the Kueue-managed namespace, as the ServiceAccount,
+    and Kueue's ClusterQueue giving tenant default 2 CPUs (of flavor cpu-standard, none elsewhere) where the catalog
+    gives it 512: as on a site whose Kueue is tighter than the catalog, Kueue then holds what the engine admits."""
+    core = client.CoreV1Api(kueue.plane.api_client())
+    core.delete_collection_namespaced_pod(KUEUE_NAMESPACE, grace_period_seconds=0)  # the pods of the tests above
+    original = kueue.custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", "hetero-default")
+    tight = copy.deepcopy(original)
+    for flavor in tight["spec"]["resourceGroups"][0]["flavors"]:
+        for resource in flavor["resources"]:
+            if resource["name"] == "cpu":
+                resource["nominalQuota"] = "2" if flavor["name"] == "hetero-cpu-standard" else "0"
+    kueue.custom.replace_cluster_custom_object(GROUP, VERSION, "clusterqueues", "hetero-default", tight)
+    hetero_config.update(backend="kubernetes", emulated_nodes_file="", discover_local=False)
+    server_config["KubernetesConfig"] = {"kubeconfig": str(server_account.kubeconfig), "namespace": KUEUE_NAMESPACE,
+                                         "admission": "kueue", "watch_timeout": 30, "unschedulable_timeout": 120}
+    yield
+    current = kueue.custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", "hetero-default")
+    current["spec"]["resourceGroups"] = original["spec"]["resourceGroups"]
+    kueue.custom.replace_cluster_custom_object(GROUP, VERSION, "clusterqueues", "hetero-default", current)
+
+
+async def test_in_kueue_mode_a_job_kueue_holds_shows_kueues_place_and_reason_and_starts_when_kueue_admits_it(
+        kueue_server, kueue, api, wait_for):
+    jobs = [(await api("workloads", "POST", {**SMALL_JOB, "name": f"kq-{i}"}))["id"] for i in range(4)]
+    # The engine admits all four (its quota is 512 CPUs) and creates their pods; Kueue admits two (2 CPUs).
+    for job in jobs:
+        await wait_for(job, lambda w: w["state"] == "running", timeout=60)
+
+    def held_at(position: int):
+        return lambda w: w.get("held_by") == "kueue" and w.get("position") == position
+
+    third = await wait_for(jobs[2], held_at(1), timeout=60)
+    fourth = await wait_for(jobs[3], held_at(2), timeout=60)
+    for workload in (third, fourth):
+        [blocker] = workload["blockers"]
+        assert (blocker["kind"], blocker["params"]["queue"], blocker["params"]["reason"]) == \
+            ("kueue-pending", "batch", "Pending"), blocker
+        assert "insufficient quota for cpu" in blocker["message"], blocker
+        assert workload["eta"] is None  # Kueue makes no estimate, and the engine's would not be Kueue's
+    for job in jobs[:2]:
+        admitted = await api(f"workloads/{job}")
+        assert "held_by" not in admitted and admitted["state"] == "running", admitted
+    explained = await api(f"workloads/{jobs[3]}/explain")
+    assert explained["summary"] == "waiting for kueue to admit it" and explained["position"] == 2
+    assert explained["lines"][0].startswith("1. Kueue: LocalQueue batch has not reserved quota (Pending): ")
+    chinese = await api(f"workloads/{jobs[3]}", lang="zh")
+    assert chinese["blockers"][0]["message"].startswith("Kueue：LocalQueue batch 尚未预留配额（Pending）：")
+
+    # The first job ends (cancelled): its pod goes, Kueue admits the third, which starts then; the fourth moves up.
+    await api(f"workloads/{jobs[0]}", "DELETE")
+    started = await wait_for(jobs[2], lambda w: "held_by" not in w, timeout=60)
+    assert started["state"] == "running" and started["started_at"] > third["started_at"], started
+    events = [e for e in await api(f"workloads/{jobs[2]}/events") if e["type"] == "admitted-by-kueue"]
+    assert len(events) == 1 and events[0]["reason"].startswith("kueue admitted its pods after "), events
+    await wait_for(jobs[3], held_at(1), timeout=60)
+    for job in jobs[1:]:
+        await api(f"workloads/{job}", "DELETE")

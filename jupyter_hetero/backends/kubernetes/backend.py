@@ -26,15 +26,17 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from ...capability import NodeCapability
-from ..base import Exit, Launch, LaunchUnavailable, NodesSeen, Placed, ProcessHandle
+from ..base import AdmissionWait, Exit, Launch, LaunchUnavailable, NodesSeen, Placed, ProcessHandle
 from .config import KubernetesConfig
 from .errors import QUOTA_MESSAGE, MalformedResponse, exceeded_quota, missing_permission
 from .nodes import pod_requests, read_node
 from .factory import PodFactory
 from .identity import SERVICE_LABEL, endpoint_service_name
-from .objects import credential_secret_name, make_credential_secret, owned_by_pod
+from .kueue_queues import KueueQueues, get_json
+from .kueue_status import held_by_kueue, workload_blockers
+from .objects import KUEUE_QUEUE_LABEL, credential_secret_name, make_credential_secret, owned_by_pod
 from .pods import PodState, pod_problem, pod_state
-from .cluster import ClusterReflector
+from .cluster import KUEUE_API, ClusterReflector
 from .telemetry import VENDOR_OF, ExporterScraper, NodeTarget, exporters_from_config
 
 __all__ = ["KubernetesBackend"]
@@ -67,8 +69,11 @@ class KubernetesBackend:
         self.reflector = reflector or ClusterReflector(
             self.api_client, namespace=None if config.per_tenant else config.namespace,
             timeout_s=config.watch_timeout, resync_s=config.resync_interval, track_foreign=True,
-            requests_of=pod_requests,
+            requests_of=pod_requests, track_kueue=config.admission == "kueue",
         )
+        # Where the cluster's Kueue admits our pods: its order of those it holds, from its visibility API.
+        self.kueue_queues = KueueQueues(self.api_client, timeout_s=config.api_timeout) \
+            if config.admission == "kueue" else None
         self.clock = clock
         self._unseen: dict[str, float] = {}  # pods created, not yet in the cache -> when created
         self._unanswered: dict[str, float] = {}  # pods whose create went unanswered -> since when
@@ -83,6 +88,7 @@ class KubernetesBackend:
         self._services: dict[str, str] = {}  # a multi-replica job's replica-0 pod -> its rendezvous Service
         self._exposed: set[tuple[str, str]] | None = None  # (namespace, name) of services' Services; None: not listed
         self._kernels: dict[int, str] = {}  # kernel workload -> its pod
+        self._stopped: set[str] = set()  # pods this server deleted with their grace period (SIGTERM first)
         exporters = exporters_from_config(config.exporters)
         self.telemetry = ExporterScraper(exporters, targets=self.device_nodes, interval_s=config.exporter_interval,
                                          timeout_s=config.exporter_timeout) if exporters else None
@@ -97,6 +103,8 @@ class KubernetesBackend:
         if self._started:
             return
         self._started = True
+        if self.kueue_queues is not None:
+            self._require_kueue()
         self.reflector.start()
         deadline = time.monotonic() + timeout
         # Waited in slices: a refused permission is answered at once and is no answer that is late.
@@ -108,6 +116,19 @@ class KubernetesBackend:
                 raise TimeoutError(f"the Kubernetes API server did not answer the first lists within {timeout:g} s")
         if self.telemetry is not None:
             self.telemetry.start()
+
+    def _require_kueue(self) -> None:
+        """With admission kueue, Kueue's Workload API must be served: without it every pod would wait at a gate
+        nothing lifts (or, with no webhook, run unadmitted), and the start says so rather than waiting."""
+        group, version = KUEUE_API
+        try:
+            get_json(self.api_client, f"/apis/{group}/{version}", self.config.api_timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise RuntimeError(f"KubernetesConfig.admission is kueue, but the cluster does not serve Kueue's API "
+                                   f"{group}/{version} (Kueue v0.16 or later): install Kueue, or set admission to "
+                                   "hetero") from exc
+            raise
 
     def close(self) -> None:
         self._closed.set()
@@ -342,7 +363,13 @@ class KubernetesBackend:
             self._delete(partial(self.core.delete_namespaced_service, service, handle.pod.split("/", 1)[0]),
                          f"service {service}")
         metrics = {"peak_rss_mib": record.get("peak_rss_mib")}
+        stopped = handle.pod in self._stopped
+        self._stopped.discard(handle.pod)
         if state is None:
+            # A pod we stopped is removed by its kubelet as soon as its container has ended, mostly before the
+            # cache sees it terminated: the runner's record on the work volume says how the job ended.
+            if stopped and "exit_code" in record:
+                return Exit(record["exit_code"], metrics)
             return Exit(None, metrics, reason="its pod was deleted")
         # The runner in the pod records the job's own exit code (its container's is only 0 or 1); when the
         # container was ended from outside (out of memory, evicted), the pod's word stands.
@@ -354,7 +381,21 @@ class KubernetesBackend:
         been so for longer than the configured patience; None otherwise."""
         return self.problem_of(handle.pod)
 
+    def admission_wait(self, handle: ProcessHandle) -> AdmissionWait | None:
+        """Kueue's word on a replica it still holds at its scheduling gate: its Workload's blockers and its place in
+        Kueue's queues. None once Kueue admitted it, and always where this engine alone admits (admission hetero)."""
+        pod = self.pod(handle.pod) if self.kueue_queues is not None and handle.pod else None
+        if pod is None or not held_by_kueue(pod):
+            return None
+        meta = pod.get("metadata") or {}
+        queue, uid = (meta.get("labels") or {}).get(KUEUE_QUEUE_LABEL, "?"), meta.get("uid", "")
+        place = self.kueue_queues.position_of(meta.get("namespace", ""), queue, uid)
+        return AdmissionWait("kueue", tuple(workload_blockers(self.reflector.kueue_workload_of(uid), queue)),
+                             position=place.local_queue if place else None,
+                             cluster_queue_position=place.cluster_queue if place else None)
+
     def signal_stop(self, handle: ProcessHandle) -> None:
+        self._stopped.add(handle.pod)
         self.delete_pod(handle.pod, grace_s=None)
 
     def kill(self, handle: ProcessHandle) -> None:

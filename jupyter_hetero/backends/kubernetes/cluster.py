@@ -1,10 +1,12 @@
-"""The cluster as the backend follows it: nodes, our pods, their events and the pods we did not place.
+"""The cluster as the backend follows it: nodes, our pods, their events, the pods we did not place and, where Kueue
+admits our pods, Kueue's Workloads of them.
 
-    cluster = ClusterReflector(api_client, namespace="hetero", track_foreign=True)
+    cluster = ClusterReflector(api_client, namespace="hetero", track_foreign=True, track_kueue=False)
     cluster.wake(loop.wake)                # called (coalesced) from a worker thread after changes
     cluster.start(); cluster.wait_synced(30)
     cluster.nodes.items()                  # {"gpu-a1": {...raw Node JSON...}}
     cluster.requests_by_node()             # what other pods ask of each node
+    cluster.kueue_workload_of(pod_uid)     # Kueue's Workload of one of our pods (with track_kueue)
 
 What the caches keep of each object (see `trim_node`, `trim_pod`, `trim_foreign_pod`): the API's
 `metadata.managedFields` never, a Node's `status.images` never (together about half of a GPU node's
@@ -21,14 +23,17 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import ApiForbidden
+from .kueue_status import owner_pod_uid
 from .reflector import Backoff, Reflector, _rv_order, key_of
 
-__all__ = ["MANAGED_BY", "ClusterReflector", "event_pod_key", "trim_foreign_pod", "trim_node", "trim_pod"]
+__all__ = ["KUEUE_API", "MANAGED_BY", "ClusterReflector", "event_pod_key", "trim_foreign_pod", "trim_node", "trim_pod",
+           "trim_workload"]
 
 log = logging.getLogger(__name__)
 
 MANAGED_BY = "app.kubernetes.io/managed-by=jupyter-hetero"
 _LIVE_PHASES = "status.phase!=Succeeded,status.phase!=Failed"
+KUEUE_API = ("kueue.x-k8s.io", "v1beta2")  # the group and version of Kueue's Workloads (Kueue v0.16 and later)
 
 
 def trim_node(node: dict) -> dict:
@@ -62,6 +67,16 @@ def trim_foreign_pod(pod: dict) -> dict:
             "spec": kept_spec, "status": {"phase": (pod.get("status") or {}).get("phase")}}
 
 
+def trim_workload(workload: dict) -> dict:
+    """What Kueue's Workload says of admission: its owner, LocalQueue, conditions, admission and requeue state."""
+    meta, status = workload.get("metadata") or {}, workload.get("status") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "ownerReferences")
+                         if k in meta},
+            "spec": {"queueName": (workload.get("spec") or {}).get("queueName")},
+            "status": {k: status[k] for k in ("conditions", "admission", "admissionChecks", "requeueState")
+                       if k in status}}
+
+
 def _event_time(event: dict) -> str:
     # RFC 3339 strings in UTC sort as text; series events update lastTimestamp or series.lastObservedTime.
     series = event.get("series") or {}
@@ -90,8 +105,8 @@ class ClusterReflector:
     def __init__(self, api_client: Any, *, namespace: str | None, track_foreign: bool = False,
                  requests_of: Callable[[dict], Any] | None = None, events_per_pod: int = 20,
                  timeout_s: int = 300, resync_s: float = 600, wake_delay_s: float = 0.05,
-                 backoff: Callable[[], Backoff] = Backoff):
-        from kubernetes.client import CoreV1Api
+                 backoff: Callable[[], Backoff] = Backoff, track_kueue: bool = False):
+        from kubernetes.client import CoreV1Api, CustomObjectsApi
 
         core = CoreV1Api(api_client)
         self.namespace = namespace
@@ -118,6 +133,16 @@ class ClusterReflector:
             self.foreign = Reflector(list_call=core.list_pod_for_all_namespaces, kind="Pod",
                                      field_selector=_LIVE_PHASES, trim=trim_foreign_pod, keep=self._is_foreign,
                                      backoff=backoff(), on_change=self._foreign_changed, **common)
+        self.workloads: Reflector | None = None
+        if track_kueue:
+            custom = CustomObjectsApi(api_client)
+            workloads_call = (functools.partial(custom.list_namespaced_custom_object, *KUEUE_API, namespace, "workloads")
+                              if namespace else
+                              functools.partial(custom.list_cluster_custom_object, *KUEUE_API, "workloads"))
+            # Kueue's pod integration makes one Workload per pod, owned by it: grouped by that pod, the newest kept.
+            self.workloads = Reflector(list_call=workloads_call, kind="Workload", keep=owner_pod_uid,
+                                       trim=trim_workload, group_by=owner_pod_uid, keep_latest=1, backoff=backoff(),
+                                       on_change=self._changed, **common)
         self._by_node: dict[str, dict[str, Any]] = {}
         self._sums: dict[str, Any] = {}
         self._index_lock = threading.Lock()
@@ -129,7 +154,7 @@ class ClusterReflector:
 
     @property
     def reflectors(self) -> list[Reflector]:
-        return [r for r in (self.nodes, self.pods, self.events, self.foreign) if r is not None]
+        return [r for r in (self.nodes, self.pods, self.events, self.foreign, self.workloads) if r is not None]
 
     def start(self) -> None:
         self._waker = threading.Thread(target=self._wake_loop, name="hetero-reflector-wake", daemon=True)
@@ -163,6 +188,11 @@ class ClusterReflector:
     def events_of(self, namespace: str, pod: str) -> list[dict]:
         """The cached events of one pod, oldest first."""
         return self.events.group(f"{namespace}/{pod}")
+
+    def kueue_workload_of(self, pod_uid: str) -> dict | None:
+        """Kueue's Workload of the pod with ``pod_uid``, as last seen (None: none yet, or Kueue is not tracked)."""
+        found = self.workloads.group(pod_uid) if self.workloads is not None and pod_uid else []
+        return found[-1] if found else None
 
     def requests_by_node(self) -> dict[str, Any]:
         """What pods we did not place request of each node (`requests_of` summed), by node name."""

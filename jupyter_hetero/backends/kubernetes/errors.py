@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ...i18n import N_
 
-__all__ = ["ApiForbidden", "MalformedResponse", "api_status", "exceeded_quota", "missing_permission"]
+__all__ = ["ApiForbidden", "MalformedResponse", "api_status", "brief", "exceeded_quota", "missing_permission"]
 
 FORBIDDEN = 403
 
@@ -87,3 +87,10 @@ def missing_permission(exc: ApiException, *, verb: str, resource: str, namespace
         return ApiForbidden(verb=verb, resource=resource, namespace=namespace, user="", message=message)
     return ApiForbidden(verb=named["verb"], resource=named["resource"], namespace=named["namespace"],
                         user=named["user"], message=message)
+
+
+def brief(error: BaseException) -> str:
+    """An API call's failure in a few words, for a log line: the HTTP status, or the exception and its text."""
+    if isinstance(error, ApiException):
+        return f"HTTP {error.status} {error.reason}"
+    return f"{type(error).__name__}: {error}"

@@ -1,20 +1,29 @@
 """Why Kueue holds a pod, from its Kueue Workload (kueue.x-k8s.io/v1beta2), as the engine's blockers.
 
     workload_blockers(workload)   # [Blocker("kueue-pending", None, {"queue": "batch", "message": "..."}, 0.3)]
-    workload_of(pod, workloads)   # the Workload whose ownerReferences name the pod (Kueue's pod integration)
+    owner_pod_uid(workload)       # the uid of the pod a Workload stands for (Kueue's pod integration)
+    positions(summary)            # {pod uid: Position(local_queue=1, cluster_queue=3)} from the visibility API
+    held_by_kueue(pod)            # whether Kueue's scheduling gate still holds the pod
 
 Pure functions over the raw JSON the API server sends. With ``c.KubernetesConfig.admission = "kueue"`` the
 cluster's Kueue admits our pods; these say, in the blocker format of :mod:`jupyter_hetero.engine.blockers`
 (worded in :mod:`jupyter_hetero.engine.explain`, kinds ``kueue-*``), what its Workload's conditions say: quota not
 reserved (with Kueue's own reason and message), admission checks outstanding, an eviction, a requeue backoff.
-Kueue's messages are its own English; only the sentence around them is translated.
+Kueue's messages are its own English; only the sentence around them is translated. Kueue's place for a pod comes
+from its visibility API (``visibility.kueue.x-k8s.io``: a LocalQueue's ``pendingworkloads``), which lists the
+pending Workloads in the order its scheduler takes them; Kueue makes no estimate of when one starts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...engine.decisions import Blocker
 
-__all__ = ["workload_blockers", "workload_of"]
+__all__ = ["KUEUE_GATE", "Position", "held_by_kueue", "owner_pod_uid", "positions", "workload_blockers"]
+
+# The scheduling gate Kueue's pod webhook puts on a pod it manages, lifted when Kueue admits the pod's Workload.
+KUEUE_GATE = "kueue.x-k8s.io/admission"
 
 # Closer to starting first: an admission check or a backoff passes on its own; quota comes as work ends;
 # an inadmissible Workload (no such LocalQueue, its ClusterQueue inactive) needs an administrator.
@@ -22,11 +31,32 @@ _CLOSENESS = {"kueue-checks": 0.8, "kueue-requeue": 0.5, "kueue-no-workload": 0.
               "kueue-pending": 0.3, "kueue-inadmissible": 0.0}
 
 
-def workload_of(pod: dict, workloads: list[dict]) -> dict | None:
-    """The Workload of a plain pod: Kueue's pod integration makes one per pod, owned by it."""
-    uid = (pod.get("metadata") or {}).get("uid")
-    return next((w for w in workloads
-                 if any(o.get("uid") == uid for o in (w.get("metadata") or {}).get("ownerReferences") or ())), None)
+@dataclass(frozen=True)
+class Position:
+    """A pending Workload's place in Kueue's order, 1-based: in its LocalQueue, and in the ClusterQueue behind it
+    (which orders the LocalQueues of every namespace it serves together)."""
+
+    local_queue: int
+    cluster_queue: int
+
+
+def held_by_kueue(pod: dict) -> bool:
+    """Whether the pod waits for Kueue: its admission gate is still on it."""
+    return any(gate.get("name") == KUEUE_GATE for gate in (pod.get("spec") or {}).get("schedulingGates") or ())
+
+
+def positions(summary: dict) -> dict[str, Position]:
+    """The places of the pending Workloads in a ``PendingWorkloadsSummary``, by the uid of the pod each belongs to
+    (the owner Kueue's pod integration gives it); Kueue counts from 0."""
+    return {uid: Position(int(item.get("positionInLocalQueue", 0)) + 1, int(item.get("positionInClusterQueue", 0)) + 1)
+            for item in summary.get("items") or () if (uid := owner_pod_uid(item))}
+
+
+def owner_pod_uid(workload: dict) -> str:
+    """The uid of the pod a Workload stands for: Kueue's pod integration makes one Workload per plain pod, owned by
+    it ("" for a Workload of a Job or another kind)."""
+    return next((owner.get("uid") or "" for owner in (workload.get("metadata") or {}).get("ownerReferences") or ()
+                 if owner.get("kind") == "Pod"), "")
 
 
 def workload_blockers(workload: dict | None, queue: str = "?") -> list[Blocker]:

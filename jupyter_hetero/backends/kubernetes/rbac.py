@@ -22,13 +22,14 @@ def documents() -> list[dict]:
 
 
 def granted() -> frozenset[tuple[str, str]]:
-    """Every ``(verb, resource)`` the roles grant in the core API group (``resource`` like ``pods/log``)."""
+    """Every ``(verb, resource)`` the roles grant: ``resource`` like ``pods/log`` in the core API group, qualified
+    by its group elsewhere (``workloads.kueue.x-k8s.io``)."""
     pairs = set()
     for document in documents():
         if document["kind"] not in _RULE_KINDS:
             continue
         for rule in document.get("rules", ()):
-            if rule.get("apiGroups") != [""]:
-                raise ValueError(f"{document['metadata']['name']}: only the core API group is used")
-            pairs.update((verb, resource) for resource in rule["resources"] for verb in rule["verbs"])
+            for group in rule["apiGroups"]:
+                pairs.update((verb, f"{resource}.{group}" if group else resource)
+                             for resource in rule["resources"] for verb in rule["verbs"])
     return frozenset(pairs)

@@ -26,7 +26,7 @@ from typing import Any
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from .errors import ApiForbidden, missing_permission
+from .errors import ApiForbidden, brief, missing_permission
 
 __all__ = ["Backoff", "Reflector", "key_of"]
 
@@ -183,7 +183,7 @@ class Reflector:
                     self.refused = refused
                     log.error("reflector kind=%s: %s", self.kind, refused)
                 else:
-                    log.warning("reflector kind=%s list/watch failed, retrying: %s", self.kind, _brief(error))
+                    log.warning("reflector kind=%s list/watch failed, retrying: %s", self.kind, brief(error))
                 self.backoff.pause(self._stop)
             finally:
                 self._response = None
@@ -267,7 +267,7 @@ class Reflector:
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
             if self._stop.is_set():
                 return False
-            log.info("reflector kind=%s watch broke: %s", self.kind, _brief(error))
+            log.info("reflector kind=%s watch broke: %s", self.kind, brief(error))
         finally:
             # Closed, not returned to the pool: servers and proxies often close a watch's connection,
             # and a new connection every `timeout_s` costs nothing.
@@ -392,11 +392,4 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield from (line for line in complete if line.strip())
     if pending.strip():
         yield pending
-
-
-def _brief(error: BaseException) -> str:
-    if isinstance(error, ApiException):
-        return f"HTTP {error.status} {error.reason}"
-    return f"{type(error).__name__}: {error}"
-
 

@@ -56,6 +56,9 @@ class LocalBackend:
     def problem(self, handle: ProcessHandle) -> str | None:
         return None  # a process that started runs; how it ends is its exit code
 
+    def admission_wait(self, handle: ProcessHandle) -> None:
+        return None  # this engine alone admits work on this machine
+
     def adopt(self, handles: list[ProcessHandle], log_path) -> list[ProcessHandle]:
         return [handle for handle in handles if self.running(handle)]  # they write their log file themselves
 

@@ -208,6 +208,26 @@ describe('MyWorkSection', () => {
     expect(p.onCancel).toHaveBeenCalledWith(7);
   });
 
+  it('shows a running job that Kueue still holds with its place in the LocalQueue and Kueue\'s reason', () => {
+    const blocker = {
+      kind: 'kueue-pending',
+      flavor: null,
+      message: 'Kueue: LocalQueue batch has not reserved quota (Pending): insufficient quota for cpu',
+      params: { queue: 'batch', reason: 'Pending' }
+    };
+    const held = build.workload({ state: 'running', held_by: 'kueue', position: 2, eta: null, blockers: [blocker] });
+    const unplaced = build.workload({ id: 8, state: 'running', held_by: 'kueue', position: null, blockers: [blocker] });
+    rendered = render(<MyWorkSection {...section({ workloads: [held, unplaced] })} />);
+    const row = rendered.host.querySelector('.jp-hetero-workload[data-workload-id="7"]');
+    expect(row?.querySelector('.jp-hetero-state')?.textContent).toBe('running');
+    expect(row?.querySelector('.jp-hetero-mod-held')?.textContent).toBe(
+      'Waiting for Kueue to admit it: position 2 in its LocalQueue'
+    );
+    expect(row?.querySelector('.jp-hetero-blocker[data-kind="kueue-pending"]')?.textContent).toBe(blocker.message);
+    const other = rendered.host.querySelector('.jp-hetero-workload[data-workload-id="8"]');
+    expect(other?.querySelector('.jp-hetero-mod-held')?.textContent).toBe('Waiting for Kueue to admit it');
+  });
+
   it('shows placement and usage of a finished job, and offers logs, explain and re-submit', () => {
     const done = build.workload({
       state: 'succeeded',

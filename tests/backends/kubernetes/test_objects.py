@@ -532,13 +532,26 @@ _CALL = re.compile(r"\bcore\.(list|create|delete|read|patch|replace)_(?:namespac
                    r"(?:_for_all_namespaces)?\b")
 
 
+# Kueue's kinds (custom objects of KUEUE_API), and the paths its visibility API is read at (with get_json).
+_CUSTOM = re.compile(r'\blist_(?:namespaced|cluster)_custom_object, \*KUEUE_API, (?:namespace, )?"([a-z]+)"')
+_READ_PATH = re.compile(r"\bget_json\(self\.api_client, ([A-Z_]+),")
+
+
 def used_by_the_backend() -> set[tuple[str, str]]:
     """Every (verb, resource) the backend's code calls the API server with, read from its source: the
     cluster's lists are watched too."""
+    from jupyter_hetero.backends.kubernetes import kueue_queues
+    from jupyter_hetero.backends.kubernetes.cluster import KUEUE_API
+
     used = set()
     for path in PACKAGE.glob("*.py"):
-        for action, noun in _CALL.findall(path.read_text(encoding="utf-8")):
-            resource = "pods/log" if noun == "pod_log" else _RESOURCE[noun]
+        text = path.read_text(encoding="utf-8")
+        calls = [(action, "pods/log" if noun == "pod_log" else _RESOURCE[noun]) for action, noun in _CALL.findall(text)]
+        calls += [("list", f"{plural}.{KUEUE_API[0]}") for plural in _CUSTOM.findall(text)]
+        for constant in _READ_PATH.findall(text):  # /apis/<group>/<version>/namespaces/{namespace}/<kind>/{name}/<sub>
+            parts = getattr(kueue_queues, constant).split("/")
+            calls.append(("get", f"{parts[6]}/{parts[8]}.{parts[2]}"))
+        for action, resource in calls:
             verb = {"read": "get", "replace": "update"}.get(action, action)
             used.add((verb, resource))
             if path.name == "cluster.py" and verb == "list":  # the reflectors watch what they list

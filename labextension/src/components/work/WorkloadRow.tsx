@@ -100,6 +100,13 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
           {formatEta(secondsUntil(w.eta), trans)}
         </div>
       )}
+      {w.held_by === 'kueue' && (
+        <div className="jp-hetero-workload-wait jp-hetero-mod-held">
+          {typeof w.position === 'number'
+            ? trans.__('Waiting for Kueue to admit it: position %1 in its LocalQueue', w.position)
+            : trans.__('Waiting for Kueue to admit it')}
+        </div>
+      )}
       {inadmissible && (
         <div className="jp-hetero-workload-wait jp-hetero-mod-inadmissible">
           {trans.__('No node can ever hold it; it is queued again when the inventory changes.')}
