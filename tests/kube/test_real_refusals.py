@@ -237,7 +237,7 @@ def quota_namespace(control_plane, admin, accounts):
     _namespace(admin, QUOTA_NAMESPACE)
     admin.create_namespaced_resource_quota(QUOTA_NAMESPACE, {"metadata": {"name": "one-pod"},
                                                              "spec": {"hard": {"pods": "1"}}})
-    # Until the controller has counted, admission answers "status unknown for quota" to every create.
+    # The controller's first count, so that the holder pod is counted against a quota in force.
     until(lambda: (admin.read_namespaced_resource_quota("one-pod", QUOTA_NAMESPACE).status.hard or {}).get("pods"),
           "the quota controller to count namespace " + QUOTA_NAMESPACE, timeout=30)
     yield QUOTA_NAMESPACE
