@@ -159,9 +159,10 @@ class Backend(Protocol):
         """Begin watching what the backend runs on; ``wake`` is called (from any thread) after changes."""
         ...
     def close(self) -> None: ...
-    def poll_nodes(self) -> NodesSeen | None:
+    def poll_nodes(self, placed_servers: frozenset[int] = frozenset()) -> NodesSeen | None:
         """The nodes when they (or what others hold of them) changed since the last call; None when they did
-        not, or when the backend does not discover nodes (the local one: its node is discovered at start)."""
+        not, or when the backend does not discover nodes (the local one: its node is discovered at start).
+        ``placed_servers``: hub servers' workloads holding a placement, whose pods are not others'."""
         ...
     def problem(self, handle: ProcessHandle) -> str | None:
         """Why a live replica cannot make progress (its image cannot be pulled ...), or None."""

@@ -17,6 +17,7 @@ from typing import Any
 from kubespawner import KubeSpawner
 from traitlets import Dict
 
+from ..backends.kubernetes.identity import server_labels
 from .placement import HeteroPlacement
 
 __all__ = ["HeteroKubeSpawner"]
@@ -72,4 +73,8 @@ class HeteroKubeSpawner(HeteroPlacement, KubeSpawner):
         placed = await self.placement()
         if placed:
             self.apply_placement(placed)
+        workload = (self.hetero_started or {}).get("workload") or {}
+        if workload.get("id") is not None:
+            # Which server workload the pod is: the hetero service then counts it once, as that workload.
+            self.extra_labels = {**self.extra_labels, **server_labels(workload["id"])}
         return await super().get_pod_manifest()

@@ -159,7 +159,10 @@ class Scheduler:
 
     def _refresh_nodes(self) -> None:
         """Nodes the backend discovers (a cluster's) join, change or leave the inventory as they do."""
-        seen = self.backend.poll_nodes()
+        # A hub server's pod is made by the hub, not the backend: its placement is the engine's to count.
+        placed_servers = frozenset() if self.backend.runs_here else frozenset(
+            row.id for row, _workload in self._workloads.entries() if row.kind == "server" and row.state in ACTIVE_STATES)
+        seen = self.backend.poll_nodes(placed_servers)
         if seen is not None:
             self.inventory.refresh(seen.capabilities, seen.states, seen.held)
 

@@ -14,6 +14,7 @@ address (``tests.kube.containers.pod_ip``), which is the pod IP KubeSpawner give
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
 
@@ -160,6 +161,17 @@ def test_a_users_server_is_a_pod_bound_by_kube_scheduler_to_the_engines_node_and
     # The container runs here, as a process of the kubelet's, its log read through the API server.
     log = admin.read_namespaced_pod_log(POD, namespace)
     assert "JupyterHubSingleUser] Starting jupyterhub single-user server extension" in log, log[-2000:]
+
+    # The hetero service counts the pod once, as the server workload's placement: its labels name that workload,
+    # so what it requests is not held by "others" as well (which left no room on the node for a second server).
+    assert {k: pod.metadata.labels[k] for k in ("hetero.jupyter.org/workload-id", "hetero.jupyter.org/kind")} == \
+        {"hetero.jupyter.org/workload-id": str(workload["id"]), "hetero.jupyter.org/kind": "server"}
+    deadline = time.monotonic() + 5  # several ticks, long after the service's watch has seen the running pod
+    while time.monotonic() < deadline:
+        status, nodes = hub.get(API + "nodes", token)
+        (node,) = [n for n in nodes if n["name"] == local_kubelet.name]
+        assert node["held_by_others"] == {"cpu_milli": 0, "memory_mib": 0, "devices": 0}, node
+        time.sleep(0.5)
 
     # The user reaches it through the proxy; the hub's route leads to the pod's own address.
     status, answer = hub.get(f"user/{USER}/api/status", token)

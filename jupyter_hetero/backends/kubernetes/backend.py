@@ -77,7 +77,7 @@ class KubernetesBackend:
         self.clock = clock
         self._unseen: dict[str, float] = {}  # pods created, not yet in the cache -> when created
         self._unanswered: dict[str, float] = {}  # pods whose create went unanswered -> since when
-        self._nodes_seen: tuple[int, int] | None = None
+        self._nodes_seen: tuple[int, int, frozenset[int]] | None = None
         self._readings: dict[str, tuple[dict, object, object]] = {}  # node -> (object, foreign requests, reading)
         self.findings: dict[str, tuple[str, ...]] = {}  # node -> what reading it found
         self._followers: dict[str, threading.Thread] = {}
@@ -138,16 +138,19 @@ class KubernetesBackend:
 
     # -- inventory ---------------------------------------------------------------------------
 
-    def poll_nodes(self) -> NodesSeen | None:
+    def poll_nodes(self, placed_servers: frozenset[int] = frozenset()) -> NodesSeen | None:
         """The nodes as capability records, their admission states (admitted, cordoned, lost) and what pods we
-        did not place hold of them, when any of it changed since the last call; None otherwise."""
+        did not place hold of them, when any of it changed since the last call; None otherwise. The pods of the
+        hub servers in ``placed_servers`` (their workloads hold a placement) are not others': the engine counts
+        them as those workloads."""
         if self._unanswered:
             self._delete_unanswered()
-        seen = (self.reflector.nodes.version, self.reflector.foreign.version)
+        left_out = self.reflector.placed_servers_seen(placed_servers)
+        seen = (self.reflector.nodes.version, self.reflector.foreign.version, left_out)
         if seen == self._nodes_seen:
             return None
         self._nodes_seen = seen
-        foreign = self.reflector.requests_by_node()
+        foreign = self.reflector.requests_by_node(left_out)
         capabilities, states, held, findings = [], {}, {}, {}
         readings = {}
         for node in self.reflector.nodes.items().values():

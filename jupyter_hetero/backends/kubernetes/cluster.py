@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import ApiForbidden
+from .identity import placed_server, server_labels
 from .kueue_status import owner_pod_uid
 from .reflector import Backoff, Reflector, _rv_order, key_of
 
@@ -62,9 +63,11 @@ def trim_foreign_pod(pod: dict) -> dict:
         kept_spec["initContainers"] = resources(spec["initContainers"])
     if spec.get("overhead"):
         kept_spec["overhead"] = spec["overhead"]
-    return {"metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
-                         if k in meta},
-            "spec": kept_spec, "status": {"phase": (pod.get("status") or {}).get("phase")}}
+    kept_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
+    server = placed_server(pod)
+    if server is not None:  # a hub user's server the engine placed: its two labels say which
+        kept_meta["labels"] = server_labels(server)
+    return {"metadata": kept_meta, "spec": kept_spec, "status": {"phase": (pod.get("status") or {}).get("phase")}}
 
 
 def trim_workload(workload: dict) -> dict:
@@ -75,6 +78,15 @@ def trim_workload(workload: dict) -> dict:
             "spec": {"queueName": (workload.get("spec") or {}).get("queueName")},
             "status": {k: status[k] for k in ("conditions", "admission", "admissionChecks", "requeueState")
                        if k in status}}
+
+
+def _total(requests: Any) -> Any:
+    """The sum of one node's pods' requests (at least one)."""
+    pods = list(requests)
+    total = pods[0]
+    for more in pods[1:]:
+        total = total + more
+    return total
 
 
 def _event_time(event: dict) -> str:
@@ -145,6 +157,8 @@ class ClusterReflector:
                                        on_change=self._changed, **common)
         self._by_node: dict[str, dict[str, Any]] = {}
         self._sums: dict[str, Any] = {}
+        self._servers: dict[int, tuple[str, str]] = {}  # hub server workload -> (node, key) of its live pod
+        self._server_of_pod: dict[str, int] = {}  # and back
         self._index_lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
         self._dirty = threading.Event()
@@ -194,16 +208,30 @@ class ClusterReflector:
         found = self.workloads.group(pod_uid) if self.workloads is not None and pod_uid else []
         return found[-1] if found else None
 
-    def requests_by_node(self) -> dict[str, Any]:
-        """What pods we did not place request of each node (`requests_of` summed), by node name."""
+    def requests_by_node(self, placed_servers: frozenset[int] = frozenset()) -> dict[str, Any]:
+        """What pods we did not place request of each node (`requests_of` summed), by node name. The pods of hub
+        servers in ``placed_servers`` (workload ids whose placement the engine holds) are left out: the engine
+        counts what they hold already, as their workloads'."""
         with self._index_lock:
             for node in [n for n in self._by_node if n not in self._sums]:
-                pods = list(self._by_node[node].values())
-                total = pods[0]
-                for requests in pods[1:]:
-                    total = total + requests
-                self._sums[node] = total
-            return dict(self._sums)
+                self._sums[node] = _total(self._by_node[node].values())
+            sums = dict(self._sums)
+            left_out: dict[str, set[str]] = {}
+            for workload_id in placed_servers:
+                if (found := self._servers.get(workload_id)) is not None:
+                    left_out.setdefault(found[0], set()).add(found[1])
+            for node, keys in left_out.items():
+                rest = [requests for key, requests in self._by_node.get(node, {}).items() if key not in keys]
+                if rest:
+                    sums[node] = _total(rest)
+                else:
+                    sums.pop(node, None)
+            return sums
+
+    def placed_servers_seen(self, placed_servers: frozenset[int]) -> frozenset[int]:
+        """Those of ``placed_servers`` whose pod is in the cache: what :meth:`requests_by_node` leaves out."""
+        with self._index_lock:
+            return frozenset(workload_id for workload_id in placed_servers if workload_id in self._servers)
 
     # -- from the reflectors' threads --------------------------------------------------------------
     def _changed(self, kind: str, obj: dict) -> None:
@@ -241,6 +269,12 @@ class ClusterReflector:
             if requests is not None and node:
                 self._by_node.setdefault(node, {})[key] = requests
                 self._sums.pop(node, None)
+            # A server pod being deleted holds its node until it is gone, whatever its workload: never left out.
+            if (was := self._server_of_pod.pop(key, None)) is not None:
+                self._servers.pop(was, None)
+            server = placed_server(pod)
+            if server is not None and requests is not None and node and not pod["metadata"].get("deletionTimestamp"):
+                self._servers[server], self._server_of_pod[key] = (node, key), server
         self._dirty.set()
 
     def _wake_loop(self) -> None:

@@ -25,8 +25,10 @@ __all__ = [
     "attempt_selector",
     "endpoint_service_name",
     "labels_of",
+    "placed_server",
     "pod_name",
     "rendezvous_name",
+    "server_labels",
     "service_labels",
     "workload_annotation",
 ]
@@ -108,6 +110,21 @@ def labels_of(identity: PodIdentity) -> dict[str, str]:
         _PREFIX + "attempt": str(identity.attempt),
         _PREFIX + "replica": str(identity.replica),
     }
+
+
+def server_labels(workload_id: int) -> dict[str, str]:
+    """The labels of a hub user's server pod that the hetero service placed (KubeSpawner makes the pod, so no
+    ``managed-by``: the backend never deletes it as an orphan). They tell the backend that what the pod holds
+    is this server workload's placement, which the engine counts already, not another pod's."""
+    return {_PREFIX + "workload-id": str(int(workload_id)), _PREFIX + "kind": "server"}
+
+
+def placed_server(pod: dict) -> int | None:
+    """The server workload a pod stands for (:func:`server_labels`), or None."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    workload = labels.get(_PREFIX + "workload-id", "")
+    return int(workload) if labels.get(_PREFIX + "kind") == "server" and workload.isascii() and workload.isdigit() \
+        else None
 
 
 def service_labels(service: str, revision: int | None = None) -> dict[str, str]:

@@ -50,7 +50,7 @@ class LocalBackend:
     def close(self) -> None:
         pass
 
-    def poll_nodes(self) -> None:
+    def poll_nodes(self, placed_servers: frozenset[int] = frozenset()) -> None:
         return None
 
     def problem(self, handle: ProcessHandle) -> str | None:
