@@ -8,6 +8,7 @@ namespaces labelled :data:`tests.kube.kueue.MANAGED_LABEL`); kwok's nodes run th
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import subprocess
 import sys
@@ -285,25 +286,30 @@ def kueue_server(kueue, shipped, kwok_nodes, server_account, hetero_config, serv
 
 async def test_in_kueue_mode_a_job_kueue_holds_shows_kueues_place_and_reason_and_starts_when_kueue_admits_it(
         kueue_server, kueue, api, wait_for):
-    jobs = [(await api("workloads", "POST", {**SMALL_JOB, "name": f"kq-{i}"}))["id"] for i in range(4)]
-    # The engine admits all four (its quota is 512 CPUs) and creates their pods; Kueue admits two (2 CPUs).
-    for job in jobs:
-        await wait_for(job, lambda w: w["state"] == "running", timeout=60)
-
     def held_at(position: int):
         return lambda w: w.get("held_by") == "kueue" and w.get("position") == position
 
+    async def submit(name: str) -> int:
+        return (await api("workloads", "POST", {**SMALL_JOB, "name": name}))["id"]
+
+    # The engine admits every one (its quota is 512 CPUs) and creates its pod at once; Kueue admits two (2 CPUs).
+    jobs = [await submit("kq-0"), await submit("kq-1")]
+    for job in jobs:
+        await wait_for(job, lambda w: w["state"] == "running" and "held_by" not in w, timeout=60)
+    jobs.append(await submit("kq-2"))
     third = await wait_for(jobs[2], held_at(1), timeout=60)
+    # Kueue orders equal priorities by creation time, which the API server keeps to the second: a second later,
+    # the fourth is behind the third.
+    await asyncio.sleep(1.1)
+    jobs.append(await submit("kq-3"))
     fourth = await wait_for(jobs[3], held_at(2), timeout=60)
+    assert third["state"] == fourth["state"] == "running"
     for workload in (third, fourth):
         [blocker] = workload["blockers"]
         assert (blocker["kind"], blocker["params"]["queue"], blocker["params"]["reason"]) == \
             ("kueue-pending", "batch", "Pending"), blocker
         assert "insufficient quota for cpu" in blocker["message"], blocker
         assert workload["eta"] is None  # Kueue makes no estimate, and the engine's would not be Kueue's
-    for job in jobs[:2]:
-        admitted = await api(f"workloads/{job}")
-        assert "held_by" not in admitted and admitted["state"] == "running", admitted
     explained = await api(f"workloads/{jobs[3]}/explain")
     assert explained["summary"] == "waiting for kueue to admit it" and explained["position"] == 2
     assert explained["lines"][0].startswith("1. Kueue: LocalQueue batch has not reserved quota (Pending): ")
