@@ -25,6 +25,7 @@ whole namespace down.
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import logging
 import os
@@ -57,6 +58,10 @@ RENEW_S = 2.0  # how often the Lease is renewed (a kubelet's default is 10 s; th
 STATUS_S = 10.0  # how often the node's conditions are posted even when nothing changed
 CONFIG_RETRY_S = 0.5  # a pod held by a Secret not yet readable tries again after this
 WATCH_S = 60  # each watch ends after this and is started again from the last resourceVersion
+# Pod addresses (tests.kube.containers.pod_ip numbers), apart from the in-process kubelet's (below 1,000) and, as
+# 127.0.0.0/8 is the whole machine's, from another pytest-xdist worker's kubelets: 20,000 numbers per worker.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_ADDRESSES = itertools.count(1_000 + 20_000 * (_WORKER % 3))
 
 
 def _now() -> str:
@@ -117,7 +122,7 @@ class RealKubelet:
         self._stopped = threading.Event()
         self._silent = threading.Event()  # stop_heartbeating(): no lease, no status, no pod acted on
         self._threads: list[threading.Thread] = []
-        self._addresses = iter(range(1_000, 1_000_000))  # pod addresses apart from the in-process kubelet's
+        self._addresses = _ADDRESSES  # one count for every kubelet of the process: no two pods share an address
         self._server: ThreadingHTTPServer | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
