@@ -11,13 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..capability import AcceleratorFamily, NodeCapability
+from ..capability import AcceleratorFamily, Interconnect, NodeCapability
 from ..catalog.models import (
     AdvancedParameter,
     CanaryPolicy,
     Escalation,
     FailurePolicy,
-    Interconnect,
     LabelRequirement,
     Localized,
     MetricTarget,

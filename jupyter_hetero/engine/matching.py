@@ -11,21 +11,44 @@ that do not change within a cycle, so it is cached per (constraints, flavor).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..packages import unmet
 from ..units import compare_versions, format_amount, format_memory
 from .model import Constraints, NodeState, Request, VariantNeed
 
-__all__ = ["LabelReq", "Mismatch", "mismatch"]
+__all__ = ["LabelOperator", "LabelReq", "Mismatch", "mismatch"]
+
+# The operators of a Kubernetes node selector requirement.
+LabelOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 
 
 @dataclass(frozen=True, slots=True)
 class LabelReq:
-    """A hashable label requirement: ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``."""
+    """A hashable label requirement: ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``.
+
+    The one reading of these operators: the catalog's ``LabelRequirement`` checks and matches through it.
+    """
 
     key: str
     operator: str
     values: tuple[str, ...] = ()
+
+    def problem(self) -> str | None:
+        """What is wrong with the values for the operator, or None when they fit it."""
+        op = self.operator
+        if op in ("In", "NotIn") and not self.values:
+            return f"operator {op} needs at least one value"
+        if op in ("Exists", "DoesNotExist") and self.values:
+            return f"operator {op} takes no values"
+        if op in ("Gt", "Lt"):
+            if len(self.values) != 1:
+                return f"operator {op} needs exactly one value"
+            try:
+                float(self.values[0])
+            except ValueError:
+                return f"operator {op} needs a number, not {self.values[0]!r}"
+        return None
 
     def matches(self, labels: dict[str, str]) -> bool:
         value = labels.get(self.key)

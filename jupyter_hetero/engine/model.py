@@ -58,11 +58,14 @@ ZERO = Res()
 UNLIMITED = Res(1 << 60, 1 << 60, 1 << 60)
 
 
+# The one definition: the catalog's templates and the API name these kinds too.
 class WorkloadKind(str, Enum):
     KERNEL = "kernel"
     JOB = "job"
     SERVICE = "service"
-    SERVER = "server"  # a hub user's single-user server: interactive, like a kernel, but never idle here
+    # A hub user's single-user server, started by its spawner once placed: interactive, like a kernel, but never
+    # idle here.
+    SERVER = "server"
 
 
 @dataclass(frozen=True, slots=True)

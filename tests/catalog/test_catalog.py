@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from jupyter_hetero.capability import Accelerator, NodeCapability
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, CatalogError, LabelRequirement, load_catalog, parse_catalog
@@ -92,6 +93,24 @@ def test_nodes_map_to_the_first_matching_flavor(default_catalog, node, flavor):
 )
 def test_label_requirements(requirement, labels, matches):
     assert requirement.matches(labels) is matches
+
+
+@pytest.mark.parametrize(
+    ("operator", "values", "message"),
+    [
+        pytest.param("In", [], "operator In needs at least one value", id="In without values"),
+        pytest.param("NotIn", [], "operator NotIn needs at least one value", id="NotIn without values"),
+        pytest.param("Exists", ["yes"], "operator Exists takes no values", id="Exists with a value"),
+        pytest.param("DoesNotExist", ["no"], "operator DoesNotExist takes no values", id="DoesNotExist with a value"),
+        pytest.param("Gt", ["7", "8"], "operator Gt needs exactly one value", id="Gt with two values"),
+        pytest.param("Lt", [], "operator Lt needs exactly one value", id="Lt without a value"),
+        pytest.param("Gt", ["seven"], "operator Gt needs a number, not 'seven'", id="Gt with a word"),
+    ],
+)
+def test_label_requirement_values_must_fit_the_operator(operator, values, message):
+    with pytest.raises(ValidationError) as info:
+        LabelRequirement(key="gen", operator=operator, values=values)
+    assert [error["msg"] for error in info.value.errors()] == [f"Value error, {message}"]
 
 
 def _issues(data) -> list[str]:
