@@ -40,6 +40,7 @@ from .catalog.fit import DEFAULT_SHARE, fit_to_machine
 from .engine import Engine, Policy
 from .engine.fragmentation import typical_mix
 from .engine.scoring import FragmentationScorer, shape_of
+from .engine_inputs import engine_request
 from .handlers import default_handlers, endpoint_handlers, service_handlers
 from .handlers.forward import HubService, find_service_url, forward_handlers
 from .handlers.hub_kernels import hub_kernel_handlers
@@ -50,7 +51,6 @@ from .services.hub_api import HubApi
 from .services.inventory import Inventory
 from .services.platform import Platform
 from .services.request_limits import BodyLimits, SubmissionRate
-from .services.snapshot import engine_request
 from .store import Repository, default_db_url
 from .store.audit_seal import AuditSeal, default_anchor_file, default_key_file, load_key
 

@@ -7,6 +7,7 @@ in configuration. Units are normalised on the way in: CPU in milli-cores, memory
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
@@ -18,6 +19,7 @@ __all__ = [
     "Accelerator",
     "AcceleratorFamily",
     "DeviceInfo",
+    "Held",
     "Interconnect",
     "Network",
     "NodeCapability",
@@ -156,3 +158,13 @@ class NodeCapability(_Record):
     @property
     def device_count(self) -> int:
         return self.accelerator.count if self.accelerator else 0
+
+
+@dataclass(frozen=True)
+class Held:
+    """What work this platform did not place holds on a node (a cluster's other pods): capacity the
+    engine must not count as free, though the node has it."""
+
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    devices: int = 0

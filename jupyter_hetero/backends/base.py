@@ -11,25 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..capability import Accelerator, NodeCapability
+from ..capability import Accelerator, Held, NodeCapability
 from ..engine.decisions import Blocker
 
-__all__ = ["AdmissionWait", "Backend", "Exit", "Held", "Launch", "LaunchUnavailable", "NodesSeen", "Placed", "ProcessHandle", "Serving"]
+__all__ = ["AdmissionWait", "Backend", "Exit", "Launch", "LaunchUnavailable", "NodesSeen", "Placed", "ProcessHandle", "Serving"]
 
 
 class LaunchUnavailable(RuntimeError):
     """The backend could not reach what it launches on (an API server that answers 5xx or 429, times out or
     refuses connections): nothing of the workload's doing, so it waits and tries again without using a retry."""
-
-
-@dataclass(frozen=True)
-class Held:
-    """What work this platform did not place holds on a node (a cluster's other pods): capacity the
-    engine must not count as free, though the node has it."""
-
-    cpu_milli: int = 0
-    memory_mib: int = 0
-    devices: int = 0
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
 from ..engine import Engine, NodeState, QueuePolicy, Request, TenantQuota
+from ..engine_inputs import engine_request, node_state, queue_policies, tenant_quotas
 from ..models import CapacityQuery
 from ..sim.replay import SimJob, replay
 from ..store import Repository
@@ -33,7 +34,6 @@ from .access import Access
 from .clock import Clock
 from .identity import Identity
 from .inventory import Inventory
-from .snapshot import engine_request, node_state, queue_policies, tenant_quotas
 from .usage import usage_report
 
 __all__ = ["CapacityAdvisor", "CapacityService", "Recorded"]

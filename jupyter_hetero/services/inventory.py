@@ -3,52 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from ..backends.base import Held
-from ..capability import NodeCapability
+from ..capability import Held, NodeCapability
 from ..catalog import Catalog
+from ..engine_inputs import NodeView
 from ..store import Repository
 
-__all__ = ["Inventory", "NodeView"]
+__all__ = ["Inventory"]
 
 NOTHING_HELD = Held()
-
-
-@dataclass(frozen=True)
-class NodeView:
-    """A node as the API shows it: its capability, flavor, admission state and when it was seen."""
-
-    capability: NodeCapability
-    flavor: str | None
-    state: str
-    first_seen: float
-    last_seen: float
-    held: Held = Held()  # what work we did not place holds of it (a cluster's other pods)
-    onboarded: bool = True  # passed onboarding, or none is required; until then it takes no work
-
-    @property
-    def admission(self) -> str:
-        """Its state as people and the engine see it: an admitted node still onboarding is pending."""
-        return "pending" if self.state == "admitted" and not self.onboarded else self.state
-
-    @property
-    def name(self) -> str:
-        return self.capability.name
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.capability.model_dump(mode="json"),
-            "family": self.capability.family.value,
-            "flavor": self.flavor,
-            "state": self.admission,
-            "schedulable": self.admission == "admitted" and self.flavor is not None,
-            "held_by_others": {"cpu_milli": self.held.cpu_milli, "memory_mib": self.held.memory_mib,
-                               "devices": self.held.devices},
-            "first_seen": self.first_seen,
-            "last_seen": self.last_seen,
-        }
 
 
 class Inventory:

@@ -33,6 +33,7 @@ from ..backends.base import Placed
 from ..backends.local.telemetry import sample_devices
 from ..catalog import Catalog
 from ..engine import render
+from ..engine_inputs import placement_from_json
 from ..errors import HeteroError, NotFound
 from ..i18n import N_, Message
 from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
@@ -41,7 +42,6 @@ from .clock import Clock
 from .identity import Identity
 from .resolve import resolve
 from .scheduler import Scheduler
-from .snapshot import placement_from_json
 
 __all__ = ["KernelService", "KernelWaitTimeout", "current_kernels", "is_hetero", "kernel_usage", "take_over_culling",
            "use_kernels"]

@@ -45,6 +45,7 @@ from ..capability import NodeCapability
 from ..catalog import Catalog
 from ..engine import Request
 from ..engine.matching import mismatch
+from ..engine_inputs import constraints_for, node_state
 from ..errors import Forbidden, NotFound
 from ..i18n import N_, Message
 from ..store import Repository
@@ -55,7 +56,6 @@ from .environment import device_environment
 from .identity import Identity
 from .inventory import Inventory
 from .onboarding_probes import FAULT, FRAMEWORK_MODULES, IMPORTS, MODEL_HARNESS, SAMPLE, difference
-from .snapshot import constraints_for, node_state
 
 __all__ = ["OnboardingService", "onboarding_json"]
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..engine import Workload, WorkloadKind, render
+from ..engine_inputs import constraints_for, engine_request
 from ..errors import Conflict
 from ..i18n import N_, Message
 from .identity import Identity
 from .resolve import known_template, resolve
 from .scheduler import Scheduler
-from .snapshot import constraints_for, engine_request
 from .workloads import WorkloadService
 
 __all__ = ["preemption_preview", "preview"]

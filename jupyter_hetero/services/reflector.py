@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 
 from ..engine import NodeState, Workload
+from ..engine_inputs import NodeView
 from ..store import Repository
 from ..store.tables import WorkloadRow
-from .inventory import NodeView
 
 __all__ = ["NodeStates", "WorkloadReflector"]
 

@@ -19,6 +19,14 @@ from pathlib import Path
 from ..backends.base import AdmissionWait, Backend, Launch, LaunchUnavailable, Placed, ProcessHandle, Serving
 from ..catalog import Catalog
 from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
+from ..engine_inputs import (
+    engine_workload,
+    node_state,
+    placement_from_json,
+    placement_to_json,
+    queue_policies,
+    tenant_quotas,
+)
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
 from ..store.tables import AttemptRow, WorkloadRow
 from ..export.kueue import pod_admission
@@ -33,14 +41,6 @@ from .jobfiles import JobPaths, archive_attempt, runner_argv
 from .lifecycle import after_attempt, may_lose, may_requeue, may_stop, placement_problem
 from .queue_status import WAIT_WINDOW_S, QueueStatus
 from .reflector import NodeStates, WorkloadReflector
-from .snapshot import (
-    engine_workload,
-    node_state,
-    placement_from_json,
-    placement_to_json,
-    queue_policies,
-    tenant_quotas,
-)
 from .ticks import TickLog, TickTiming
 
 __all__ = ["Scheduler"]

@@ -25,7 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..catalog import DEFAULT_CATALOG_PATH, load_catalog
 from ..engine import Device, Engine, NodeState, QueuePolicy, Request, Res, TenantQuota
+from ..engine_inputs import queue_policies
 from .baselines import FifoScheduler, QuotaFifoScheduler
 from .metrics import summarize, tenant_ratio
 from .replay import SimJob, replay
@@ -215,9 +217,6 @@ def _largest_remainder(exact: dict[str, float], total: int) -> dict[str, int]:
 
 def default_queues(**overrides: dict) -> dict[str, QueuePolicy]:
     """The shipped catalog's queues as engine policies; ``overrides`` patch fields per queue."""
-    from ..catalog import DEFAULT_CATALOG_PATH, load_catalog  # noqa: PLC0415
-    from ..services.snapshot import queue_policies  # noqa: PLC0415
-
     base = queue_policies(load_catalog(DEFAULT_CATALOG_PATH))
     for name, fields in overrides.items():
         base[name] = replace(base[name], **fields)

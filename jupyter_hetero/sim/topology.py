@@ -5,7 +5,7 @@
     out["presets"]["nvlink-2x4"]["aware"]["single_domain_share"]
 
 Each preset of ``topologies.yaml`` becomes a cluster of identical emulated nodes, turned into the
-engine's nodes by the server's own ``services.snapshot.node_state``. One seeded job stream (devices
+engine's nodes by the server's own ``engine_inputs.node_state``. One seeded job stream (devices
 and run times drawn from the samples, Poisson arrivals at ``load`` times the cluster's device
 capacity) is replayed twice on each: ``Engine(topology=True)``, the default, and
 ``Engine(topology=False)``, which takes the lowest free device indexes; both with the product's
@@ -30,9 +30,8 @@ from ..capability import NodeCapability
 from ..engine import Decisions, Engine, NodeState, Request, Res, Snapshot, TenantQuota
 from ..engine.scoring import fragmentation_scorer
 from ..engine.topology import domain_of
-from ..services.inventory import NodeView
-from ..services.snapshot import node_state
-from .philly import _read_trace, default_queues
+from ..engine_inputs import NodeView, node_state
+from .philly import default_queues, load_trace
 from .replay import SimJob, replay
 
 __all__ = ["PRESETS", "PRESETS_FILE", "SIZES", "build_nodes", "make_stream", "philly_samples", "run_topology"]
@@ -46,7 +45,7 @@ TENANT, QUEUE = "research", "training"
 
 def philly_samples(path: str | Path) -> list[tuple[int, float]]:
     """(devices, run time in seconds) of every Philly job that asks for 1, 2, 4 or 8 GPUs."""
-    return [(gpus, duration) for _at, duration, gpus, _tenant in _read_trace(str(path)) if gpus in SIZES]
+    return [(job.gpus, job.duration) for job in load_trace(path) if job.gpus in SIZES]
 
 
 def build_nodes(preset: str, count: int) -> list[NodeState]:

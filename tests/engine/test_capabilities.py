@@ -16,9 +16,8 @@ from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, Template, load_catalog
 from jupyter_hetero.engine import Blocker, Engine, render
 from jupyter_hetero.engine.blockers import STATIC_KINDS, STATIC_ORDER, static_blockers
 from jupyter_hetero.engine.matching import Mismatch, mismatch
+from jupyter_hetero.engine_inputs import NodeView, constraints_for, node_state
 from jupyter_hetero.packages import unmet
-from jupyter_hetero.services.inventory import NodeView
-from jupyter_hetero.services.snapshot import constraints_for, node_state
 from jupyter_hetero.units import compare_versions
 
 from ..builders import job, node, snapshot, tenant

@@ -31,7 +31,7 @@ from itertools import pairwise
 
 from jupyter_hetero.catalog import Catalog
 from jupyter_hetero.engine import Res
-from jupyter_hetero.services.snapshot import engine_workload
+from jupyter_hetero.engine_inputs import engine_workload
 from jupyter_hetero.store import ACTIVE_STATES, PENDING_STATES
 from jupyter_hetero.store.tables import NodeRow, WorkloadRow
 

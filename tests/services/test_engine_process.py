@@ -17,6 +17,7 @@ from jupyter_hetero.backends.local import load_emulated_nodes
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 from jupyter_hetero.engine import Engine, Snapshot, Workload, WorkloadKind
+from jupyter_hetero.engine_inputs import engine_request
 from jupyter_hetero.services.engine_mirror import SnapshotDelta
 from jupyter_hetero.services.engine_process import (
     Cycle,
@@ -26,7 +27,6 @@ from jupyter_hetero.services.engine_process import (
 )
 from jupyter_hetero.services.inventory import Inventory
 from jupyter_hetero.services.scheduler import Scheduler
-from jupyter_hetero.services.snapshot import engine_request
 from jupyter_hetero.store import Repository
 
 from ..builders import stored_kernel

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...capability import Network, NodeCapability
-from ..base import Held
+from ...capability import Held, Network, NodeCapability
 from . import quantities
 from .accelerators import read_accelerator
 

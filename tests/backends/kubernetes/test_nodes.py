@@ -10,14 +10,13 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from jupyter_hetero.backends.base import Held
 from jupyter_hetero.backends.kubernetes.nodes import (
     NodeReading,
     Requests,
     pod_requests,
     read_node,
 )
-from jupyter_hetero.capability import AcceleratorFamily, family_of
+from jupyter_hetero.capability import AcceleratorFamily, Held, family_of
 from jupyter_hetero.catalog.loader import load_catalog
 
 NODES = Path(__file__).parents[2] / "data" / "kubernetes" / "nodes"

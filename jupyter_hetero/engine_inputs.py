@@ -1,13 +1,23 @@
-"""Translate the catalog, the inventory and stored workloads into the engine's snapshot types."""
+"""Translate the catalog, the inventory's nodes and stored workloads into the engine's inputs.
+
+    nodes = [node_state(view) for view in inventory.nodes() if view.flavor is not None]
+    queues, tenants = queue_policies(catalog), tenant_quotas(catalog)
+    workload = engine_workload(row, catalog.template(row.template), 3600.0, times)
+
+Pure and below both the services, which feed the engine from the store, and the simulations,
+which feed it from traces: it imports the engine, the catalog, capability records and the store's
+row types, never a service.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from ..capability import Accelerator
-from ..catalog import Catalog, Queue, Resources, Template
-from ..engine import (
+from .capability import Accelerator, Held, NodeCapability
+from .catalog import Catalog, Queue, Resources, Template
+from .engine import (
     Constraints,
     Device,
     LabelReq,
@@ -22,12 +32,13 @@ from ..engine import (
     Workload,
     WorkloadKind,
 )
-from ..store.tables import WorkloadRow
-from .clock import SteadyTime
-from .inventory import NodeView
+from .store.tables import WorkloadRow
 
 __all__ = [
+    "NodeView",
+    "SchedulerTime",
     "constraints_for",
+    "engine_request",
     "engine_workload",
     "node_state",
     "placement_from_json",
@@ -36,8 +47,50 @@ __all__ = [
     "tenant_quotas",
 ]
 
+
 # Nodes that share this label value are one interconnect domain (gangs with same-interconnect).
 DOMAIN_LABEL = "hetero.io/interconnect-domain"
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A node as the API shows it: its capability, flavor, admission state and when it was seen."""
+
+    capability: NodeCapability
+    flavor: str | None
+    state: str
+    first_seen: float
+    last_seen: float
+    held: Held = Held()  # what work we did not place holds of it (a cluster's other pods)
+    onboarded: bool = True  # passed onboarding, or none is required; until then it takes no work
+
+    @property
+    def admission(self) -> str:
+        """Its state as people and the engine see it: an admitted node still onboarding is pending."""
+        return "pending" if self.state == "admitted" and not self.onboarded else self.state
+
+    @property
+    def name(self) -> str:
+        return self.capability.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.capability.model_dump(mode="json"),
+            "family": self.capability.family.value,
+            "flavor": self.flavor,
+            "state": self.admission,
+            "schedulable": self.admission == "admitted" and self.flavor is not None,
+            "held_by_others": {"cpu_milli": self.held.cpu_milli, "memory_mib": self.held.memory_mib,
+                               "devices": self.held.devices},
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+        }
+
+
+class SchedulerTime(Protocol):
+    """Stored wall timestamps as scheduler time (``services.clock.SteadyTime`` is one)."""
+
+    def steady(self, workload_id: int, name: str, wall_value: float | None) -> float | None: ...
 
 
 def _res(resources: Resources | None) -> Res | None:
@@ -196,7 +249,7 @@ def engine_request(request: dict[str, Any]) -> Request:
 
 
 def engine_workload(row: WorkloadRow, template: Template | None, default_runtime: float,
-                    times: SteadyTime | None = None) -> Workload:
+                    times: SchedulerTime | None = None) -> Workload:
     """A stored workload as the engine sees it; with ``times``, its timestamps in scheduler time."""
     resolved = row.request
     families = tuple(resolved.get("variant_families") or ())
@@ -234,7 +287,7 @@ def engine_workload(row: WorkloadRow, template: Template | None, default_runtime
     )
 
 
-def _preempted_at(row: WorkloadRow, times: SteadyTime | None) -> list[float]:
+def _preempted_at(row: WorkloadRow, times: SchedulerTime | None) -> list[float]:
     """When the workload was preempted, oldest first, in scheduler time when ``times`` is given (the
     engine's damping counts them)."""
     stored = row.preempted_at or []
