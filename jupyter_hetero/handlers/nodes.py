@@ -20,7 +20,7 @@ class NodesHandler(HeteroHandler):
     async def get(self) -> None:
         query = self.query(ListNodesQuery)
         platform = self.platform
-        allocation = platform.inventory.allocation(platform.repository.active_placements())
+        allocation = platform.inventory.allocated()
         nodes = [
             node for node in platform.inventory.nodes()
             if (query.flavor is None or node.flavor == query.flavor)

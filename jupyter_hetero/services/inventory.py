@@ -96,6 +96,10 @@ class Inventory:
         self.version += 1
         return self._nodes[name]
 
+    def allocated(self) -> dict[str, dict[str, Any]]:
+        """Per node, what the admitted work stored now holds there (see :meth:`allocation`)."""
+        return self.allocation(self.repository.active_placements())
+
     @staticmethod
     def allocation(placements) -> dict[str, dict[str, Any]]:
         """Per node, what admitted work holds there: CPU, memory, device milli and which devices."""
