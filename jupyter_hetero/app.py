@@ -1,4 +1,4 @@
-"""HeteroApp: the jupyter-server extension. Traits and wiring only; behaviour lives in services."""
+"""HeteroApp: the jupyter-server extension. Its traits and lifecycle; what it builds at start is startup.py's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import getpass
 import os
 from pathlib import Path
 
-from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir
+from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import (
     Bool,
@@ -22,39 +22,28 @@ from traitlets import (
     validate,
 )
 
-from .auth import TeamIdentityProvider, hide_server_token_from_members
+from .auth import hide_server_token_from_members
 from .authorizer import guard_routes
-from .backends.base import NodesSeen
-from .backends.local import discover_local_node, load_emulated_nodes
-from .backends.local.isolation import (
-    WorkloadIsolation,
-    accelerator_device_nodes,
-    find_sandbox,
-    interpreter_paths,
-    store_files,
-)
-from .backends.local.processes import LocalBackend
-from .capability import NodeCapability
-from .catalog import DEFAULT_CATALOG_PATH, Catalog, load_catalog
-from .catalog.fit import DEFAULT_SHARE, fit_to_machine
+from .catalog import DEFAULT_CATALOG_PATH
+from .catalog.fit import DEFAULT_SHARE
 from .engine import Engine, Policy
-from .engine.fragmentation import typical_mix
-from .engine.scoring import FragmentationScorer, shape_of
-from .engine_inputs import engine_request
 from .handlers import default_handlers, endpoint_handlers, service_handlers
-from .handlers.forward import HubService, find_service_url, forward_handlers
+from .handlers.forward import find_service_url, forward_handlers
 from .handlers.hub_kernels import hub_kernel_handlers
-from .kernel.hub_kernels import HubKernels
 from .services.clock import Clock
 from .services.credentials import DEFAULT_PASSTHROUGH
-from .services.hub_api import HubApi
-from .services.inventory import Inventory
-from .services.platform import Platform
 from .services.request_limits import BodyLimits, SubmissionRate
-from .store import Repository, default_db_url
-from .store.audit_seal import AuditSeal, default_anchor_file, default_key_file, load_key
+from .startup import build_platform, forget_failed_starts, forward_to_service
+from .store import default_db_url
+from .store.audit_seal import default_anchor_file, default_key_file
 
-__all__ = ["HeteroApp"]
+__all__ = ["BACKEND_CLASSES", "HeteroApp"]
+
+# The class each name of HeteroApp.backend stands for: backend_class's default.
+BACKEND_CLASSES = {
+    "local": "jupyter_hetero.backends.local.processes.LocalBackend",
+    "kubernetes": "jupyter_hetero.backends.kubernetes.backend.KubernetesBackend",
+}
 
 
 class HeteroApp(ExtensionApp):
@@ -207,7 +196,12 @@ class HeteroApp(ExtensionApp):
         "as inventory, workloads as pods; see KubernetesConfig).",
     )
     backend_class = Type(
-        LocalBackend, config=True, help="The class of the local backend (tests and embedders may replace it)."
+        BACKEND_CLASSES["local"], klass=object, config=True,
+        help="The class of the backend (the Backend protocol of jupyter_hetero.backends.base). Defaults to the "
+        "class HeteroApp.backend names; set it to plug in a backend of your own, e.g. 'my.module.MyBackend'. It is "
+        "made as its kind (its 'name' attribute) is: a 'kubernetes' one with KubernetesConfig, a 'local' one (this "
+        "machine and the emulated nodes) with no arguments, any other with the app as its traitlets parent when it "
+        "is configurable, then started and asked for its nodes.",
     )
     sandbox = CaselessStrEnum(
         ["auto", "bwrap", "none"], "auto", config=True,
@@ -233,6 +227,12 @@ class HeteroApp(ExtensionApp):
         "root): each sandboxed workload then runs as its submitter's account (as Slurm runs jobs), which sees "
         "its own home; a user with no account, or a system account (uid below 1000), has their work refused "
         "with that reason. Needs the server to run as root and a sandbox.",
+    )
+    engine_class = Type(
+        Engine, klass=Engine, config=True,
+        help="The class of the scheduling engine, made with placement_policy and the preemption limits: each cycle's "
+        "decisions over a snapshot. A subclass may decide otherwise; it runs in the engine process (engine_process), "
+        "so it must be importable there and picklable.",
     )
     clock_class = Type(
         Clock, klass=Clock, config=True,
@@ -317,163 +317,30 @@ class HeteroApp(ExtensionApp):
     def _default_audit_anchor_file(self) -> str:
         return str(default_anchor_file())
 
+    @default("backend_class")
+    def _default_backend_class(self) -> str:
+        return BACKEND_CLASSES[self.backend]
+
     @default("work_dir")
     def _default_work_dir(self) -> str:
         return str(Path(jupyter_data_dir()) / "hetero" / "work")
 
     def initialize_settings(self) -> None:
         if self.mode == "hub-user":
-            self._forward_to_service()
+            forward_to_service(self)
             return
-        backend = self._backend()
-        if backend.name == "local":
-            backend.isolation = self._workload_isolation()
-            seen = NodesSeen(self._node_capabilities(), {})
-        else:
-            backend.start()  # the first lists of the cluster's nodes and our pods
-            seen = backend.poll_nodes()
-        capabilities = seen.capabilities
-        clock = self.clock_class()
-        catalog = self._fit_defaults(load_catalog(self.catalog_file), capabilities)
-        anchor = None if self.audit_anchor_file.lower() == "none" else Path(self.audit_anchor_file)
-        seal = AuditSeal(load_key(Path(self.audit_key_file)), anchor_file=anchor)
-        repository = Repository(self.db_url, clock=clock.wall, seal=seal)
-        repository.seal_audit_chain()
-        if backend.name == "kubernetes" and backend.config.per_tenant:
-            backend.namespaces = tuple(sorted({backend.config.namespace_for(t.name) for t in catalog.tenants}))
-        inventory = Inventory(catalog, repository)
-        inventory.refresh(seen.capabilities, seen.states, seen.held)
-        self.settings["hetero_platform"] = Platform(
-            catalog=catalog,
-            repository=repository,
-            inventory=inventory,
-            backend=backend,
-            mode=self.mode,
-            user_root_template=self.user_root_template,
-            clock=clock,
-            work_dir=Path(self.work_dir),
-            root_dir=Path(self.serverapp.root_dir),
-            engine=self._engine(catalog),
-            engine_process_timeout_s=self.engine_process_timeout if self.engine_process else None,
-            engine_process_start_s=self.engine_process_start_timeout,
-            interval_s=self.schedule_interval,
-            platform_admins=frozenset(self.platform_admins),
-            owner_is_platform_admin=self.owner_is_platform_admin,
-            owner=self.owner_name,
-            # Read at each launch: the port is bound (and moved on when taken) only after extensions load.
-            server_url=lambda: getattr(backend, "server_url", "") or self.serverapp.connection_url,
-            server_token=self.serverapp.identity_provider.token,
-            device_idle_pct=self.cull_device_idle_pct,
-            device_idle_after_s=self.cull_device_idle_after,
-            kernel_report_grace_s=self.kernel_report_grace,
-            alert_interval_s=self.alert_interval,
-            catalog_path=self.catalog_file,
-            alert_webhook=self.alert_webhook,
-            stop_server=self._hub_stop_server(),
-            identity_provider=self.serverapp.identity_provider,
-            workload_env_passthrough=tuple(self.workload_env_passthrough),
-        )
+        platform = self.settings["hetero_platform"] = build_platform(self)
         web_settings = self.serverapp.web_app.settings
         web_settings["page_config_hook"] = hide_server_token_from_members(web_settings.get("page_config_hook"))
         guard_routes(self.serverapp, self.mode)  # members reach what the product gives them; the hub's service its API
-        platform = self.settings["hetero_platform"]
         self.settings["hetero_body_limits"] = BodyLimits(body_bytes=self.max_body_bytes,
                                                          field_bytes=self.max_field_bytes)
         self.settings["hetero_submission_rate"] = SubmissionRate(
-            per_minute=self.submissions_per_minute, burst=self.submission_burst, clock=clock.monotonic)
+            per_minute=self.submissions_per_minute, burst=self.submission_burst, clock=platform.clock.monotonic)
         platform.kernels.attach(self.serverapp.kernel_manager)
         platform.kernels.register()
-        self.log.info(
-            "jupyter-hetero: catalog=%s nodes=%d db=%s", self.catalog_file, len(inventory.nodes()), repository.engine.url
-        )
-
-    def _engine(self, catalog) -> Engine:
-        damping = {"preemption_limit": self.preemption_limit, "preemption_window_s": self.preemption_window}
-        if self.placement_policy != Policy.FRAGMENTATION:
-            return Engine(policy=self.placement_policy, **damping)
-        # Fragmentation is measured against what the platform's templates ask for by default, each
-        # on its eligible flavors; the engine learns the GPU models behind them from the inventory.
-        typical = typical_mix(
-            shape_of(engine_request(t.request.model_dump()), flavors=t.flavors) for t in catalog.templates
-        )
-        return Engine(policy=self.placement_policy, node_scorer=FragmentationScorer(typical), **damping)
-
-    def _backend(self):
-        if self.backend != "kubernetes":
-            return self.backend_class()
-        from .backends.kubernetes.backend import KubernetesBackend  # the client loads only when used
-        from .backends.kubernetes.config import KubernetesConfig
-
-        if self.emulated_nodes or self.emulated_nodes_file:
-            self.log.warning("jupyter-hetero: emulated nodes are ignored by the kubernetes backend")
-        return KubernetesBackend(config=KubernetesConfig(parent=self), work_dir=self.work_dir)
-
-    def _workload_isolation(self) -> WorkloadIsolation | None:
-        """The local backend's sandbox; a shared server without one refuses to start unless the admin opts out."""
-        tools, problem = find_sandbox() if self.sandbox != "none" else (None, "HeteroApp.sandbox is 'none'")
-        if tools is None:
-            shared = self.mode == "service" or isinstance(self.serverapp.identity_provider, TeamIdentityProvider)
-            if self.sandbox == "bwrap" or self.workloads_as_unix_accounts or (shared and not self.allow_unsandboxed_workloads):
-                self.log.critical(
-                    "jupyter-hetero: refusing to start: workloads cannot be sandboxed (%s). Install bubblewrap "
-                    "(make sandbox), or, on a server whose users all trust each other, set "
-                    "HeteroApp.allow_unsandboxed_workloads = True", problem)
-                raise SystemExit(1)
-            self.log.warning(
-                "jupyter-hetero: workloads run UNSANDBOXED (%s): each job and kernel runs as this server's own "
-                "processes and can read other workloads' credentials, this server's token and store, and every "
-                "file this account can%s", problem, "; allowed by HeteroApp.allow_unsandboxed_workloads" if shared else "")
-            return None
-        if self.workloads_as_unix_accounts and os.geteuid() != 0:
-            self.log.critical("jupyter-hetero: refusing to start: HeteroApp.workloads_as_unix_accounts needs the "
-                              "server to run as root, to run workloads as their submitters' accounts")
-            raise SystemExit(1)
-        files = store_files(self.db_url)
-        server_dirs = [self.serverapp.runtime_dir, self.serverapp.config_dir, jupyter_config_dir(), self.work_dir,
-                       *({str(files[0].parent)} if files else ())]
-        return WorkloadIsolation(
-            server_dirs=tuple(Path(d).resolve() for d in server_dirs if d), root_dir=Path(self.serverapp.root_dir),
-            user_root_template=self.user_root_template, owner=self.owner_name,
-            unix_accounts=self.workloads_as_unix_accounts, store_files=files, tools=tools,
-            interpreter=interpreter_paths(), devices=accelerator_device_nodes(),
-        )
-
-    def _fit_defaults(self, catalog: Catalog, capabilities: list[NodeCapability]) -> Catalog:
-        """On this machine alone, template defaults shrink to fit it (see catalog/fit.py)."""
-        if (self.backend != "local" or not capabilities or any(c.emulated for c in capabilities)
-                or not self.local_default_share):
-            return catalog
-        largest = max(capabilities, key=lambda c: (c.cpu_milli, c.memory_mib))
-        self.log.info("jupyter-hetero: this machine is the whole inventory; template defaults fit %s", largest.name)
-        return fit_to_machine(catalog, largest, self.local_default_share)
-
-    def _node_capabilities(self) -> list[NodeCapability]:
-        nodes = [discover_local_node(self.local_node_name or None)] if self.discover_local else []
-        if self.emulated_nodes_file:
-            nodes += load_emulated_nodes(self.emulated_nodes_file)
-        if self.emulated_nodes:
-            nodes += load_emulated_nodes(list(self.emulated_nodes))
-        return nodes
-
-    def _hub_stop_server(self):
-        """In the hub's service, how the idle rules stop a user's server: through the hub's API."""
-        hub = HubApi.from_environ(os.environ) if self.mode == "service" else None
-        return hub.stop_server if hub is not None else None
-
-    def _forward_to_service(self) -> None:
-        token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
-        if not self.service_url or not token:
-            raise TraitError("HeteroApp.mode 'hub-user' needs service_url (or $JUPYTER_HETERO_SERVICE_URL) and the "
-                             "server's hub token $JUPYTERHUB_API_TOKEN")
-        service = self.settings["hetero_service"] = HubService(self.service_url, token,
-                                                                 retry_seconds=self.service_retry_seconds)
-        # Its kernels run here, placed by the service; only this server's passthrough variables reach them.
-        kernels = self.settings["hetero_hub_kernels"] = HubKernels(
-            service, passthrough=self.workload_env_passthrough, environ=os.environ,
-            last_activity=self.serverapp.web_app.last_activity)
-        kernels.attach(self.serverapp.kernel_manager)
-        kernels.register()
-        self.log.info("jupyter-hetero: every hetero API call goes to the hub's service at %s", self.service_url)
+        self.log.info("jupyter-hetero: catalog=%s nodes=%d db=%s", self.catalog_file, len(platform.inventory.nodes()),
+                      platform.repository.engine.url)
 
     def initialize_handlers(self) -> None:
         self.handlers.extend([*hub_kernel_handlers, *forward_handlers] if self.mode == "hub-user"
@@ -496,20 +363,3 @@ class HeteroApp(ExtensionApp):
         if "hetero_hub_kernels" in self.settings:
             await self.settings["hetero_hub_kernels"].stop_reporting()
 
-
-def forget_failed_starts(kernel_manager) -> list[str]:
-    """Drop the kernels whose start failed from the manager's pending ones; the ids dropped.
-
-    jupyter_client keeps a kernel whose start raised among its pending kernels for good (it pops one only once
-    started), and the server's shutdown then asks to stop it, is told it does not exist, and never finishes: the
-    server hangs on SIGTERM. A hetero kernel's start fails whenever it gets no placement, so the server forgets
-    them before it stops its kernels (extensions stop first).
-    """
-    pending = getattr(kernel_manager, "_pending_kernels", None)
-    if not isinstance(pending, dict):
-        return []
-    failed = [kernel_id for kernel_id, task in pending.items()
-              if kernel_id not in kernel_manager and getattr(task, "done", lambda: False)()]
-    for kernel_id in failed:
-        pending.pop(kernel_id, None)
-    return failed

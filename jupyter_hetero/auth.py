@@ -38,7 +38,7 @@ from jupyter_server.auth.identity import (
 )
 from traitlets import Dict
 
-from .services.credentials import CREDENTIAL_PREFIX
+from .credential_format import CREDENTIAL_PREFIX
 
 __all__ = [
     "CredentialAuthorizer",

@@ -19,6 +19,7 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping
 
 from ..catalog import Catalog
+from ..credential_format import CREDENTIAL_PREFIX, format_credential, parse_credential
 from ..errors import Forbidden
 from ..i18n import N_, Message
 from ..store import ACTIVE_STATES, Repository
@@ -28,7 +29,6 @@ from .identity import Identity, workload_identity
 
 __all__ = ["CREDENTIAL_PREFIX", "DEFAULT_PASSTHROUGH", "CredentialService", "inherited_environment"]
 
-CREDENTIAL_PREFIX = "hetero_wc_"
 _SECRET_BYTES = 32
 
 # What a workload inherits from the server's environment: enough to find Python, its packages,
@@ -76,7 +76,7 @@ class CredentialService:
         """A new credential for one process of the workload, stored (as a digest) before it is returned."""
         secret = secrets.token_urlsafe(_SECRET_BYTES)
         credential_id = self.store.add(workload_id=workload_id, digest=_digest(secret))
-        return f"{CREDENTIAL_PREFIX}{credential_id}_{secret}"
+        return format_credential(credential_id, secret)
 
     def environment(self, workload_id: int, env: Mapping[str, str], *, inherit: bool = True) -> dict[str, str]:
         """What a workload's process starts with: the passthrough part of the server's environment (unless
@@ -98,7 +98,7 @@ class CredentialService:
 
     def authenticate(self, token: str) -> WorkloadRow:
         """The workload whose credential ``token`` is; a 403 naming why when it is unknown or revoked."""
-        credential_id, _, secret = token.removeprefix(CREDENTIAL_PREFIX).partition("_")
+        credential_id, secret = parse_credential(token)
         found = self.store.find(int(credential_id)) if credential_id.isdigit() and secret else None
         if found is None or not hmac.compare_digest(found[0].digest, _digest(secret)):
             raise Forbidden(Message(N_("unknown workload credential")), reason="credential-unknown")

@@ -6,19 +6,18 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jupyter_server.base.call_context import CallContext
-from tornado import web
 
 from ..__about__ import __version__
 from ..auth import WorkloadUser, groups_of, hub_service_of, is_server_owner
 from ..backends.base import Backend
 from ..catalog import Catalog
 from ..engine import Engine
-from ..errors import Forbidden, InvalidRequest
+from ..errors import Forbidden, HeteroError, InvalidRequest
 from ..i18n import N_, Message
 from ..store import SCHEMA_VERSION, Repository
 from .access import Access
@@ -44,28 +43,17 @@ from .loop import SchedulerLoop
 from .scheduler import Scheduler
 from .workloads import WorkloadService
 
-__all__ = ["Platform"]
+__all__ = ["Platform", "PlatformSettings"]
 
 
 log = logging.getLogger(__name__)
 
-@dataclass
-class Platform:
-    """What the handlers reach through ``self.platform``."""
+@dataclass(frozen=True)
+class PlatformSettings:
+    """One server's plain settings, built from HeteroApp's traits in one place (``startup.platform_settings``)."""
 
-    catalog: Catalog
-    repository: Repository
-    inventory: Inventory
-    backend: Backend
-    clock: Clock  # wall time for timestamps, monotonic time for durations
-    work_dir: Path
-    root_dir: Path
-    engine: Engine = field(default_factory=Engine)
-    # Cycles run in a child process that must answer within this many seconds (see engine_process.py);
-    # None runs them in this process, in the scheduler's thread.
-    engine_process_timeout_s: float | None = None
-    engine_process_start_s: float = 30.0  # a new child's allowance for its first answer, on top
-    interval_s: float = 2.0
+    work_dir: Path  # job logs, outputs, checkpoints and archives
+    root_dir: Path  # the server's root: where jobs' scripts and working directories are read
     mode: str = "single-server"
     user_root_template: str = ""  # the hub service: where each user's files are ("/home/{username}")
     platform_admins: frozenset[str] = frozenset()
@@ -73,53 +61,83 @@ class Platform:
     owner: str = "owner"
     server_url: str | Callable[[], str] = ""  # a callable is read at each launch (see CredentialService)
     server_token: str = ""
+    workload_env_passthrough: tuple[str, ...] = DEFAULT_PASSTHROUGH
+    interval_s: float = 2.0
+    # Cycles run in a child process that must answer within this many seconds (see engine_process.py);
+    # None runs them in this process, in the scheduler's thread.
+    engine_process_timeout_s: float | None = None
+    engine_process_start_s: float = 30.0  # a new child's allowance for its first answer, on top
     device_idle_pct: float = 5.0
     device_idle_after_s: float = 1800.0
     kernel_report_grace_s: float = 30.0
     alert_interval_s: float = 10.0
-    catalog_path: str = ""  # the file the catalog was read from, read again by a reload
     alert_webhook: str = ""
-    # In the hub's service: (user, server name) -> the hub stops that server (the idle rules cull it).
-    stop_server: Callable[[str, str], Awaitable[None]] | None = None
-    # The server's identity provider: it decides who counts as the owner (see auth.is_server_owner).
-    identity_provider: Any = None
-    workload_env_passthrough: tuple[str, ...] = DEFAULT_PASSTHROUGH
-    inherited_environment: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    catalog_path: str = ""  # the file the catalog was read from, read again by a reload
 
-    def __post_init__(self) -> None:
+
+def _as_is(error: HeteroError) -> Exception:
+    return error
+
+
+class Platform:
+    """What the handlers reach through ``self.platform``.
+
+        platform = Platform(PlatformSettings(work_dir=work, root_dir=root), catalog=catalog,
+                            repository=repository, inventory=inventory, backend=LocalBackend(), clock=Clock())
+    """
+
+    def __init__(self, settings: PlatformSettings, *, catalog: Catalog, repository: Repository,
+                 inventory: Inventory, backend: Backend, clock: Clock, engine: Engine | None = None,
+                 identity_provider: Any = None, stop_server: Callable[[str, str], Awaitable[None]] | None = None,
+                 jupyter_error: Callable[[HeteroError], Exception] = _as_is,
+                 inherited_environment: Mapping[str, str] | None = None) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.repository = repository
+        self.inventory = inventory
+        self.backend = backend
+        self.clock = clock  # wall time for timestamps, monotonic time for durations
+        self.engine = engine if engine is not None else Engine()
+        # The server's identity provider: it decides who counts as the owner (see auth.is_server_owner).
+        self.identity_provider = identity_provider
+        # A refusal as Jupyter's own kernels and sessions handlers answer it: they take anything but their HTTP
+        # error for a fault (a 500), and services raise domain errors only (the app gives tornado's).
+        self._jupyter_error = jupyter_error
         self.access = Access(self.repository)
         self.audit = AuditService(self.repository, self.access)
         self.credentials = CredentialService(
-            catalog=self.catalog, repository=self.repository, server_url=self.server_url,
-            inherited=self.inherited_environment if self.backend.runs_here else {},
-            passthrough=self.workload_env_passthrough,
-            server_secrets=(self.server_token,),
+            catalog=self.catalog, repository=self.repository, server_url=settings.server_url,
+            inherited=(os.environ if inherited_environment is None else inherited_environment)
+            if self.backend.runs_here else {},
+            passthrough=settings.workload_env_passthrough,
+            server_secrets=(settings.server_token,),
         )
         self.scheduler = Scheduler(
             catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
-            engine=self.engine, clock=self.clock, work_dir=self.work_dir,
-            engine_process=None if self.engine_process_timeout_s is None
-            else EngineProcess(self.engine, timeout_s=self.engine_process_timeout_s,
-                               start_s=self.engine_process_start_s),
+            engine=self.engine, clock=self.clock, work_dir=settings.work_dir,
+            engine_process=None if settings.engine_process_timeout_s is None
+            else EngineProcess(self.engine, timeout_s=settings.engine_process_timeout_s,
+                               start_s=settings.engine_process_start_s),
         )
         self.catalog_service = CatalogService(self.catalog, self.scheduler.queue_status)
         self.metrics = PlatformMetrics(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                        backend=self.backend, clock=self.clock,
                                        quota_use=self.catalog_service.tenant_usage)
+        # In the hub's service, stop_server is how the hub stops a user's server (the idle rules cull it).
         self.kernels = KernelService(
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
-            identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=self.server_url,
-            device_idle_pct=self.device_idle_pct, device_idle_after_s=self.device_idle_after_s,
-            report_grace_s=self.kernel_report_grace_s, stop_server=self.stop_server,
+            identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=settings.server_url,
+            device_idle_pct=settings.device_idle_pct, device_idle_after_s=settings.device_idle_after_s,
+            report_grace_s=settings.kernel_report_grace_s, stop_server=stop_server,
         )
         # Every process of a workload starts from this environment, which carries its own credential.
         self.scheduler.seal_environment = self.kernels.seal_environment = self._workload_environment
-        self.loop = SchedulerLoop(self.scheduler, self.interval_s, on_start=self.kernels.reconcile,
+        self.loop = SchedulerLoop(self.scheduler, settings.interval_s, on_start=self.kernels.reconcile,
                                   after_tick=self._after_tick)
         self.backend.start(wake=self.loop.wake)  # a change in what the backend watches asks for a tick
         self.workloads = WorkloadService(
-            self.catalog, self.repository, self.access, self.root_dir,
-            pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=self.user_root_template,
+            self.catalog, self.repository, self.access, settings.root_dir,
+            pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=settings.user_root_template,
         )
         launched = {"catalog": self.catalog, "repository": self.repository, "workloads": self.workloads,
                     "clock": self.clock, "wake": self.loop.wake}
@@ -135,20 +153,28 @@ class Platform:
                                      access=self.access, clock=self.clock, capacity=self.capacity.advise)
         self.alerts = AlertService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                    clock=self.clock, quota_use=self.catalog_service.tenant_usage,
-                                   device_memory=self.scheduler.device_memory, webhook=self.alert_webhook,
-                                   interval_s=self.alert_interval_s)
+                                   device_memory=self.scheduler.device_memory, webhook=settings.alert_webhook,
+                                   interval_s=settings.alert_interval_s)
         self.onboarding = OnboardingService(
             catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             access=self.access, identify=lambda user, groups: self.identify(user, groups),
-            may_submit=self.workloads.check_access, metrics_nodes=self._metric_nodes, work_dir=self.work_dir,
+            may_submit=self.workloads.check_access, metrics_nodes=self._metric_nodes, work_dir=settings.work_dir,
             wake=self.loop.wake)
         self.onboarding.attach()
-        record_catalog(self.repository, self.catalog, self.catalog_path)
+        record_catalog(self.repository, self.catalog, settings.catalog_path)
         self._catalog_stamp: tuple[int, int] | None = None  # the catalog file's (mtime, size) as last read
         self._reloading: asyncio.Future | None = None
         self.serving = ServingService(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
                                       clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
                                       usage_of=self.scheduler.usage)
+
+    @property
+    def mode(self) -> str:
+        return self.settings.mode
+
+    @property
+    def owner(self) -> str:
+        return self.settings.owner
 
     @property
     def backend_name(self) -> str:
@@ -169,7 +195,7 @@ class Platform:
         return answer
 
     def identify(self, user: str, groups: frozenset[str] = frozenset(), *, owner: bool = False) -> Identity:
-        admins = self.platform_admins | ({user} if owner and self.owner_is_platform_admin else set())
+        admins = self.settings.platform_admins | ({user} if owner and self.settings.owner_is_platform_admin else set())
         return resolve_identity(self.catalog, user, groups, frozenset(admins), owner=owner)
 
     def identity_of(self, user, handler=None) -> Identity:
@@ -199,7 +225,7 @@ class Platform:
                 return self.identity_of(current, handler)
             except Forbidden as exc:
                 # Jupyter's own kernels and sessions handlers answer HTTP errors; ours would be a 500 there.
-                raise web.HTTPError(403, exc.message) from None
+                raise self._jupyter_error(exc) from None
         return self.identify(user or self.owner, frozenset(groups), owner=user is None)
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
@@ -224,16 +250,16 @@ class Platform:
         return answer
 
     def _reload(self) -> dict[str, Any]:
-        self._catalog_stamp = _stamp(self.catalog_path)
-        return reload_catalog(self.catalog_path, applied_now={"onboarding": self.onboarding.rules,
+        self._catalog_stamp = _stamp(self.settings.catalog_path)
+        return reload_catalog(self.settings.catalog_path, applied_now={"onboarding": self.onboarding.rules,
                                                               "alerts": self.alerts.rules},
                               live={"onboarding": self._set_onboarding, "alerts": self._set_alerts})
 
     def _watch_catalog(self) -> None:
         """A change of the catalog file is a reload, as the API's (one look at its size and time per tick)."""
-        if not self.catalog_path or self._reloading is not None and not self._reloading.done():
+        if not self.settings.catalog_path or self._reloading is not None and not self._reloading.done():
             return
-        stamp = _stamp(self.catalog_path)
+        stamp = _stamp(self.settings.catalog_path)
         if self._catalog_stamp is None:
             self._catalog_stamp = stamp
         elif stamp is not None and stamp != self._catalog_stamp:

@@ -27,6 +27,7 @@ from jupyter_hetero.services.engine_process import (
 )
 from jupyter_hetero.services.inventory import Inventory
 from jupyter_hetero.services.scheduler import Scheduler
+from jupyter_hetero.startup import build_engine
 from jupyter_hetero.store import Repository
 
 from ..builders import stored_kernel
@@ -43,7 +44,7 @@ def scheduler(tmp_path):
     repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=clock.wall)
     inventory = Inventory(catalog, repository)
     inventory.refresh(load_emulated_nodes(DEMO_NODES))
-    engine = HeteroApp()._engine(catalog)  # the server's own: fragmentation-aware, its typical mix
+    engine = build_engine(HeteroApp(), catalog)  # the server's own: fragmentation-aware, its typical mix
     scheduler = Scheduler(catalog=catalog, repository=repository, inventory=inventory, backend=LocalBackend(),
                           engine=engine, clock=clock, work_dir=tmp_path / "work",
                           engine_process=EngineProcess(engine, timeout_s=60))
