@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from .export import emit
-from .workloads import _client, _guarded, server_options
+from .client import connect, guarded, server_options
 
 __all__ = ["add_admit_parser", "add_audit_parser", "add_report_parser", "add_usage_parser"]
 
@@ -44,7 +44,7 @@ def add_audit_parser(commands) -> None:
     listed.add_argument("--after", type=int, default=0, help="entries after this id")
     listed.add_argument("--limit", type=int, default=200)
     listed.add_argument("--json", action="store_true")
-    listed.set_defaults(run=_guarded(_list))
+    listed.set_defaults(run=guarded(_list))
 
 
 def add_usage_parser(commands) -> None:
@@ -54,11 +54,11 @@ def add_usage_parser(commands) -> None:
     usage.add_argument("--by", default="tenant", choices=("tenant", "user", "queue", "template", "cost_centre",
                                                           "flavor"))
     usage.add_argument("--json", action="store_true")
-    usage.set_defaults(run=_guarded(_usage))
+    usage.set_defaults(run=guarded(_usage))
 
 
 def _usage(args: argparse.Namespace) -> int:
-    report = _client(args).request("GET", "usage", since=args.since, by=args.by)
+    report = connect(args).request("GET", "usage", since=args.since, by=args.by)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
@@ -80,11 +80,11 @@ def add_report_parser(commands) -> None:
     report.add_argument("--format", default="html", choices=("html", "json"))
     report.add_argument("--lang", default="en", choices=("en", "zh"))
     report.add_argument("-o", "--output", metavar="FILE", help="write it here instead of printing it")
-    report.set_defaults(run=_guarded(_report))
+    report.set_defaults(run=guarded(_report))
 
 
 def _report(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = connect(args)
     if args.format == "json":
         text = json.dumps(client.request("GET", "report", since=args.since), indent=2, ensure_ascii=False) + "\n"
     else:
@@ -100,17 +100,17 @@ def add_admit_parser(commands) -> None:
         one = actions.add_parser(kind, parents=[server_options()], help=f"run a {kind}'s onboarding checklist now")
         one.add_argument("name", metavar=what)
         one.add_argument("--json", action="store_true")
-        one.set_defaults(run=_guarded(_admit), kind=kind)
+        one.set_defaults(run=guarded(_admit), kind=kind)
     listed = actions.add_parser("list", parents=[server_options()], help="every onboarding checklist")
     listed.add_argument("--json", action="store_true")
-    listed.set_defaults(run=_guarded(_admitted))
+    listed.set_defaults(run=guarded(_admitted))
     reload = actions.add_parser("reload-catalog", parents=[server_options()],
                                 help="read the catalog file again; onboarding and alerts apply at once")
-    reload.set_defaults(run=_guarded(_reload))
+    reload.set_defaults(run=guarded(_reload))
 
 
 def _admit(args: argparse.Namespace) -> int:
-    record = _client(args).request("POST", f"onboarding/{args.kind}s/{args.name}", {})
+    record = connect(args).request("POST", f"onboarding/{args.kind}s/{args.name}", {})
     if args.json:
         print(json.dumps(record, indent=2, ensure_ascii=False))
     else:
@@ -121,7 +121,7 @@ def _admit(args: argparse.Namespace) -> int:
 
 
 def _admitted(args: argparse.Namespace) -> int:
-    records = _client(args).request("GET", "onboarding")
+    records = connect(args).request("GET", "onboarding")
     if args.json:
         print(json.dumps(records, indent=2, ensure_ascii=False))
         return 0
@@ -133,7 +133,7 @@ def _admitted(args: argparse.Namespace) -> int:
 
 
 def _reload(args: argparse.Namespace) -> int:
-    answer = _client(args).request("POST", "catalog/reload", {})
+    answer = connect(args).request("POST", "catalog/reload", {})
     print(f"{answer['file']}: applied {', '.join(answer['applied']) or 'nothing (no change)'}; {answer['at_restart']}")
     return 0
 
@@ -176,7 +176,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     filters = {name: getattr(args, name) for name in ("actor", "action", "outcome", "target")
                if getattr(args, name) is not None}
-    page = _client(args).request("GET", "audit", after=args.after, limit=args.limit, **filters)
+    page = connect(args).request("GET", "audit", after=args.after, limit=args.limit, **filters)
     if args.json:
         print(json.dumps(page, indent=2, ensure_ascii=False))
         return 0

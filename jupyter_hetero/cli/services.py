@@ -15,7 +15,7 @@ import argparse
 import json
 
 from ..notebook.display import services_table
-from .workloads import _client, _guarded, _params, server_options
+from .client import connect, guarded, parse_params, server_options
 
 __all__ = ["add_services_command"]
 
@@ -30,11 +30,11 @@ def _print(services: list[dict] | dict, as_json: bool) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    return _print(_client(args).services(), args.json)
+    return _print(connect(args).services(), args.json)
 
 
 def _show(args: argparse.Namespace) -> int:
-    return _print(_client(args).service(args.name), args.json)
+    return _print(connect(args).service(args.name), args.json)
 
 
 def _command(args: argparse.Namespace) -> list[str]:
@@ -49,29 +49,29 @@ def _create(args: argparse.Namespace) -> int:
     if not command:
         raise SystemExit("error: give the model server's command after --")
     body = {"name": args.name, "template": args.template, "command": command, "replicas": args.replicas,
-            "min_replicas": args.min_replicas, "max_replicas": args.max_replicas, "parameters": _params(args.param),
-            "env": _params(args.env), "readiness_path": args.readiness_path}
-    return _print(_client(args).serve(**{k: v for k, v in body.items() if v is not None}), args.json)
+            "min_replicas": args.min_replicas, "max_replicas": args.max_replicas,
+            "parameters": parse_params(args.param), "env": parse_params(args.env), "readiness_path": args.readiness_path}
+    return _print(connect(args).serve(**{k: v for k, v in body.items() if v is not None}), args.json)
 
 
 def _scale(args: argparse.Namespace) -> int:
-    return _print(_client(args).scale(args.name, args.replicas), args.json)
+    return _print(connect(args).scale(args.name, args.replicas), args.json)
 
 
 def _rollout(args: argparse.Namespace) -> int:
-    changes = {"env": _params(args.env) or None, "parameters": _params(args.param) or None}
+    changes = {"env": parse_params(args.env) or None, "parameters": parse_params(args.param) or None}
     command = _command(args)
     if command:
         changes["command"] = command
-    return _print(_client(args).roll_out(args.name, **{k: v for k, v in changes.items() if v}), args.json)
+    return _print(connect(args).roll_out(args.name, **{k: v for k, v in changes.items() if v}), args.json)
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    return _print(_client(args).roll_back(args.name, args.revision), args.json)
+    return _print(connect(args).roll_back(args.name, args.revision), args.json)
 
 
 def _delete(args: argparse.Namespace) -> int:
-    return _print(_client(args).delete_service(args.name), args.json)
+    return _print(connect(args).delete_service(args.name), args.json)
 
 
 def add_services_command(commands: argparse._SubParsersAction) -> None:
@@ -80,10 +80,10 @@ def add_services_command(commands: argparse._SubParsersAction) -> None:
     verbs = services.add_subparsers(dest="verb", required=True)
     common = argparse.ArgumentParser(add_help=False, parents=[server])
     common.add_argument("--json", action="store_true")
-    verbs.add_parser("list", parents=[common], help="your tenant's services").set_defaults(run=_guarded(_list))
+    verbs.add_parser("list", parents=[common], help="your tenant's services").set_defaults(run=guarded(_list))
     named = argparse.ArgumentParser(add_help=False, parents=[common])
     named.add_argument("name")
-    verbs.add_parser("show", parents=[named], help="one service").set_defaults(run=_guarded(_show))
+    verbs.add_parser("show", parents=[named], help="one service").set_defaults(run=guarded(_show))
     create = verbs.add_parser("create", parents=[named], help="start a service: -- then the model server's command")
     create.add_argument("--template", default="online-inference")
     create.add_argument("--replicas", type=int)
@@ -93,16 +93,16 @@ def add_services_command(commands: argparse._SubParsersAction) -> None:
     create.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     create.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     create.add_argument("command", nargs=argparse.REMAINDER, help="-- then the model server's command")
-    create.set_defaults(run=_guarded(_create))
+    create.set_defaults(run=guarded(_create))
     scale = verbs.add_parser("scale", parents=[named], help="run this many replicas")
     scale.add_argument("replicas", type=int)
-    scale.set_defaults(run=_guarded(_scale))
+    scale.set_defaults(run=guarded(_scale))
     rollout = verbs.add_parser("rollout", parents=[named], help="try a new revision as a canary")
     rollout.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     rollout.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     rollout.add_argument("command", nargs=argparse.REMAINDER, help="-- then a new command, if it changes")
-    rollout.set_defaults(run=_guarded(_rollout))
+    rollout.set_defaults(run=guarded(_rollout))
     rollback = verbs.add_parser("rollback", parents=[named], help="back to an earlier revision at once")
     rollback.add_argument("--revision", type=int, help="the revision to return to (default: the previous stable one)")
-    rollback.set_defaults(run=_guarded(_rollback))
-    verbs.add_parser("delete", parents=[named], help="end the service").set_defaults(run=_guarded(_delete))
+    rollback.set_defaults(run=guarded(_rollback))
+    verbs.add_parser("delete", parents=[named], help="end the service").set_defaults(run=guarded(_delete))

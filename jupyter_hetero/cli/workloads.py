@@ -14,24 +14,10 @@ import argparse
 import json
 import sys
 
-from ..notebook.client import ApiError, HeteroClient, ServerNotFound
 from ..notebook.display import attempts_line, eta_text, explanation_lines
+from .client import connect, guarded, parse_params, server_options
 
-__all__ = ["add_workload_commands", "server_options"]
-
-
-def _client(args: argparse.Namespace) -> HeteroClient:
-    return HeteroClient.discover(args.url, args.token)
-
-
-def _params(pairs: list[str]) -> dict[str, str]:
-    params = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"error: --param expects name=value, got {pair!r}")
-        params[name] = value
-    return params
+__all__ = ["add_workload_commands"]
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -39,16 +25,16 @@ def _submit(args: argparse.Namespace) -> int:
     if not command:
         print("error: give the command to run after --", file=sys.stderr)
         return 2
-    body = {"template": args.template, "command": command, "parameters": _params(args.param), "queue": args.queue,
-            "name": args.name, "runtime": args.runtime}
-    created = _client(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
+    body = {"template": args.template, "command": command, "parameters": parse_params(args.param),
+            "queue": args.queue, "name": args.name, "runtime": args.runtime}
+    created = connect(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
     print(f"submitted {created['kind']} to queue {created['queue']} ({created['template']}): state {created['state']}")
     print(created["id"])
     return 0
 
 
 def _ls(args: argparse.Namespace) -> int:
-    rows = _client(args).workloads(mine=args.mine or None, state=args.state, queue=args.queue)
+    rows = connect(args).workloads(mine=args.mine or None, state=args.state, queue=args.queue)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -62,7 +48,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    workload = _client(args).workload(args.id, lang=args.lang)
+    workload = connect(args).workload(args.id, lang=args.lang)
     if args.json:
         print(json.dumps(workload, indent=2))
         return 0
@@ -89,20 +75,20 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    for chunk in _client(args).logs(args.id, attempt=args.attempt, follow=args.follow, tail=args.tail):
+    for chunk in connect(args).logs(args.id, attempt=args.attempt, follow=args.follow, tail=args.tail):
         sys.stdout.write(chunk)
         sys.stdout.flush()
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    workload = _client(args).cancel(args.id)
+    workload = connect(args).cancel(args.id)
     print(f"workload {workload['id']}: {workload['state']}" + (" (stopping)" if workload.get("stopping") else ""))
     return 0
 
 
 def _explain(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = connect(args)
     explanation = client.explain(args.id, lang=args.lang)
     if args.json:
         print(json.dumps(explanation, indent=2, ensure_ascii=False))
@@ -110,29 +96,6 @@ def _explain(args: argparse.Namespace) -> int:
     preview = client.preview_preemption(args.id) if args.preempt else None
     print("\n".join(explanation_lines(explanation, preview)))
     return 0
-
-
-def _guarded(run):
-    def call(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except ApiError as exc:
-            # A refusal names the server: the one found by itself may not be the one meant.
-            where = f" (server {exc.url})" if exc.status in (401, 403) and exc.url else ""
-            print(f"error: {exc.body.get('message', exc)}{where}", file=sys.stderr)
-            return 1
-        except ServerNotFound as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    return call
-
-
-def server_options() -> argparse.ArgumentParser:
-    """The options of every command that talks to a running server."""
-    server = argparse.ArgumentParser(add_help=False)
-    server.add_argument("--url", help="server URL (default: JUPYTER_HETERO_URL, then the newest running server)")
-    server.add_argument("--token", help="server token (default: JUPYTER_HETERO_TOKEN, then the server's own)")
-    return server
 
 
 def add_workload_commands(commands: argparse._SubParsersAction) -> None:
@@ -147,20 +110,20 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
                         help="an advanced parameter of the template, e.g. devices=2 (repeatable)")
     submit.add_argument("--runtime", help="expected run time, e.g. 2h, for ETAs")
     submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
-    submit.set_defaults(run=_guarded(_submit))
+    submit.set_defaults(run=guarded(_submit))
 
     ls = commands.add_parser("ls", parents=[server], help="list workloads")
     ls.add_argument("--mine", action="store_true")
     ls.add_argument("--state")
     ls.add_argument("--queue")
     ls.add_argument("--json", action="store_true")
-    ls.set_defaults(run=_guarded(_ls))
+    ls.set_defaults(run=guarded(_ls))
 
     for name, run, text in (("status", _status, "one workload"), ("cancel", _cancel, "cancel a workload"),
                             ("logs", _logs, "print a workload's log"), ("explain", _explain, "why it waits")):
         sub = commands.add_parser(name, parents=[server], help=text)
         sub.add_argument("id", type=int)
-        sub.set_defaults(run=_guarded(run))
+        sub.set_defaults(run=guarded(run))
         if name in ("status", "explain"):
             sub.add_argument("--json", action="store_true")
             sub.add_argument("--lang", default="en", help="en or zh")

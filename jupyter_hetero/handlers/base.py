@@ -17,14 +17,15 @@ from sqlalchemy.exc import OperationalError
 from tornado import web
 
 from ..auth import CredentialAuthorizer, CredentialIdentityProvider
-from ..errors import HeteroError, InvalidRequest, TooManyRequests
+from ..errors import HeteroError, InvalidRequest, NotFound, TooManyRequests
 from ..i18n import N_, Message, translate
+from ..models import MAX_STORED_INT
 from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
 from ..services.request_limits import BodyLimits, SubmissionRate
 
-__all__ = ["API_PREFIX", "IDEMPOTENCY_KEY", "ApiHandler", "HeteroHandler", "Relay"]
+__all__ = ["API_PREFIX", "IDEMPOTENCY_KEY", "ApiHandler", "HeteroHandler", "Relay", "parse_workload_id"]
 
 API_PREFIX = "hetero/api/v1"
 # The header a client names one submission by, the same on every try of it (the IETF draft's name).
@@ -211,6 +212,16 @@ class HeteroHandler(ApiHandler):
     @property
     def identity(self) -> Identity:
         return self.platform.identity_of(self.current_user, self)
+
+
+def parse_workload_id(text: str) -> int:
+    """A workload id from a path: ASCII digits only, as the API writes ids. Python's ``int()`` would also read
+    ``1_0``, `` 2`` or ``٣`` as some other workload's id; those, and a number the store cannot hold, name no
+    workload (a 404)."""
+    number = int(text) if text.isascii() and text.isdigit() else None
+    if number is None or number > MAX_STORED_INT:
+        raise NotFound(Message(N_("workload {workload!r} does not exist"), workload=text))
+    return number
 
 
 # A bad value's sentence, and an unknown name's, by where it was found. Pydantic's own wording of

@@ -17,8 +17,7 @@ from ..i18n import N_, Message
 from ..models import ActivityReport, Launched, ReleaseQuery, RequestKernelPlacement, StartKernel
 from ..services.kernels import KernelWaitTimeout
 from ..services.resolve import known_template
-from .base import API_PREFIX, ApiHandler, HeteroHandler
-from .workloads import _id
+from .base import API_PREFIX, ApiHandler, HeteroHandler, parse_workload_id
 
 # The kernelspec whose provisioner takes the template and parameters at launch.
 GENERIC_KERNELSPEC = "hetero-python3"
@@ -111,15 +110,15 @@ class KernelPlacementHandler(HeteroHandler):
     async def delete(self, workload_id: str) -> None:
         failed = self.query(ReleaseQuery).failed
         kernels, identity = self.platform.user_kernels, self.identity
-        await kernels.end_pod(identity, _id(workload_id))
-        self.reply(kernels.release(identity, _id(workload_id), failed))
+        await kernels.end_pod(identity, parse_workload_id(workload_id))
+        self.reply(kernels.release(identity, parse_workload_id(workload_id), failed))
 
 
 class KernelPodHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def delete(self, workload_id: str) -> None:
-        await self.platform.user_kernels.end_pod(self.identity, _id(workload_id))
+        await self.platform.user_kernels.end_pod(self.identity, parse_workload_id(workload_id))
         self.set_status(204)
         self.finish()
 
@@ -130,7 +129,7 @@ class KernelStartedHandler(HeteroHandler):
     async def post(self, workload_id: str) -> None:
         self.platform.access.require_person(self.identity, "kernel.start", f"workload/{workload_id}")
         body = self.body(Launched)
-        self.reply(await self.platform.user_kernels.launch(self.identity, _id(workload_id), body))
+        self.reply(await self.platform.user_kernels.launch(self.identity, parse_workload_id(workload_id), body))
 
 
 async def start_kernel(handler: ApiHandler, body: StartKernel, kernel_id: str | None = None, **who: Any) -> str | None:

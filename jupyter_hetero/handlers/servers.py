@@ -8,8 +8,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..models import Launched, ReleaseQuery, RequestServer
-from .base import API_PREFIX, HeteroHandler
-from .workloads import _id
+from .base import API_PREFIX, HeteroHandler, parse_workload_id
 
 
 class ServersHandler(HeteroHandler):
@@ -29,7 +28,7 @@ class ServerHandler(HeteroHandler):
     @authorized
     def delete(self, workload_id: str) -> None:
         failed = self.query(ReleaseQuery).failed
-        self.reply(self.platform.servers.release(self.identity, _id(workload_id), failed))
+        self.reply(self.platform.servers.release(self.identity, parse_workload_id(workload_id), failed))
 
 
 class ServerStartedHandler(HeteroHandler):
@@ -38,7 +37,7 @@ class ServerStartedHandler(HeteroHandler):
     def post(self, workload_id: str) -> None:
         self.platform.access.require_person(self.identity, "server.start", f"workload/{workload_id}")
         body = self.body(Launched)
-        self.reply(self.platform.servers.started(self.identity, _id(workload_id), body.where))
+        self.reply(self.platform.servers.started(self.identity, parse_workload_id(workload_id), body.where))
 
 
 default_handlers = [

@@ -14,7 +14,6 @@ from tornado.iostream import StreamClosedError
 from ..errors import Conflict, NotFound
 from ..i18n import N_, Message
 from ..models import (
-    MAX_STORED_INT,
     ExplainQuery,
     FilesQuery,
     ListWorkloadsQuery,
@@ -24,7 +23,7 @@ from ..models import (
     SubmitWorkload,
 )
 from ..services.preview import preemption_preview, preview
-from .base import API_PREFIX, HeteroHandler
+from .base import API_PREFIX, HeteroHandler, parse_workload_id
 
 # How often a followed log is read again while its attempt runs.
 FOLLOW_POLL_S = 0.5
@@ -60,19 +59,20 @@ class WorkloadHandler(HeteroHandler):
     @authorized
     def get(self, workload_id: str) -> None:
         query = self.query(ExplainQuery)
-        self.reply(self.platform.workloads.describe(self.identity, _id(workload_id), query.lang))
+        self.reply(self.platform.workloads.describe(self.identity, parse_workload_id(workload_id), query.lang))
 
     @web.authenticated
     @authorized
     def delete(self, workload_id: str) -> None:
-        self.reply(self.platform.workloads.cancel(self.identity, _id(workload_id), self.platform.clock.wall()))
+        self.reply(self.platform.workloads.cancel(self.identity, parse_workload_id(workload_id),
+                                                  self.platform.clock.wall()))
 
 
 class EventsHandler(HeteroHandler):
     @web.authenticated
     @authorized
     def get(self, workload_id: str) -> None:
-        self.reply(self.platform.workloads.events(self.identity, _id(workload_id)))
+        self.reply(self.platform.workloads.events(self.identity, parse_workload_id(workload_id)))
 
 
 class LogsHandler(HeteroHandler):
@@ -81,7 +81,7 @@ class LogsHandler(HeteroHandler):
     async def get(self, workload_id: str) -> None:
         query = self.query(LogsQuery)
         workloads = self.platform.workloads
-        path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
+        path, running = workloads.log_file(self.identity, parse_workload_id(workload_id), query.attempt)
         text = "text/plain; charset=utf-8"  # APIHandler.finish would say JSON otherwise
         self.set_header("Content-Type", text)
         if path is None:
@@ -98,7 +98,7 @@ class LogsHandler(HeteroHandler):
             if offset is None or not (query.follow and running):
                 break
             await asyncio.sleep(FOLLOW_POLL_S)
-            _path, running = workloads.log_file(self.identity, _id(workload_id), query.attempt)
+            _path, running = workloads.log_file(self.identity, parse_workload_id(workload_id), query.attempt)
         if offset is not None:
             self.finish(decoder.decode(b"", final=True), set_content_type=text)
 
@@ -108,7 +108,8 @@ class FilesHandler(HeteroHandler):
     @authorized
     async def get(self, workload_id: str) -> None:
         query = self.query(FilesQuery)
-        path = self.platform.workloads.archived_file(self.identity, _id(workload_id), query.path, query.attempt)
+        path = self.platform.workloads.archived_file(self.identity, parse_workload_id(workload_id), query.path,
+                                                     query.attempt)
         self.set_header("Content-Type", "application/octet-stream")
         if await _stream(self, path, 0) is not None:
             self.finish()
@@ -119,7 +120,7 @@ class ResubmitHandler(HeteroHandler):
     @authorized
     def post(self, workload_id: str) -> None:
         self.admit_submission(self.identity.user)
-        self.reply(self.platform.workloads.resubmit(self.identity, _id(workload_id)), status=201)
+        self.reply(self.platform.workloads.resubmit(self.identity, parse_workload_id(workload_id)), status=201)
 
 
 class PreviewHandler(HeteroHandler):
@@ -141,7 +142,7 @@ class ExplainHandler(HeteroHandler):
     @authorized
     def get(self, workload_id: str) -> None:
         query = self.query(ExplainQuery)
-        self.reply(self.platform.workloads.explain(self.identity, _id(workload_id), query.lang))
+        self.reply(self.platform.workloads.explain(self.identity, parse_workload_id(workload_id), query.lang))
 
 
 class PreemptHandler(HeteroHandler):
@@ -150,7 +151,7 @@ class PreemptHandler(HeteroHandler):
     async def post(self, workload_id: str) -> None:
         query = self.query(PreemptQuery)
         identity = self.identity
-        wid = _id(workload_id)
+        wid = parse_workload_id(workload_id)
         row = self.platform.workloads.get(identity, wid, "workload.preempt")
         self.platform.access.require_platform_admin(identity, "workload.preempt" + (".dry-run" if query.dry_run else ""),
                                                     f"workload/{wid}")
@@ -167,16 +168,6 @@ class PreemptHandler(HeteroHandler):
                                       "down, or stop the server through the hub"), workload=wid, kind=row.kind),
                            reason="never-preempted")
         self.reply(scheduler.preempt_by_admin(wid, identity.user))
-
-
-def _id(text: str) -> int:
-    """A workload id from a path: ASCII digits only, as the API writes ids. Python's ``int()`` would also read
-    ``1_0``, `` 2`` or ``٣`` as some other workload's id; those, and a number the store cannot hold, name no
-    workload (a 404)."""
-    number = int(text) if text.isascii() and text.isdigit() else None
-    if number is None or number > MAX_STORED_INT:
-        raise NotFound(Message(N_("workload {workload!r} does not exist"), workload=text))
-    return number
 
 
 async def _stream(handler: HeteroHandler, path, offset: int, decode=None) -> int | None:
