@@ -120,11 +120,11 @@ def _make_backend(app: HeteroApp) -> Backend:
     when it is configurable (``c.MyBackend.x = ...``)."""
     cls = app.backend_class
     kind = getattr(cls, "name", None)
+    if kind != "local" and (app.emulated_nodes or app.emulated_nodes_file):
+        app.log.warning("jupyter-hetero: emulated nodes are ignored by the %s backend", kind)
     if kind == "kubernetes":
         from .backends.kubernetes.config import KubernetesConfig  # the client loads only when used
 
-        if app.emulated_nodes or app.emulated_nodes_file:
-            app.log.warning("jupyter-hetero: emulated nodes are ignored by the kubernetes backend")
         return cls(config=KubernetesConfig(parent=app), work_dir=app.work_dir)
     if kind != "local" and issubclass(cls, Configurable):
         return cls(parent=app)

@@ -26,8 +26,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from jupyter_server.auth.identity import IdentityProvider, User
+from traitlets import Unicode
+from traitlets.config import Configurable
 
 from jupyter_hetero.backends.base import Launch, NodesSeen, ProcessHandle
+from jupyter_hetero.backends.local import load_emulated_nodes
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.capability import NodeCapability
 from jupyter_hetero.engine import Decisions, Engine, Snapshot
@@ -35,7 +38,7 @@ from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.store import Repository
 
 __all__ = ["CutOffGang", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
-           "HubUser", "InterposingRepository", "JoiningNodes", "SecondReplicaFails", "SteppingClock",
+           "HubUser", "InterposingRepository", "JoiningNodes", "ListedNodes", "SecondReplicaFails", "SteppingClock",
            "TroubledEngine", "installed", "recorded_tool", "replay"]
 
 
@@ -239,6 +242,26 @@ class JoiningNodes(LocalBackend):
     def poll_nodes(self) -> NodesSeen | None:
         joined, JoiningNodes._joined = JoiningNodes._joined, None
         return None if joined is None else NodesSeen(joined, {node.name: "admitted" for node in joined})
+
+
+class ListedNodes(Configurable, LocalBackend):
+    """A backend of a kind of its own, as a platform team plugs one in through ``HeteroApp.backend_class``:
+    configured by its own traits (``c.ListedNodes.nodes_file``), it discovers its nodes as a cluster's backend
+    does (the nodes of that file, listed once) and runs their replicas as local processes."""
+
+    name = "listed"
+    nodes_file = Unicode(config=True, help="YAML file of the nodes it lists, in the emulated nodes' shape.")
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._listed = False
+
+    def poll_nodes(self, placed_servers: frozenset[int] = frozenset()) -> NodesSeen | None:
+        if self._listed:
+            return None
+        self._listed = True
+        nodes = load_emulated_nodes(self.nodes_file)
+        return NodesSeen(nodes, {node.name: "admitted" for node in nodes})
 
 
 class InterposingRepository(Repository):
