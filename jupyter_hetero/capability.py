@@ -162,9 +162,19 @@ class NodeCapability(_Record):
 
 @dataclass(frozen=True)
 class Held:
-    """What work this platform did not place holds on a node (a cluster's other pods): capacity the
-    engine must not count as free, though the node has it."""
+    """Capacity held: what work this platform did not place holds on a node (a cluster's other pods, which the
+    engine must not count as free though the node has it), or what admitted workloads hold, added up per tenant
+    and flavor."""
 
     cpu_milli: int = 0
     memory_mib: int = 0
-    devices: int = 0
+    device_milli: int = 0
+
+    def __add__(self, other: Held) -> Held:
+        return Held(self.cpu_milli + other.cpu_milli, self.memory_mib + other.memory_mib,
+                    self.device_milli + other.device_milli)
+
+    @property
+    def devices(self) -> int:
+        """Whole devices held (others' pods on a node always hold whole devices)."""
+        return self.device_milli // 1000

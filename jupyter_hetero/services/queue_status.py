@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..store import ACTIVE_STATES, PENDING_STATES, Held
+from ..capability import Held
+from ..store import ACTIVE_STATES, PENDING_STATES
 from ..store.tables import WorkloadRow
 
 __all__ = ["QueueStatus", "WAIT_WINDOW_S"]

@@ -1,7 +1,7 @@
 """Persistence: SQLAlchemy tables, schema migrations and the repository."""
 
 from .migrations import SCHEMA_VERSION, SchemaTooNew
-from .repository import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Held, Repository, default_db_url
+from .repository import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository, default_db_url
 
 __all__ = [
     "ACTIVE_STATES",
@@ -9,7 +9,6 @@ __all__ = [
     "PENDING_STATES",
     "QUEUED_STATES",
     "SCHEMA_VERSION",
-    "Held",
     "Repository",
     "SchemaTooNew",
     "default_db_url",

@@ -11,7 +11,6 @@ import hmac
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from .audit_seal import AuditSeal, read_anchors, sha256_hex
 from .migrations import migrate
 from .tables import AlertRow, AttemptRow, AuditRow, EventRow, NodeRow, OnboardingRow, ServiceRow, WorkloadRow
 
-__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Held", "Repository", "default_db_url"]
+__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Repository", "default_db_url"]
 
 Clock = Callable[[], float]
 
@@ -40,19 +39,6 @@ _GENESIS = "0" * 64
 _BEGIN = "hetero_sqlite_begin"
 # The transaction-scoped advisory lock every PostgreSQL write transaction holds ("hetero" in ASCII).
 _WRITE_LOCK = 0x68657465726F
-
-
-@dataclass(frozen=True)
-class Held:
-    """Capacity held by admitted workloads, for one tenant and flavor."""
-
-    cpu_milli: int = 0
-    memory_mib: int = 0
-    device_milli: int = 0
-
-    def __add__(self, other: Held) -> Held:
-        return Held(self.cpu_milli + other.cpu_milli, self.memory_mib + other.memory_mib,
-                    self.device_milli + other.device_milli)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

@@ -189,7 +189,7 @@ def _read(name: str, metadata: dict, node: dict, foreign: Requests, tolerated: S
         notes=findings,
     )
     held = Held(min(foreign.cpu_milli, cpu), min(foreign.memory_mib, memory),
-                min(devices_held, accelerator.count if accelerator else 0))
+                1000 * min(devices_held, accelerator.count if accelerator else 0))
     return NodeReading(name, capability, tuple(findings), schedulable, taints, held)
 
 

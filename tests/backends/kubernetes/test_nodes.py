@@ -153,7 +153,7 @@ def test_pods_we_did_not_place_are_held_beside_what_the_node_offers():
     foreign = Requests(cpu_milli=4000, memory_mib=16384, extended={"nvidia.com/gpu": 3})
     reading = read_node(node("dgx-a100"), foreign=foreign)
     assert (reading.capability.cpu_milli, reading.capability.accelerator.count) == (254500, 8)
-    assert reading.held == Held(cpu_milli=4000, memory_mib=16384, devices=3)
+    assert reading.held == Held(cpu_milli=4000, memory_mib=16384, device_milli=3000)
     # MIG: only the slices of the profile in use count; HAMi: a GPU whose cores are all held is taken.
     mig = read_node(node("mig-mixed-a100"), foreign=Requests(extended={"nvidia.com/mig-1g.5gb": 8, "nvidia.com/gpu": 2}))
     assert mig.held.devices == 8
