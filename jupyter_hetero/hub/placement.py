@@ -29,7 +29,7 @@ from traitlets import Dict, Float, default
 from traitlets.config import Configurable
 
 from ..i18n import N_, Message
-from .service import SpawnRefused, _token, hub_of, language_of, profiles_for
+from .service import SpawnRefused, hub_of, language_of, profiles_for, user_token
 
 __all__ = ["HeteroLocalSpawner", "HeteroPlacement", "ServerNotPlaced"]
 
@@ -78,7 +78,7 @@ class HeteroPlacement(Configurable):
 
     async def _hetero_call(self, route: str, body: dict | None = None, method: str | None = None) -> Any:
         hub = hub_of(self)
-        return await hub._call(await _token(self, hub), route, body, method=method)
+        return await hub._call(await user_token(self, hub), route, body, method=method)
 
     async def hetero_choice(self) -> dict[str, Any]:
         """The chosen profile's hetero part (template, flavor, parameters, queue); 403 for a bad choice."""

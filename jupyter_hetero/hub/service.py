@@ -156,7 +156,7 @@ def _groups(user) -> frozenset[str]:
     return frozenset(getattr(group, "name", group) for group in getattr(user, "groups", None) or ())
 
 
-async def _token(spawner, hub: HeteroHub) -> str:
+async def user_token(spawner, hub: HeteroHub) -> str:
     """A hub token of the spawning user, reused for a few minutes (a spawn asks three times: form, hook, start)."""
     kept = getattr(spawner, "_hetero_token", None)
     if kept is not None and time.monotonic() - kept[1] < TOKEN_REUSE_S:
@@ -189,7 +189,7 @@ async def profiles_for(spawner) -> tuple[list[dict[str, Any]], str, str]:
         for flavor in template.flavors if flavor in tenant.quotas
         if (parameters := profile_parameters(template, catalog.flavor(flavor))) is not None
     })
-    live = await hub.live(await _token(spawner, hub), [(name, json.loads(parameters)) for name, parameters in asked])
+    live = await hub.live(await user_token(spawner, hub), [(name, json.loads(parameters)) for name, parameters in asked])
     return build_profiles(catalog, tenant, live, language=language), tenant.name, language
 
 

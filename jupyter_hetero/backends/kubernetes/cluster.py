@@ -25,7 +25,7 @@ from typing import Any
 from .errors import ApiForbidden
 from .identity import placed_server, server_labels
 from .kueue_status import owner_pod_uid
-from .reflector import Backoff, Reflector, _rv_order, key_of
+from .reflector import Backoff, Reflector, key_of, rv_order
 
 __all__ = ["KUEUE_API", "MANAGED_BY", "ClusterReflector", "event_pod_key", "trim_foreign_pod", "trim_node", "trim_pod",
            "trim_workload"]
@@ -102,7 +102,7 @@ def event_pod_key(event: dict) -> str:
 
 
 def _event_order(event: dict) -> tuple[str, tuple[int, str]]:
-    return (_event_time(event), _rv_order(event))
+    return (_event_time(event), rv_order(event))
 
 
 

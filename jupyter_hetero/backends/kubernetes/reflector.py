@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .errors import ApiForbidden, brief, missing_permission
 
-__all__ = ["Backoff", "Reflector", "key_of"]
+__all__ = ["Backoff", "Reflector", "key_of", "rv_order"]
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,8 @@ def _rv(obj: dict) -> str:
     return obj.get("metadata", {}).get("resourceVersion", "")
 
 
-def _rv_order(obj: dict) -> tuple[int, str]:
+def rv_order(obj: dict) -> tuple[int, str]:
+    """An object's place in the order the server wrote it: its resourceVersion, as a number where it is one."""
     version = _rv(obj)
     return (int(version), "") if version.isdigit() else (0, version)
 
@@ -104,7 +105,7 @@ class Reflector:
                  backoff: Backoff | None = None, on_change: Callable[[str, dict], None] | None = None,
                  trim: Callable[[dict], dict] | None = None, keep: Callable[[dict], bool] | None = None,
                  group_by: Callable[[dict], str] | None = None, keep_latest: int = 0,
-                 order_by: Callable[[dict], Any] = _rv_order, page_size: int = 500):
+                 order_by: Callable[[dict], Any] = rv_order, page_size: int = 500):
         self.kind = kind
         self.label_selector, self.field_selector = label_selector, field_selector
         self.timeout_s, self.resync_s, self.page_size = timeout_s, resync_s, page_size
