@@ -199,9 +199,9 @@ class HeteroApp(ExtensionApp):
         BACKEND_CLASSES["local"], klass=object, config=True,
         help="The class of the backend (the Backend protocol of jupyter_hetero.backends.base). Defaults to the "
         "class HeteroApp.backend names; set it to plug in a backend of your own, e.g. 'my.module.MyBackend'. It is "
-        "made as its kind (its 'name' attribute) is: a 'kubernetes' one with KubernetesConfig, a 'local' one (this "
-        "machine and the emulated nodes) with no arguments, any other with the app as its traitlets parent when it "
-        "is configurable, then started and asked for its nodes.",
+        "made as its kind (its 'name' attribute) is: a 'local' one with no arguments, its nodes this machine and the "
+        "emulated ones; a 'kubernetes' one with KubernetesConfig; any other with the app as its traitlets parent "
+        "when it is configurable and, as the Kubernetes one, started and asked for its nodes.",
     )
     sandbox = CaselessStrEnum(
         ["auto", "bwrap", "none"], "auto", config=True,
