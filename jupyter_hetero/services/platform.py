@@ -76,6 +76,7 @@ class PlatformSettings:
 
 
 def _as_is(error: HeteroError) -> Exception:
+    """A refusal left as the domain error: a platform outside a server's Jupyter handlers (a test's)."""
     return error
 
 
@@ -105,10 +106,10 @@ class Platform:
         self._jupyter_error = jupyter_error
         self.access = Access(self.repository)
         self.audit = AuditService(self.repository, self.access)
+        inherited = os.environ if inherited_environment is None else inherited_environment
         self.credentials = CredentialService(
             catalog=self.catalog, repository=self.repository, server_url=settings.server_url,
-            inherited=(os.environ if inherited_environment is None else inherited_environment)
-            if self.backend.runs_here else {},
+            inherited=inherited if self.backend.runs_here else {},
             passthrough=settings.workload_env_passthrough,
             server_secrets=(settings.server_token,),
         )
