@@ -31,12 +31,12 @@ the flavor's device resource). What has no Kueue equivalent is said where it is 
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from ..backends.kubernetes.accelerators import DEVICE_RESOURCES
 from ..backends.kubernetes.config import DEFAULT_TOLERATIONS
 from ..backends.kubernetes.identity import MANAGED_BY
+from ..backends.kubernetes.kueue_names import DEFAULT_PREFIX, dns_name
 from ..catalog import Catalog, Flavor, Queue, Resources, Tenant
 
 __all__ = [
@@ -51,14 +51,12 @@ __all__ = [
     "local_queue_name",
     "pod_admission",
     "priority_class_name",
-    "queue_admission",
 ]
 
 # What Kueue v0.16 and later store (v0.17.0 is tested against a running controller): v1beta1 is still served
 # there, but only through Kueue's conversion webhook, and it is deprecated.
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 DEFAULT_NAMESPACE = "hetero-{tenant}"  # as c.KubernetesConfig.namespace with one namespace per tenant
-DEFAULT_PREFIX = "hetero-"  # of cluster-scoped names, so the export cannot overwrite a site's own objects
 UNEXPRESSED_ANNOTATION = "hetero.jupyter.org/unexpressed"
 # Output order: what an object refers to comes before it, so `kubectl apply -f` of the stream succeeds.
 KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")
@@ -83,7 +81,7 @@ def kueue_objects(catalog: Catalog, *, namespace: str = DEFAULT_NAMESPACE, prefi
         tenant_namespace = _namespace(namespace, tenant.name)
         objects.append(_cluster_queue(catalog, tenant, tenant_namespace, prefix))
         names = sorted({local_queue_name(queue) for queue in catalog.queues if tenant.allows_queue(queue.name)})
-        objects += [_local_queue(name, tenant_namespace, _dns_name(prefix + tenant.name)) for name in names]
+        objects += [_local_queue(name, tenant_namespace, dns_name(prefix + tenant.name)) for name in names]
     objects += [_priority_class(queue, prefix) for queue in catalog.queues]
     return sorted(objects, key=lambda o: (KINDS.index(o["kind"]), o["metadata"].get("namespace", ""),
                                           o["metadata"]["name"]))
@@ -91,16 +89,16 @@ def kueue_objects(catalog: Catalog, *, namespace: str = DEFAULT_NAMESPACE, prefi
 
 def local_queue_name(queue: Queue) -> str:
     """The LocalQueue of a catalog queue: its ``kueue_queue``, or the queue's name when it has none yet."""
-    return _dns_name(queue.kueue_queue or queue.name)
+    return dns_name(queue.kueue_queue or queue.name)
 
 
 def cohort_name(cohort: str, prefix: str = DEFAULT_PREFIX) -> str:
     # Apart from the tenants' ClusterQueues: the shipped catalog's tenant and cohort are both "default".
-    return _dns_name(f"{prefix}cohort-{cohort}")
+    return dns_name(f"{prefix}cohort-{cohort}")
 
 
 def priority_class_name(queue: Queue, prefix: str = DEFAULT_PREFIX) -> str:
-    return _dns_name(prefix + queue.name)
+    return dns_name(prefix + queue.name)
 
 
 def pod_admission(queue: Queue | None) -> tuple[str | None, str | None]:
@@ -109,12 +107,6 @@ def pod_admission(queue: Queue | None) -> tuple[str | None, str | None]:
     if queue is None or not queue.kueue_queue:
         return None, None
     return local_queue_name(queue), priority_class_name(queue)
-
-
-def queue_admission(queue: str) -> tuple[str, str]:
-    """The LocalQueue and WorkloadPriorityClass this export makes for a catalog queue named ``queue`` without a
-    ``kueue_queue`` (``c.KubernetesConfig.admission = "kueue"`` labels its pods with them; default prefix)."""
-    return _dns_name(queue), _dns_name(DEFAULT_PREFIX + queue)
 
 
 def device_resource(flavor: Flavor) -> str | None:
@@ -146,7 +138,7 @@ def _resource_flavor(flavor: Flavor, prefix: str) -> dict:
     tolerations = [dict(toleration) for toleration in DEFAULT_TOLERATIONS if toleration["key"] == resource]
     if tolerations:
         spec["tolerations"] = tolerations
-    metadata = _metadata(_dns_name(prefix + flavor.name), {"hetero.jupyter.org/flavor": flavor.name})
+    metadata = _metadata(dns_name(prefix + flavor.name), {"hetero.jupyter.org/flavor": flavor.name})
     if unexpressed:
         metadata["annotations"] = {UNEXPRESSED_ANNOTATION: "; ".join(unexpressed)}
     return {"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": metadata, "spec": spec}
@@ -205,10 +197,10 @@ def _cluster_queue(catalog: Catalog, tenant: Tenant, namespace: str, prefix: str
     if flavors:
         spec["resourceGroups"] = [{
             "coveredResources": covered,
-            "flavors": [{"name": _dns_name(prefix + flavor.name),
+            "flavors": [{"name": dns_name(prefix + flavor.name),
                          "resources": _flavor_resources(flavor, tenant, covered)} for flavor in flavors],
         }]
-    metadata = _metadata(_dns_name(prefix + tenant.name), {"hetero.jupyter.org/tenant": tenant.name})
+    metadata = _metadata(dns_name(prefix + tenant.name), {"hetero.jupyter.org/tenant": tenant.name})
     return {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": metadata, "spec": spec}
 
 
@@ -281,13 +273,4 @@ def _namespace(pattern: str, tenant: str) -> str:
     if not _DNS_LABEL.match(name) or len(name) > 63:
         raise ValueError(f"namespace {name!r} (from {pattern!r}) is not a DNS label: lowercase letters, digits "
                          f"and '-', at most 63")
-    return name
-
-
-def _dns_name(text: str) -> str:
-    """A DNS label from a catalog name: lowercase, '-' for anything else, at most 63 characters."""
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "x"
-    if len(name) > 63:
-        # Cut, with a digest of the whole so that two long names sharing a start stay apart.
-        name = name[:54].rstrip("-") + "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return name

@@ -16,6 +16,7 @@ from kubernetes.client import V1Pod, V1Secret, V1Service
 
 from ..base import Launch, Placed
 from .config import KubernetesConfig
+from .kueue_names import queue_admission
 from .objects import (
     PodIdentity,
     PodSettings,
@@ -44,8 +45,6 @@ class PodFactory:
         kueue_queue, kueue_priority_class = placed.kueue_queue, placed.kueue_priority_class
         if self.config.admission == "kueue" and not kueue_queue:
             # Every pod goes through the cluster's Kueue, to the LocalQueue the export made for its queue.
-            from ...export.kueue import queue_admission  # the export imports this package: not at import time
-
             kueue_queue, kueue_priority_class = queue_admission(placed.queue)
         volumes = list(self.config.volumes)
         if self.config.work_volume:
