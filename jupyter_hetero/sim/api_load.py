@@ -77,7 +77,9 @@ _QUOTAS = {
 EXPECTED_RUNNING = 136
 
 # Runs inside the checkout under test: its own store and resolver write the queued jobs, in one
-# transaction, exactly as its submissions would (a workload row and its `submitted` event).
+# transaction, exactly as its submissions would (a workload row and its `submitted` event). The checkout
+# may be an older one, so the script names the modules by the paths every checkout has; nothing of
+# them is imported here.
 _SEED = r"""
 import json, sys, time
 from jupyter_hetero.catalog import load_catalog
