@@ -239,7 +239,7 @@ class JoiningNodes(LocalBackend):
     def join(cls, nodes: list[NodeCapability]) -> None:
         cls._joined = list(nodes)
 
-    def poll_nodes(self) -> NodesSeen | None:
+    def poll_nodes(self, placed_servers: frozenset[int] = frozenset()) -> NodesSeen | None:
         joined, JoiningNodes._joined = JoiningNodes._joined, None
         return None if joined is None else NodesSeen(joined, {node.name: "admitted" for node in joined})
 
