@@ -16,7 +16,6 @@ from ..errors import Conflict, HeteroError, InvalidRequest
 from ..i18n import N_, Message
 from ..models import ActivityReport, Launched, ReleaseQuery, RequestKernelPlacement, StartKernel
 from ..services.kernels import KernelWaitTimeout
-from ..services.resolve import known_template
 from .base import API_PREFIX, ApiHandler, HeteroHandler, parse_workload_id
 
 # The kernelspec whose provisioner takes the template and parameters at launch.
@@ -39,11 +38,8 @@ class KernelsHandler(HeteroHandler):
         platform.access.require_person(identity, "kernel.start", "kernels")
         body = self.body(StartKernel)
         self.admit_submission(identity.user)
-        template = known_template(platform.catalog, body.template)
-        if not template.interactive:
-            raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"), template=template.name),
-                           field="template")
-        platform.workloads.check_access(identity, template.name, body.queue or template.queue)
+        # Refused here with the answers every kind gives, before a kernel is started for it.
+        platform.kernels.check(identity, body.template, body.parameters, body.queue)
         kernel_id = str(uuid.uuid4())
         starting = asyncio.ensure_future(start_kernel(
             self, body, kernel_id=kernel_id, user=None if identity.user == platform.owner else identity.user,

@@ -31,16 +31,17 @@ import psutil
 
 from ..backends.base import Placed
 from ..backends.local.telemetry import sample_devices
-from ..catalog import Catalog
+from ..catalog import Catalog, WorkloadKind
 from ..engine import render
 from ..engine_inputs import placement_from_json
 from ..errors import HeteroError, NotFound
 from ..i18n import N_, Message
 from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
 from ..store.tables import WorkloadRow
+from .access import Access
 from .clock import Clock
+from .enqueue import Checked, Enqueuer
 from .identity import Identity
-from .resolve import resolve
 from .scheduler import Scheduler
 
 __all__ = ["KernelService", "KernelWaitTimeout", "current_kernels", "is_hetero", "kernel_usage", "take_over_culling",
@@ -117,6 +118,8 @@ class KernelService:
         self.clock = clock
         self.identify = identify
         self.wake = wake
+        # Its own, over the same store: the provisioner's requests are checked as every other kind's.
+        self.enqueuer = Enqueuer(catalog=catalog, repository=repository, access=Access(repository), wake=wake)
         self.server_url = server_url
         self.server_token = server_token
         self.kernel_manager = None  # set by the app: the server's MultiKernelManager
@@ -176,27 +179,23 @@ class KernelService:
         row = self.repository.workload(workload_id)
         return row is not None and row.state in ACTIVE_STATES
 
+    def check(self, identity: Identity, template: str, parameters: dict[str, Any], queue: str | None) -> Checked:
+        """What :meth:`request` will refuse, answered before a kernel is started for it."""
+        return self.enqueuer.check(identity, WorkloadKind.KERNEL, template, parameters, queue)
+
     async def request(self, *, kernel_id: str | None, user: str | None, groups: tuple[str, ...] = (), template: str,
                 parameters: dict[str, Any], queue: str | None, idle_timeout: float | None) -> int:
         """Create the kernel's workload (queued) and wake the scheduler; returns its id.
 
         ``user`` is None for kernels started through Jupyter's own kernels API: the server's owner."""
         identity = self.identify(user, groups)
-        found = self.catalog.template(template)
-        if found is None:
-            raise KernelWaitTimeout(f"template {template!r} does not exist")
-        resolved = resolve(found, parameters, self.catalog)
-        row = WorkloadRow(
-            kind="kernel", name=f"kernel {kernel_id}", tenant=identity.tenant.name, user=identity.user,
-            template=found.name, queue=queue or found.queue, request=resolved.to_json(),
+        checked = self.check(identity, template, parameters, queue)
+        row = self.enqueuer.enqueue(
+            checked, name=f"kernel {kernel_id}",
             spec={"payload": "kernel", "kernel_id": kernel_id, "env": {},
-                  "idle_timeout_s": idle_timeout or found.idle_timeout_s},
-            state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
-            time_limit_s=resolved.time_limit_s,
-        )
-        row = self.repository.add_workload(row, reason=f"{identity.user} started a {found.name} kernel",
-                                           data={"kernel_id": kernel_id, "parameters": parameters})
-        self.wake()
+                  "idle_timeout_s": idle_timeout or checked.template.idle_timeout_s},
+            reason=f"{identity.user} started a {checked.template.name} kernel",
+            data={"kernel_id": kernel_id, "parameters": parameters})
         return row.id
 
     def _wake_waiter(self, workload_id: int) -> None:

@@ -40,11 +40,6 @@ class LaunchedService:
         self.environment_of = environment_of
         self.wake = wake
 
-    def _store(self, row: WorkloadRow, reason: str, data: dict[str, Any]) -> dict[str, Any]:
-        row = self.repository.add_workload(row, reason=reason, data=data)
-        self.wake()
-        return workload_json(row)
-
     def started(self, identity: Identity, workload_id: int, where: str | None) -> dict[str, Any]:
         """Record that the caller launched the placed workload; its environment in the answer."""
         row = self.record_start(self.placed_for_start(identity, workload_id), where)

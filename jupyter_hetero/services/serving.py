@@ -95,14 +95,10 @@ class ServingService:
 
     def create(self, identity: Identity, body: CreateService) -> dict[str, Any]:
         """Store the service; its replicas are asked for at once and placed by the engine."""
-        template = known_template(self.catalog, body.template)
-        if not template.runs(WorkloadKind.SERVICE):
-            raise InvalidRequest(Message(N_("template {template} does not run services; choose one whose kinds "
-                                            "include service (online-inference)"), template=template.name),
-                                 field="template")
-        queue = body.queue or template.queue
-        self.workloads.check_access(identity, template.name, queue)
-        resolve(template, _one_replica(body.parameters), self.catalog)  # a bad parameter is a 400 now, not later
+        # Each replica is checked now, as its owner's: a bad parameter is a 400 here, not a replica never placed.
+        checked = self.workloads.enqueuer.check(identity, WorkloadKind.SERVICE, body.template,
+                                                _one_replica(body.parameters), body.queue)
+        template, queue = checked.template, checked.queue
         taken = self.repository.service(identity.tenant.name, body.name)
         if taken is not None and taken.state == "active":
             raise Conflict(Message(N_("a service named {name} exists already; choose another name or update it"),
@@ -395,24 +391,20 @@ class ServingService:
                 "stable": self.figures(row.id, row.revision, since=since)}
 
     def _add_replica(self, service: ServiceRow, index: int, revision: int, spec: dict[str, Any]) -> None:
-        template = self.catalog.template(service.template)
-        if template is None:  # the catalog lost the template: nothing can be placed
+        checked = self.workloads.enqueuer.checked_before(
+            WorkloadKind.SERVICE, service.template, _one_replica(spec.get("parameters")), service.queue,
+            user=service.user, tenant=service.tenant)
+        if checked is None:  # the catalog lost the template: nothing can be placed
             log.warning("jupyter-hetero: service %s: template %s is gone", service.name, service.template)
             return
-        resolved = resolve(template, _one_replica(spec.get("parameters")), self.catalog)
-        row = WorkloadRow(
-            kind=WorkloadKind.SERVICE.value, name=f"{service.name} replica {index} (revision {revision})",
-            tenant=service.tenant, user=service.user, template=service.template, queue=service.queue,
-            request=resolved.to_json(),
+        self.workloads.enqueuer.enqueue(
+            checked, name=f"{service.name} replica {index} (revision {revision})",
             spec={**({"payload": "command", "command": spec["command"]} if spec.get("command")
                      else {"payload": "code", "code": spec["code"]}), "env": spec.get("env") or {},
                   "service": service.name, "service_id": service.id, "revision": revision, "replica": index,
                   "readiness_path": spec["readiness_path"]},
-            state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=None,
-        )
-        self.repository.add_workload(row, reason=f"replica {index} of service {service.name}, revision {revision}",
-                                     data={"service": service.name, "tenant": service.tenant, "revision": revision})
-        self.wake()
+            reason=f"replica {index} of service {service.name}, revision {revision}",
+            data={"service": service.name, "tenant": service.tenant, "revision": revision})
 
     def _live_replicas(self, services: list[ServiceRow] | None = None) -> dict[int, list[WorkloadRow]]:
         """Every service's replicas not ended yet, by service id: one query for them all."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..catalog import WorkloadKind
-from ..errors import Conflict, InvalidRequest
+from ..errors import InvalidRequest
 from ..i18n import N_, Message
 from ..models import KernelActivity, Launched, RequestKernelPlacement
 from ..store import ACTIVE_STATES
@@ -29,7 +29,6 @@ from ..store.tables import WorkloadRow
 from .identity import Identity
 from .kernels import KernelService, ReportedKernel, in_user_server
 from .launched import LaunchedService
-from .resolve import known_template, resolve
 from .workloads import workload_json
 
 __all__ = ["UserKernelService"]
@@ -71,24 +70,14 @@ class UserKernelService(LaunchedService):
 
     def request(self, identity: Identity, body: RequestKernelPlacement) -> dict[str, Any]:
         """Store the kernel's workload, queued; the engine places it on its next cycle."""
-        template = known_template(self.catalog, body.template)
-        if not template.interactive:
-            raise Conflict(Message(N_("template {template} does not run kernels; use it for jobs"),
-                                   template=template.name), field="template")
-        queue = body.queue or template.queue
-        self.workloads.check_access(identity, template.name, queue)
-        resolved = resolve(template, body.parameters, self.catalog)
-        row = WorkloadRow(
-            kind=WorkloadKind.KERNEL.value, name=f"kernel {body.kernel_id} of {identity.user}",
-            tenant=identity.tenant.name, user=identity.user, template=template.name, queue=queue,
-            request=resolved.to_json(),
+        checked = self.workloads.enqueuer.check(identity, self.kind, body.template, body.parameters, body.queue)
+        template = checked.template
+        return workload_json(self.workloads.enqueuer.enqueue(
+            checked, name=f"kernel {body.kernel_id} of {identity.user}",
             spec={"payload": "kernel", "kernel_id": body.kernel_id, "env": {}, "launched_by": "user-server",
                   "idle_timeout_s": body.idle_timeout or template.idle_timeout_s},
-            state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
-            time_limit_s=resolved.time_limit_s,
-        )
-        return self._store(row, f"{identity.user} started a {template.name} kernel in their server",
-                           {"kernel_id": body.kernel_id, "parameters": body.parameters})
+            reason=f"{identity.user} started a {template.name} kernel in their server",
+            data={"kernel_id": body.kernel_id, "parameters": body.parameters}))
 
     def report(self, identity: Identity, kernels: list[KernelActivity], now: Callable[[], float]) -> dict[str, Any]:
         """Take a server's word on its kernels' activity; answer which of them to shut down, and why."""

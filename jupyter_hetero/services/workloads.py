@@ -23,9 +23,9 @@ from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
 from ..store.tables import EventRow, WorkloadRow
 from ..units import parse_duration_s
 from .access import Access, follow_up_of
+from .enqueue import Enqueuer
 from .environment import VISIBILITY
 from .identity import Identity
-from .resolve import known_template, resolve
 
 __all__ = ["WorkloadService", "event_json", "workload_json"]
 
@@ -49,6 +49,8 @@ class WorkloadService:
         self.user_root_template = user_root_template
         self.pending_info = pending_info
         self.wake = wake
+        # Every kind is queued through it: jobs here, kernels, servers and service replicas by their services.
+        self.enqueuer = Enqueuer(catalog=catalog, repository=repository, access=access, wake=wake)
         # Whether a follow-up job may be live (see end_orphaned_follow_ups); unknown, so True, after a restart.
         self._follow_ups_live = True
 
@@ -57,41 +59,17 @@ class WorkloadService:
     def submit(self, identity: Identity, body: SubmitWorkload, request_key: str | None = None) -> dict[str, Any]:
         """Store the submission; ``request_key`` (the caller's Idempotency-Key) makes sending it again store it once:
         a second try answers with the workload the first stored."""
-        template = known_template(self.catalog, body.template)
-        if WorkloadKind(body.kind) not in template.kinds:
-            raise InvalidRequest(Message(N_("template {template} does not run {kind}s (it runs {kinds})"),
-                                         template=template.name, kind=body.kind,
-                                         kinds=", ".join(k.value for k in template.kinds)), field="kind")
-        queue_name = body.queue or template.queue
-        self.check_access(identity, template.name, queue_name)
-        tenant = identity.tenant
-        resolved = resolve(template, body.parameters, self.catalog)
-        unquoted = [f for f in resolved.flavors if f not in tenant.quotas]
-        if len(unquoted) == len(resolved.flavors):
-            self.access.deny(identity, "workload.submit", f"template/{template.name}",
-                             Message(N_("tenant {tenant} has no quota for any flavor of template {template} ({flavors})"),
-                                     tenant=tenant.name, template=template.name, flavors=", ".join(resolved.flavors)))
+        checked = self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
         spec = self._spec(body, self._root_of(identity))
         if identity.own_work_only:  # a follow-up of the workload whose credential submitted it: it ends with that one
             spec["parent"] = identity.workload
             self._follow_ups_live = True
-        runtime = self._duration(body.runtime, "runtime")
-        row = WorkloadRow(
-            kind=body.kind, name=body.name, tenant=tenant.name, user=identity.user, template=template.name,
-            queue=queue_name, request=resolved.to_json(), spec=spec, state="queued",
-            held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
-            time_limit_s=resolved.time_limit_s, runtime_s=runtime, request_key=request_key,
+        stored = self.enqueuer.enqueue(
+            checked, name=body.name, spec=spec, runtime_s=self._duration(body.runtime, "runtime"),
+            request_key=request_key, reason=f"{identity.user} submitted a {body.payload} job to queue {checked.queue}",
+            data={"template": checked.template.name, "parameters": body.parameters,
+                  "flavors": list(checked.resolved.flavors)},
         )
-        stored = self.repository.add_workload(
-            row, reason=f"{identity.user} submitted a {body.payload} job to queue {queue_name}",
-            data={"template": template.name, "parameters": body.parameters, "flavors": list(resolved.flavors)},
-        )
-        if stored is row:
-            self.wake()
-        elif _asked(stored) != _asked(row):  # the key's submission was stored before, and it asked for other work
-            raise Conflict(Message(N_("Idempotency-Key {key!r} was already used for another submission (workload "
-                                      "{workload}); use a new key for new work"), key=request_key, workload=stored.id),
-                           field="Idempotency-Key")
         return workload_json(stored, viewer=identity.user)
 
     def resubmit(self, identity: Identity, workload_id: int) -> dict[str, Any]:
@@ -117,18 +95,7 @@ class WorkloadService:
 
     def check_access(self, identity: Identity, template: str, queue: str) -> None:
         """404 for an unknown queue; 403 (audited) for a template or queue the tenant may not use."""
-        if self.catalog.queue(queue) is None:
-            raise NotFound(Message(N_("queue {queue!r} does not exist"), queue=queue), field="queue",
-                           known=[q.name for q in self.catalog.queues])
-        tenant = identity.tenant
-        if not tenant.allows_template(template):
-            self.access.deny(identity, "workload.submit", f"template/{template}",
-                             Message(N_("tenant {tenant} may not use template {template}"), tenant=tenant.name,
-                                     template=template))
-        if not tenant.allows_queue(queue):
-            self.access.deny(identity, "workload.submit", f"queue/{queue}",
-                             Message(N_("tenant {tenant} may not submit to queue {queue}"), tenant=tenant.name,
-                                     queue=queue))
+        self.enqueuer.check_access(identity, template, queue)
 
     def _duration(self, value: Any, field: str) -> int | None:
         if value is None:
@@ -386,11 +353,6 @@ class WorkloadService:
 def event_json(event: EventRow) -> dict[str, Any]:
     """An event as the API shows it."""
     return {"id": event.id, "at": event.at, "type": event.type, "reason": event.reason, "data": event.data}
-
-
-def _asked(row: WorkloadRow) -> tuple[Any, ...]:
-    """What a submission asked for: two tries of one submission ask for the same."""
-    return row.kind, row.template, row.queue, row.name, (row.request or {}).get("parameters"), row.spec
 
 
 def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pending: Pending | None = None,

@@ -141,7 +141,7 @@ async def test_only_the_owner_launches_and_reports_and_another_tenant_sees_nothi
     ("body", "status", "field"),
     [
         pytest.param({"template": "no-such", "kernel_id": "k"}, 404, "template", id="unknown template"),
-        pytest.param({"template": "training", "kernel_id": "k"}, 409, "template", id="a template without kernels"),
+        pytest.param({"template": "training", "kernel_id": "k"}, 400, "template", id="a template without kernels"),
         pytest.param({"template": "interactive"}, 400, "kernel_id", id="no kernel id"),
         pytest.param({"template": "interactive", "kernel_id": "../x"}, 400, "kernel_id", id="a kernel id with a path"),
         pytest.param({"template": "interactive", "kernel_id": "k", "idle_timeout": 0}, 400, "idle_timeout",

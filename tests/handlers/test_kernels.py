@@ -203,7 +203,7 @@ async def test_the_parameterised_launch_contract(kernelspecs, api, jp_fetch):
 @pytest.mark.parametrize(
     ("body", "status", "field"),
     [
-        pytest.param({"template": "training"}, 409, "template", id="a template without kernels"),
+        pytest.param({"template": "training"}, 400, "template", id="a template without kernels"),
         pytest.param({"template": "nope"}, 404, "template", id="unknown template"),
         pytest.param({"template": "interactive", "parameters": {"devices": 9}}, 400, "parameters.devices",
                      id="devices above the bound"),
