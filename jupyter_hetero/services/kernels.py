@@ -111,12 +111,16 @@ class KernelService:
                  clock: Clock, identify: Callable[[str | None, tuple[str, ...]], Identity],
                  wake: Callable[[], None], server_url: str = "", server_token: str = "",
                  device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0, report_grace_s: float = 30.0,
-                 stop_server: Callable[[str, str], Awaitable[None]] | None = None):
+                 stop_server: Callable[[str, str], Awaitable[None]] | None = None,
+                 refusal: Callable[[HeteroError], Exception] = lambda error: error):
         self.catalog = catalog
         self.repository = repository
         self.scheduler = scheduler
         self.clock = clock
         self.identify = identify
+        # A refusal of a kernel's request as the handler that started it answers one: Jupyter's own kernels and
+        # sessions handlers take anything but their HTTP error for a fault (a 500).
+        self.refusal = refusal
         self.wake = wake
         # Its own, over the same store: the provisioner's requests are checked as every other kind's.
         self.enqueuer = Enqueuer(catalog=catalog, repository=repository, access=Access(repository), wake=wake)
@@ -188,8 +192,11 @@ class KernelService:
         """Create the kernel's workload (queued) and wake the scheduler; returns its id.
 
         ``user`` is None for kernels started through Jupyter's own kernels API: the server's owner."""
-        identity = self.identify(user, groups)
-        checked = self.check(identity, template, parameters, queue)
+        try:
+            identity = self.identify(user, groups)
+            checked = self.check(identity, template, parameters, queue)
+        except HeteroError as error:
+            raise self.refusal(error) from None
         row = self.enqueuer.enqueue(
             checked, name=f"kernel {kernel_id}",
             spec={"payload": "kernel", "kernel_id": kernel_id, "env": {},

@@ -101,9 +101,6 @@ class Platform:
         self.engine = engine if engine is not None else Engine()
         # The server's identity provider: it decides who counts as the owner (see auth.is_server_owner).
         self.identity_provider = identity_provider
-        # A refusal as Jupyter's own kernels and sessions handlers answer it: they take anything but their HTTP
-        # error for a fault (a 500), and services raise domain errors only (the app gives tornado's).
-        self._jupyter_error = jupyter_error
         self.access = Access(self.repository)
         self.audit = AuditService(self.repository, self.access)
         inherited = os.environ if inherited_environment is None else inherited_environment
@@ -127,7 +124,8 @@ class Platform:
         # In the hub's service, stop_server is how the hub stops a user's server (the idle rules cull it).
         self.kernels = KernelService(
             catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
-            identify=self._kernel_requester, wake=lambda: self.loop.wake(), server_url=settings.server_url,
+            identify=self._kernel_requester, refusal=jupyter_error, wake=lambda: self.loop.wake(),
+            server_url=settings.server_url,
             device_idle_pct=settings.device_idle_pct, device_idle_after_s=settings.device_idle_after_s,
             report_grace_s=settings.kernel_report_grace_s, stop_server=stop_server,
         )
@@ -222,11 +220,7 @@ class Platform:
         handler = CallContext.get(CallContext.JUPYTER_HANDLER)
         current = getattr(handler, "current_user", None)
         if current is not None:
-            try:
-                return self.identity_of(current, handler)
-            except Forbidden as exc:
-                # Jupyter's own kernels and sessions handlers answer HTTP errors; ours would be a 500 there.
-                raise self._jupyter_error(exc) from None
+            return self.identity_of(current, handler)  # a refusal is answered as its handler's (KernelService)
         return self.identify(user or self.owner, frozenset(groups), owner=user is None)
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:

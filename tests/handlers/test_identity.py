@@ -84,3 +84,15 @@ async def test_a_user_in_no_tenant_cannot_start_a_hetero_kernel_through_jupyters
     assert refused.value.code == 403
     assert json.loads(refused.value.response.body)["message"].startswith("user 'zoe' belongs to no tenant")
 
+
+
+# Alice's tenant has quota only for a flavor the interactive template (hetero-cpu's) cannot use.
+@pytest.mark.team(vision={"quotas": {"amd-mi300": {"nominal": {"devices": 1, "cpu": 8, "memory": "32Gi"}}}})
+async def test_a_refused_kernel_request_through_jupyters_api_is_answered_as_a_refusal_not_a_fault(
+        team, kernelspecs, jp_fetch):  # noqa: F811
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "hetero-cpu"}),
+                       headers={"Authorization": "token alice-token"})
+    assert refused.value.code == 403, refused.value.response.body
+    assert json.loads(refused.value.response.body)["message"].startswith(
+        "tenant vision has no quota for any flavor of template interactive")
