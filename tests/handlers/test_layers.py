@@ -202,3 +202,77 @@ def test_no_private_name_is_imported_from_another_module():
             if private and module.split(".")[0] == "jupyter_hetero":
                 found.append(f"{path.relative_to(PACKAGE)}:{line} imports {', '.join(private)} from {module}")
     assert not found, "a private name is the module's own; make it public where it belongs:\n" + "\n".join(found)
+
+
+# --- which folder may import which (docs/architecture.md, "Layers") ----------------------------------------------
+
+FOUNDATIONS = {"__about__", "units", "i18n", "packages", "errors", "capability", "credential_format"}
+# Each folder of the package (sub-package or top-level module) and the folders it may import, beside the
+# foundations, which every folder may import (and which import only each other). Lower layers first.
+ALLOWED: dict[str, set[str]] = {
+    # the pure core: what to schedule and how
+    "engine": set(),
+    "catalog": {"engine"},
+    # what the core is fed from and speaks to
+    "store": set(),
+    "models": {"catalog"},
+    "api": {"catalog", "models"},
+    "engine_inputs": {"engine", "catalog", "store"},
+    "backends": {"engine", "catalog"},
+    "export": {"backends", "catalog", "engine"},
+    "sim": {"engine", "catalog", "backends", "engine_inputs"},
+    # who is asking (Jupyter's identity providers and authorizer)
+    "auth": {"authorizer"},
+    "authorizer": {"auth"},
+    # the shell around the core: one place that stores, schedules and launches
+    "services": {"engine", "catalog", "store", "models", "api", "engine_inputs", "backends", "export", "sim",
+                 "auth"},
+    # the faces of the shell: Jupyter's routes and kernels, the hub, the notebook client, the command line
+    "handlers": {"services", "models", "api", "export", "kernel", "auth"},
+    "kernel": {"services", "catalog", "store"},
+    "hub": {"services", "catalog", "backends"},
+    "notebook": set(),
+    "cli": {"services", "catalog", "store", "backends", "export", "hub", "kernel", "notebook"},
+    # the wiring
+    "startup": {"services", "handlers", "kernel", "engine", "catalog", "store", "backends", "engine_inputs",
+                "auth"},
+    "app": {"startup", "services", "handlers", "engine", "catalog", "store", "auth", "authorizer"},
+}
+
+
+def folders() -> set[str]:
+    """Every folder of the package: its sub-packages and top-level modules (not __init__)."""
+    return {folder_of(".".join(module_parts(path))) for path in package_files()} - {None}
+
+
+def test_every_folder_of_the_package_has_its_place_in_the_layers():
+    assert folders() <= set(ALLOWED) | FOUNDATIONS, "give the new folder its layer in ALLOWED (and in the docs)"
+
+
+def test_the_foundations_import_only_each_other():
+    leaks = {(importer, imported): where for (importer, imported), where in folder_imports().items()
+             if importer in FOUNDATIONS and imported not in FOUNDATIONS}
+    assert not leaks, leaks
+
+
+def test_each_folder_imports_only_what_its_layer_allows():
+    broken = {(importer, imported): where for (importer, imported), where in folder_imports().items()
+              if importer in ALLOWED and imported not in ALLOWED[importer] | FOUNDATIONS}
+    assert not broken, "imports across layers the rules forbid (docs/architecture.md, Layers): " + "; ".join(
+        f"{importer} -> {imported} at {', '.join(where)}" for (importer, imported), where in sorted(broken.items()))
+
+
+@pytest.mark.parametrize(("edge", "forbidden"), [
+    (("sim", "services"), True),         # the replays drive the engine, not the shell (issue 35)
+    (("auth", "services"), True),        # who is asking does not depend on what is asked
+    (("backends", "export"), True),      # the export reads the backend's names, not the other way
+    (("services", "handlers"), True),    # HTTP is the handlers' alone
+    (("handlers", "engine"), True),
+    (("handlers", "store"), True),
+    (("engine", "catalog"), True),       # the engine is pure
+    (("notebook", "services"), True),    # the notebook side talks to the server over HTTP only
+    (("services", "engine_inputs"), False),
+])
+def test_the_rules_forbid_what_the_layers_forbid(edge, forbidden):
+    importer, imported = edge
+    assert (imported not in ALLOWED[importer] | FOUNDATIONS) == forbidden
