@@ -26,6 +26,7 @@ __all__ = [
     "CapacityQuery",
     "ReportQuery",
     "UsageQuery",
+    "CreateRollout",
     "CreateService",
     "KernelActivity",
     "KernelConnection",
@@ -34,7 +35,6 @@ __all__ = [
     "RequestKernelPlacement",
     "ReleaseQuery",
     "RollBack",
-    "RollOut",
     "RequestServer",
     "ScaleService",
     "ScriptSpec",
@@ -367,7 +367,7 @@ class ScaleService(BaseModel):
     replicas: int = Field(ge=0, le=64)
 
 
-class RollOut(BaseModel):
+class CreateRollout(BaseModel):
     """``POST /services/{name}/rollouts``: a new revision, what changes of the stable one; tried as a canary."""
 
     model_config = ConfigDict(extra="forbid")
@@ -379,7 +379,7 @@ class RollOut(BaseModel):
     readiness_path: str | None = Field(default=None, pattern=r"^/[^\s]*$", max_length=253)
 
     @model_validator(mode="after")
-    def _changes_something(self) -> RollOut:
+    def _changes_something(self) -> CreateRollout:
         if not self.model_dump(exclude_none=True):
             raise ValueError("give what the new revision changes: command, code, env, parameters or readiness_path")
         if self.command is not None and self.code is not None:

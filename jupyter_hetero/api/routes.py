@@ -17,6 +17,7 @@ from ..models import (
     CapacityQuery,
     ReportQuery,
     UsageQuery,
+    CreateRollout,
     CreateService,
     ExplainQuery,
     FilesQuery,
@@ -31,7 +32,6 @@ from ..models import (
     RequestKernelPlacement,
     RequestServer,
     RollBack,
-    RollOut,
     ScaleService,
     ServiceQuery,
     StartKernel,
@@ -268,7 +268,7 @@ ROUTES: tuple[Route, ...] = (
     Route("/services/{name}/rollouts", "post", "rollOutService",
           "A new revision of a service (what changes of the stable one), tried as a canary on the template's share "
           "of traffic; judged after its window by the template's metric targets against the stable revision, then "
-          "promoted or rolled back automatically, with the figures", s.Service, status=201, body=RollOut,
+          "promoted or rolled back automatically, with the figures", s.Service, status=201, body=CreateRollout,
           path_parameters={"name": "string"}, query=ServiceQuery, answer_description="The service, its canary under trial",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="A canary is under trial already, or the service was "
           "deleted"),

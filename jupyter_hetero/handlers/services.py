@@ -11,7 +11,7 @@ from tornado.simple_httpclient import HTTPTimeoutError
 
 from ..errors import GatewayTimeout, Unavailable
 from ..i18n import N_, Message
-from ..models import CreateService, RollBack, RollOut, ScaleService, ServiceQuery
+from ..models import CreateRollout, CreateService, RollBack, ScaleService, ServiceQuery
 from .base import API_PREFIX, HeteroHandler, Relay
 
 # What of a request reaches a replica, and what of its answer comes back (nothing of the server's auth).
@@ -75,7 +75,7 @@ class RolloutsHandler(_NamedService):
     @web.authenticated
     @authorized
     def post(self, name: str) -> None:
-        body = self.body(RollOut)
+        body = self.body(CreateRollout)
         self.reply(self.platform.serving.roll_out(self.identity, name, body, self.tenant), status=201)
 
 

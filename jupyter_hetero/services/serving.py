@@ -39,7 +39,7 @@ from tornado import httpclient
 from ..catalog import Catalog, WorkloadKind
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ..i18n import N_, Message
-from ..models import CreateService, RollOut
+from ..models import CreateRollout, CreateService
 from ..store import ACTIVE_STATES, PENDING_STATES, Repository
 from ..store.tables import ServiceRow, WorkloadRow
 from .clock import Clock
@@ -141,7 +141,7 @@ class ServingService:
         self.reconcile()
         return self.describe(row, viewer=identity.user)
 
-    def roll_out(self, identity: Identity, name: str, body: RollOut, tenant: str | None = None) -> dict[str, Any]:
+    def roll_out(self, identity: Identity, name: str, body: CreateRollout, tenant: str | None = None) -> dict[str, Any]:
         """Start a new revision (what ``body`` changes of the stable one) as a canary under trial."""
         row = self._stoppable(identity, name, tenant, "service.rollout")
         if row.rollout is not None:

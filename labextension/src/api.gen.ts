@@ -1053,6 +1053,26 @@ export interface components {
             at_restart: string;
         };
         /**
+         * CreateRollout
+         * @description ``POST /services/{name}/rollouts``: a new revision, what changes of the stable one; tried as a canary.
+         */
+        CreateRollout: {
+            /** @default null */
+            command?: string[] | null;
+            /** @default null */
+            code?: string | null;
+            /** @default null */
+            env?: {
+                [key: string]: string;
+            } | null;
+            /** @default null */
+            parameters?: {
+                [key: string]: unknown;
+            } | null;
+            /** @default null */
+            readiness_path?: string | null;
+        };
+        /**
          * CreateService
          * @description ``POST /services``: an online service of ``replicas`` copies of a model server, behind one endpoint.
          */
@@ -1928,26 +1948,6 @@ export interface components {
         RollBack: {
             /** @default null */
             revision?: number | null;
-        };
-        /**
-         * RollOut
-         * @description ``POST /services/{name}/rollouts``: a new revision, what changes of the stable one; tried as a canary.
-         */
-        RollOut: {
-            /** @default null */
-            command?: string[] | null;
-            /** @default null */
-            code?: string | null;
-            /** @default null */
-            env?: {
-                [key: string]: string;
-            } | null;
-            /** @default null */
-            parameters?: {
-                [key: string]: unknown;
-            } | null;
-            /** @default null */
-            readiness_path?: string | null;
         };
         /**
          * Rollout
@@ -3863,7 +3863,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RollOut"];
+                "application/json": components["schemas"]["CreateRollout"];
             };
         };
         responses: {
