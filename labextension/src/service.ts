@@ -14,8 +14,8 @@ import type {
   IService,
   IStartedKernel,
   ITemplate,
-  ITenant,
-  IVersionInfo,
+  ITenantSummary,
+  IVersion,
   IWorkload,
   JobPayload,
   Lang,
@@ -30,43 +30,44 @@ import type {
 export const NO_CACHE: RequestCache = 'no-cache';
 
 /** What `previewWorkload` asks about. */
-export interface IPreviewRequest {
+export interface IPreviewWorkload {
   template: string;
   parameters: ParameterValues;
   kind: 'job' | 'kernel';
   lang: Lang;
 }
 
-/** A job submission from the panel: a template, its parameters and the file to run. */
+/** A job submission from the panel (`SubmitWorkload` of kind job, the kind added on sending): a template, its parameters and the file to run. */
 export type SubmitJob = { template: string; parameters: ParameterValues } & JobPayload;
 
 /** `Sent`, which compiles only while it is a body the API accepts (`Body`, generated from its schema). */
 type Accepted<Sent extends Body, Body> = Sent;
 
 /** The panel's two request bodies, checked against the API's: a change on either side that breaks them fails the build. */
-export type PreviewBody = Accepted<IPreviewRequest, components['schemas']['PreviewWorkload']>;
+export type PreviewBody = Accepted<IPreviewWorkload, components['schemas']['PreviewWorkload']>;
 export type SubmitBody = Accepted<SubmitJob, components['schemas']['SubmitWorkload']>;
 
-/** The typed operations of the jupyter-hetero REST API that the UI uses, one per endpoint. */
+/** The typed operations of the jupyter-hetero REST API that the UI uses, one per endpoint, each named by its operationId. */
 export interface IHeteroService {
-  getVersion(): Promise<IVersionInfo>;
+  getVersion(): Promise<IVersion>;
   listTemplates(): Promise<ITemplate[]>;
   listQueues(): Promise<IQueueStatus[]>;
   getMyTenant(): Promise<IMyTenant>;
-  listTenants(): Promise<ITenant[]>;
+  listTenants(): Promise<ITenantSummary[]>;
   listNodes(): Promise<INode[]>;
   listServices(): Promise<IService[]>;
-  listFiringAlerts(): Promise<IAlert[]>;
+  listAlerts(): Promise<IAlert[]>;
   listOnboarding(): Promise<IOnboarding[]>;
   rollBackService(name: string, tenant: string): Promise<IService>;
-  listMyWorkloads(): Promise<IWorkload[]>;
+  listWorkloads(): Promise<IWorkload[]>;
   getWorkload(id: number, lang: Lang): Promise<IWorkload>;
-  submitJob(job: SubmitJob): Promise<IWorkload>;
+  submitWorkload(job: SubmitJob): Promise<IWorkload>;
   cancelWorkload(id: number): Promise<IWorkload>;
   resubmitWorkload(id: number): Promise<IWorkload>;
   explainWorkload(id: number, lang: Lang): Promise<IExplanation>;
-  followLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void>;
-  previewWorkload(request: IPreviewRequest): Promise<IPreview>;
+  /** A workload's log, followed (`follow=true`): each chunk to `onChunk` as it comes, until the workload ends or `signal` aborts. */
+  getWorkloadLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void>;
+  previewWorkload(request: IPreviewWorkload): Promise<IPreview>;
   startKernel(template: string, parameters: ParameterValues): Promise<IStartedKernel>;
   getKernelUsage(kernelId: string): Promise<IKernelUsage>;
 }
@@ -79,7 +80,7 @@ export class HeteroService implements IHeteroService {
     private readonly _lang: Lang = 'en'
   ) {}
 
-  getVersion(): Promise<IVersionInfo> {
+  getVersion(): Promise<IVersion> {
     return this._get('version');
   }
 
@@ -95,7 +96,7 @@ export class HeteroService implements IHeteroService {
     return this._get('tenants/me');
   }
 
-  listTenants(): Promise<ITenant[]> {
+  listTenants(): Promise<ITenantSummary[]> {
     return this._get('tenants');
   }
 
@@ -113,7 +114,7 @@ export class HeteroService implements IHeteroService {
   }
 
   /** Alerts firing now that the caller may see: the platform's and their tenant's. */
-  listFiringAlerts(): Promise<IAlert[]> {
+  listAlerts(): Promise<IAlert[]> {
     return this._get('alerts?state=firing');
   }
 
@@ -123,7 +124,8 @@ export class HeteroService implements IHeteroService {
     return this._send(`services/${encodeURIComponent(name)}/rollback?tenant=${encodeURIComponent(tenant)}`, 'POST', {});
   }
 
-  listMyWorkloads(): Promise<IWorkload[]> {
+  /** The caller's own workloads (`mine=true`). */
+  listWorkloads(): Promise<IWorkload[]> {
     return this._get('workloads?mine=true');
   }
 
@@ -131,7 +133,7 @@ export class HeteroService implements IHeteroService {
     return this._get(`workloads/${id}?lang=${lang}`);
   }
 
-  submitJob(job: SubmitJob): Promise<IWorkload> {
+  submitWorkload(job: SubmitJob): Promise<IWorkload> {
     return this._send('workloads', 'POST', { kind: 'job', ...job });
   }
 
@@ -147,11 +149,11 @@ export class HeteroService implements IHeteroService {
     return this._get(`workloads/${id}/explain?lang=${lang}`);
   }
 
-  followLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
+  getWorkloadLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
     return streamAPI(`workloads/${id}/logs?follow=true`, onChunk, signal, this._settings);
   }
 
-  previewWorkload(request: IPreviewRequest): Promise<IPreview> {
+  previewWorkload(request: IPreviewWorkload): Promise<IPreview> {
     return this._send('previews', 'POST', request);
   }
 

@@ -1,7 +1,8 @@
 /**
  * The shapes of the jupyter-hetero REST API under the names the panel uses. They are aliases of
  * `api.gen.ts`, which `npm run generate:types` builds from the OpenAPI document, itself built from
- * the server's models: change the models, never these.
+ * the server's models: change the models, never these. Each is named `I` and the schema's own name (the
+ * JupyterLab convention for interfaces), never another word.
  */
 
 import type { components } from './api.gen';
@@ -15,7 +16,7 @@ export type ILocalized = Schemas['Localized'];
 export type Lang = keyof ILocalized;
 
 /** What `GET /version` answers. */
-export type IVersionInfo = Schemas['Version'];
+export type IVersion = Schemas['Version'];
 
 /** Resource amounts in the API's normalised units. */
 export type IResources = Schemas['Resources'];
@@ -30,7 +31,7 @@ export type IResourceRequest = Schemas['ResourceRequest'];
 export type WorkloadKind = Schemas['WorkloadKind'];
 
 /** One bounded advanced parameter of a template. */
-export type ITemplateParameter = Schemas['AdvancedParameter'];
+export type IAdvancedParameter = Schemas['AdvancedParameter'];
 
 /** A task template of the catalog. */
 export type ITemplate = Schemas['Template'];
@@ -51,7 +52,7 @@ export type Role = Schemas['Role'];
 export type IMyTenant = Schemas['MyTenant'];
 
 /** A tenant as `GET /tenants` lists it. */
-export type ITenant = Schemas['TenantSummary'];
+export type ITenantSummary = Schemas['TenantSummary'];
 
 /** A node's accelerator group. */
 export type IAccelerator = Schemas['Accelerator'];

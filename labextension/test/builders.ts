@@ -16,12 +16,12 @@ import type {
   IQuotaUse,
   IService,
   ITemplate,
-  ITenant,
-  IVersionInfo,
+  ITenantSummary,
+  IVersion,
   IWorkload
 } from '../src/types';
 
-export function version(overrides: Partial<IVersionInfo> = {}): IVersionInfo {
+export function version(overrides: Partial<IVersion> = {}): IVersion {
   return {
     version: '0.1.0',
     api: 'v1',
@@ -243,7 +243,7 @@ export function me(overrides: Partial<IMyTenant> = {}): IMyTenant {
   };
 }
 
-export function tenant(overrides: Partial<ITenant> = {}): ITenant {
+export function tenant(overrides: Partial<ITenantSummary> = {}): ITenantSummary {
   return {
     tenant: 'vision',
     display: { en: 'Vision team', zh: '视觉团队' },

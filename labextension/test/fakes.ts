@@ -1,6 +1,6 @@
 // A fake of the REST service for model tests: canned answers, a log of calls, injectable failures.
 import { HeteroAPIError } from '../src/handler';
-import type { IHeteroService, IPreviewRequest, SubmitJob } from '../src/service';
+import type { IHeteroService, IPreviewWorkload, SubmitJob } from '../src/service';
 import type {
   IAlert,
   IOnboarding,
@@ -13,8 +13,8 @@ import type {
   IService,
   IStartedKernel,
   ITemplate,
-  ITenant,
-  IVersionInfo,
+  ITenantSummary,
+  IVersion,
   IWorkload,
   Lang
 } from '../src/types';
@@ -24,11 +24,11 @@ import * as build from './builders';
 export type Call = [string, ...unknown[]];
 
 export class FakeService implements IHeteroService {
-  version: IVersionInfo = build.version();
+  version: IVersion = build.version();
   templates: ITemplate[] = [build.template(), build.template({ name: 'training', task_type: 'training', kinds: ['job'], interactive: false })];
   queues: IQueueStatus[] = [build.queue()];
   me: IMyTenant = build.me();
-  tenants: ITenant[] = [build.tenant()];
+  tenants: ITenantSummary[] = [build.tenant()];
   nodes: INode[] = [build.node()];
   services: IService[] = [];
   alerts: IAlert[] = [];
@@ -40,7 +40,7 @@ export class FakeService implements IHeteroService {
   usage: IKernelUsage = build.kernelUsage();
   /** Method name -> error the next calls throw. */
   failures = new Map<string, Error>();
-  /** Log chunks `followLogs` streams, per follow. */
+  /** Log chunks `getWorkloadLogs` streams, per follow. */
   logFollows: string[][] = [['hello\n']];
   readonly calls: Call[] = [];
 
@@ -80,7 +80,7 @@ export class FakeService implements IHeteroService {
 
   private readonly _holds = new Map<string, Promise<void>>();
 
-  getVersion(): Promise<IVersionInfo> {
+  getVersion(): Promise<IVersion> {
     return this._answer('getVersion', [], () => this.version);
   }
   listTemplates(): Promise<ITemplate[]> {
@@ -92,7 +92,7 @@ export class FakeService implements IHeteroService {
   getMyTenant(): Promise<IMyTenant> {
     return this._answer('getMyTenant', [], () => this.me);
   }
-  listTenants(): Promise<ITenant[]> {
+  listTenants(): Promise<ITenantSummary[]> {
     return this._answer('listTenants', [], () => this.tenants);
   }
   listNodes(): Promise<INode[]> {
@@ -101,8 +101,8 @@ export class FakeService implements IHeteroService {
   listServices(): Promise<IService[]> {
     return this._answer('listServices', [], () => this.services);
   }
-  listFiringAlerts(): Promise<IAlert[]> {
-    return this._answer('listFiringAlerts', [], () => this.alerts);
+  listAlerts(): Promise<IAlert[]> {
+    return this._answer('listAlerts', [], () => this.alerts);
   }
   listOnboarding(): Promise<IOnboarding[]> {
     return this._answer('listOnboarding', [], () => this.onboarding);
@@ -114,8 +114,8 @@ export class FakeService implements IHeteroService {
       return { ...found, rollout: null };
     });
   }
-  listMyWorkloads(): Promise<IWorkload[]> {
-    return this._answer('listMyWorkloads', [], () => this.workloads);
+  listWorkloads(): Promise<IWorkload[]> {
+    return this._answer('listWorkloads', [], () => this.workloads);
   }
   getWorkload(id: number, lang: Lang): Promise<IWorkload> {
     return this._answer('getWorkload', [id, lang], () => {
@@ -126,8 +126,8 @@ export class FakeService implements IHeteroService {
       return found;
     });
   }
-  submitJob(job: SubmitJob): Promise<IWorkload> {
-    return this._answer('submitJob', [job], () => build.workload({ id: 8, template: job.template }));
+  submitWorkload(job: SubmitJob): Promise<IWorkload> {
+    return this._answer('submitWorkload', [job], () => build.workload({ id: 8, template: job.template }));
   }
   cancelWorkload(id: number): Promise<IWorkload> {
     return this._answer('cancelWorkload', [id], () => build.workload({ id, state: 'cancelled' }));
@@ -140,14 +140,14 @@ export class FakeService implements IHeteroService {
       build.explanation({ id, lines: ['1. capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU'] })
     );
   }
-  followLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
-    return this._answer('followLogs', [id, signal], () => {
+  getWorkloadLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
+    return this._answer('getWorkloadLogs', [id, signal], () => {
       for (const chunk of this.logFollows.shift() ?? []) {
         onChunk(chunk);
       }
     });
   }
-  previewWorkload(request: IPreviewRequest): Promise<IPreview> {
+  previewWorkload(request: IPreviewWorkload): Promise<IPreview> {
     return this._answer('previewWorkload', [request], () => this.preview);
   }
   startKernel(template: string, parameters: Record<string, unknown>): Promise<IStartedKernel> {

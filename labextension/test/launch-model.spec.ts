@@ -86,7 +86,7 @@ describe('LaunchModel', () => {
     expect(launch.canSubmitJob).toBe(true);
     await launch.submitJob();
     await launch.submitJob({ template: 'training', path: 'report.ipynb' });
-    expect(service.callsOf('submitJob').map(c => c[1])).toEqual([
+    expect(service.callsOf('submitWorkload').map(c => c[1])).toEqual([
       { template: 'fine-tuning', parameters: {}, script: { path: 'work/train.py' } },
       { template: 'training', parameters: {}, notebook: { path: 'report.ipynb' } }
     ]);

@@ -16,7 +16,7 @@ describe('LogModel', () => {
     expect(log.text).toBe('hello\n');
     expect(log.done).toBe(true);
     expect(log.state).toBe('succeeded');
-    expect(service.callsOf('followLogs')).toHaveLength(1);
+    expect(service.callsOf('getWorkloadLogs')).toHaveLength(1);
   });
 
   it('follows again, with growing pauses, while the workload is not finished', async () => {
@@ -41,7 +41,7 @@ describe('LogModel', () => {
 
   it('reports a failed follow with the server message, once while it repeats', async () => {
     const service = new FakeService();
-    service.failures.set('followLogs', FakeService.error('workload 7 belongs to bob', 403));
+    service.failures.set('getWorkloadLogs', FakeService.error('workload 7 belongs to bob', 403));
     let follows = 0;
     const log = new LogModel({
       service,

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
 import { checkJobPath, checkParameter, isNumeric, jobPayload, parameterValues, runsJobs, runsKernels } from '../src/models';
-import type { ITemplateParameter } from '../src/types';
+import type { IAdvancedParameter } from '../src/types';
 import * as build from './builders';
 
-const int: ITemplateParameter = { name: 'devices', type: 'int', default: 1, min: 1, max: 8, choices: [], description: null };
-const memory: ITemplateParameter = { name: 'memory', type: 'memory', default: 65536, min: 8192, max: 524288, choices: [], description: null };
-const choice: ITemplateParameter = { name: 'variant', type: 'choice', default: null, min: null, max: null, choices: ['nvidia', 'ascend'], description: null };
+const int: IAdvancedParameter = { name: 'devices', type: 'int', default: 1, min: 1, max: 8, choices: [], description: null };
+const memory: IAdvancedParameter = { name: 'memory', type: 'memory', default: 65536, min: 8192, max: 524288, choices: [], description: null };
+const choice: IAdvancedParameter = { name: 'variant', type: 'choice', default: null, min: null, max: null, choices: ['nvidia', 'ascend'], description: null };
 
 describe('checkParameter', () => {
   it.each([
@@ -27,13 +27,13 @@ describe('checkParameter', () => {
 
 describe('isNumeric', () => {
   it('is true for plain numbers only, not quantities with units or choices', () => {
-    const float: ITemplateParameter = { ...int, name: 'cpu', type: 'float' };
-    const duration: ITemplateParameter = { ...memory, name: 'time_limit', type: 'duration' };
+    const float: IAdvancedParameter = { ...int, name: 'cpu', type: 'float' };
+    const duration: IAdvancedParameter = { ...memory, name: 'time_limit', type: 'duration' };
     expect([int, float, memory, duration, choice].map(isNumeric)).toEqual([true, true, false, false, false]);
   });
 
   it('makes a non-number a problem for numbers only', () => {
-    const float: ITemplateParameter = { ...int, type: 'float' };
+    const float: IAdvancedParameter = { ...int, type: 'float' };
     expect(checkParameter(float, 'two')).toBe('not-a-number');
     expect(checkParameter(float, '1.5')).toBeNull();
   });

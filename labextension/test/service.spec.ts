@@ -38,7 +38,7 @@ describe('HeteroService', () => {
     ['getMyTenant', [], 'GET', 'tenants/me'],
     ['listTenants', [], 'GET', 'tenants'],
     ['listNodes', [], 'GET', 'nodes'],
-    ['listMyWorkloads', [], 'GET', 'workloads?mine=true'],
+    ['listWorkloads', [], 'GET', 'workloads?mine=true'],
     ['getWorkload', [7, 'zh'], 'GET', 'workloads/7?lang=zh'],
     ['cancelWorkload', [7], 'DELETE', 'workloads/7'],
     ['resubmitWorkload', [7], 'POST', 'workloads/7/resubmit'],
@@ -54,14 +54,14 @@ describe('HeteroService', () => {
 
   it('revalidates GETs instead of adding a cache-busting query parameter the API would reject', async () => {
     const { service, seen } = serviceAnswering([]);
-    await service.listMyWorkloads();
+    await service.listWorkloads();
     expect(seen[0].url).toBe('workloads?mine=true');
     expect(seen[0].cache).toBe('no-cache');
   });
 
   it('sends JSON bodies', async () => {
     const { service, seen } = serviceAnswering();
-    await service.submitJob({ template: 'training', parameters: { devices: 2 }, script: { path: 'train.py' } });
+    await service.submitWorkload({ template: 'training', parameters: { devices: 2 }, script: { path: 'train.py' } });
     await service.previewWorkload({ template: 'training', parameters: {}, kind: 'job', lang: 'zh' });
     await service.startKernel('interactive', { devices: 1, flavor: 'a100-80g' });
     expect(seen.map(s => [s.method, s.url, s.body])).toEqual([

@@ -57,7 +57,7 @@ describe('WorkModel', () => {
     const service = new FakeService();
     const work = new WorkModel({ service, lang: 'en' });
     await expect(work.cancel(7)).resolves.toBe(true);
-    expect(service.calls.map(c => c[0])).toEqual(['cancelWorkload', 'listMyWorkloads', 'getWorkload']);
+    expect(service.calls.map(c => c[0])).toEqual(['cancelWorkload', 'listWorkloads', 'getWorkload']);
     expect(work.busy.size).toBe(0);
   });
 
@@ -68,7 +68,7 @@ describe('WorkModel', () => {
     const failures = record(work.failed);
     await expect(work.cancel(7)).resolves.toBe(false);
     expect(failures).toEqual([{ action: 'cancel', message: 'workload 7 belongs to bob' }]);
-    expect(service.callsOf('listMyWorkloads')).toHaveLength(0);
+    expect(service.callsOf('listWorkloads')).toHaveLength(0);
   });
 
   it('keeps explanations per workload until dismissed', async () => {

@@ -13,7 +13,7 @@ import type {
   IQueueStatus,
   IService,
   ITemplate,
-  ITenant,
+  ITenantSummary,
   Lang
 } from '../types';
 import { IFailure, messageOf, ModelBase } from './base';
@@ -151,7 +151,7 @@ export class HeteroModel extends ModelBase {
   }
 
   /** Tenants with quota and use, for admins; empty otherwise. */
-  get tenants(): readonly ITenant[] {
+  get tenants(): readonly ITenantSummary[] {
     return this._tenants;
   }
 
@@ -193,12 +193,12 @@ export class HeteroModel extends ModelBase {
       s.listQueues(),
       s.listNodes(),
       s.listServices(),
-      s.listFiringAlerts()
+      s.listAlerts()
     ]);
     const rejected = [version, me, templates, queues, nodes, services, alerts]
       .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
       .map(r => r.reason as unknown);
-    let tenants: ITenant[] = [];
+    let tenants: ITenantSummary[] = [];
     let onboarding: IOnboarding[] = [];
     const admin = me.status === 'fulfilled' && me.value.role !== 'member';
     if (admin) {
@@ -292,7 +292,7 @@ export class HeteroModel extends ModelBase {
   private _alertsSeen = new Set<number>();
   private _alertFired = new Signal<this, IAlert>(this);
   private _serviceHistory = new Map<string, ITrafficPoint[]>();
-  private _tenants: ITenant[] = [];
+  private _tenants: ITenantSummary[] = [];
   private _error: string | null = null;
   private _unreachable = false;
   private _loading = false;

@@ -196,7 +196,7 @@ export class LaunchModel extends ModelBase {
       return null;
     }
     const parameters = request ? {} : this.parameters.values;
-    return this._run('submit', () => this._service.submitJob({ template, parameters, ...jobPayload(path) }), this._submitted);
+    return this._run('submit', () => this._service.submitWorkload({ template, parameters, ...jobPayload(path) }), this._submitted);
   }
 
   dispose(): void {

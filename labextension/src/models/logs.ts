@@ -55,7 +55,7 @@ export class LogModel extends ModelBase {
     while (!this.isDisposed) {
       let fresh = true;
       try {
-        await this._service.followLogs(
+        await this._service.getWorkloadLogs(
           this.workloadId,
           chunk => {
             // Each follow starts at the top of the latest attempt's log.

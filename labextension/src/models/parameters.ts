@@ -1,4 +1,4 @@
-import type { ITemplate, ITemplateParameter, ParameterValues } from '../types';
+import type { ITemplate, IAdvancedParameter, ParameterValues } from '../types';
 
 /** Why a typed parameter value cannot be sent; the UI words it. */
 export type ParameterProblem = 'not-a-number' | 'not-whole' | 'below-min' | 'above-max' | 'not-a-choice';
@@ -9,7 +9,7 @@ export type PathProblem = 'empty' | 'not-runnable';
 const NUMBER = /^\s*-?\d+(\.\d+)?\s*$/;
 
 /** Whether a parameter is a plain number (`int` or `float`), as opposed to a quantity with units or a choice. */
-export function isNumeric(parameter: ITemplateParameter): boolean {
+export function isNumeric(parameter: IAdvancedParameter): boolean {
   return parameter.type === 'int' || parameter.type === 'float';
 }
 
@@ -17,7 +17,7 @@ export function isNumeric(parameter: ITemplateParameter): boolean {
  * The value the API takes for what the user typed: numbers for numeric
  * parameters; memory and durations as typed ("64Gi", "2h") unless plain numbers.
  */
-function parameterValue(parameter: ITemplateParameter, raw: string): number | string {
+function parameterValue(parameter: IAdvancedParameter, raw: string): number | string {
   const text = raw.trim();
   if (parameter.type === 'choice') {
     return text;
@@ -29,7 +29,7 @@ function parameterValue(parameter: ITemplateParameter, raw: string): number | st
 }
 
 /** What is wrong with a typed value, or null; units are left to the server to check. */
-export function checkParameter(parameter: ITemplateParameter, raw: string): ParameterProblem | null {
+export function checkParameter(parameter: IAdvancedParameter, raw: string): ParameterProblem | null {
   const text = raw.trim();
   if (text === '') {
     return null;

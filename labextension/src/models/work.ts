@@ -46,7 +46,7 @@ export class WorkModel extends ModelBase {
   async refresh(): Promise<boolean> {
     const generation = ++this._generation;
     try {
-      const workloads = await this._service.listMyWorkloads();
+      const workloads = await this._service.listWorkloads();
       const { shown, failure } = await this._describe(workloads);
       if (generation === this._generation) {
         this._workloads = shown;

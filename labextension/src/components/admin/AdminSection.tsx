@@ -1,14 +1,14 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import type { IOnboarding, ITenant, Lang, Role } from '../../types';
+import type { IOnboarding, ITenantSummary, Lang, Role } from '../../types';
 import { Section } from '../common/Section';
 import { OnboardingList } from './OnboardingList';
 import { TenantCard } from './TenantCard';
 
 /** Props of `AdminSection`. */
 export interface IAdminSectionProps {
-  tenants: readonly ITenant[];
+  tenants: readonly ITenantSummary[];
   role: Role;
   lang: Lang;
   trans: TranslationBundle;

@@ -2,12 +2,12 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { localized } from '../../format';
-import type { ITenant, Lang } from '../../types';
+import type { ITenantSummary, Lang } from '../../types';
 import { QuotaList } from '../common/QuotaList';
 
 /** Props of `TenantCard`. */
 export interface ITenantCardProps {
-  tenant: ITenant;
+  tenant: ITenantSummary;
   lang: Lang;
   trans: TranslationBundle;
 }

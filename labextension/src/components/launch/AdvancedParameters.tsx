@@ -2,12 +2,12 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import type { ParameterProblem } from '../../models/parameters';
-import type { ITemplateParameter } from '../../types';
+import type { IAdvancedParameter } from '../../types';
 import { ParameterField } from './ParameterField';
 
 /** Props of `AdvancedParameters`. */
 export interface IAdvancedParametersProps {
-  parameters: readonly ITemplateParameter[];
+  parameters: readonly IAdvancedParameter[];
   values: Readonly<Record<string, string>>;
   problems: Readonly<Record<string, ParameterProblem>>;
   trans: TranslationBundle;

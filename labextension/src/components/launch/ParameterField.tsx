@@ -3,11 +3,11 @@ import * as React from 'react';
 
 import { formatDuration, formatMemory, num } from '../../format';
 import { isNumeric, type ParameterProblem } from '../../models/parameters';
-import type { ITemplateParameter } from '../../types';
+import type { IAdvancedParameter } from '../../types';
 
 /** Props of `ParameterField`. */
 export interface IParameterFieldProps {
-  parameter: ITemplateParameter;
+  parameter: IAdvancedParameter;
   value: string;
   problem: ParameterProblem | null;
   trans: TranslationBundle;
@@ -41,7 +41,7 @@ function parameterLabel(name: string, trans: TranslationBundle): string {
 }
 
 /** A bound or default in the parameter's unit, as people read it. */
-function showValue(parameter: ITemplateParameter, value: number | string, trans: TranslationBundle): string {
+function showValue(parameter: IAdvancedParameter, value: number | string, trans: TranslationBundle): string {
   if (typeof value === 'string') {
     return value;
   }
@@ -54,7 +54,7 @@ function showValue(parameter: ITemplateParameter, value: number | string, trans:
   return num(value, 3);
 }
 
-function problemText(problem: ParameterProblem, parameter: ITemplateParameter, trans: TranslationBundle): string {
+function problemText(problem: ParameterProblem, parameter: IAdvancedParameter, trans: TranslationBundle): string {
   switch (problem) {
     case 'not-a-number':
       return trans.__('Enter a number.');
