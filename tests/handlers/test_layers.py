@@ -276,3 +276,16 @@ def test_each_folder_imports_only_what_its_layer_allows():
 def test_the_rules_forbid_what_the_layers_forbid(edge, forbidden):
     importer, imported = edge
     assert (imported not in ALLOWED[importer] | FOUNDATIONS) == forbidden
+
+
+# Below the handlers: HTTP errors are the handlers' to raise; these raise the project's own (errors.py).
+BELOW_HANDLERS = ("services", "engine", "engine_inputs", "store", "backends", "catalog", "sim", "export")
+
+
+@pytest.mark.parametrize("path", [path for path in package_files() if folder_of(".".join(module_parts(path)))
+                                  in BELOW_HANDLERS], ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_nothing_below_the_handlers_uses_tornado_web(path):
+    reached = [f"line {line}" for line, module, names in runtime_imports(
+        path.read_text(encoding="utf-8"), module_parts(path), path.name == "__init__.py", type_checking=True)
+        if module == "tornado.web" or (module == "tornado" and "web" in names)]
+    assert not reached, f"{path.relative_to(PACKAGE)} uses tornado.web ({', '.join(reached)}): raise an errors.py error"
