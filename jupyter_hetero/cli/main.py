@@ -36,7 +36,7 @@ _SHIPPED_CATALOG = str(Path(__file__).resolve().parent.parent / "catalog" / "def
 _LAZY_COMMANDS = {
     "simulate": ("jupyter_hetero.sim.cli", "add_simulate_parser", "replay public traces against the scheduling engine"),
     "bench": ("jupyter_hetero.sim.bench_cli", "add_bench_parser", "measure the scheduling engine"),
-    "service": ("jupyter_hetero.cli.service", "add_service_parser",
+    "service": ("jupyter_hetero.cli.hub_service", "add_service_parser",
                 "run the shared scheduler as a JupyterHub-managed service"),
     "k8s": ("jupyter_hetero.cli.k8s", "add_k8s_parser",
             "show the Kubernetes objects the backend would create"),
@@ -162,9 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["service"] and not {"-h", "--help"} & set(argv[1:]):
         # Everything after `service` is the server's (--HeteroApp.*, --KubernetesConfig.*), not ours to parse.
-        from .service import main as service
+        from .hub_service import main as hub_service
 
-        return service(argv[1:])
+        return hub_service(argv[1:])
     args = build_parser(argv).parse_args(argv)
     return args.run(args)
 

@@ -1,4 +1,4 @@
-"""``jupyter hetero service``: the one shared scheduler of a JupyterHub, run by the hub as a managed service.
+"""``jupyter hetero service``: the hub service, a JupyterHub's one shared scheduler, run by the hub as a managed service.
 
     c.JupyterHub.services = [{"name": "hetero", "url": "http://127.0.0.1:10101",
                               "command": ["jupyter", "hetero", "service", "--HeteroApp.db_url=..."]}]
