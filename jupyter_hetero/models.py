@@ -176,11 +176,11 @@ class Launched(BaseModel):
 
     where: str | None = Field(default=None, max_length=253, description="What runs it (a pid, a pod).")
     connection: KernelConnection | None = Field(
-        default=None, description="A kernel's, where the service runs kernels in pods: the pod serves it there.")
+        default=None, description="A hub kernel's, where the hub service runs kernels in pods: the pod serves it there.")
 
 
 class RequestKernelPlacement(BaseModel):
-    """``POST /kernels/placements``: a hub user's server asks for a kernel's placement; it launches the kernel."""
+    """``POST /kernels/placements``: a hub user's server asks for a hub kernel's placement; it launches the kernel."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -214,7 +214,7 @@ class ServerActivity(BaseModel):
 
 
 class ActivityReport(BaseModel):
-    """``POST /activity``: a hub user's server, every few seconds: itself and its kernels placed by the service."""
+    """``POST /activity``: a hub user's server, every few seconds: itself and its hub kernels."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -218,28 +218,28 @@ ROUTES: tuple[Route, ...] = (
           query=ReleaseQuery, path_parameters=_WORKLOAD, answer_description="The server's workload, ended",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/kernels/placements", "post", "requestKernelPlacement",
-          "A hub user's server asks, as its user, for a kernel's placement from an interactive template; it waits in "
-          "the queue like any workload (follow it with getWorkload), then the server launches the kernel", w.Workload,
+          "A hub user's server asks, as its user, for a hub kernel's placement from an interactive template; it waits in "
+          "the queue like any workload (follow it with getWorkload), then the server launches the hub kernel", w.Workload,
           status=201, body=RequestKernelPlacement, answer_description="Stored; state is queued",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/kernels/placements/{workload_id}/started", "post", "reportKernelStarted",
-          "The user's server launches the placed kernel (its owner only); the answer carries the kernel's "
-          "environment: device visibility, placement and its own workload credential. Where the service runs "
-          "kernels in pods, it sends the kernel's connection and the service starts the pod; the answer carries "
+          "The hub user's server launches the placed hub kernel (its owner only); the answer carries the kernel's "
+          "environment: device visibility, placement and its own workload credential. Where the hub service runs "
+          "kernels in pods, it sends the kernel's connection and the hub service starts the pod; the answer carries "
           "the pod's IP", w.Started, body=Launched,
           path_parameters=_WORKLOAD, answer_description="The kernel's workload, running, and its environment",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
           conflict="The kernel's workload is not placed (waiting, stopping or ended)"),
     Route("/kernels/placements/{workload_id}/pod", "delete", "endKernelPod",
-          "Where the service runs kernels in pods: end the kernel's pod and keep its placement (a restart starts a "
+          "Where the hub service runs kernels in pods: end the hub kernel's pod and keep its placement (a restart starts a "
           "new pod); nothing to do elsewhere", None, status=204, path_parameters=_WORKLOAD,
           answer_description="The pod is being deleted", errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/kernels/placements/{workload_id}", "delete", "releaseKernel",
-          "The kernel ended, or its start was abandoned: its devices are given back at once", w.Workload,
+          "The hub kernel ended, or its start was abandoned: its devices are given back at once", w.Workload,
           query=ReleaseQuery, path_parameters=_WORKLOAD, answer_description="The kernel's workload, ended",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/activity", "post", "reportActivity",
-          "A hub user's server reports its own activity and its placed kernels' (every few seconds): what the idle "
+          "A hub user's server reports its own activity and its hub kernels' (every few seconds): what the idle "
           "rules read; the answer names the kernels it must shut down (culled, preempted, cancelled, lost) with the "
           "reason. An idle server is stopped through the hub", w.KernelStops, body=ActivityReport,
           answer_description="The kernels to shut down", errors=(BAD_REQUEST, FORBIDDEN)),

@@ -258,7 +258,7 @@ class Started(Answer):
                                                     "(CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES...); a kernel's "
                                                     "also its workload credential for this server. Empty for a kernel "
                                                     "in a pod, which has its environment there.")
-    pod: KernelPod | None = Field(default=None, description="Where the service runs kernels in pods: the kernel's.")
+    pod: KernelPod | None = Field(default=None, description="Where the hub service runs kernels in pods: the kernel's.")
 
 
 class KernelStop(Answer):

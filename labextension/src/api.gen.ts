@@ -636,7 +636,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A hub user's server asks, as its user, for a kernel's placement from an interactive template; it waits in the queue like any workload (follow it with getWorkload), then the server launches the kernel */
+        /** A hub user's server asks, as its user, for a hub kernel's placement from an interactive template; it waits in the queue like any workload (follow it with getWorkload), then the server launches the hub kernel */
         post: operations["requestKernelPlacement"];
         delete?: never;
         options?: never;
@@ -653,7 +653,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The user's server launches the placed kernel (its owner only); the answer carries the kernel's environment: device visibility, placement and its own workload credential. Where the service runs kernels in pods, it sends the kernel's connection and the service starts the pod; the answer carries the pod's IP */
+        /** The hub user's server launches the placed hub kernel (its owner only); the answer carries the kernel's environment: device visibility, placement and its own workload credential. Where the hub service runs kernels in pods, it sends the kernel's connection and the hub service starts the pod; the answer carries the pod's IP */
         post: operations["reportKernelStarted"];
         delete?: never;
         options?: never;
@@ -671,7 +671,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Where the service runs kernels in pods: end the kernel's pod and keep its placement (a restart starts a new pod); nothing to do elsewhere */
+        /** Where the hub service runs kernels in pods: end the hub kernel's pod and keep its placement (a restart starts a new pod); nothing to do elsewhere */
         delete: operations["endKernelPod"];
         options?: never;
         head?: never;
@@ -688,7 +688,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** The kernel ended, or its start was abandoned: its devices are given back at once */
+        /** The hub kernel ended, or its start was abandoned: its devices are given back at once */
         delete: operations["releaseKernel"];
         options?: never;
         head?: never;
@@ -704,7 +704,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A hub user's server reports its own activity and its placed kernels' (every few seconds): what the idle rules read; the answer names the kernels it must shut down (culled, preempted, cancelled, lost) with the reason. An idle server is stopped through the hub */
+        /** A hub user's server reports its own activity and its hub kernels' (every few seconds): what the idle rules read; the answer names the kernels it must shut down (culled, preempted, cancelled, lost) with the reason. An idle server is stopped through the hub */
         post: operations["reportActivity"];
         delete?: never;
         options?: never;
@@ -868,7 +868,7 @@ export interface components {
         AcceleratorFamily: "cpu" | "nvidia" | "amd" | "intel" | "ascend" | "cambricon" | "hygon";
         /**
          * ActivityReport
-         * @description ``POST /activity``: a hub user's server, every few seconds: itself and its kernels placed by the service.
+         * @description ``POST /activity``: a hub user's server, every few seconds: itself and its hub kernels.
          */
         ActivityReport: {
             /** @default null */
@@ -1403,7 +1403,7 @@ export interface components {
              */
             where?: string | null;
             /**
-             * @description A kernel's, where the service runs kernels in pods: the pod serves it there.
+             * @description A hub kernel's, where the hub service runs kernels in pods: the pod serves it there.
              * @default null
              */
             connection?: components["schemas"]["KernelConnection"] | null;
@@ -1805,7 +1805,7 @@ export interface components {
         };
         /**
          * RequestKernelPlacement
-         * @description ``POST /kernels/placements``: a hub user's server asks for a kernel's placement; it launches the kernel.
+         * @description ``POST /kernels/placements``: a hub user's server asks for a hub kernel's placement; it launches the kernel.
          */
         RequestKernelPlacement: {
             /** @default interactive */
@@ -2171,7 +2171,7 @@ export interface components {
                 [key: string]: string;
             };
             /**
-             * @description Where the service runs kernels in pods: the kernel's.
+             * @description Where the hub service runs kernels in pods: the kernel's.
              * @default null
              */
             pod?: components["schemas"]["KernelPod"] | null;
