@@ -1,0 +1,178 @@
+"""The launch: what turns an admission into running processes or pods, and a placed workload's environment.
+
+    launcher.start(row, now)               # every replica of an admitted job or service replica, or a failed attempt
+    launcher.placed_environment(row)       # a kernel's or hub user's server's environment, once placed
+    launcher.placed(row, flavor, slot, 1)  # what a backend that sizes and labels its units needs of one replica
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from ..backends.base import Backend, Launch, LaunchUnavailable, Placed, Serving
+from ..catalog import Catalog
+from ..engine_inputs import engine_workload, placement_from_json
+from ..export.kueue import pod_admission
+from ..store import Repository
+from ..store.tables import AttemptRow, WorkloadRow
+from .attempts import RunningAttempt
+from .clock import SteadyTime
+from .environment import device_environment
+from .inventory import Inventory
+from .jobfiles import JobPaths, runner_argv
+
+__all__ = ["Launcher"]
+
+log = logging.getLogger(__name__)
+
+
+class Launcher:
+    """Starts an admitted workload's replicas through the backend; one per scheduler."""
+
+    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
+                 times: SteadyTime, wall: Callable[[], float], paths: Callable[[int], JobPaths],
+                 running: dict[int, RunningAttempt],
+                 seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]],
+                 finish: Callable[..., None]):
+        self.catalog = catalog
+        self.repository = repository
+        self.inventory = inventory
+        self.backend = backend
+        self.times = times
+        self.wall = wall
+        self.paths = paths
+        self._running = running  # the scheduler's: the monitor watches what a launch adds
+        # A replica's full environment (a minimal base and its credential), never the server's.
+        self.seal_environment = seal_environment
+        # How a launch that went wrong ends: the attempt failed (or unlaunched) and the devices released.
+        self.finish = finish
+
+    def start(self, row: WorkloadRow, now: float) -> None:
+        """Launch every replica; whatever goes wrong, the attempt ends failed and the devices are released."""
+        try:
+            self.launch(row, now)
+        except Exception as exc:
+            unavailable = isinstance(exc, LaunchUnavailable)
+            log.warning("jupyter-hetero: workload %s could not start: %s", row.id, exc,
+                        exc_info=not isinstance(exc, (OSError, LaunchUnavailable)))
+            running = self._running.get(row.id)
+            if running is not None:
+                running.kill(self.backend)
+            self.finish(row.id, now, "unlaunched" if unavailable else "failed", f"could not start: {exc}")
+
+    def launch(self, row: WorkloadRow, now: float) -> None:
+        template = self.catalog.template(row.template)
+        placement = placement_from_json(row.placement)
+        number = row.attempts + 1
+        paths = self.paths(row.id)
+        attempt_dir = paths.attempt(number)
+        self.repository.update_workload(row.id, event="starting", reason=f"attempt {number}", state="starting",
+                                        attempts=number)
+        for folder in (attempt_dir, paths.checkpoints, paths.outputs):
+            folder.mkdir(parents=True, exist_ok=True)
+        queue = self.catalog.queue(row.queue)
+        checkpoint = paths.newest_checkpoint() if queue and queue.failure.resume_from_checkpoint else None
+        started = self.wall()
+        attempt = self.repository.add_attempt(AttemptRow(
+            workload_id=row.id, number=number, node=placement.slots[0].node, placement=row.placement, processes=[],
+            started_at=started, log_path=str(attempt_dir / "log.txt"), metrics={},
+        ))
+        running = self._running[row.id] = RunningAttempt([], attempt.id)
+        argv = runner_argv(row.spec, attempt_dir)
+        # A service's replica listens where PORT says (serving platforms' convention); its endpoint finds it there.
+        port = self.backend.service_port() if row.kind == "service" else None
+        for replica, slot in enumerate(placement.slots):
+            env, measured = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
+                                                     attempt=number, checkpoint=checkpoint)
+            if port is not None:
+                env["PORT"] = str(port)
+            running.handles.append(self.backend.launch(Launch(
+                workload_id=row.id, attempt=number, replica=replica, node=slot.node, argv=argv,
+                env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
+                log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
+                devices=tuple(index for index, _milli, _mem in slot.devices), measurable=bool(measured), family=measured,
+                placed=self.placed(row, placement.flavor, slot, len(placement.slots), port=port),
+            )))
+        # Recorded once every replica runs: a restart adopts only an attempt whose launch was recorded whole (the
+        # `started` below); one cut off before that is found by its folder and stopped (see reconcile).
+        handles = running.handles
+        self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in handles])
+        image = template.variant_for(self.inventory.node(placement.slots[0].node).capability.family).image \
+            if template and self.inventory.node(placement.slots[0].node) else None
+        self.repository.update_workload(
+            row.id, event="started",
+            reason=f"attempt {number} running as {', '.join(h.label for h in handles)}"
+            + (f", resuming from {checkpoint[0].name}" if checkpoint else ""),
+            data={"attempt": number, "pids": [h.pid for h in handles], "image": image,
+                  **({"pods": [h.pod for h in handles]} if any(h.pod for h in handles) else {}),
+                  "resume_from": str(checkpoint[0]) if checkpoint else None,
+                  **({"port": port} if port is not None else {})},
+            state="running", started_at=started, **({"spec": {**row.spec, "port": port}} if port is not None else {}),
+        )
+        self.times.steady(row.id, "started_at", started)
+
+    def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
+                            attempt: int, checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], str]:
+        """One replica's environment (variant env, the job's env, device pinning, HETERO_*), and the
+        family whose vendor tool measures its devices ("" where none can: an emulated or CPU-only node)."""
+        template = self.catalog.template(row.template)
+        view = self.inventory.node(slot.node)
+        family = view.capability.family if view else None
+        variant = template.variant_for(family) if (template and family) else None
+        paths = self.paths(row.id)
+        env = {
+            **(variant.env if variant else {}),
+            **row.spec.get("env", {}),
+            # A device plugin (the Kubernetes backend's) makes a replica's devices visible itself.
+            **(device_environment(family.value if family else "cpu", slot.devices) if self.backend.runs_here
+               else {}),
+            "HETERO_WORKLOAD_ID": str(row.id),
+            "HETERO_TENANT": row.tenant,
+            "HETERO_USER": row.user,
+            "HETERO_QUEUE": row.queue,
+            "HETERO_TEMPLATE": row.template,
+            "HETERO_FLAVOR": flavor,
+            "HETERO_NODE": slot.node,
+            "HETERO_ATTEMPT": str(attempt),
+            "HETERO_REPLICA": str(replica),
+            "HETERO_REPLICAS": str(replicas),
+            "HETERO_CHECKPOINT_DIR": str(paths.checkpoints),
+            "HETERO_OUTPUT_DIR": str(paths.outputs),
+            "HETERO_RESUME_FROM": str(checkpoint[0]) if checkpoint else "",
+            "HETERO_EMULATED": "1" if view and view.capability.emulated else "0",
+            "HETERO_FAMILY": family.value if family else "cpu",
+            "HETERO_IMAGE": variant.image if variant else "",
+            "PYTHONUNBUFFERED": "1",
+        }
+        measurable = view is not None and not view.capability.emulated and family is not None and family.value != "cpu"
+        return env, family.value if measurable else ""
+
+    def placed_environment(self, row: WorkloadRow) -> dict[str, str]:
+        """The environment of a workload its caller starts once placed (a kernel, a hub user's server):
+        its one replica's, and where it was placed."""
+        placement = placement_from_json(row.placement)
+        env, _measured = self.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
+                                                    attempt=row.attempts or 1)
+        env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
+        return env
+
+    def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int, *, port: int | None = None) -> Placed:
+        """What a backend that sizes and labels its units needs to know of one replica (``port``: a service's)."""
+        template = self.catalog.template(row.template)
+        view = self.inventory.node(slot.node)
+        accelerator = view.capability.accelerator if view else None
+        variant = template.variant_for(view.capability.family) if (template and view) else None
+        queue = self.catalog.queue(row.queue)
+        request = engine_workload(row, None, 0).request
+        kueue_queue, kueue_priority_class = pod_admission(queue)
+        return Placed(
+            kind=row.kind, tenant=row.tenant, user=row.user, queue=row.queue, template=row.template, flavor=flavor,
+            replicas=replicas, image=variant.image if variant else "", cpu_milli=request.cpu, memory_mib=request.mem,
+            devices=tuple((milli, mem) for _index, milli, mem in slot.devices), accelerator=accelerator,
+            priority_class=queue.priority_class if queue else None, kueue_queue=kueue_queue,
+            kueue_priority_class=kueue_priority_class,
+            serving=Serving(row.spec["service"], row.spec.get("revision", 1), port, row.spec["readiness_path"])
+            if port is not None else None,
+        )
