@@ -133,7 +133,7 @@ describe('NodesSection', () => {
     expect(card?.textContent).toContain('mindie, vllm-ascend');
     const bars = [...(card?.querySelectorAll('.jp-hetero-node-utilisation [role="progressbar"]') ?? [])];
     expect(bars.map(bar => bar.getAttribute('aria-label'))).toContain('Device memory: 64 GiB / 128 GiB');
-    expect(bars.map(bar => bar.getAttribute('aria-label'))).toContain('GPU: 43.5%');
+    expect(bars.map(bar => bar.getAttribute('aria-label'))).toContain('Device utilisation: 43.5%');
   });
 
   it('shows plain Ethernet and no health line for a node whose devices are all well', () => {
@@ -248,7 +248,7 @@ describe('MyWorkSection', () => {
     rendered = render(<MyWorkSection {...p} />);
     const row = rendered.host.querySelector('.jp-hetero-workload');
     expect(row?.querySelector('.jp-hetero-workload-placement')?.textContent).toBe('Placement: a100-80g on gpu-a100-0 [1]');
-    expect(row?.querySelector('.jp-hetero-workload-usage')?.textContent).toBe('peak memory 2 GiB · GPU utilisation 87.5%');
+    expect(row?.querySelector('.jp-hetero-workload-usage')?.textContent).toBe('peak memory 2 GiB · device utilisation 87.5%');
     expect(row?.querySelector('.jp-hetero-action-cancel')).toBeNull();
     click(row?.querySelector('.jp-hetero-action-logs') ?? null);
     click(row?.querySelector('.jp-hetero-action-explain') ?? null);
@@ -376,7 +376,7 @@ describe('PlacementStatus', () => {
     rendered.rerender(
       <PlacementStatus usage={build.kernelUsage({ device_utilisation: { gpu_util_pct: 42.4 } })} flavorLabel="A100-80G" trans={trans} />
     );
-    expect(status()?.textContent).toBe('A100-80G ×1 · experiment · default · GPU 42%');
+    expect(status()?.textContent).toBe('A100-80G ×1 · experiment · default · device utilisation 42%');
     expect(status()?.getAttribute('title')).toContain('Node: gpu-a100-0 (emulated)');
   });
 

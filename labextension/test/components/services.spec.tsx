@@ -29,14 +29,14 @@ describe('ServicesSection', () => {
     expect(chart?.querySelector('.jp-hetero-traffic-p95')?.getAttribute('d')?.split('L')).toHaveLength(2);
     expect(card?.querySelector('.jp-hetero-service-rollout')?.getAttribute('data-state')).toBe('stable');
     expect(card?.querySelector('.jp-hetero-service-devices')?.textContent).toBe(
-      'Device use: not measured on these nodes'
+      'Device utilisation: not measured on these nodes'
     );
   });
 
   it('shows its devices use where it is measured', () => {
     const service = build.service({ device_utilisation: { gpu_util_pct: 37.5, gpu_memory_mib: 2048 } });
     rendered = render(<ServicesSection services={[service]} history={history} trans={trans} onRollBack={vi.fn()} />);
-    expect(rendered.host.querySelector('.jp-hetero-service-devices')?.textContent).toBe('Device use: 37.5%');
+    expect(rendered.host.querySelector('.jp-hetero-service-devices')?.textContent).toBe('Device utilisation: 37.5%');
   });
 
   it('shows a canary under trial with both revisions figures, and rolls it back', () => {

@@ -5,7 +5,7 @@ import { formatCpu, formatMemory } from '../../format';
 
 /** Props of `Meter`. */
 export interface IMeterProps {
-  /** What is measured, e.g. "GPU"; also the start of the accessible name. */
+  /** What is measured, e.g. "Device utilisation"; also the start of the accessible name. */
   label: string;
   used: number;
   total: number;

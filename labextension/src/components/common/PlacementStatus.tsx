@@ -46,7 +46,7 @@ export function PlacementStatus(props: IPlacementStatusProps): JSX.Element | nul
   }
   const util = usage.device_utilisation?.gpu_util_pct;
   const placement = placementText(usage, props.flavorLabel);
-  const utilText = typeof util === 'number' ? trans.__('GPU %1%', num(util, 0)) : null;
+  const utilText = typeof util === 'number' ? trans.__('device utilisation %1%', num(util, 0)) : null;
   const label = [placement, utilText].filter(Boolean).join(' · ');
   const details = placementDetails(usage, trans);
   return (

@@ -24,7 +24,7 @@ function Utilisation(props: INodeCardProps): JSX.Element {
           <MemoryMeter used={used.memory_used_mib} total={node.memory_mib} trans={trans} />
           {used.gpu_util_pct !== undefined && (
             <Meter
-              label={trans.__('GPU')}
+              label={trans.__('Device utilisation')}
               used={used.gpu_util_pct}
               total={100}
               text={`${num(used.gpu_util_pct)}%`}

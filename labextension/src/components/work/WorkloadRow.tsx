@@ -31,7 +31,7 @@ function lastAttempt(workload: IWorkload): IAttempt | null {
   return attempts.length > 0 ? attempts[attempts.length - 1] : null;
 }
 
-/** Usage of the latest attempt in words: peak memory and, where measured, GPU utilisation. */
+/** Usage of the latest attempt in words: peak memory and, where measured, device utilisation. */
 function usage(workload: IWorkload, trans: TranslationBundle): string | null {
   const metrics = lastAttempt(workload)?.metrics ?? {};
   const parts: string[] = [];
@@ -39,7 +39,7 @@ function usage(workload: IWorkload, trans: TranslationBundle): string | null {
     parts.push(trans.__('peak memory %1', formatMemory(metrics.peak_rss_mib)));
   }
   if (typeof metrics.gpu_util_pct_mean === 'number') {
-    parts.push(trans.__('GPU utilisation %1%', num(metrics.gpu_util_pct_mean)));
+    parts.push(trans.__('device utilisation %1%', num(metrics.gpu_util_pct_mean)));
   }
   return parts.length > 0 ? parts.join(' · ') : null;
 }
