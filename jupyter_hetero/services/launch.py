@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..backends.base import Backend, Launch, LaunchUnavailable, Placed, Serving
-from ..catalog import Catalog
+from ..catalog import Catalog, Template
 from ..engine_inputs import engine_workload, placement_from_json
 from ..export.kueue import pod_admission
 from ..store import Repository
@@ -63,6 +63,7 @@ class Launcher:
             self.finish(row.id, now, "unlaunched" if unavailable else "failed", f"could not start: {exc}")
 
     def launch(self, row: WorkloadRow, now: float) -> None:
+        # Resolved once for the whole launch: every replica's environment and unit read this one.
         template = self.catalog.template(row.template)
         placement = placement_from_json(row.placement)
         number = row.attempts + 1
@@ -85,7 +86,7 @@ class Launcher:
         port = self.backend.service_port() if row.kind == "service" else None
         for replica, slot in enumerate(placement.slots):
             env, measured = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
-                                                     attempt=number, checkpoint=checkpoint)
+                                                     template=template, attempt=number, checkpoint=checkpoint)
             if port is not None:
                 env["PORT"] = str(port)
             running.handles.append(self.backend.launch(Launch(
@@ -93,7 +94,8 @@ class Launcher:
                 env=self.seal_environment(row, env), cwd=Path(row.spec.get("cwd") or attempt_dir),
                 log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
                 devices=tuple(index for index, _milli, _mem in slot.devices), measurable=bool(measured), family=measured,
-                placed=self.placed(row, placement.flavor, slot, len(placement.slots), port=port),
+                placed=self.placed(row, placement.flavor, slot, len(placement.slots), template=template,
+                                   port=port),
             )))
         # Recorded once every replica runs: a restart adopts only an attempt whose launch was recorded whole (the
         # `started` below); one cut off before that is found by its folder and stopped (see reconcile).
@@ -114,10 +116,11 @@ class Launcher:
         self.times.steady(row.id, "started_at", started)
 
     def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
-                            attempt: int, checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], str]:
+                            template: Template | None, attempt: int,
+                            checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], str]:
         """One replica's environment (variant env, the job's env, device pinning, HETERO_*), and the
-        family whose vendor tool measures its devices ("" where none can: an emulated or CPU-only node)."""
-        template = self.catalog.template(row.template)
+        family whose vendor tool measures its devices ("" where none can: an emulated or CPU-only node);
+        ``template``: the row's, as the catalog resolved it."""
         view = self.inventory.node(slot.node)
         family = view.capability.family if view else None
         variant = template.variant_for(family) if (template and family) else None
@@ -154,13 +157,15 @@ class Launcher:
         its one replica's, and where it was placed."""
         placement = placement_from_json(row.placement)
         env, _measured = self.replica_environment(row, placement.flavor, placement.slots[0], 0, 1,
+                                                    template=self.catalog.template(row.template),
                                                     attempt=row.attempts or 1)
         env["HETERO_PLACEMENT"] = f"{placement.flavor} x{len(placement.slots[0].devices) or 0}"
         return env
 
-    def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int, *, port: int | None = None) -> Placed:
-        """What a backend that sizes and labels its units needs to know of one replica (``port``: a service's)."""
-        template = self.catalog.template(row.template)
+    def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int, *, template: Template | None,
+               port: int | None = None) -> Placed:
+        """What a backend that sizes and labels its units needs to know of one replica (``template``: the row's, as
+        the catalog resolved it; ``port``: a service's)."""
         view = self.inventory.node(slot.node)
         accelerator = view.capability.accelerator if view else None
         variant = template.variant_for(view.capability.family) if (template and view) else None

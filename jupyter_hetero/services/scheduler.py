@@ -387,7 +387,8 @@ class Scheduler:
     def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
                             attempt: int, checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], str]:
         """One replica's environment and the family that measures its devices (see Launcher.replica_environment)."""
-        return self.launcher.replica_environment(row, flavor, slot, replica, replicas, attempt=attempt,
+        return self.launcher.replica_environment(row, flavor, slot, replica, replicas,
+                                                 template=self.catalog.template(row.template), attempt=attempt,
                                                  checkpoint=checkpoint)
 
     def placed_environment(self, row: WorkloadRow) -> dict[str, str]:
@@ -396,7 +397,8 @@ class Scheduler:
 
     def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int, *, port: int | None = None) -> Placed:
         """What a backend that sizes and labels its units needs to know of one replica (``port``: a service's)."""
-        return self.launcher.placed(row, flavor, slot, replicas, port=port)
+        return self.launcher.placed(row, flavor, slot, replicas, template=self.catalog.template(row.template),
+                                    port=port)
 
     # -- services ----------------------------------------------------------------------------
 
