@@ -211,8 +211,8 @@ class NodeUtilisation(Answer):
 
     cpu_pct: float
     memory_used_mib: float
-    # Absent, not null, where NVML measures nothing.
-    gpu_util_pct: float = Field(default=None, description="Mean over the node's GPUs, where NVML measures them.")
+    # Absent, not null, where nothing measures the devices.
+    device_util_pct: float = Field(default=None, description="Mean over the node's devices, where measured.")
     gpu_memory_mib: float = Field(default=None, description="Device memory used on the node's GPUs.")
 
 

@@ -178,7 +178,7 @@ def services_table(services: list[dict], title: str = "Services") -> Table:
         rows.append([service["name"], f"r{service['revision']}", f"{service['ready_replicas']}/{service['replicas']}",
                      f"{traffic['requests_per_s']:.2f}", latency["p95"] if latency else "-",
                      "-" if traffic["error_rate"] is None else f"{traffic['error_rate']:.1%}",
-                     f"{service['device_utilisation']['gpu_util_pct']:g}%" if service["device_utilisation"] else "-",
+                     f"{service['device_utilisation']['device_util_pct']:g}%" if service["device_utilisation"] else "-",
                      f"canary r{rollout['revision']} ({rollout['traffic']:.0%})" if rollout else "-",
                      service["endpoint"]])
     return Table(["service", "revision", "ready", "req/s", "p95 ms", "errors", "devices", "rollout", "endpoint"],

@@ -50,8 +50,8 @@ class RunningAttempt:
         for handle in alive:
             sample = self.latest = backend.sample(handle)
             self.peak_rss_mib = max(self.peak_rss_mib, sample.get("rss_mib", 0.0))
-            if "gpu_util_pct" in sample:
-                self.gpu_utils.append(sample["gpu_util_pct"])
+            if "device_util_pct" in sample:
+                self.gpu_utils.append(sample["device_util_pct"])
                 self.peak_gpu_mib = max(self.peak_gpu_mib, sample.get("gpu_memory_mib") or 0.0)
             elif sample.get("device_note") and self.device_note is None:
                 self.device_note = noted = sample["device_note"]

@@ -1582,10 +1582,10 @@ export interface components {
             cpu_pct: number;
             memory_used_mib: number;
             /**
-             * @description Mean over the node's GPUs, where NVML measures them.
+             * @description Mean over the node's devices, where measured.
              * @default null
              */
-            gpu_util_pct?: number;
+            device_util_pct?: number;
             /**
              * @description Device memory used on the node's GPUs.
              * @default null
@@ -1796,7 +1796,7 @@ export interface components {
              * @description Mean utilisation of its devices; None where not measured (emulated nodes, pods).
              * @default null
              */
-            gpu_util_pct?: number | null;
+            device_util_pct?: number | null;
             /**
              * @description Device memory its devices use.
              * @default null
@@ -2072,7 +2072,7 @@ export interface components {
             /** @description Where it answers, /hetero/endpoints/<tenant>/<name>/, behind the server's authentication. */
             endpoint: string;
             ready_replicas: number;
-            /** @description Its running replicas' devices, where measured (as a kernel's usage says it): mean gpu_util_pct, summed gpu_memory_mib; None where not measured (emulated nodes, pods). */
+            /** @description Its running replicas' devices, where measured (as a kernel's usage says it): mean device_util_pct, summed gpu_memory_mib; None where not measured (emulated nodes, pods). */
             device_utilisation: {
                 [key: string]: number;
             } | null;

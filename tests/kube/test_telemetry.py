@@ -102,6 +102,6 @@ async def test_an_idle_gpu_kernel_pod_is_culled_and_a_busy_one_is_not(quick_devi
     assert busy in jp_serverapp.kernel_manager  # measured at 70 % all along
     assert (await api(f"workloads/{workloads[busy]['id']}"))["state"] == "running"
     usage = await api(f"kernels/{busy}/usage")
-    assert usage["device_utilisation"] == {"gpu_util_pct": 70.0, "gpu_memory_mib": 15866.0}, usage
+    assert usage["device_utilisation"] == {"device_util_pct": 70.0, "gpu_memory_mib": 15866.0}, usage
     assert usage["device_note"] is None
     await jp_fetch("api", "kernels", busy, method="DELETE")

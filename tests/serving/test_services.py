@@ -51,7 +51,7 @@ async def test_a_two_replica_service_answers_through_its_endpoint_and_survives_a
     # Each replica's memory as the scheduler samples it; emulated devices are not measured, and say so.
     sampled = await until_async(measured, "each replica's usage sampled", timeout=30)
     assert sampled["device_utilisation"] is None
-    assert all(r["usage"]["gpu_util_pct"] is None for r in sampled["replica_workloads"])
+    assert all(r["usage"]["device_util_pct"] is None for r in sampled["replica_workloads"])
 
     async def predict(user: str = "alice") -> dict:
         response = await jp_fetch("hetero", "endpoints", "vision", "doubler", "predict", method="POST",

@@ -120,8 +120,8 @@ class PlatformMetrics:
             if used:
                 cpu_used.add_metric([view.name], used["cpu_pct"] / 100)
                 memory_used.add_metric([view.name], used["memory_used_mib"] * _MIB)
-                if "gpu_util_pct" in used:
-                    device_used.add_metric([view.name], used["gpu_util_pct"] / 100)
+                if "device_util_pct" in used:
+                    device_used.add_metric([view.name], used["device_util_pct"] / 100)
         return [devices, devices_allocated, device_memory, cores, cores_allocated, memory, memory_allocated, up,
                 device_used, cpu_used, memory_used]
 

@@ -59,7 +59,7 @@ TRAFFIC_WINDOW_S = 60.0
 TRAFFIC_KEPT = 50_000
 LIVE_STATES = (*PENDING_STATES, *ACTIVE_STATES)
 # What a replica's usage says: its memory, and its devices' where the backend measures them.
-USAGE_KEYS = ("rss_mib", "gpu_util_pct", "gpu_memory_mib")
+USAGE_KEYS = ("rss_mib", "device_util_pct", "gpu_memory_mib")
 
 
 def endpoint_path(tenant: str, name: str) -> str:
@@ -219,7 +219,7 @@ class ServingService:
         replicas = self._live_replicas().get(row.id, []) if replicas is None else replicas
         usage = {r.id: {key: sample.get(key) for key in USAGE_KEYS}
                  for r in replicas for sample in (self.usage_of(r.id),)}
-        measured = [sample for sample in usage.values() if sample.get("gpu_util_pct") is not None]
+        measured = [sample for sample in usage.values() if sample.get("device_util_pct") is not None]
         owner = viewer == row.user
         return {
             "name": row.name, "tenant": row.tenant, "user": row.user, "template": row.template, "queue": row.queue,
@@ -230,7 +230,7 @@ class ServingService:
             "target_in_flight": row.spec.get("target_in_flight"), "in_flight": self.in_flight.get(row.id, 0),
             "endpoint": endpoint_path(row.tenant, row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
             "device_utilisation": {
-                "gpu_util_pct": round(sum(m["gpu_util_pct"] for m in measured) / len(measured), 1),
+                "device_util_pct": round(sum(m["device_util_pct"] for m in measured) / len(measured), 1),
                 "gpu_memory_mib": round(sum(m.get("gpu_memory_mib") or 0 for m in measured), 1)} if measured else None,
             "traffic": self.figures(row.id), "rollout": self._rollout_json(row, owner),
             "revisions": [{**entry, "spec": _spec_as_seen(entry["spec"], owner)} for entry in row.revisions],

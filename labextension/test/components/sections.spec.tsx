@@ -122,7 +122,7 @@ describe('NodesSection', () => {
         devices
       },
       network: { rdma: true, bandwidth_gbps: 200 },
-      utilisation: { cpu_pct: 10, memory_used_mib: 1024, gpu_util_pct: 43.5, gpu_memory_mib: 65536 }
+      utilisation: { cpu_pct: 10, memory_used_mib: 1024, device_util_pct: 43.5, gpu_memory_mib: 65536 }
     });
     rendered = render(<NodesSection nodes={[ascend]} trans={trans} />);
     const card = rendered.host.querySelector('.jp-hetero-node');
@@ -374,7 +374,7 @@ describe('PlacementStatus', () => {
     expect(status()?.textContent).toBe('A100-80G ×1 · experiment · default');
     expect(status()?.getAttribute('data-kernel-id')).toBe('k-1');
     rendered.rerender(
-      <PlacementStatus usage={build.kernelUsage({ device_utilisation: { gpu_util_pct: 42.4 } })} flavorLabel="A100-80G" trans={trans} />
+      <PlacementStatus usage={build.kernelUsage({ device_utilisation: { device_util_pct: 42.4 } })} flavorLabel="A100-80G" trans={trans} />
     );
     expect(status()?.textContent).toBe('A100-80G ×1 · experiment · default · device utilisation 42%');
     expect(status()?.getAttribute('title')).toContain('Node: gpu-a100-0 (emulated)');

@@ -131,7 +131,7 @@ def test_per_node_endpoints_are_read_for_nodes_with_the_vendors_devices_and_figu
     scrape.scrape()
     assert endpoints.reads == ["http://10.0.0.1:9400/metrics"]  # no Ascend pod: the federate URL is not read
     # Two GPUs read: their mean; memory only for one of them, so none is given.
-    assert scrape.usage(GPU_POD, devices=2, node="gpu-1") == {"gpu_util_pct": 40.0}
+    assert scrape.usage(GPU_POD, devices=2, node="gpu-1") == {"device_util_pct": 40.0}
     assert scrape.usage(GPU_POD, devices=3, node="gpu-1") == {}  # holds a third the exporter did not report
     assert scrape.usage("hetero/other", devices=1, node="gpu-1") == {}
 
@@ -145,18 +145,18 @@ def test_an_endpoint_that_fails_leaves_its_pods_unmeasured_with_a_note_logged_on
     endpoints = Endpoints(**{"http://10.0.0.1:9400/metrics": DCGM_TEXT})
     scrape = scraper(endpoints, [NodeTarget("gpu-1", "10.0.0.1", frozenset({"nvidia.com/"}))])
     scrape.scrape()
-    assert scrape.usage(GPU_POD, devices=2, node="gpu-1")["gpu_util_pct"] == 40.0
+    assert scrape.usage(GPU_POD, devices=2, node="gpu-1")["device_util_pct"] == 40.0
     endpoints.bodies["http://10.0.0.1:9400/metrics"] = failure
     with caplog.at_level(logging.INFO, logger="jupyter_hetero.backends.kubernetes.telemetry"):
         for _ in range(3):
             scrape.scrape()
             usage = scrape.usage(GPU_POD, devices=2, node="gpu-1")
-            assert "gpu_util_pct" not in usage  # never the figures of the pass before
+            assert "device_util_pct" not in usage  # never the figures of the pass before
             assert usage["device_note"].startswith("the dcgm exporter at http://10.0.0.1:9400/metrics did not answer: ")
         assert scrape.usage(GPU_POD, devices=2, node="gpu-2") == {}  # another node's exporter is not this one
         endpoints.bodies["http://10.0.0.1:9400/metrics"] = DCGM_TEXT
         scrape.scrape()
-    assert scrape.usage(GPU_POD, devices=2, node="gpu-1")["gpu_util_pct"] == 40.0
+    assert scrape.usage(GPU_POD, devices=2, node="gpu-1")["device_util_pct"] == 40.0
     said = [record.getMessage() for record in caplog.records]
     assert len(said) == 2 and "did not answer" in said[0] and "answers again" in said[1], said
 

@@ -44,7 +44,7 @@ export function PlacementStatus(props: IPlacementStatusProps): JSX.Element | nul
   if (usage === null) {
     return null;
   }
-  const util = usage.device_utilisation?.gpu_util_pct;
+  const util = usage.device_utilisation?.device_util_pct;
   const placement = placementText(usage, props.flavorLabel);
   const utilText = typeof util === 'number' ? trans.__('device utilisation %1%', num(util, 0)) : null;
   const label = [placement, utilText].filter(Boolean).join(' · ');

@@ -22,12 +22,12 @@ function Utilisation(props: INodeCardProps): JSX.Element {
         <>
           <Meter label={trans.__('CPU')} used={used.cpu_pct} total={100} text={`${num(used.cpu_pct)}%`} trans={trans} />
           <MemoryMeter used={used.memory_used_mib} total={node.memory_mib} trans={trans} />
-          {used.gpu_util_pct !== undefined && (
+          {used.device_util_pct !== undefined && (
             <Meter
               label={trans.__('Device utilisation')}
-              used={used.gpu_util_pct}
+              used={used.device_util_pct}
               total={100}
-              text={`${num(used.gpu_util_pct)}%`}
+              text={`${num(used.device_util_pct)}%`}
               trans={trans}
             />
           )}

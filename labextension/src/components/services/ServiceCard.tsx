@@ -89,7 +89,7 @@ export function ServiceCard(props: IServiceCardProps): JSX.Element {
       </div>
       <div className="jp-hetero-service-devices">
         {service.device_utilisation
-          ? trans.__('Device utilisation: %1%', num(service.device_utilisation.gpu_util_pct))
+          ? trans.__('Device utilisation: %1%', num(service.device_utilisation.device_util_pct))
           : trans.__('Device utilisation: not measured on these nodes')}
       </div>
       <TrafficChart points={history} trans={trans} />
