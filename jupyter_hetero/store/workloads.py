@@ -1,0 +1,156 @@
+"""Workloads and their attempts: submission, every transition with its event, and the change feed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from .sessions import Sessions
+from .tables import AttemptRow, EventRow, WorkloadRow
+
+__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "WorkloadRecords"]
+
+# Waiting states the scheduler hands the engine every cycle.
+QUEUED_STATES = ("queued", "preempted")
+# Waiting, but no node of the inventory could ever hold it: re-examined only when the inventory changes.
+INADMISSIBLE = "inadmissible"
+# Every waiting state: counted as pending, cancelled at once, shown with position and blockers.
+PENDING_STATES = (*QUEUED_STATES, INADMISSIBLE)
+# States in which a workload holds capacity on a node.
+ACTIVE_STATES = ("admitted", "starting", "running")
+
+
+class WorkloadRecords(Sessions):
+    """The repository's workloads and attempts; each method is one transaction."""
+
+    def add_workload(self, row: WorkloadRow, *, reason: str, data: dict[str, Any] | None = None) -> WorkloadRow:
+        """Insert a workload and its `submitted` event in one transaction: once this returns, it is durable.
+
+        A row whose ``request_key`` its user stored before is not inserted: the stored row is returned instead
+        (write transactions are serial, so two tries of one submission cannot both insert)."""
+        now = self.clock()
+        with self.session(write=True) as session:
+            if row.request_key is not None:
+                stored = session.scalars(select(WorkloadRow).where(
+                    WorkloadRow.user == row.user, WorkloadRow.request_key == row.request_key)).first()
+                if stored is not None:
+                    return stored
+            row.created_at = row.updated_at = now
+            session.add(row)
+            session.flush()
+            session.add(EventRow(workload_id=row.id, at=now, type="submitted", reason=reason, data=data or {}))
+            return row
+
+    def workload(self, workload_id: int) -> WorkloadRow | None:
+        with self.session() as session:
+            return session.get(WorkloadRow, workload_id)
+
+    def workloads(self, *, tenant: str | None = None, user: str | None = None, queue: str | None = None,
+                  states: tuple[str, ...] | None = None, kind: str | None = None,
+                  limit: int | None = None) -> list[WorkloadRow]:
+        query = select(WorkloadRow).order_by(WorkloadRow.id.desc() if limit else WorkloadRow.id)
+        for column, value in ((WorkloadRow.tenant, tenant), (WorkloadRow.user, user), (WorkloadRow.queue, queue),
+                              (WorkloadRow.kind, kind)):
+            if value is not None:
+                query = query.where(column == value)
+        if states is not None:
+            query = query.where(WorkloadRow.state.in_(states))
+        if limit:
+            query = query.limit(limit)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def workload_changes(self, after: int | None, states: tuple[str, ...]) -> tuple[int, list[WorkloadRow]]:
+        """The change feed: ``(cursor, rows)``, the workloads changed since event ``after`` (every
+        workload in ``states`` when ``after`` is None), in any state; pass ``cursor`` as the next ``after``.
+
+        Every workload write records an event in the same transaction, so the events table is the
+        feed. Events are written only in write transactions, one at a time (SQLite's write lock,
+        PostgreSQL's advisory lock), so event ids commit in the order they are taken: no id below
+        the cursor can appear later. Cursor and rows come from one snapshot."""
+        with self.session() as session:
+            cursor = session.scalar(select(func.max(EventRow.id))) or 0
+            if after is None:
+                query = select(WorkloadRow).where(WorkloadRow.state.in_(states))
+            elif cursor <= after:
+                return cursor, []
+            else:
+                changed = select(EventRow.workload_id).where(EventRow.id > after, EventRow.workload_id.is_not(None))
+                query = select(WorkloadRow).where(WorkloadRow.id.in_(changed))
+            return max(cursor, after or 0), list(session.scalars(query.order_by(WorkloadRow.id)))
+
+    def update_workload(self, workload_id: int, *, event: str, reason: str | None = None,
+                        data: dict[str, Any] | None = None, **fields: Any) -> WorkloadRow:
+        """Change a workload and record why, in one transaction: every transition is an event."""
+        return self._update_workload(workload_id, None, event, reason, data, fields)
+
+    def update_workload_if(self, workload_id: int, when: Callable[[WorkloadRow], bool] | None, *, event: str,
+                           reason: str | None = None, data: dict[str, Any] | None = None,
+                           said_first: Sequence[tuple[str, str | None]] = (), **fields: Any) -> WorkloadRow | None:
+        """:meth:`update_workload` if ``when(row)`` holds for the row as this same transaction reads it
+        (always when ``when`` is None), else None and nothing written:
+
+            repo.update_workload_if(7, lambda row: row.stopping != "cancel", event="time-limit", stopping="time-limit")
+
+        Request handlers and the scheduler's tick write the same rows from two threads; a decision made
+        on an earlier read (stop it, admit it, requeue it) must not overwrite what the other wrote
+        since, above all a cancel.
+
+        ``said_first`` are events (type, reason) recorded just before ``event``, in the same transaction: a
+        preempted attempt's requeue says ``preempted`` and then ``requeued``, and no reader ever sees the one
+        without the other (a preempted row still holding its devices)."""
+        return self._update_workload(workload_id, when, event, reason, data, fields, said_first)
+
+    def _update_workload(self, workload_id: int, when: Callable[[WorkloadRow], bool] | None, event: str,
+                         reason: str | None, data: dict[str, Any] | None, fields: dict[str, Any],
+                         said_first: Sequence[tuple[str, str | None]] = ()) -> WorkloadRow | None:
+        now = self.clock()
+        with self.session(write=True) as session:
+            row = session.get(WorkloadRow, workload_id)
+            if row is None:
+                raise KeyError(workload_id)
+            if when is not None and not when(row):
+                return None
+            stopping = row.stopping
+            for name, value in fields.items():
+                setattr(row, name, value)
+            # The workload's reason is why it is in its current state; while a stop is under way
+            # (a cancel that arrived as the tick started the job), the stop's reason stands.
+            if "stopping" in fields or ("state" in fields and stopping is None):
+                row.reason = reason
+            row.updated_at = now
+            session.add_all([EventRow(workload_id=workload_id, at=now, type=said, reason=why, data={})
+                             for said, why in said_first])
+            session.add(EventRow(workload_id=workload_id, at=now, type=event, reason=reason, data=data or {}))
+            return row
+
+    def add_attempt(self, row: AttemptRow) -> AttemptRow:
+        with self.session(write=True) as session:
+            session.add(row)
+            return row
+
+    def update_attempt(self, attempt_id: int, **fields: Any) -> AttemptRow:
+        with self.session(write=True) as session:
+            row = session.get(AttemptRow, attempt_id)
+            for name, value in fields.items():
+                setattr(row, name, value)
+            return row
+
+    def attempts(self, workload_id: int) -> list[AttemptRow]:
+        with self.session() as session:
+            return self._attempts(session, workload_id)
+
+    def workload_with_attempts(self, workload_id: int) -> tuple[WorkloadRow | None, list[AttemptRow]]:
+        """A workload and its attempts, read in one transaction (what describing it needs)."""
+        with self.session() as session:
+            row = session.get(WorkloadRow, workload_id)
+            return row, self._attempts(session, workload_id) if row is not None else []
+
+    @staticmethod
+    def _attempts(session: Session, workload_id: int) -> list[AttemptRow]:
+        return list(session.scalars(
+            select(AttemptRow).where(AttemptRow.workload_id == workload_id).order_by(AttemptRow.number)
+        ))
