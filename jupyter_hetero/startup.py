@@ -35,8 +35,8 @@ from .engine_inputs import engine_request
 from .errors import HeteroError
 from .handlers.forward import HubService
 from .kernel.hub_kernels import HubKernels
-from .services.hub_api import HubApi
-from .services.inventory import Inventory
+from .services.kernels.hub_api import HubApi
+from .services.scheduling.inventory import Inventory
 from .services.platform import Platform, PlatformSettings
 from .store import Repository
 from .store.audit_seal import AuditSeal, load_key

@@ -20,7 +20,7 @@ from ..auth import CredentialAuthorizer, CredentialIdentityProvider
 from ..errors import HeteroError, InvalidRequest, NotFound, TooManyRequests
 from ..i18n import N_, Message, translate
 from ..models import MAX_STORED_INT
-from ..services.engine_process import ENGINE_RESTARTING, EngineUnavailable
+from ..services.scheduling.engine_process import ENGINE_RESTARTING, EngineUnavailable
 from ..services.identity import Identity
 from ..services.platform import Platform
 from ..services.request_limits import BodyLimits, SubmissionRate

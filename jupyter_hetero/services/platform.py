@@ -21,27 +21,27 @@ from ..errors import Forbidden, HeteroError, InvalidRequest
 from ..i18n import N_, Message
 from ..store import SCHEMA_VERSION, Repository
 from .access import Access
-from .catalog import CatalogService
+from .governance.catalog import CatalogService
 from .clock import Clock
-from .credentials import DEFAULT_PASSTHROUGH, CredentialService
-from .engine_process import EngineProcess
+from .workloads.credentials import DEFAULT_PASSTHROUGH, CredentialService
+from .scheduling.engine_process import EngineProcess
 from .identity import Identity, resolve_identity
-from .inventory import Inventory
-from .kernels import KernelService
-from .servers import ServerService
-from .alerts import AlertService
-from .audit import AuditService
-from .capacity import CapacityService
-from .metrics import PlatformMetrics
-from .onboarding import OnboardingService
-from .reload import record_catalog, reload_catalog
-from .report import ReportService
-from .serving import ServingService
-from .usage import UsageService
-from .user_kernels import UserKernelService
-from .loop import SchedulerLoop
-from .scheduler import Scheduler
-from .workloads import WorkloadService
+from .scheduling.inventory import Inventory
+from .kernels.service import KernelService
+from .kernels.servers import ServerService
+from .governance.alerts import AlertService
+from .governance.audit import AuditService
+from .governance.capacity import CapacityService
+from .governance.metrics import PlatformMetrics
+from .governance.onboarding import OnboardingService
+from .governance.reload import record_catalog, reload_catalog
+from .governance.report import ReportService
+from .serving.service import ServingService
+from .governance.usage import UsageService
+from .kernels.user_kernels import UserKernelService
+from .scheduling.loop import SchedulerLoop
+from .scheduling.scheduler import Scheduler
+from .workloads.service import WorkloadService
 
 __all__ = ["Platform", "PlatformSettings"]
 

@@ -13,7 +13,7 @@ import yaml
 from tornado.httpclient import HTTPClientError
 
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
-from jupyter_hetero.services import kernels as kernels_service
+from jupyter_hetero.services.kernels import service as kernels_service
 
 from ..conftest import REPO
 from ..harness import until_async

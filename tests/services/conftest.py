@@ -11,8 +11,8 @@ from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 from jupyter_hetero.engine import Engine
 from jupyter_hetero.services.clock import Clock
-from jupyter_hetero.services.inventory import Inventory
-from jupyter_hetero.services.scheduler import Scheduler
+from jupyter_hetero.services.scheduling.inventory import Inventory
+from jupyter_hetero.services.scheduling.scheduler import Scheduler
 from jupyter_hetero.store import Repository
 
 from ..conftest import DEMO_NODES

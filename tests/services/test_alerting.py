@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jupyter_hetero.catalog.models import DEFAULT_ALERTS, AlertRule
-from jupyter_hetero.services.alerting import Observed, findings, message_of
+from jupyter_hetero.services.governance.alerting import Observed, findings, message_of
 
 
 def test_every_default_rule_finds_its_subject_and_says_it():

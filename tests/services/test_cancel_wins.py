@@ -19,10 +19,10 @@ from jupyter_hetero.engine import Engine
 from jupyter_hetero.services.access import Access
 from jupyter_hetero.services.clock import Clock
 from jupyter_hetero.services.identity import resolve_identity
-from jupyter_hetero.services.inventory import Inventory
-from jupyter_hetero.services.resolve import resolve
-from jupyter_hetero.services.scheduler import Scheduler
-from jupyter_hetero.services.workloads import WorkloadService
+from jupyter_hetero.services.scheduling.inventory import Inventory
+from jupyter_hetero.services.workloads.resolve import resolve
+from jupyter_hetero.services.scheduling.scheduler import Scheduler
+from jupyter_hetero.services.workloads.service import WorkloadService
 from jupyter_hetero.store.tables import WorkloadRow
 
 from ..conftest import DEMO_NODES

@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, parse_catalog
-from jupyter_hetero.services.reload import record_catalog
+from jupyter_hetero.services.governance.reload import record_catalog
 from jupyter_hetero.store import Repository
 
 

@@ -18,15 +18,15 @@ from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 from jupyter_hetero.engine import Engine, Snapshot, Workload, WorkloadKind
 from jupyter_hetero.engine_inputs import engine_request
-from jupyter_hetero.services.engine_mirror import SnapshotDelta
-from jupyter_hetero.services.engine_process import (
+from jupyter_hetero.services.scheduling.engine_mirror import SnapshotDelta
+from jupyter_hetero.services.scheduling.engine_process import (
     Cycle,
     DryRuns,
     EngineProcess,
     EngineUnavailable,
 )
-from jupyter_hetero.services.inventory import Inventory
-from jupyter_hetero.services.scheduler import Scheduler
+from jupyter_hetero.services.scheduling.inventory import Inventory
+from jupyter_hetero.services.scheduling.scheduler import Scheduler
 from jupyter_hetero.startup import build_engine
 from jupyter_hetero.store import Repository
 
@@ -149,8 +149,8 @@ def test_the_child_ends_when_its_server_is_killed_outright():
     # A stand-in server: it starts an engine process, says its pid, and waits to be killed.
     program = (
         "from jupyter_hetero.engine import Engine\n"
-        "from jupyter_hetero.services.engine_mirror import SnapshotDelta\n"
-        "from jupyter_hetero.services.engine_process import Cycle, EngineProcess\n"
+        "from jupyter_hetero.services.scheduling.engine_mirror import SnapshotDelta\n"
+        "from jupyter_hetero.services.scheduling.engine_process import Cycle, EngineProcess\n"
         "process = EngineProcess(Engine())\n"
         "process.call(lambda full: SnapshotDelta(nodes=[], queues={}, tenants={}), Cycle(0.0))\n"
         "print(process.pid, flush=True)\n"

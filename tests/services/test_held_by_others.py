@@ -7,7 +7,7 @@ import itertools
 from jupyter_hetero.capability import Accelerator, Held, NodeCapability
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 from jupyter_hetero.engine_inputs import node_state
-from jupyter_hetero.services.inventory import Inventory
+from jupyter_hetero.services.scheduling.inventory import Inventory
 from jupyter_hetero.store import Repository
 
 A100 = NodeCapability(name="gpu-1", cpu_milli=64_000, memory_mib=512_000, source="kubernetes",

@@ -7,7 +7,7 @@ from jupyter_hetero.backends.local import load_emulated_nodes
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.engine import Engine
 from jupyter_hetero.services.clock import Clock
-from jupyter_hetero.services.scheduler import Scheduler
+from jupyter_hetero.services.scheduling.scheduler import Scheduler
 
 from ..builders import stored_kernel
 from ..conftest import DEMO_NODES

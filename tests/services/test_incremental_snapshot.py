@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from jupyter_hetero.engine_inputs import engine_workload, node_state
-from jupyter_hetero.services.scheduler import Scheduler
+from jupyter_hetero.services.scheduling.scheduler import Scheduler
 from jupyter_hetero.store import ACTIVE_STATES
 
 from ..builders import stored_kernel

@@ -8,8 +8,8 @@ import pytest
 from jupyter_hetero.capability import NodeCapability
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, FailurePolicy, load_catalog
 from jupyter_hetero.services.clock import SteadyTime
-from jupyter_hetero.services.inventory import Inventory
-from jupyter_hetero.services.lifecycle import after_attempt, placement_problem
+from jupyter_hetero.services.scheduling.inventory import Inventory
+from jupyter_hetero.services.scheduling.lifecycle import after_attempt, placement_problem
 from jupyter_hetero.store import Repository
 from jupyter_hetero.store.tables import WorkloadRow
 

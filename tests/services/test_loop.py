@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 
-from jupyter_hetero.services.loop import SchedulerLoop
+from jupyter_hetero.services.scheduling.loop import SchedulerLoop
 
 from ..fakes import HeldScheduler
 from ..harness import until_async

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jupyter_hetero.capability import Held
-from jupyter_hetero.services.queue_status import QueueStatus
+from jupyter_hetero.services.scheduling.queue_status import QueueStatus
 from jupyter_hetero.store.tables import WorkloadRow
 
 

@@ -7,7 +7,7 @@ to it (``InterposingRepository``), so a release split over two writes is caught 
 from __future__ import annotations
 
 from jupyter_hetero.services.clock import Clock
-from jupyter_hetero.services.kernels import KernelService
+from jupyter_hetero.services.kernels.service import KernelService
 from jupyter_hetero.store import ACTIVE_STATES
 
 from .test_cancel_wins import Platform, _types, platform  # noqa: F401 - the platform fixture

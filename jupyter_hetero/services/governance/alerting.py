@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog.models import AlertRule
-from ..i18n import N_, Message
+from ...catalog.models import AlertRule
+from ...i18n import N_, Message
 
 __all__ = ["MESSAGES", "Finding", "Observed", "findings", "message_of"]
 

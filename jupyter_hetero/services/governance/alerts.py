@@ -22,13 +22,13 @@ from typing import Any
 
 from tornado import httpclient
 
-from ..catalog import Catalog
-from ..store import Repository
-from ..store.tables import AlertRow
+from ...catalog import Catalog
+from ...store import Repository
+from ...store.tables import AlertRow
 from .alerting import Finding, Observed, findings, message_of
-from .clock import Clock
-from .identity import Identity
-from .inventory import Inventory
+from ..clock import Clock
+from ..identity import Identity
+from ..scheduling.inventory import Inventory
 
 __all__ = ["AlertService", "alert_json"]
 

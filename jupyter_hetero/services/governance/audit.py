@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import AuditQuery
-from ..store import Repository
-from ..store.tables import AuditRow
-from .access import Access
-from .identity import Identity
+from ...models import AuditQuery
+from ...store import Repository
+from ...store.tables import AuditRow
+from ..access import Access
+from ..identity import Identity
 
 __all__ = ["AuditService", "audit_json", "verdict_json"]
 

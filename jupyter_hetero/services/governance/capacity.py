@@ -24,16 +24,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from ..catalog import Catalog
-from ..engine import Engine, NodeState, QueuePolicy, Request, TenantQuota
-from ..engine_inputs import engine_request, node_state, queue_policies, tenant_quotas
-from ..models import CapacityQuery
-from ..sim.replay import SimJob, replay
-from ..store import Repository
-from .access import Access
-from .clock import Clock
-from .identity import Identity
-from .inventory import Inventory
+from ...catalog import Catalog
+from ...engine import Engine, NodeState, QueuePolicy, Request, TenantQuota
+from ...engine_inputs import engine_request, node_state, queue_policies, tenant_quotas
+from ...models import CapacityQuery
+from ...sim.replay import SimJob, replay
+from ...store import Repository
+from ..access import Access
+from ..clock import Clock
+from ..identity import Identity
+from ..scheduling.inventory import Inventory
 from .usage import usage_report
 
 __all__ = ["CapacityAdvisor", "CapacityService", "Recorded"]

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..capability import Held
-from ..catalog import Catalog, Queue, Template, Tenant
-from ..errors import NotFound
-from ..i18n import N_, Message
-from .queue_status import QueueStatus
+from ...capability import Held
+from ...catalog import Catalog, Queue, Template, Tenant
+from ...errors import NotFound
+from ...i18n import N_, Message
+from ..scheduling.queue_status import QueueStatus
 
 __all__ = ["CatalogService"]
 

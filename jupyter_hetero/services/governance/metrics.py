@@ -27,10 +27,10 @@ from collections.abc import Iterable, Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from ..catalog import Catalog
-from ..store import Repository
-from .clock import Clock
-from .inventory import Inventory
+from ...catalog import Catalog
+from ...store import Repository
+from ..clock import Clock
+from ..scheduling.inventory import Inventory
 from .usage import held, hourly_cost
 
 __all__ = ["FAMILIES", "PlatformMetrics"]

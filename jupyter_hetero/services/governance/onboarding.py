@@ -40,21 +40,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Backend, Launch, Placed
-from ..capability import NodeCapability
-from ..catalog import Catalog
-from ..engine import Request
-from ..engine.matching import mismatch
-from ..engine_inputs import constraints_for, node_state
-from ..errors import Forbidden, NotFound
-from ..i18n import N_, Message
-from ..store import Repository
-from ..store.tables import OnboardingRow
-from ..units import compare_versions
-from .access import Access
-from .environment import device_environment
-from .identity import Identity
-from .inventory import Inventory
+from ...backends.base import Backend, Launch, Placed
+from ...capability import NodeCapability
+from ...catalog import Catalog
+from ...engine import Request
+from ...engine.matching import mismatch
+from ...engine_inputs import constraints_for, node_state
+from ...errors import Forbidden, NotFound
+from ...i18n import N_, Message
+from ...store import Repository
+from ...store.tables import OnboardingRow
+from ...units import compare_versions
+from ..access import Access
+from ..workloads.environment import device_environment
+from ..identity import Identity
+from ..scheduling.inventory import Inventory
 from .onboarding_probes import FAULT, FRAMEWORK_MODULES, IMPORTS, MODEL_HARNESS, SAMPLE, difference
 
 __all__ = ["OnboardingService", "onboarding_json"]

@@ -15,9 +15,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import Catalog, CatalogError, load_catalog
-from ..errors import InvalidRequest
-from ..i18n import N_, Message
+from ...catalog import Catalog, CatalogError, load_catalog
+from ...errors import InvalidRequest
+from ...i18n import N_, Message
 
 __all__ = ["LIVE_SECTIONS", "record_catalog", "reload_catalog"]
 

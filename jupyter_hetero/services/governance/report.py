@@ -24,14 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..catalog import Catalog
-from ..store import Repository
-from ..store.tables import AttemptRow, WorkloadRow
-from .access import Access
+from ...catalog import Catalog
+from ...store import Repository
+from ...store.tables import AttemptRow, WorkloadRow
+from ..access import Access
 from .alerts import alert_json
-from .clock import Clock
-from .identity import Identity
-from .inventory import Inventory
+from ..clock import Clock
+from ..identity import Identity
+from ..scheduling.inventory import Inventory
 from .usage import held, usage_report
 
 __all__ = ["CHECKPOINTS", "ReportService", "WAIT_BUCKETS_S"]

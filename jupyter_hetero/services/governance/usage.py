@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..catalog import Catalog
-from ..catalog.models import Flavor
-from ..models import UsageQuery
-from ..store import Repository
-from .clock import Clock
-from .identity import Identity
+from ...catalog import Catalog
+from ...catalog.models import Flavor
+from ...models import UsageQuery
+from ...store import Repository
+from ..clock import Clock
+from ..identity import Identity
 
 __all__ = ["GROUPS", "UsageService", "held", "hourly_cost", "usage_report"]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import WorkloadKind
-from ..models import RequestServer, ServerActivity
-from .identity import Identity
-from .kernels import ReportedKernel
-from .launched import LaunchedService
-from .workloads import workload_json
+from ...catalog import WorkloadKind
+from ...models import RequestServer, ServerActivity
+from ..identity import Identity
+from .service import ReportedKernel
+from ..workloads.launched import LaunchedService
+from ..workloads.service import workload_json
 
 __all__ = ["ServerService"]
 
@@ -45,7 +45,7 @@ class ServerService(LaunchedService):
             data={"template": template.name, "parameters": body.parameters}))
 
     def report(self, identity: Identity, server: ServerActivity, now: Callable[[], float]) -> None:
-        """Take a user's server's word on its own activity, for the idle rules (see services/kernels.py)."""
+        """Take a user's server's word on its own activity, for the idle rules (see services/kernels/service.py)."""
         row = self.repository.workload(server.workload_id)
         if row is not None and row.user == identity.user and self.launches(row) and row.state == "running":
             self.reported[row.id] = ReportedKernel("idle", server.last_activity, now())

@@ -29,20 +29,20 @@ from typing import Any
 
 import psutil
 
-from ..backends.base import Placed
-from ..backends.local.telemetry import sample_devices
-from ..catalog import Catalog, WorkloadKind
-from ..engine import render
-from ..engine_inputs import placement_from_json
-from ..errors import HeteroError, NotFound
-from ..i18n import N_, Message
-from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
-from ..store.tables import WorkloadRow
-from .access import Access
-from .clock import Clock
-from .enqueue import Checked, Enqueuer
-from .identity import Identity
-from .scheduler import Scheduler
+from ...backends.base import Placed
+from ...backends.local.telemetry import sample_devices
+from ...catalog import Catalog, WorkloadKind
+from ...engine import render
+from ...engine_inputs import placement_from_json
+from ...errors import HeteroError, NotFound
+from ...i18n import N_, Message
+from ...store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, Repository
+from ...store.tables import WorkloadRow
+from ..access import Access
+from ..clock import Clock
+from ..workloads.enqueue import Checked, Enqueuer
+from ..identity import Identity
+from ..scheduling.scheduler import Scheduler
 
 __all__ = ["KernelService", "KernelWaitTimeout", "current_kernels", "is_hetero", "kernel_usage", "take_over_culling",
            "use_kernels"]
@@ -282,7 +282,7 @@ class KernelService:
     async def launch_pod(self, workload_id: int, *, attempt: int, env: dict[str, str], connection: dict):
         """The kernel's pod on its placed node, Ready (see kernel_pod.py); the connection's key and ports are the
         launching server's."""
-        from ..backends.kubernetes.kernel_pod import PodKernel  # the Kubernetes client loads only when used
+        from ...backends.kubernetes.kernel_pod import PodKernel  # the Kubernetes client loads only when used
 
         node, placed = self.placed(workload_id)
         return await PodKernel.launch(self.pods, workload_id=workload_id, attempt=attempt, node=node, placed=placed,

@@ -20,16 +20,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import WorkloadKind
-from ..errors import InvalidRequest
-from ..i18n import N_, Message
-from ..models import KernelActivity, Launched, RequestKernelPlacement
-from ..store import ACTIVE_STATES
-from ..store.tables import WorkloadRow
-from .identity import Identity
-from .kernels import KernelService, ReportedKernel, in_user_server
-from .launched import LaunchedService
-from .workloads import workload_json
+from ...catalog import WorkloadKind
+from ...errors import InvalidRequest
+from ...i18n import N_, Message
+from ...models import KernelActivity, Launched, RequestKernelPlacement
+from ...store import ACTIVE_STATES
+from ...store.tables import WorkloadRow
+from ..identity import Identity
+from .service import KernelService, ReportedKernel, in_user_server
+from ..workloads.launched import LaunchedService
+from ..workloads.service import workload_json
 
 __all__ = ["UserKernelService"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..backends.base import Backend, Exit, ProcessHandle
+from ...backends.base import Backend, Exit, ProcessHandle
 
 __all__ = ["RunningAttempt"]
 

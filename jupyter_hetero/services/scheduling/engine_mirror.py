@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..engine import NodeState, QueuePolicy, Snapshot, TenantQuota, Workload
+from ...engine import NodeState, QueuePolicy, Snapshot, TenantQuota, Workload
 
 __all__ = ["MirroredWorkload", "SnapshotDelta", "SnapshotMirror"]
 

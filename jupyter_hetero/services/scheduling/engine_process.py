@@ -39,8 +39,8 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..engine import Decisions, Engine, Pending, Res, Workload, free_capacity
-from ..i18n import N_
+from ...engine import Decisions, Engine, Pending, Res, Workload, free_capacity
+from ...i18n import N_
 from .engine_mirror import SnapshotDelta, SnapshotMirror
 
 __all__ = [
@@ -263,7 +263,7 @@ class EngineProcess:
 _CHILD = """
 import json, sys
 sys.path[:] = json.loads(sys.argv[4])
-from jupyter_hetero.services.engine_process import main
+from jupyter_hetero.services.scheduling.engine_process import main
 main(int(sys.argv[2]), int(sys.argv[3]))
 """
 CHILD_NAME = "hetero-engine"  # argv[1] of the child: how it shows in ps
@@ -303,7 +303,7 @@ def serve(connection: Connection, engine_bytes: bytes, parent_pid: int) -> None:
             answer = ("ok", _answer(engine, mirror, request, sent))
             if delta.replace_workloads:
                 # The mirror is new: leave it out of the full collections that would otherwise walk it
-                # during every few cycles (see services/loop.py freeze_long_lived).
+                # during every few cycles (see services/scheduling/loop.py freeze_long_lived).
                 gc.collect()
                 gc.freeze()
         except Exception as exc:  # noqa: BLE001 - the server logs it; the child stays for the next request

@@ -12,9 +12,9 @@ to them.
 
 from __future__ import annotations
 
-from ..engine import Decisions, Pending, render
-from ..store import INADMISSIBLE, QUEUED_STATES, Repository
-from ..store.tables import WorkloadRow
+from ...engine import Decisions, Pending, render
+from ...store import INADMISSIBLE, QUEUED_STATES, Repository
+from ...store.tables import WorkloadRow
 
 __all__ = ["InadmissibleWorkloads", "reason_of"]
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..capability import Held, NodeCapability
-from ..catalog import Catalog
-from ..engine_inputs import NodeView
-from ..store import Repository
+from ...capability import Held, NodeCapability
+from ...catalog import Catalog
+from ...engine_inputs import NodeView
+from ...store import Repository
 
 __all__ = ["Inventory"]
 

@@ -11,17 +11,17 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from ..backends.base import Backend, Launch, LaunchUnavailable, Placed, Serving
-from ..catalog import Catalog, Template
-from ..engine_inputs import engine_workload, placement_from_json
-from ..export.kueue import pod_admission
-from ..store import Repository
-from ..store.tables import AttemptRow, WorkloadRow
+from ...backends.base import Backend, Launch, LaunchUnavailable, Placed, Serving
+from ...catalog import Catalog, Template
+from ...engine_inputs import engine_workload, placement_from_json
+from ...export.kueue import pod_admission
+from ...store import Repository
+from ...store.tables import AttemptRow, WorkloadRow
 from .attempts import RunningAttempt
-from .clock import SteadyTime
-from .environment import device_environment
+from ..clock import SteadyTime
+from ..workloads.environment import device_environment
 from .inventory import Inventory
-from .jobfiles import JobPaths, runner_argv
+from ..workloads.jobfiles import JobPaths, runner_argv
 
 __all__ = ["Launcher"]
 

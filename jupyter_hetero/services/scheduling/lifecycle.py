@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog import FailurePolicy
-from ..store import ACTIVE_STATES
-from ..store.tables import WorkloadRow
+from ...catalog import FailurePolicy
+from ...store import ACTIVE_STATES
+from ...store.tables import WorkloadRow
 from .inventory import Inventory
 
 # A service replica that exits starts again after this, doubling each time up to the cap.

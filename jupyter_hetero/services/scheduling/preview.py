@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..catalog import Catalog
-from ..engine import Workload, WorkloadKind, render
-from ..engine_inputs import constraints_for, engine_request
-from ..errors import Conflict
-from ..i18n import N_, Message
-from .identity import Identity
-from .resolve import known_template, resolve
+from ...catalog import Catalog
+from ...engine import Workload, WorkloadKind, render
+from ...engine_inputs import constraints_for, engine_request
+from ...errors import Conflict
+from ...i18n import N_, Message
+from ..identity import Identity
+from ..workloads.resolve import known_template, resolve
 from .scheduler import Scheduler
-from .workloads import WorkloadService
+from ..workloads.service import WorkloadService
 
 __all__ = ["preemption_preview", "preview"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..capability import Held
-from ..store import ACTIVE_STATES, PENDING_STATES
-from ..store.tables import WorkloadRow
+from ...capability import Held
+from ...store import ACTIVE_STATES, PENDING_STATES
+from ...store.tables import WorkloadRow
 
 __all__ = ["QueueStatus", "WAIT_WINDOW_S"]
 

@@ -16,10 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..engine import NodeState, Workload
-from ..engine_inputs import NodeView
-from ..store import Repository
-from ..store.tables import WorkloadRow
+from ...engine import NodeState, Workload
+from ...engine_inputs import NodeView
+from ...store import Repository
+from ...store.tables import WorkloadRow
 
 __all__ = ["NodeStates", "WorkloadReflector"]
 

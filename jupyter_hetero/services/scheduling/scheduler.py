@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..backends.base import AdmissionWait, Backend, Placed, ProcessHandle
-from ..catalog import Catalog
-from ..engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
-from ..engine_inputs import (
+from ...backends.base import AdmissionWait, Backend, Placed, ProcessHandle
+from ...catalog import Catalog
+from ...engine import Decisions, Engine, Pending, Snapshot, Workload, free_capacity
+from ...engine_inputs import (
     engine_workload,
     node_state,
     placement_from_json,
@@ -27,15 +27,15 @@ from ..engine_inputs import (
     queue_policies,
     tenant_quotas,
 )
-from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
-from ..store.tables import WorkloadRow
+from ...store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
+from ...store.tables import WorkloadRow
 from .attempts import RunningAttempt
-from .clock import Clock, SteadyTime
+from ..clock import Clock, SteadyTime
 from .engine_mirror import MirroredWorkload, SnapshotDelta
 from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
-from .jobfiles import JobPaths
+from ..workloads.jobfiles import JobPaths
 from .launch import Launcher
 from .lifecycle import may_stop
 from .monitor import RUN_BY_BACKEND, AttemptMonitor

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog.models import MetricTarget
+from ...catalog.models import MetricTarget
 
 __all__ = ["Verdict", "verdict"]
 

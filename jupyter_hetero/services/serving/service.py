@@ -36,17 +36,17 @@ from typing import Any
 
 from tornado import httpclient
 
-from ..catalog import Catalog, WorkloadKind
-from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
-from ..i18n import N_, Message
-from ..models import CreateRollout, CreateService
-from ..store import ACTIVE_STATES, PENDING_STATES, Repository
-from ..store.tables import ServiceRow, WorkloadRow
-from .clock import Clock
-from .identity import Identity
-from .resolve import known_template, resolve
+from ...catalog import Catalog, WorkloadKind
+from ...errors import Conflict, Forbidden, InvalidRequest, NotFound
+from ...i18n import N_, Message
+from ...models import CreateRollout, CreateService
+from ...store import ACTIVE_STATES, PENDING_STATES, Repository
+from ...store.tables import ServiceRow, WorkloadRow
+from ..clock import Clock
+from ..identity import Identity
+from ..workloads.resolve import known_template, resolve
 from .rollout import verdict
-from .workloads import WorkloadService, event_json, workload_json
+from ..workloads.service import WorkloadService, event_json, workload_json
 
 __all__ = ["ServingService", "endpoint_path"]
 

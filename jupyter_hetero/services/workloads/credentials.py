@@ -18,14 +18,14 @@ import hmac
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 
-from ..catalog import Catalog
-from ..credential_format import CREDENTIAL_PREFIX, format_credential, parse_credential
-from ..errors import Forbidden
-from ..i18n import N_, Message
-from ..store import ACTIVE_STATES, Repository
-from ..store.credentials import CredentialStore
-from ..store.tables import WorkloadRow
-from .identity import Identity, workload_identity
+from ...catalog import Catalog
+from ...credential_format import CREDENTIAL_PREFIX, format_credential, parse_credential
+from ...errors import Forbidden
+from ...i18n import N_, Message
+from ...store import ACTIVE_STATES, Repository
+from ...store.credentials import CredentialStore
+from ...store.tables import WorkloadRow
+from ..identity import Identity, workload_identity
 
 __all__ = ["CREDENTIAL_PREFIX", "DEFAULT_PASSTHROUGH", "CredentialService", "inherited_environment"]
 

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import Catalog, Template, WorkloadKind
-from ..errors import Conflict, InvalidRequest, NotFound
-from ..i18n import N_, Message
-from ..store import Repository
-from ..store.tables import WorkloadRow
-from .access import Access
-from .identity import Identity
+from ...catalog import Catalog, Template, WorkloadKind
+from ...errors import Conflict, InvalidRequest, NotFound
+from ...i18n import N_, Message
+from ...store import Repository
+from ...store.tables import WorkloadRow
+from ..access import Access
+from ..identity import Identity
 from .resolve import Resolved, known_template, resolve
 
 __all__ = ["Checked", "Enqueuer"]

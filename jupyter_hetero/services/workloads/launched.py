@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import Catalog, WorkloadKind
-from ..errors import Conflict, InvalidRequest
-from ..i18n import N_, Message
-from ..store import ACTIVE_STATES, PENDING_STATES, Repository
-from ..store.tables import WorkloadRow
-from .clock import Clock
-from .identity import Identity
-from .workloads import FINAL_STATES, WorkloadService, workload_json
+from ...catalog import Catalog, WorkloadKind
+from ...errors import Conflict, InvalidRequest
+from ...i18n import N_, Message
+from ...store import ACTIVE_STATES, PENDING_STATES, Repository
+from ...store.tables import WorkloadRow
+from ..clock import Clock
+from ..identity import Identity
+from .service import FINAL_STATES, WorkloadService, workload_json
 
 __all__ = ["LaunchedService"]
 

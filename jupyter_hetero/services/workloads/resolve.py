@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import AdvancedParameter, Catalog, ResourceRequest, Template
-from ..errors import InvalidRequest, NotFound
-from ..i18n import N_, Message
-from ..units import parse_cpu_milli, parse_duration_s, parse_memory_mib
+from ...catalog import AdvancedParameter, Catalog, ResourceRequest, Template
+from ...errors import InvalidRequest, NotFound
+from ...i18n import N_, Message
+from ...units import parse_cpu_milli, parse_duration_s, parse_memory_mib
 
 __all__ = ["Resolved", "known_template", "resolve"]
 

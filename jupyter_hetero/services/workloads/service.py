@@ -14,18 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..catalog import Catalog, WorkloadKind
-from ..engine import Pending, render
-from ..errors import Conflict, InvalidRequest, NotFound
-from ..i18n import N_, Message
-from ..models import ListWorkloadsQuery, SubmitWorkload
-from ..store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
-from ..store.tables import EventRow, WorkloadRow
-from ..units import parse_duration_s
-from .access import Access, follow_up_of
+from ...catalog import Catalog, WorkloadKind
+from ...engine import Pending, render
+from ...errors import Conflict, InvalidRequest, NotFound
+from ...i18n import N_, Message
+from ...models import ListWorkloadsQuery, SubmitWorkload
+from ...store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
+from ...store.tables import EventRow, WorkloadRow
+from ...units import parse_duration_s
+from ..access import Access, follow_up_of
 from .enqueue import Enqueuer
 from .environment import VISIBILITY
-from .identity import Identity
+from ..identity import Identity
 
 __all__ = ["WorkloadService", "event_json", "workload_json"]
 

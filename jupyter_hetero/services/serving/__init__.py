@@ -1,0 +1,1 @@
+"""Online services: replicas, readiness, traffic and the canary rollout."""
