@@ -75,7 +75,7 @@ export type IOnboarding = Schemas['Onboarding'];
 /** A rule that found something wrong, from firing to resolved (`GET /alerts`). */
 export type IAlert = Schemas['Alert'];
 
-/** A node's measured use: CPU and memory, and its GPUs' where NVML measures them. */
+/** A node's measured use: CPU and memory, and its devices' where measured. */
 export type INodeUtilisation = Schemas['NodeUtilisation'];
 
 /** One reason a workload cannot start yet, already in the asked language. */
