@@ -36,8 +36,8 @@ from .errors import HeteroError
 from .handlers.forward import HubService
 from .kernel.hub_kernels import HubKernels
 from .services.kernels.hub_api import HubApi
-from .services.scheduling.inventory import Inventory
 from .services.platform import Platform, PlatformSettings
+from .services.scheduling.inventory import Inventory
 from .store import Repository
 from .store.audit_seal import AuditSeal, load_key
 

@@ -21,26 +21,26 @@ from ..errors import Forbidden, HeteroError, InvalidRequest
 from ..i18n import N_, Message
 from ..store import SCHEMA_VERSION, Repository
 from .access import Access
-from .governance.catalog import CatalogService
 from .clock import Clock
-from .workloads.credentials import DEFAULT_PASSTHROUGH, CredentialService
-from .scheduling.engine_process import EngineProcess
-from .identity import Identity, resolve_identity
-from .scheduling.inventory import Inventory
-from .kernels.service import KernelService
-from .kernels.servers import ServerService
 from .governance.alerts import AlertService
 from .governance.audit import AuditService
 from .governance.capacity import CapacityService
+from .governance.catalog import CatalogService
 from .governance.metrics import PlatformMetrics
 from .governance.onboarding import OnboardingService
 from .governance.reload import record_catalog, reload_catalog
 from .governance.report import ReportService
-from .serving.service import ServingService
 from .governance.usage import UsageService
+from .identity import Identity, resolve_identity
+from .kernels.servers import ServerService
+from .kernels.service import KernelService
 from .kernels.user_kernels import UserKernelService
+from .scheduling.engine_process import EngineProcess
+from .scheduling.inventory import Inventory
 from .scheduling.loop import SchedulerLoop
 from .scheduling.scheduler import Scheduler
+from .serving.service import ServingService
+from .workloads.credentials import DEFAULT_PASSTHROUGH, CredentialService
 from .workloads.service import WorkloadService
 
 __all__ = ["Platform", "PlatformSettings"]

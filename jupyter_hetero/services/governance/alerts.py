@@ -25,10 +25,10 @@ from tornado import httpclient
 from ...catalog import Catalog
 from ...store import Repository
 from ...store.tables import AlertRow
-from .alerting import Finding, Observed, findings, message_of
 from ..clock import Clock
 from ..identity import Identity
 from ..scheduling.inventory import Inventory
+from .alerting import Finding, Observed, findings, message_of
 
 __all__ = ["AlertService", "alert_json"]
 

@@ -52,9 +52,9 @@ from ...store import Repository
 from ...store.tables import OnboardingRow
 from ...units import compare_versions
 from ..access import Access
-from ..workloads.environment import device_environment
 from ..identity import Identity
 from ..scheduling.inventory import Inventory
+from ..workloads.environment import device_environment
 from .onboarding_probes import FAULT, FRAMEWORK_MODULES, IMPORTS, MODEL_HARNESS, SAMPLE, difference
 
 __all__ = ["OnboardingService", "onboarding_json"]

@@ -28,10 +28,10 @@ from ...catalog import Catalog
 from ...store import Repository
 from ...store.tables import AttemptRow, WorkloadRow
 from ..access import Access
-from .alerts import alert_json
 from ..clock import Clock
 from ..identity import Identity
 from ..scheduling.inventory import Inventory
+from .alerts import alert_json
 from .usage import held, usage_report
 
 __all__ = ["CHECKPOINTS", "ReportService", "WAIT_BUCKETS_S"]

@@ -17,11 +17,11 @@ from ...engine_inputs import engine_workload, placement_from_json
 from ...export.kueue import pod_admission
 from ...store import Repository
 from ...store.tables import AttemptRow, WorkloadRow
-from .attempts import RunningAttempt
 from ..clock import SteadyTime
 from ..workloads.environment import device_environment
-from .inventory import Inventory
 from ..workloads.jobfiles import JobPaths, runner_argv
+from .attempts import RunningAttempt
+from .inventory import Inventory
 
 __all__ = ["Launcher"]
 

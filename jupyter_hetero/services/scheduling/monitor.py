@@ -17,11 +17,11 @@ from ...backends.base import AdmissionWait, Backend, ProcessHandle
 from ...catalog import Catalog
 from ...store import ACTIVE_STATES, Repository
 from ...store.tables import WorkloadRow
-from .attempts import RunningAttempt
 from ..clock import SteadyTime
+from ..workloads.jobfiles import JobPaths, archive_attempt
+from .attempts import RunningAttempt
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
-from ..workloads.jobfiles import JobPaths, archive_attempt
 from .lifecycle import after_attempt, may_lose, may_requeue, may_stop, placement_problem
 from .reflector import WorkloadReflector
 

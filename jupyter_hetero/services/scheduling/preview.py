@@ -16,8 +16,8 @@ from ...errors import Conflict
 from ...i18n import N_, Message
 from ..identity import Identity
 from ..workloads.resolve import known_template, resolve
-from .scheduler import Scheduler
 from ..workloads.service import WorkloadService
+from .scheduler import Scheduler
 
 __all__ = ["preemption_preview", "preview"]
 

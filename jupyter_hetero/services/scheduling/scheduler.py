@@ -29,13 +29,13 @@ from ...engine_inputs import (
 )
 from ...store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
 from ...store.tables import WorkloadRow
-from .attempts import RunningAttempt
 from ..clock import Clock, SteadyTime
+from ..workloads.jobfiles import JobPaths
+from .attempts import RunningAttempt
 from .engine_mirror import MirroredWorkload, SnapshotDelta
 from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
-from ..workloads.jobfiles import JobPaths
 from .launch import Launcher
 from .lifecycle import may_stop
 from .monitor import RUN_BY_BACKEND, AttemptMonitor

@@ -23,9 +23,9 @@ from ...store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
 from ...store.tables import EventRow, WorkloadRow
 from ...units import parse_duration_s
 from ..access import Access, follow_up_of
+from ..identity import Identity
 from .enqueue import Enqueuer
 from .environment import VISIBILITY
-from ..identity import Identity
 
 __all__ = ["WorkloadService", "event_json", "workload_json"]
 
