@@ -13,7 +13,7 @@ import yaml
 from tornado.httpclient import HTTPClientError
 
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
-from jupyter_hetero.services.kernels import service as kernels_service
+from jupyter_hetero.services.kernels import usage as kernels_usage
 
 from ..conftest import REPO
 from ..harness import until_async
@@ -176,10 +176,10 @@ async def test_a_hetero_kernel_without_a_template_timeout_follows_the_servers(
 
 async def test_measuring_a_kernels_usage_does_not_hold_up_other_requests(kernelspecs, api, monkeypatch):
     started = await api("kernels", "POST", {"template": "interactive"})
-    monkeypatch.setattr(kernels_service, "CPU_SAMPLE_S", 2.0)
+    monkeypatch.setattr(kernels_usage, "CPU_SAMPLE_S", 2.0)
     measuring = threading.Event()
-    measure = kernels_service._measure
-    monkeypatch.setattr(kernels_service, "_measure", lambda *args: measuring.set() or measure(*args))
+    measure = kernels_usage._measure
+    monkeypatch.setattr(kernels_usage, "_measure", lambda *args: measuring.set() or measure(*args))
     usage = asyncio.ensure_future(api(f"kernels/{started['kernel_id']}/usage"))
     await until_async(measuring.is_set, "the usage request to start measuring")
     assert (await api("version"))["api"] == "v1"

@@ -15,9 +15,9 @@ from typing import Any
 from ...catalog import WorkloadKind
 from ...models import RequestServer, ServerActivity
 from ..identity import Identity
-from .service import ReportedKernel
 from ..workloads.launched import LaunchedService
 from ..workloads.service import workload_json
+from .culling import ReportedKernel
 
 __all__ = ["ServerService"]
 

@@ -1,14 +1,15 @@
-"""Kernels as workloads: placement before launch, release on shutdown, idle culling, usage.
+"""Kernels as workloads: placement before launch, release on shutdown, idle culling (culling.py), usage.
 
 The kernel provisioner (in this server's process) calls :func:`current_kernels` to reach this
 service. A kernel workload is admitted by the same engine cycle as jobs; the provisioner, not the
 backend, starts its process once it has a placement.
 
 One culler acts on a kernel. jupyter_server's (``MappingKernelManager.cull_idle_timeout``) goes on
-culling plain kernels by its own settings; it leaves hetero kernels to :meth:`KernelService.sweep`,
-which culls them by their template's idle timeout (the server's ``cull_idle_timeout`` where the
-template has none), with a warning first and a reason on the workload, and by device utilisation.
-Dead hetero kernels are still reaped by jupyter_server's culler: that is cleanup, not an idle rule.
+culling plain kernels by its own settings; it leaves hetero kernels to :meth:`KernelService.sweep`
+(the idle rules, culling.py), which culls them by their template's idle timeout (the server's
+``cull_idle_timeout`` where the template has none), with a warning first and a reason on the workload,
+and by device utilisation. Dead hetero kernels are still reaped by jupyter_server's culler: that is
+cleanup, not an idle rule.
 
 A kernel in a hub user's server (see user_kernels.py) is placed here and run there: that server reports
 its kernels' activity every few seconds, the same rules decide here, and a stop goes back to it in the
@@ -22,15 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from ...backends.base import Placed
-from ...backends.local.telemetry import sample_devices
 from ...catalog import Catalog, WorkloadKind
 from ...engine import render
 from ...engine_inputs import placement_from_json
@@ -40,41 +36,24 @@ from ...store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES,
 from ...store.tables import WorkloadRow
 from ..access import Access
 from ..clock import Clock
-from ..workloads.enqueue import Checked, Enqueuer
 from ..identity import Identity
 from ..scheduling.scheduler import Scheduler
+from ..workloads.enqueue import Checked, Enqueuer
+from .culling import IdleRules, ReportedKernel, in_user_server
+from .usage import kernel_usage
 
-__all__ = ["KernelService", "KernelWaitTimeout", "current_kernels", "is_hetero", "kernel_usage", "take_over_culling",
-           "use_kernels"]
+__all__ = ["KernelService", "KernelWaitTimeout", "current_kernels", "is_hetero", "take_over_culling", "use_kernels"]
 
 log = logging.getLogger(__name__)
 
 # How often a waiting kernel start looks at its workload again.
 WAIT_POLL_S = 0.1
-# A kernel idle this long counts as idle for preemption (experiment kernels are preemptible only then).
-IDLE_FOR_PREEMPTION_S = 60.0
-# The interval over which a kernel's CPU use is measured for its usage.
-CPU_SAMPLE_S = 0.05
 
 _current: dict[str, Any] = {}
 
 
 class KernelWaitTimeout(RuntimeError):
     """A kernel could not be placed in time; the message says what blocks it and its ETA."""
-
-
-@dataclass(frozen=True)
-class ReportedKernel:
-    """What a hub user's server last said of one of its kernels (read like a kernel of this server's own)."""
-
-    execution_state: str
-    last_activity: float | None  # wall time
-    heard_at: float  # scheduler time
-
-
-def in_user_server(row: WorkloadRow) -> bool:
-    """Whether a kernel workload runs in a hub user's server rather than in this server."""
-    return row.spec.get("launched_by") == "user-server"
 
 
 def current_kernels():
@@ -106,7 +85,7 @@ def take_over_culling(kernel_manager) -> None:
     kernel_manager.cull_kernel_if_idle = cull_kernel_if_idle
 
 
-class KernelService:
+class KernelService(IdleRules):
     def __init__(self, *, catalog: Catalog, repository: Repository, scheduler: Scheduler,
                  clock: Clock, identify: Callable[[str | None, tuple[str, ...]], Identity],
                  wake: Callable[[], None], server_url: str = "", server_token: str = "",
@@ -379,179 +358,6 @@ class KernelService:
             return None
         return self.kernel_manager.get_kernel(kernel_id)
 
-    def sweep(self, now: float) -> None:
-        """Mark idle kernels, warn then cull those idle past their timeout, stop preempted ones."""
-        # Launched, not yet registered; a start that failed stays among them, done, and counts as gone.
-        starting = getattr(self.kernel_manager, "_pending_kernels", {})
-        running = [*self.repository.workloads(kind="kernel", states=("running",)),
-                   *self.repository.workloads(kind="server", states=("running",))]
-        self._sample_devices(running)
-        alive = {row.id for row in running}  # what ended another way (a server its spawner released) is forgotten
-        for table in (self.reported, self._stop_asked):  # in place: the server service shares the first
-            for key in table.keys() - alive:
-                del table[key]
-        for key in self.remote_pods.keys() - alive:  # its kernel ended another way: its pod goes too
-            asyncio.ensure_future(self.remote_pods.pop(key).delete(grace_s=0))
-        for row in running:
-            task = starting.get(self.kernel_id(row))
-            if task is not None and not task.done():
-                continue
-            if row.kind == "server":
-                kernel = self.reported.get(row.id)
-                if kernel is None:
-                    continue  # a server that does not report (no hetero extension in it) is left to the hub
-            elif in_user_server(row):
-                kernel = self.reported.get(row.id)
-                if now - self._heard_at(row, kernel) > self.report_grace_s:
-                    self._end(row, "lost", "lost", f"the kernel's server stopped reporting it for "
-                                                   f"{self.report_grace_s:g} s (the server ended, or cannot reach "
-                                                   "this service); its devices were released")
-                    self.wake()
-                    continue
-                if kernel is None:
-                    continue  # launched since the server's last report
-            else:
-                kernel = self._kernel(self.kernel_id(row))
-                if kernel is None:
-                    self.release(row.id, "the kernel is gone")
-                    continue
-            if row.stopping is not None:
-                self._shutdown(row, row.reason or "stopping")
-                continue
-            busy = getattr(kernel, "execution_state", "idle") == "busy"
-            # Jupyter stamps activity in wall time; seen once, it becomes scheduler time (see services/clock.py).
-            active_at = self.scheduler.times.steady(row.id, "last_activity",
-                                                    _timestamp(getattr(kernel, "last_activity", None), None))
-            idle_s = 0.0 if busy or active_at is None else max(0.0, now - active_at)
-            idle = idle_s >= IDLE_FOR_PREEMPTION_S
-            if idle != row.idle:
-                self.repository.update_workload(row.id, event="idle" if idle else "busy",
-                                                reason=f"idle for {int(idle_s)} s" if idle else "busy again", idle=idle)
-            if self._devices_idle_too_long(row, now):
-                self._shutdown(row, f"culled: device utilisation below {self.device_idle_pct:g}% for "
-                                    f"{_minutes(self.device_idle_after_s)}")
-                continue
-            template_timeout = row.spec.get("idle_timeout_s")
-            timeout = template_timeout or (self._server_idle_timeout() if row.kind == "kernel" else None)
-            if not timeout or busy:
-                self._warned.discard(row.id)
-                continue
-            warn_at = timeout * 0.8
-            if idle_s >= timeout:
-                whose = f"template {row.template}" if template_timeout else "the server (cull_idle_timeout)"
-                self._shutdown(row, f"culled: idle {_minutes(idle_s)}, past the {_minutes(timeout)} idle timeout of {whose}")
-            elif idle_s >= warn_at and row.id not in self._warned:
-                self._warned.add(row.id)
-                self.repository.update_workload(
-                    row.id, event="idle-warning",
-                    reason=f"idle {_minutes(idle_s)}; will be culled after {_minutes(timeout)} idle",
-                )
-
-    def _heard_at(self, row: WorkloadRow, reported: ReportedKernel | None) -> float:
-        """When a user's server last spoke of this kernel; before its first report, when the kernel (or this
-        service) started: a server has a grace period to report a kernel it has just launched."""
-        if reported is not None:
-            return reported.heard_at
-        started = self.scheduler.times.steady(row.id, "started_at", _timestamp(row.started_at, None))
-        return max(self._booted, started or self._booted)
-
-    def _server_idle_timeout(self) -> float | None:
-        """jupyter_server's cull_idle_timeout, which hetero kernels follow where their template sets none."""
-        seconds = getattr(self.kernel_manager, "cull_idle_timeout", 0)
-        return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
-
-    def _devices_idle_too_long(self, row: WorkloadRow, now: float) -> bool:
-        """Where utilisation is measured (real devices here through their vendor's tool, devices in pods through an
-        exporter), low use for long enough culls."""
-        use = self._device_use.get(row.id)
-        if use is None or use >= self.device_idle_pct:
-            self._low_since.pop(row.id, None)
-            return False
-        since = self._low_since.setdefault(row.id, now)
-        return now - since >= self.device_idle_after_s
-
-    def _sample_devices(self, rows: list[WorkloadRow]) -> None:
-        """Measure these kernels' real devices in a worker thread (a vendor's tool waits on the driver; a pod's
-        come from the exporters' latest pass); a sweep decides on the latest measurement, at most one sweep old."""
-        if self._sampling is not None and not self._sampling.done():
-            return
-        targets = {row.id: measured for row in rows if (measured := self._measurable_devices(row))}
-        if not targets:
-            self._device_use = {}
-            return
-        pods = self.pods
-
-        def measure(workload_id: int, measured: tuple[str, str, list[int]]) -> dict:
-            family, node, indexes = measured
-            if pods is None:
-                return sample_devices(family, indexes)
-            return pods.kernel_usage(workload_id, devices=len(indexes), node=node)
-
-        def sample() -> dict[int, float]:
-            found = {workload_id: measure(workload_id, measured).get("device_util_pct")
-                     for workload_id, measured in targets.items()}
-            return {workload_id: use for workload_id, use in found.items() if use is not None}
-
-        self._sampling = asyncio.get_running_loop().run_in_executor(None, sample)
-        self._sampling.add_done_callback(self._sampled)
-
-    def _sampled(self, future: asyncio.Future) -> None:
-        if not future.cancelled() and future.exception() is None:
-            self._device_use = future.result()
-
-    def _measurable_devices(self, row: WorkloadRow) -> tuple[str, str, list[int]] | None:
-        """The family, node and device indexes of a kernel whose devices can be measured: real ones, on this
-        machine through their vendor's tool or in a pod through the cluster's exporters."""
-        placement = placement_from_json(row.placement) if row.placement else None
-        view = self.scheduler.inventory.node(placement.slots[0].node) if placement else None
-        if view is None or view.capability.emulated or (self.pods is None and not self.scheduler.backend.runs_here):
-            return None
-        devices = [index for index, _m, _mem in placement.slots[0].devices]
-        return (view.capability.family.value, view.name, devices) if devices else None
-
-    def _shutdown(self, row: WorkloadRow, reason: str) -> None:
-        kernel_id = self.kernel_id(row)
-        if row.kind == "server":
-            self._stop_server(row, reason)
-            return
-        if in_user_server(row):
-            # Its server shuts it down when its next report is answered with the stop and this reason.
-            self._mark_culling(row, reason)
-            return
-        if self.kernel_manager is None or kernel_id not in self.kernel_manager:
-            self.release(row.id, reason)
-            return
-        self._mark_culling(row, reason)
-        asyncio.ensure_future(self._shutdown_kernel(kernel_id))
-
-    def _mark_culling(self, row: WorkloadRow, reason: str) -> None:
-        """Record the stop and why, once: a stop already under way keeps its own."""
-        if row.stopping is None:
-            self.repository.update_workload(row.id, event="culling", reason=reason, stopping="cancel",
-                                            preempting_until=self.clock.wall())
-
-    def _stop_server(self, row: WorkloadRow, reason: str) -> None:
-        """Ask the hub to stop a user's server (again after a while if the hub did not); its spawner releases it."""
-        self._mark_culling(row, reason)
-        asked = self._stop_asked.get(row.id)
-        if asked is not None and self.clock.monotonic() - asked < self.report_grace_s:
-            return
-        self._stop_asked[row.id] = self.clock.monotonic()
-        if self.stop_server is None:
-            log.warning("jupyter-hetero: server workload %s should stop (%s) but no hub is known here", row.id, reason)
-            return
-        future = asyncio.ensure_future(self.stop_server(row.user, row.spec.get("server_name") or ""))
-        future.add_done_callback(lambda done: done.cancelled() or done.exception() is None or log.warning(
-            "jupyter-hetero: the hub did not stop server workload %s: %s", row.id, done.exception()))
-
-    async def _shutdown_kernel(self, kernel_id: str) -> None:
-        try:
-            await self.kernel_manager.shutdown_kernel(kernel_id)
-        except (KeyError, HeteroError):
-            pass
-        except Exception:  # noqa: BLE001 - a kernel that will not die is logged; the next sweep retries
-            log.exception("jupyter-hetero: could not shut down kernel %s", kernel_id)
-
     # -- usage -------------------------------------------------------------------------------
 
     async def usage(self, kernel_id: str) -> dict[str, Any]:
@@ -571,66 +377,6 @@ class KernelService:
                                   family=view.capability.family.value if view is not None else "", in_pod=in_pod)
 
 
-async def kernel_usage(kernel_id: str, kernel, workload: dict[str, Any], *, emulated: bool,
-                       family: str, in_pod: dict | None = None) -> dict[str, Any]:
-    """What ``GET /kernels/{id}/usage`` answers of a kernel running here, whose ``workload`` (id, placement,
-    queue, tenant, idle) holds its devices: its process tree's CPU and memory, and its devices' use, sampled
-    by the vendor tool of their ``family`` ("" where none can: a node this server does not know), or for a
-    kernel in a pod (``in_pod``) as the cluster's exporters measured them."""
-    pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
-    placement = placement_from_json(workload["placement"])
-    devices = [index for index, _m, _mem in placement.slots[0].devices]
-    # CPU use is a rate over a short interval, and vendor tools wait on the driver: not on the event loop.
-    here = family if not emulated and in_pod is None else ""
-    cpu, memory, gpus = await asyncio.to_thread(_measure, pid, here, devices)
-    if in_pod is not None:
-        gpus = {name: in_pod[name] for name in ("device_util_pct", "gpu_memory_mib") if name in in_pod}
-    return {
-        "kernel_id": kernel_id, "workload_id": workload["id"], "pid": pid, "cpu_percent": round(cpu, 1),
-        "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,
-        "flavor": placement.flavor, "devices": devices, "emulated": emulated,
-        "queue": workload["queue"], "tenant": workload["tenant"],
-        "execution_state": getattr(kernel, "execution_state", None), "idle": bool(workload.get("idle")),
-        "device_utilisation": gpus or None,
-        "device_note": None if gpus else ("emulated devices are not measured" if emulated
-                                          else (in_pod.get("device_note") or "no device exporter reports its pod")
-                                          if in_pod is not None
-                                          else "device utilisation is not measurable here (no vendor tool answered)"),
-    }
-
-
-def _measure(pid: int | None, family: str, devices: list[int]) -> tuple[float, float, dict[str, float]]:
-    """(CPU %, resident bytes) of the kernel's process tree over CPU_SAMPLE_S, and its devices' use."""
-    cpu = memory = 0.0
-    try:
-        if pid is None:  # psutil would measure the server itself
-            raise psutil.NoSuchProcess(0)
-        process = psutil.Process(pid)
-        members = [process, *process.children(recursive=True)]
-        for member in members:
-            member.cpu_percent(interval=None)  # starts each member's measurement
-        time.sleep(CPU_SAMPLE_S)  # one interval for the whole tree, in a worker thread
-        for member in members:
-            try:
-                cpu += member.cpu_percent(interval=None)
-                memory += member.memory_info().rss
-            except psutil.Error:
-                continue  # a child that ended meanwhile
-    except (psutil.Error, TypeError, ValueError):
-        pass
-    return cpu, memory, sample_devices(family, devices) if family and devices else {}
-
-
 def is_hetero(kernel) -> bool:
     """Whether a kernel runs under the hetero provisioner (``HeteroProvisioner.places_workloads``)."""
     return getattr(getattr(kernel, "provisioner", None), "places_workloads", False) is True
-
-
-def _timestamp(value, default: float | None) -> float | None:
-    if value is None:
-        return default
-    return value.timestamp() if hasattr(value, "timestamp") else float(value)
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{int(seconds)} s"

@@ -27,9 +27,10 @@ from ...models import KernelActivity, Launched, RequestKernelPlacement
 from ...store import ACTIVE_STATES
 from ...store.tables import WorkloadRow
 from ..identity import Identity
-from .service import KernelService, ReportedKernel, in_user_server
 from ..workloads.launched import LaunchedService
 from ..workloads.service import workload_json
+from .culling import ReportedKernel, in_user_server
+from .service import KernelService
 
 __all__ = ["UserKernelService"]
 
