@@ -14,7 +14,7 @@ from typing import Any
 
 from ...catalog.models import MetricTarget
 
-__all__ = ["Verdict", "verdict"]
+__all__ = ["Verdict", "history_entry", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,9 @@ def _value(figures: dict[str, Any], name: str) -> float | None:
     if name == "error_rate":
         return figures["error_rate"]
     return (figures.get("latency_ms") or {}).get(name.removeprefix("request_latency_"))
+
+
+def history_entry(rollout: dict[str, Any]) -> dict[str, Any]:
+    """A rollout as its revision's history entry."""
+    return {"revision": rollout["revision"], "spec": rollout["spec"], "by": rollout.get("by"),
+            "started_at": rollout.get("started_at"), "ready_at": rollout.get("ready_at")}

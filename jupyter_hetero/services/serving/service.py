@@ -40,13 +40,14 @@ from ...catalog import Catalog, WorkloadKind
 from ...errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ...i18n import N_, Message
 from ...models import CreateRollout, CreateService
-from ...store import ACTIVE_STATES, PENDING_STATES, Repository
+from ...store import Repository
 from ...store.tables import ServiceRow, WorkloadRow
 from ..clock import Clock
 from ..identity import Identity
 from ..workloads.resolve import known_template, resolve
-from .rollout import verdict
 from ..workloads.service import WorkloadService, event_json, workload_json
+from .reconcile import ServiceReconciler, replica_parameters
+from .rollout import history_entry
 
 __all__ = ["ServingService", "endpoint_path"]
 
@@ -57,7 +58,6 @@ PROBE_TIMEOUT_S = 2.0
 # A service's traffic figures are over this window, from at most this many of its latest requests.
 TRAFFIC_WINDOW_S = 60.0
 TRAFFIC_KEPT = 50_000
-LIVE_STATES = (*PENDING_STATES, *ACTIVE_STATES)
 # What a replica's usage says: its memory, and its devices' where the backend measures them.
 USAGE_KEYS = ("rss_mib", "device_util_pct", "gpu_memory_mib")
 
@@ -66,7 +66,7 @@ def endpoint_path(tenant: str, name: str) -> str:
     return f"/hetero/endpoints/{tenant}/{name}/"
 
 
-class ServingService:
+class ServingService(ServiceReconciler):
     def __init__(self, *, catalog: Catalog, repository: Repository, workloads: WorkloadService, clock: Clock,
                  wake: Callable[[], None], address_of: Callable[[int], str | None],
                  usage_of: Callable[[int], dict]):
@@ -91,13 +91,13 @@ class ServingService:
         self._load: dict[int, float] = {}  # in flight, smoothed over ticks
         self._low_since: dict[int, float] = {}  # since when the load has needed fewer replicas (monotonic)
 
-    # -- the API's side ----------------------------------------------------------------------
+    # -- the API's side (the scheduler's, reconcile(), is reconcile.py's) ---------------------
 
     def create(self, identity: Identity, body: CreateService) -> dict[str, Any]:
         """Store the service; its replicas are asked for at once and placed by the engine."""
         # Each replica is checked now, as its owner's: a bad parameter is a 400 here, not a replica never placed.
         checked = self.workloads.enqueuer.check(identity, WorkloadKind.SERVICE, body.template,
-                                                _one_replica(body.parameters), body.queue)
+                                                replica_parameters(body.parameters), body.queue)
         template, queue = checked.template, checked.queue
         taken = self.repository.service(identity.tenant.name, body.name)
         if taken is not None and taken.state == "active":
@@ -153,7 +153,7 @@ class ServingService:
         if "command" in changes or "code" in changes:  # one replaces the other
             changes = {"command": None, "code": None, **changes}
         spec = {**row.spec, **changes}
-        resolve(template, _one_replica(spec.get("parameters")), self.catalog)
+        resolve(template, replica_parameters(spec.get("parameters")), self.catalog)
         revision = max(entry["revision"] for entry in row.revisions) + 1
         policy = template.canary
         self.repository.update_service(row.id, rollout={
@@ -173,7 +173,7 @@ class ServingService:
         row = self._stoppable(identity, name, tenant, "service.rollback")
         history = [*row.revisions]
         if row.rollout is not None:  # a canary under trial ends, whichever revision follows
-            history.append({**_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall(),
+            history.append({**history_entry(row.rollout), "outcome": "abandoned", "at": self.clock.wall(),
                             "ended_by": identity.user})
         if revision is None and row.rollout is not None:  # ... and the stable revision stays
             self.repository.update_service(row.id, rollout=None, revisions=history)
@@ -275,151 +275,15 @@ class ServingService:
         self.workloads.access.record(identity, action, target)
         return row
 
-    # -- the scheduler's side ----------------------------------------------------------------
-
-    def reconcile(self, now: float | None = None) -> None:
-        """Judge each canary whose window is over; then ask for the replicas each revision is short of, and cancel
-        those over its count, of an old revision whose successor is ready, or of a deleted service."""
-        now = self.clock.wall() if now is None else now
-        services = self.repository.services(state=None)
-        self._active = {(service.tenant, service.name): service.id for service in services if service.state == "active"}
-        if not services:
-            return  # a server that runs no service reads nothing more each tick
-        live = self._live_replicas(services)
-        for service in services:
-            replicas = live.get(service.id, [])
-            if service.rollout is not None and service.state == "active":
-                service = self._judge(service, replicas)
-            if service.rollout is not None and service.rollout["ready_at"] is not None:
-                self._canaries[service.id] = (service.rollout["revision"], service.rollout["traffic"])
-            else:
-                self._canaries.pop(service.id, None)
-            if service.state != "active":
-                self._end(replicas, "service deleted", now)
-                continue
-            service = self._autoscale(service)
-            stable = [r for r in replicas if r.spec.get("revision") == service.revision]
-            canary = [r for r in replicas if service.rollout and r.spec.get("revision") == service.rollout["revision"]]
-            older = [r for r in replicas if r not in stable and r not in canary]
-            self._keep(service, stable, service.replicas, service.revision, service.spec, now)
-            if service.rollout is not None:
-                self._keep(service, canary, service.rollout["replicas"], service.rollout["revision"],
-                           service.rollout["spec"], now)
-            # An older revision answers until the stable one has as many ready replicas (a rolling replacement).
-            short = max(0, service.replicas - sum(r.id in self.ready for r in stable))
-            self._end(sorted(older, key=lambda r: r.id in self.ready)[:max(0, len(older) - short)],
-                      f"replaced by revision {service.revision}", now)
-
-    def _autoscale(self, service: ServiceRow) -> ServiceRow:
-        """With a target of requests in flight per replica: up at once when the load needs more replicas, down
-        only once it has needed fewer for the scale-down delay; always within the minimum and maximum."""
-        target = service.spec.get("target_in_flight")
-        if not target:
-            return service
-        load = self._load.get(service.id, 0.0) * 0.7 + self.in_flight.get(service.id, 0) * 0.3  # smoothed
-        self._load[service.id] = load
-        wanted = min(max(math.ceil(load / target - 1e-9), service.min_replicas), service.max_replicas)
-        now = self.clock.monotonic()
-        if wanted >= service.replicas:
-            self._low_since.pop(service.id, None)
-        if wanted > service.replicas or (wanted < service.replicas and now - self._low_since.setdefault(
-                service.id, now) >= service.spec.get("scale_down_delay_s", 60)):
-            self._low_since.pop(service.id, None)
-            self._event(service, "autoscaled", f"service {service.name} scaled from {service.replicas} to "
-                                                    f"{wanted} replicas: {load:.1f} requests in flight, target "
-                                                    f"{target:g} per replica", {"from": service.replicas, "to": wanted})
-            return self.repository.update_service(service.id, replicas=wanted)
-        return service
-
-    def _keep(self, service: ServiceRow, replicas: list[WorkloadRow], wanted: int, revision: int, spec: dict,
-              now: float) -> None:
-        replicas = sorted(replicas, key=lambda r: r.spec.get("replica", 0))
-        self._end(replicas[wanted:], f"service scaled to {wanted} replicas of revision {revision}", now)
-        taken = {replica.spec.get("replica") for replica in replicas[:wanted]}
-        for index in itertools.islice((i for i in itertools.count() if i not in taken), max(0, wanted - len(replicas))):
-            self._add_replica(service, index, revision, spec)
-
-    def _end(self, replicas: list[WorkloadRow], why: str, now: float) -> None:
-        for replica in replicas:
-            self.workloads.end(replica, why, now)
-
-    def _judge(self, service: ServiceRow, replicas: list[WorkloadRow]) -> ServiceRow:
-        """A canary ready for its whole window, with enough requests, is promoted or rolled back."""
-        rollout = service.rollout
-        ready = [r.id for r in replicas if r.spec.get("revision") == rollout["revision"] and r.id in self.ready]
-        if rollout["ready_at"] is None:
-            if not ready:
-                return service
-            rollout = {**rollout, "ready_at": self.clock.wall()}
-            self._canary_since[service.id] = self.clock.monotonic()
-            return self.repository.update_service(service.id, rollout=rollout)
-        since = self._canary_since.setdefault(service.id, self.clock.monotonic())
-        if self.clock.monotonic() - since < rollout["window_s"]:
-            return service
-        canary = self.figures(service.id, rollout["revision"], since=since)
-        stable = self.figures(service.id, service.revision, since=since)
-        if canary["requests"] < rollout["min_requests"]:
-            return service  # not enough traffic to judge yet: the canary goes on
-        template = self.catalog.template(service.template)
-        decided = verdict(canary, stable, template.targets if template else [])
-        figures = {"canary": canary, "stable": stable, "violations": decided.violations}
-        outcome = "promoted" if decided.promote else "rolled-back"
-        history = [*service.revisions, {**_entry(rollout), "outcome": outcome, "at": self.clock.wall(), **figures}]
-        self._canary_since.pop(service.id, None)
-        if decided.promote:
-            self._event(service, "canary-promoted", f"revision {rollout['revision']} of service {service.name} "
-                                                         f"promoted: {decided.reason}", figures)
-            return self.repository.update_service(service.id, spec=rollout["spec"], revision=rollout["revision"],
-                                                  rollout=None, revisions=history)
-        self._event(service, "canary-rolled-back", f"revision {rollout['revision']} of service {service.name} "
-                                                        f"rolled back: {decided.reason}", figures)
-        return self.repository.update_service(service.id, rollout=None, revisions=history)
-
-    def _event(self, service: ServiceRow, kind: str, reason: str, data: dict[str, Any]) -> None:
-        self.repository.append_event(type=kind, reason=reason, data={
-            "service": service.name, "tenant": service.tenant, "service_id": service.id, **data})
-        log.info("jupyter-hetero: tenant=%s %s", service.tenant, reason)
-
     def _rollout_json(self, row: ServiceRow, owner: bool) -> dict[str, Any] | None:
         if row.rollout is None:
             return None
         since = self._canary_since.get(row.id)
-        entry = _entry(row.rollout)
+        entry = history_entry(row.rollout)
         return {**{key: value for key, value in row.rollout.items() if key != "spec"}, **entry,
                 "spec": _spec_as_seen(entry["spec"], owner),
                 "canary": self.figures(row.id, row.rollout["revision"], since=since),
                 "stable": self.figures(row.id, row.revision, since=since)}
-
-    def _add_replica(self, service: ServiceRow, index: int, revision: int, spec: dict[str, Any]) -> None:
-        checked = self.workloads.enqueuer.checked_before(
-            WorkloadKind.SERVICE, service.template, _one_replica(spec.get("parameters")), service.queue,
-            user=service.user, tenant=service.tenant)
-        if checked is None:  # the catalog lost the template: nothing can be placed
-            log.warning("jupyter-hetero: service %s: template %s is gone", service.name, service.template)
-            return
-        self.workloads.enqueuer.enqueue(
-            checked, name=f"{service.name} replica {index} (revision {revision})",
-            spec={**({"payload": "command", "command": spec["command"]} if spec.get("command")
-                     else {"payload": "code", "code": spec["code"]}), "env": spec.get("env") or {},
-                  "service": service.name, "service_id": service.id, "revision": revision, "replica": index,
-                  "readiness_path": spec["readiness_path"]},
-            reason=f"replica {index} of service {service.name}, revision {revision}",
-            data={"service": service.name, "tenant": service.tenant, "revision": revision})
-
-    def _live_replicas(self, services: list[ServiceRow] | None = None) -> dict[int, list[WorkloadRow]]:
-        """Every service's replicas not ended yet, by service id: one query for them all."""
-        live: dict[int, list[WorkloadRow]] = {}
-        for replica in self.repository.workloads(kind=WorkloadKind.SERVICE.value, states=LIVE_STATES):
-            live.setdefault(self._service_of(replica, services), []).append(replica)
-        return live
-
-    def _service_of(self, replica: WorkloadRow, services: list[ServiceRow] | None) -> int | None:
-        """A replica's service id; one started before schema 9 names only its service, the first of that name."""
-        if "service_id" in replica.spec:
-            return replica.spec["service_id"]
-        if services is not None:
-            return min((s.id for s in services if s.name == replica.spec.get("service")), default=None)
-        return self.repository.first_service_id(replica.spec.get("service"))
 
     # -- readiness and traffic ---------------------------------------------------------------
 
@@ -527,17 +391,6 @@ def _env_as_seen(env: dict[str, str] | None, owner: bool) -> dict[str, str | Non
 
 def _spec_as_seen(spec: dict[str, Any], owner: bool) -> dict[str, Any]:
     return spec if owner or not spec.get("env") else {**spec, "env": _env_as_seen(spec["env"], owner)}
-
-
-def _entry(rollout: dict[str, Any]) -> dict[str, Any]:
-    """A rollout as its revision's history entry."""
-    return {"revision": rollout["revision"], "spec": rollout["spec"], "by": rollout.get("by"),
-            "started_at": rollout.get("started_at"), "ready_at": rollout.get("ready_at")}
-
-
-def _one_replica(parameters: dict[str, Any] | None) -> dict[str, Any]:
-    # Each replica is one workload of one process: the template's gang `replicas` parameter is the service's count.
-    return {name: value for name, value in (parameters or {}).items() if name != "replicas"}
 
 
 def _replica_json(row: WorkloadRow) -> dict[str, Any]:
