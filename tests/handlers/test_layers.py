@@ -289,3 +289,98 @@ def test_nothing_below_the_handlers_uses_tornado_web(path):
         path.read_text(encoding="utf-8"), module_parts(path), path.name == "__init__.py", type_checking=True)
         if module == "tornado.web" or (module == "tornado" and "web" in names)]
     assert not reached, f"{path.relative_to(PACKAGE)} uses tornado.web ({', '.join(reached)}): raise an errors.py error"
+
+
+# --- services/ by world (issue 35): which world of services/ may import which -----------------------------------
+
+# Beside platform.py (the wiring, which only app, startup and the handlers import), the modules every world shares.
+SHARED = {"access", "identity", "clock", "request_limits"}
+# Each world of services/ and the worlds it may import, beside the shared modules and the layers below services.
+WORLDS: dict[str, set[str]] = {
+    # submission, the one enqueue, a request resolved from its template, a job's files, environment and credential
+    "workloads": set(),
+    # the tick and the launch: the launch starts a job from its files and environment, the preview resolves a
+    # submission as the workloads world would
+    "scheduling": {"workloads"},
+    # kernels and hub users' servers are workloads the scheduler places and the provisioner or the hub launches
+    "kernels": {"workloads", "scheduling"},
+    # a service's replicas are workloads the scheduler places
+    "serving": {"workloads", "scheduling"},
+    # the views over everything: onboarding, metrics, alerts, usage, the report, capacity, the audit log
+    "governance": {"workloads", "scheduling", "kernels", "serving"},
+}
+
+
+def place_in_services(module: str) -> str | None:
+    """Where a module of services/ is: its world, a shared module, or platform; None outside services/."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["jupyter_hetero", "services"] and len(parts) > 2 else None
+
+
+def services_imports() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) place in services/ -> where: every import between two places of services/."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((PACKAGE / "services").rglob("*.py")):
+        parts = module_parts(path)
+        source = place_in_services(".".join(parts))
+        if source is None:  # services/__init__.py
+            continue
+        for line, module, names in runtime_imports(path.read_text(encoding="utf-8"), parts,
+                                                   path.name == "__init__.py"):
+            # `from . import loop` in a world names the module in the alias
+            targets = [f"{module}.{name}" for name in names] if module == "jupyter_hetero.services" else [module]
+            for target in targets:
+                place = place_in_services(target)
+                if place is not None and place != source:
+                    edges.setdefault((source, place), []).append(f"{path.relative_to(PACKAGE)}:{line}")
+    return edges
+
+
+def may_import(importer: str, imported: str) -> bool:
+    """Whether one place of services/ may import another: a world its own and lower worlds, every place the
+    shared modules, the shared modules only each other, and nothing the wiring, which imports every world."""
+    if importer == "platform":
+        return True
+    if imported == "platform":
+        return False
+    if imported in SHARED:
+        return True
+    return importer in WORLDS and imported in WORLDS[importer]
+
+
+def test_every_module_of_services_is_in_a_world_or_shared():
+    places = {path.stem if path.parent == PACKAGE / "services" else path.relative_to(PACKAGE / "services").parts[0]
+              for path in (PACKAGE / "services").rglob("*.py")} - {"__init__"}
+    assert places <= set(WORLDS) | SHARED | {"platform"}, "give the new module its world (or share it) here"
+
+
+def test_each_world_of_services_imports_only_what_it_needs():
+    broken = {edge: where for edge, where in services_imports().items() if not may_import(*edge)}
+    assert not broken, "imports between the worlds of services/ the rules forbid: " + "; ".join(
+        f"{importer} -> {imported} at {', '.join(where)}" for (importer, imported), where in sorted(broken.items()))
+
+
+def test_no_import_cycle_between_the_worlds_of_services():
+    assert not cycles(set(services_imports())), "worlds of services/ import each other"
+
+
+def test_services_import_no_handler():
+    edges = folder_imports()
+    assert ("services", "handlers") not in edges, edges.get(("services", "handlers"))
+
+
+@pytest.mark.parametrize(("edge", "allowed"), [
+    pytest.param(("kernels", "scheduling"), True, id="a kernel waits on the scheduler's placement"),
+    pytest.param(("scheduling", "workloads"), True, id="the launch reads a job's files and environment"),
+    pytest.param(("governance", "serving"), True, id="governance reads every world"),
+    pytest.param(("kernels", "identity"), True, id="every world asks who is asking"),
+    pytest.param(("workloads", "scheduling"), False, id="a submission is stored, never scheduled, by its world"),
+    pytest.param(("scheduling", "kernels"), False, id="the tick knows no kernel service"),
+    pytest.param(("serving", "kernels"), False, id="services and kernels are apart"),
+    pytest.param(("kernels", "governance"), False, id="nothing below governance reads it"),
+    pytest.param(("governance", "platform"), False, id="nothing in services imports the wiring"),
+    pytest.param(("identity", "workloads"), False, id="the shared modules import no world"),
+    pytest.param(("platform", "governance"), True, id="the wiring builds every world"),
+])
+def test_the_world_rules_allow_what_the_worlds_need(edge, allowed):
+    assert may_import(*edge) is allowed
