@@ -45,7 +45,7 @@ class ServerService(LaunchedService):
             data={"template": template.name, "parameters": body.parameters}))
 
     def report(self, identity: Identity, server: ServerActivity, now: Callable[[], float]) -> None:
-        """Take a user's server's word on its own activity, for the idle rules (see services/kernels/service.py)."""
+        """Take a user's server's word on its own activity, for the idle rules (see services/kernels/culling.py)."""
         row = self.repository.workload(server.workload_id)
         if row is not None and row.user == identity.user and self.launches(row) and row.state == "running":
             self.reported[row.id] = ReportedKernel("idle", server.last_activity, now())
