@@ -1,1 +1,2 @@
-"""The scheduling world: the tick and its loop, the engine process and its mirror, the scheduler's local copies, the preview, queue status and the inventory."""
+"""The scheduling world: the tick and its loop, the launch and the monitor of running attempts, the engine process
+and its mirror, the scheduler's local copies (reflector.py), the preview, queue status and the inventory."""
