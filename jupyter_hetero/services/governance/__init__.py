@@ -1,1 +1,2 @@
-"""Governance: onboarding, metrics, alerts, usage, the report, capacity advice, the audit log and the catalog's read views."""
+"""Governance: onboarding, metrics, alerts, usage, the report, capacity advice, the audit log and the catalog's
+read views."""
