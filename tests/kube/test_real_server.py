@@ -99,7 +99,11 @@ def assert_bound_by_kube_scheduler(cluster, pod: str, node: str) -> None:
 
 
 async def test_a_job_is_bound_by_kube_scheduler_to_the_node_the_engine_chose_and_ends_with_its_exit_code(
-        real_cluster, api, wait_for):
+        real_cluster, api, wait_for, jp_serverapp):
+    # A kubelet's node carries the not-ready taint until the node lifecycle controller has seen it Ready; the
+    # inventory follows the nodes once the scheduling loop runs (tests start it lazily, at the first submission).
+    jp_serverapp.web_app.settings["hetero_platform"].loop.start()
+    await until_async(node_in(api, KUBELET_NODE, "admitted"), f"{KUBELET_NODE} to be admitted", timeout=60)
     nodes = {node["name"]: node for node in await api("nodes")}
     # kwok's CPU-only node is in the inventory too: the engine had a CPU node whose pods would never run to pass by.
     assert (nodes[KUBELET_NODE]["flavor"], nodes[KUBELET_NODE]["state"]) == (KUBELET_FLAVOR, "admitted")
