@@ -39,6 +39,7 @@ from jupyter_server.auth.identity import (
 from traitlets import Dict
 
 from .credential_format import CREDENTIAL_PREFIX
+from .member_routes import refuse_unlisted_route
 
 __all__ = [
     "CredentialAuthorizer",
@@ -87,8 +88,6 @@ class TeamIdentityProvider(IdentityProvider):
         user = await super().get_user(handler)
         if isinstance(user, TeamUser):
             # Every handler asks who is calling, only some ask the authorizer: a member's route is checked here.
-            from .authorizer import refuse_unlisted_route  # it builds on this module
-
             await refuse_unlisted_route(handler, user)
         return user
 

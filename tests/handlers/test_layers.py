@@ -47,11 +47,6 @@ def test_no_handler_imports_the_engine_or_the_store(path):
 # -- the whole package: no cycle between its folders, no private name across modules ----------
 
 PACKAGE = Path(jupyter_hetero.__file__).parent
-# Cycles still to be removed, each as the import that closes it: (importer, imported) folder.
-KNOWN_CYCLE_EDGES = {
-    # issue 35: auth.py <-> authorizer.py (auth.py imports refuse_unlisted_route in get_user), for auth.py's owner
-    ("auth", "authorizer"),
-}
 
 
 def module_parts(path: Path) -> list[str]:
@@ -101,23 +96,30 @@ def package_files() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-def folder_imports() -> dict[tuple[str, str], list[str]]:
-    """(importer, imported) folder -> where: every import between two folders of the package."""
+def import_edges(files, place, package: str) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) place -> where: every import between two places of ``files``, ``place`` giving a
+    module's place (None: outside, or no place); ``package``: whose ``from <package> import x`` names a module."""
     edges: dict[tuple[str, str], list[str]] = {}
-    for path in package_files():
+    for path in files:
         parts = module_parts(path)
-        source = folder_of(".".join(parts))
-        if source is None:  # the package's own __init__: it lists entry points, it is no folder
+        source = place(".".join(parts))
+        if source is None:
             continue
         for line, module, names in runtime_imports(path.read_text(encoding="utf-8"), parts,
                                                    path.name == "__init__.py"):
-            # `from .. import store` names the folder in the alias
-            targets = [f"{module}.{name}" for name in names] if module == "jupyter_hetero" else [module]
+            # `from .. import store` names the module in the alias
+            targets = [f"{module}.{name}" for name in names] if module == package else [module]
             for target in targets:
-                folder = folder_of(target)
-                if folder is not None and folder != source:
-                    edges.setdefault((source, folder), []).append(f"{path.relative_to(PACKAGE)}:{line}")
+                imported = place(target)
+                if imported is not None and imported != source:
+                    edges.setdefault((source, imported), []).append(f"{path.relative_to(PACKAGE)}:{line}")
     return edges
+
+
+def folder_imports() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) folder -> where: every import between two folders of the package (its own __init__,
+    which lists entry points, is no folder)."""
+    return import_edges(package_files(), folder_of, "jupyter_hetero")
 
 
 def cycles(edges) -> list[list[str]]:
@@ -181,16 +183,10 @@ def test_cycles_finds_folders_that_reach_each_other(edges, expected):
 
 def test_no_import_cycle_between_the_packages_folders():
     edges = folder_imports()
-    found = cycles(set(edges) - KNOWN_CYCLE_EDGES)
+    found = cycles(set(edges))
     where = {cycle: [f"{a} -> {b}: {', '.join(edges[a, b])}" for a, b in sorted(edges) if a in cycle and b in cycle]
              for cycle in map(tuple, found)}
     assert not found, f"folders import each other: {where}"
-
-
-def test_the_known_cycles_are_still_there():
-    # Once one is gone, its entry above goes too, so that it cannot come back unnoticed.
-    edges = folder_imports()
-    assert KNOWN_CYCLE_EDGES <= set(edges), f"no longer imported: {sorted(KNOWN_CYCLE_EDGES - set(edges))}"
 
 
 def test_no_private_name_is_imported_from_another_module():
@@ -221,9 +217,10 @@ ALLOWED: dict[str, set[str]] = {
     "backends": {"engine", "catalog"},
     "export": {"backends", "catalog", "engine"},
     "sim": {"engine", "catalog", "backends", "engine_inputs"},
-    # who is asking (Jupyter's identity providers and authorizer)
-    "auth": {"authorizer"},
-    "authorizer": {"auth"},
+    # who is asking (Jupyter's identity providers and authorizer) and which of the server's routes a member reaches
+    "member_routes": set(),
+    "auth": {"member_routes"},
+    "authorizer": {"auth", "member_routes"},
     # the shell around the core: one place that stores, schedules and launches
     "services": {"engine", "catalog", "store", "models", "api", "engine_inputs", "backends", "export", "sim",
                  "auth"},
@@ -319,21 +316,7 @@ def place_in_services(module: str) -> str | None:
 
 def services_imports() -> dict[tuple[str, str], list[str]]:
     """(importer, imported) place in services/ -> where: every import between two places of services/."""
-    edges: dict[tuple[str, str], list[str]] = {}
-    for path in sorted((PACKAGE / "services").rglob("*.py")):
-        parts = module_parts(path)
-        source = place_in_services(".".join(parts))
-        if source is None:  # services/__init__.py
-            continue
-        for line, module, names in runtime_imports(path.read_text(encoding="utf-8"), parts,
-                                                   path.name == "__init__.py"):
-            # `from . import loop` in a world names the module in the alias
-            targets = [f"{module}.{name}" for name in names] if module == "jupyter_hetero.services" else [module]
-            for target in targets:
-                place = place_in_services(target)
-                if place is not None and place != source:
-                    edges.setdefault((source, place), []).append(f"{path.relative_to(PACKAGE)}:{line}")
-    return edges
+    return import_edges(sorted((PACKAGE / "services").rglob("*.py")), place_in_services, "jupyter_hetero.services")
 
 
 def may_import(importer: str, imported: str) -> bool:
