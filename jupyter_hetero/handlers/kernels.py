@@ -82,7 +82,7 @@ class KernelPlacementsHandler(HeteroHandler):
     async def post(self) -> None:
         self.platform.access.require_person(self.identity, "kernel.request", "kernels/placements")
         body = self.body(RequestKernelPlacement)
-        requested = await self.off_loop(partial(self.platform.user_kernels.request, self.identity, body))
+        requested = await self.off_loop(partial(self.platform.hub_kernels.request, self.identity, body))
         self.platform.loop.wake()
         self.reply(requested, status=201)
 
@@ -97,7 +97,7 @@ class ActivityHandler(HeteroHandler):
         body = self.body(ActivityReport)
         if body.server is not None:
             platform.servers.report(identity, body.server, now)
-        self.reply(platform.user_kernels.report(identity, body.kernels, now))
+        self.reply(platform.hub_kernels.report(identity, body.kernels, now))
 
 
 class KernelPlacementHandler(HeteroHandler):
@@ -105,7 +105,7 @@ class KernelPlacementHandler(HeteroHandler):
     @authorized
     async def delete(self, workload_id: str) -> None:
         failed = self.query(ReleaseQuery).failed
-        kernels, identity = self.platform.user_kernels, self.identity
+        kernels, identity = self.platform.hub_kernels, self.identity
         await kernels.end_pod(identity, parse_workload_id(workload_id))
         self.reply(kernels.release(identity, parse_workload_id(workload_id), failed))
 
@@ -114,7 +114,7 @@ class KernelPodHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def delete(self, workload_id: str) -> None:
-        await self.platform.user_kernels.end_pod(self.identity, parse_workload_id(workload_id))
+        await self.platform.hub_kernels.end_pod(self.identity, parse_workload_id(workload_id))
         self.set_status(204)
         self.finish()
 
@@ -125,7 +125,7 @@ class KernelStartedHandler(HeteroHandler):
     async def post(self, workload_id: str) -> None:
         self.platform.access.require_person(self.identity, "kernel.start", f"workload/{workload_id}")
         body = self.body(Launched)
-        self.reply(await self.platform.user_kernels.launch(self.identity, parse_workload_id(workload_id), body))
+        self.reply(await self.platform.hub_kernels.launch(self.identity, parse_workload_id(workload_id), body))
 
 
 async def start_kernel(handler: ApiHandler, body: StartKernel, kernel_id: str | None = None, **who: Any) -> str | None:

@@ -1,4 +1,4 @@
-"""The kernels of a hub user's server, placed by the hub's hetero service (see services/kernels/user_kernels.py).
+"""The kernels of a hub user's server, placed by the hub's hetero service (see services/kernels/hub_kernels.py).
 
 In ``hub-user`` mode the server has no scheduler: the hetero provisioner asks this instead, with the same
 calls. A kernel's workload is asked for, as the server's user, with ``POST /kernels/placements``; once

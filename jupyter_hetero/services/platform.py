@@ -34,7 +34,7 @@ from .governance.usage import UsageService
 from .identity import Identity, resolve_identity
 from .kernels.servers import ServerService
 from .kernels.service import KernelService
-from .kernels.user_kernels import UserKernelService
+from .kernels.hub_kernels import HubKernelService
 from .scheduling.engine_process import EngineProcess
 from .scheduling.inventory import Inventory
 from .scheduling.loop import SchedulerLoop
@@ -143,7 +143,7 @@ class Platform:
         # A server gets its credential from the hub; a kernel in a user's server, one for this server's API.
         self.servers = ServerService(environment_of=self.scheduler.placed_environment,
                                      reported=self.kernels.reported, **launched)
-        self.user_kernels = UserKernelService(kernels=self.kernels, environment_of=self._user_kernel_environment,
+        self.hub_kernels = HubKernelService(kernels=self.kernels, environment_of=self._hub_kernel_environment,
                                               **launched)
         self.usage = UsageService(self.catalog, self.repository, self.clock)
         self.capacity = CapacityService(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
@@ -226,7 +226,7 @@ class Platform:
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
         return self.credentials.environment(row.id, env)
 
-    def _user_kernel_environment(self, row) -> dict[str, str]:
+    def _hub_kernel_environment(self, row) -> dict[str, str]:
         # The user's server adds its own base environment; this one's (paths, home) means nothing there.
         return self.credentials.environment(row.id, self.scheduler.placed_environment(row), inherit=False)
 

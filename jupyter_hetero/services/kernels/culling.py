@@ -6,7 +6,7 @@ which culls them by their template's idle timeout (the server's ``cull_idle_time
 template has none), with a warning first and a reason on the workload, and by device utilisation.
 Dead hetero kernels are still reaped by jupyter_server's culler: that is cleanup, not an idle rule.
 
-A kernel in a hub user's server (see user_kernels.py) reports its activity every few seconds and the
+A kernel in a hub user's server (see hub_kernels.py) reports its activity every few seconds and the
 same rules decide here; a stop goes back to it in the answer to its next report, and one it stops
 reporting is released after a grace period. An idle hub user's server is stopped through the hub.
 """

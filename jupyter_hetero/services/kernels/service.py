@@ -11,7 +11,7 @@ culling plain kernels by its own settings; it leaves hetero kernels to :meth:`Ke
 and by device utilisation. Dead hetero kernels are still reaped by jupyter_server's culler: that is
 cleanup, not an idle rule.
 
-A kernel in a hub user's server (see user_kernels.py) is placed here and run there: that server reports
+A kernel in a hub user's server (see hub_kernels.py) is placed here and run there: that server reports
 its kernels' activity every few seconds, the same rules decide here, and a stop goes back to it in the
 answer to its next report. One it stops reporting (the server ended or cannot reach the service) is
 released after a grace period. The same server reports its own activity: a hub user's server (a

@@ -32,10 +32,10 @@ from ..workloads.service import workload_json
 from .culling import ReportedKernel, in_user_server
 from .service import KernelService
 
-__all__ = ["UserKernelService"]
+__all__ = ["HubKernelService"]
 
 
-class UserKernelService(LaunchedService):
+class HubKernelService(LaunchedService):
     """Place, start, follow and release the kernels of hub users' servers, each as its user."""
 
     kind = WorkloadKind.KERNEL
