@@ -24,7 +24,7 @@ from .access import Access
 from .clock import Clock
 from .governance.alerts import AlertService
 from .governance.audit import AuditService
-from .governance.capacity import CapacityService
+from .governance.capacity_advice import CapacityService
 from .governance.catalog import CatalogService
 from .governance.metrics import PlatformMetrics
 from .governance.onboarding import OnboardingService

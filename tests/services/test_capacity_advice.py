@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jupyter_hetero.engine import Engine, QueuePolicy, Request, Res, TenantQuota
-from jupyter_hetero.services.governance.capacity import CapacityAdvisor, Recorded
+from jupyter_hetero.services.governance.capacity_advice import CapacityAdvisor, Recorded
 
 from ..builders import node
 
