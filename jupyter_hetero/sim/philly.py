@@ -29,7 +29,7 @@ from ..catalog import DEFAULT_CATALOG_PATH, load_catalog
 from ..engine import Device, Engine, NodeState, QueuePolicy, Request, Res, TenantQuota
 from ..engine_inputs import queue_policies
 from .baselines import FifoScheduler, QuotaFifoScheduler
-from .metrics import summarize, tenant_ratio
+from .replay_metrics import summarize, tenant_ratio
 from .replay import SimJob, replay
 
 __all__ = [

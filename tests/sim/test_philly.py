@@ -11,7 +11,7 @@ import pytest
 
 from jupyter_hetero.engine import Engine
 from jupyter_hetero.sim.baselines import FifoScheduler, QuotaFifoScheduler
-from jupyter_hetero.sim.metrics import summarize, tenant_ratio
+from jupyter_hetero.sim.replay_metrics import summarize, tenant_ratio
 from jupyter_hetero.sim.philly import (
     BLIND_ORDER,
     FLAVORS,
