@@ -37,7 +37,7 @@ def _print_table(out: dict) -> None:
 
 
 def _topology(args: argparse.Namespace) -> int:
-    from .topology import philly_samples, run_topology  # noqa: PLC0415  (keeps `--help` fast)
+    from .topology_study import philly_samples, run_topology  # noqa: PLC0415  (keeps `--help` fast)
 
     try:
         samples = philly_samples(args.trace)

@@ -8,7 +8,7 @@ import pytest
 from jupyter_hetero.capability import NodeCapability
 from jupyter_hetero.engine.topology import domain_of
 from jupyter_hetero.engine_inputs import NodeView, node_state
-from jupyter_hetero.sim.topology import PRESETS, build_nodes, run_topology
+from jupyter_hetero.sim.topology_study import PRESETS, build_nodes, run_topology
 
 
 @pytest.mark.parametrize(
