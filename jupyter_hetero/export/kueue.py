@@ -35,7 +35,7 @@ import re
 
 from ..backends.kubernetes.accelerators import DEVICE_RESOURCES
 from ..backends.kubernetes.config import DEFAULT_TOLERATIONS
-from ..backends.kubernetes.identity import MANAGED_BY
+from ..backends.kubernetes.pod_identity import MANAGED_BY
 from ..backends.kubernetes.kueue_names import DEFAULT_PREFIX, dns_name
 from ..catalog import Catalog, Flavor, Queue, Resources, Tenant
 

@@ -17,7 +17,7 @@ from typing import Any
 from kubespawner import KubeSpawner
 from traitlets import Dict
 
-from ..backends.kubernetes.identity import server_labels
+from ..backends.kubernetes.pod_identity import server_labels
 from .placement import HeteroPlacement
 
 __all__ = ["HeteroKubeSpawner"]

@@ -5,7 +5,7 @@
     accelerators.py  a node's device-plugin resources and vendor labels as one accelerator group
     nodes.py         a Node's labels, resources and taints as a capability record (and findings);
                      what a pod requests of its node
-    identity.py      pod names, labels and the workload annotation from a workload's identity
+    pod_identity.py  pod names, labels and the workload annotation from a workload's identity
     devices.py       placed devices as the device plugin's extended resources
     objects.py       pure builders of the pods, secrets and services the backend creates
     factory.py       PodFactory: one launch's objects from the configuration and the placement

@@ -35,7 +35,7 @@ from .config import KubernetesConfig
 from .endpoints import Endpoints
 from .errors import missing_permission
 from .factory import PodFactory
-from .identity import SERVICE_LABEL
+from .pod_identity import SERVICE_LABEL
 from .kernel_pods import KernelPods
 from .kueue_admission import KueueAdmission
 from .kueue_queues import KueueQueues

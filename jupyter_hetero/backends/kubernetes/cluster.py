@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import ApiForbidden
-from .identity import placed_server, server_labels
+from .pod_identity import placed_server, server_labels
 from .kueue_status import owner_pod_uid
 from .reflector import Backoff, Reflector, key_of, rv_order
 

@@ -8,7 +8,7 @@ from functools import partial
 from ..base import ProcessHandle
 from .api_calls import MANAGED_SELECTOR
 from .factory import PodFactory
-from .identity import SERVICE_LABEL, endpoint_service_name
+from .pod_identity import SERVICE_LABEL, endpoint_service_name
 from .pod_lifecycle import PodLifecycle
 
 __all__ = ["Endpoints"]

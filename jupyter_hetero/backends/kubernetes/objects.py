@@ -62,7 +62,7 @@ from kubernetes.client import (
 from ...capability import Accelerator
 from ..base import Serving
 from .devices import DEVICE_PINNING, device_resources
-from .identity import (
+from .pod_identity import (
     MANAGED_BY,
     WORKLOAD_ANNOTATION,
     PodIdentity,
