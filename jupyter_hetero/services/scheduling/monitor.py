@@ -23,7 +23,7 @@ from .attempts import RunningAttempt
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
 from .lifecycle import after_attempt, may_lose, may_requeue, may_stop, placement_problem
-from .reflector import WorkloadReflector
+from .workload_copies import WorkloadCopies
 
 __all__ = ["RUN_BY_BACKEND", "AttemptMonitor"]
 
@@ -43,7 +43,7 @@ class AttemptMonitor:
 
     def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
                  times: SteadyTime, wall: Callable[[], float], paths: Callable[[int], JobPaths],
-                 running: dict[int, RunningAttempt], workloads: WorkloadReflector,
+                 running: dict[int, RunningAttempt], workloads: WorkloadCopies,
                  inadmissible: InadmissibleWorkloads, on_kernel_lost: Callable[[int, str], None]):
         self.catalog = catalog
         self.repository = repository
@@ -166,7 +166,7 @@ class AttemptMonitor:
             self.lose([(row.id, problem) for row in self.repository.workloads(states=ACTIVE_STATES)
                        if row.placement and (problem := placement_problem(row.placement, self.inventory))], now)
         if self.times.remembered > self._times_limit:
-            # The live workloads are the scheduled ones, which the reflector holds, and the inadmissible
+            # The live workloads are the scheduled ones, which the workload copies hold, and the inadmissible
             # ones: reading them all from the store again took the tick thread half a second at 10,000.
             live = {row.id for row, _workload in self._workloads.entries()} | self.inadmissible.known()
             self.times.retain(live)

@@ -40,7 +40,7 @@ from .launch import Launcher
 from .lifecycle import may_stop
 from .monitor import RUN_BY_BACKEND, AttemptMonitor
 from .queue_status import WAIT_WINDOW_S, QueueStatus
-from .reflector import NodeStates, WorkloadReflector
+from .workload_copies import NodeStates, WorkloadCopies
 from .ticks import TickLog, TickTiming
 
 __all__ = ["Scheduler"]
@@ -89,8 +89,8 @@ class Scheduler:
         self._queues = queue_policies(catalog)
         self._tenants = tenant_quotas(catalog)
         self.ticks = TickLog()
-        # What the engine sees, kept current at the cost of what changed (see reflector.py).
-        self._workloads = WorkloadReflector(repository, SCHEDULED_STATES, self._engine_workload,
+        # What the engine sees, kept current at the cost of what changed (see workload_copies.py).
+        self._workloads = WorkloadCopies(repository, SCHEDULED_STATES, self._engine_workload,
                                             track_changes=engine_process is not None)
         self._node_states = NodeStates(node_state)
         self._status: QueueStatus | None = None

@@ -1,7 +1,7 @@
 """The scheduler's local copies of what it schedules, kept in line with the store at the cost of
-what changed, not of the fleet: a reflector of workloads and a cache of node states.
+what changed, not of the fleet: the workloads' copies and a cache of node states.
 
-    workloads = WorkloadReflector(repository, ("queued", "preempted", *ACTIVE_STATES), convert)
+    workloads = WorkloadCopies(repository, ("queued", "preempted", *ACTIVE_STATES), convert)
     workloads.sync()               # lists once, then reads only the rows changed since the last sync
     for row, workload in workloads.entries(): ...
     replaced, changed, gone = workloads.take_changes()   # what changed since the last take (the engine process's delta)
@@ -21,13 +21,13 @@ from ...engine_inputs import NodeView
 from ...store import Repository
 from ...store.tables import WorkloadRow
 
-__all__ = ["NodeStates", "WorkloadReflector"]
+__all__ = ["NodeStates", "WorkloadCopies"]
 
 # Seconds between full relists of the workloads; the change feed carries everything in between.
 RELIST_S = 300.0
 
 
-class WorkloadReflector:
+class WorkloadCopies:
     """Stored workloads in ``states``, each with its engine form, refreshed from the change feed.
 
     ``convert`` turns a row into the engine's :class:`Workload`; it must depend on the row (and
