@@ -30,9 +30,9 @@ from .engine import Engine, Policy
 from .handlers import default_handlers, endpoint_handlers, service_handlers
 from .handlers.forward import find_service_url, forward_handlers
 from .handlers.hub_kernels import hub_kernel_handlers
-from .services.clock import Clock
-from .services.request_limits import BodyLimits, SubmissionRate
-from .services.workloads.credentials import DEFAULT_PASSTHROUGH
+from .platform.clock import Clock
+from .platform.request_limits import BodyLimits, SubmissionRate
+from .platform.workloads.credentials import DEFAULT_PASSTHROUGH
 from .startup import build_platform, forget_failed_starts, forward_to_service
 from .store import default_db_url
 from .store.audit_seal import default_anchor_file, default_key_file

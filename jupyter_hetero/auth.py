@@ -14,7 +14,7 @@ JupyterLab pages served to them do not carry the server's own token (JupyterLab 
 send it with every request, making everyone the owner); they authenticate with the cookie instead.
 A member reaches the routes ``authorizer.MEMBER_ROUTES`` lists and no other (a 403 with the reason).
 
-Kernels and jobs hold a workload credential (``services/workloads/credentials.py``), never the server's
+Kernels and jobs hold a workload credential (``platform/workloads/credentials.py``), never the server's
 token. Only the hetero API's handlers know credentials: they see the server's identity provider
 and authorizer through :class:`CredentialIdentityProvider` and :class:`CredentialAuthorizer`, which
 turn a credential into a :class:`WorkloadUser` and let it reach the ``hetero`` resource alone.

@@ -1,4 +1,4 @@
-"""The workload credential's format, shared by who issues it (``services/workloads/credentials.py``) and who reads it
+"""The workload credential's format, shared by who issues it (``platform/workloads/credentials.py``) and who reads it
 off a request (``auth.py``), so that neither imports the other.
 
     token = format_credential(7, secret)        # 'hetero_wc_7_<secret>'

@@ -35,9 +35,9 @@ from .engine_inputs import engine_request
 from .errors import HeteroError
 from .handlers.forward import HubService
 from .kernel.hub_kernels import HubKernels
-from .services.kernels.hub_api import HubApi
-from .services.platform import Platform, PlatformSettings
-from .services.scheduling.inventory import Inventory
+from .platform.kernels.hub_api import HubApi
+from .platform.wiring import Platform, PlatformSettings
+from .platform.scheduling.inventory import Inventory
 from .store import Repository
 from .store.audit_seal import AuditSeal, load_key
 

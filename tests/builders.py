@@ -31,7 +31,7 @@ from jupyter_hetero.engine import (
     Workload,
     WorkloadKind,
 )
-from jupyter_hetero.services.workloads.resolve import resolve
+from jupyter_hetero.platform.workloads.resolve import resolve
 from jupyter_hetero.store.tables import WorkloadRow
 
 GIB = 1024

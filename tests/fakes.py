@@ -34,7 +34,7 @@ from jupyter_hetero.backends.local import load_emulated_nodes
 from jupyter_hetero.backends.local.processes import LocalBackend
 from jupyter_hetero.capability import NodeCapability
 from jupyter_hetero.engine import Decisions, Engine, Snapshot
-from jupyter_hetero.services.clock import Clock
+from jupyter_hetero.platform.clock import Clock
 from jupyter_hetero.store import Repository
 
 __all__ = ["CutOffGang", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",

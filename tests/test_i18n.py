@@ -15,7 +15,7 @@ from jupyter_hetero.engine.decisions import Lost
 from jupyter_hetero.engine.explain import render
 from jupyter_hetero.errors import Forbidden
 from jupyter_hetero.i18n import LOCALE_DIR, N_, Message, locale_of, translate
-from jupyter_hetero.services.identity import resolve_identity
+from jupyter_hetero.platform.identity import resolve_identity
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = LOCALE_DIR / "zh_CN" / "LC_MESSAGES" / "jupyter_hetero.po"

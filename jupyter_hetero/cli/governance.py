@@ -143,7 +143,7 @@ def _figure(value: float) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..services.governance.audit import verdict_json
+    from ..platform.governance.audit import verdict_json
     from ..store import Repository, default_db_url
     from ..store.audit_seal import AuditSeal, default_anchor_file, default_key_file, load_key
 

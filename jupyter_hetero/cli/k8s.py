@@ -20,7 +20,7 @@ from ..backends.kubernetes.factory import KERNEL_PORTS, PodFactory
 from ..catalog import Catalog, CatalogError, load_catalog
 from ..catalog.synthetic import synthetic_node
 from ..export.kueue import pod_admission
-from ..services.workloads.resolve import resolve
+from ..platform.workloads.resolve import resolve
 
 __all__ = ["add_k8s_parser", "render"]
 

@@ -1,6 +1,6 @@
 """The engine's view of the world: plain, slotted dataclasses built once per cycle.
 
-Nothing here does I/O. Services translate catalog and store rows into these types; the engine
+Nothing here does I/O. The platform translates catalog and store rows into these types; the engine
 never sees pydantic models or database rows, which keeps a cycle fast and replayable.
 """
 

@@ -3,7 +3,7 @@
 
     rule_groups(catalog)     # {"groups": [{"name": "jupyter-hetero", "rules": [{"alert": ..., "expr": ...}]}]}
 
-The server evaluates the same rules itself (``services/governance/alerting.py``) on the store's exact figures; here each
+The server evaluates the same rules itself (``platform/governance/alerting.py``) on the store's exact figures; here each
 rule becomes its nearest PromQL over scraped metrics: a queue's p95 wait over the last 15 minutes past its
 max wait, a node not up, a queue's failed share of attempts over the rule's window, a tenant's devices in use
 against its quota, a flavor's device-memory watermark against its devices' memory. Pure: no I/O.

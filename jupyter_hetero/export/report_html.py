@@ -1,7 +1,7 @@
 """The acceptance report as one self-contained HTML file: tables, and charts drawn as inline SVG (no script, no
 file or network fetch), in English or Simplified Chinese.
 
-    html = render_report(report, lang="zh")     # the dict ``ReportService.build`` answers
+    html = render_report(report, lang="zh")     # the dict ``Reports.build`` answers
 
 Pure: no I/O, no clock.
 """

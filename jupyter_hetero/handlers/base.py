@@ -20,10 +20,10 @@ from ..auth import CredentialAuthorizer, CredentialIdentityProvider
 from ..errors import HeteroError, InvalidRequest, NotFound, TooManyRequests
 from ..i18n import N_, Message, translate
 from ..models import MAX_STORED_INT
-from ..services.identity import Identity
-from ..services.platform import Platform
-from ..services.request_limits import BodyLimits, SubmissionRate
-from ..services.scheduling.engine_process import ENGINE_RESTARTING, EngineUnavailable
+from ..platform.identity import Identity
+from ..platform.wiring import Platform
+from ..platform.request_limits import BodyLimits, SubmissionRate
+from ..platform.scheduling.engine_process import ENGINE_RESTARTING, EngineUnavailable
 
 __all__ = ["API_PREFIX", "IDEMPOTENCY_KEY", "ApiHandler", "HeteroHandler", "Relay", "parse_workload_id"]
 

@@ -10,8 +10,8 @@ from ..errors import NotFound
 from ..i18n import N_, Message
 from ..kernel.hub_kernels import HubKernels
 from ..models import StartKernel
-from ..services.kernels.service import is_hetero
-from ..services.kernels.usage import kernel_usage
+from ..platform.kernels.service import is_hetero
+from ..platform.kernels.usage import kernel_usage
 from .base import API_PREFIX, ApiHandler
 from .kernels import start_kernel
 

@@ -15,7 +15,7 @@ from tornado import web
 from ..errors import Conflict, HeteroError, InvalidRequest
 from ..i18n import N_, Message
 from ..models import ActivityReport, Launched, ReleaseQuery, RequestKernelPlacement, StartKernel
-from ..services.kernels.service import KernelWaitTimeout
+from ..platform.kernels.service import KernelWaitTimeout
 from .base import API_PREFIX, ApiHandler, HeteroHandler, parse_workload_id
 
 # The kernelspec whose provisioner takes the template and parameters at launch.

@@ -22,7 +22,7 @@ from ..models import (
     PreviewWorkload,
     SubmitWorkload,
 )
-from ..services.scheduling.preview import preemption_preview, preview
+from ..platform.scheduling.preview import preemption_preview, preview
 from .base import API_PREFIX, HeteroHandler, parse_workload_id
 
 # How often a followed log is read again while its attempt runs.

@@ -22,7 +22,7 @@ from ..capability import AcceleratorFamily
 from ..catalog import Catalog, Flavor, Localized, ResourceRequest, Template, Tenant
 from ..catalog.synthetic import synthetic_node
 from ..errors import HeteroError
-from ..services.workloads.resolve import resolve
+from ..platform.workloads.resolve import resolve
 
 __all__ = ["LABEL_PREFIX", "UNAVAILABLE", "FlavorLive", "Live", "build_profiles", "flavor_affinity", "profile_parameters",
            "texts"]

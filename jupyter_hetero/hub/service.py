@@ -25,7 +25,7 @@ from traitlets.config import LoggingConfigurable
 
 from ..catalog import Catalog, Localized, load_catalog
 from ..errors import Forbidden
-from ..services.identity import resolve_identity
+from ..platform.identity import resolve_identity
 from .profiles import UNAVAILABLE, Live, build_profiles, profile_parameters
 
 __all__ = ["HeteroHub", "SpawnRefused", "options_form", "options_from_form", "pre_spawn_hook", "profile_list"]

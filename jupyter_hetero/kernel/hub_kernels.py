@@ -1,4 +1,4 @@
-"""The kernels of a hub user's server, placed by the hub's hetero service (see services/kernels/hub_kernels.py).
+"""The kernels of a hub user's server, placed by the hub's hetero service (see platform/kernels/hub_kernels.py).
 
 In ``hub-user`` mode the server has no scheduler: the hetero provisioner asks this instead, with the same
 calls. A kernel's workload is asked for, as the server's user, with ``POST /kernels/placements``; once
@@ -26,9 +26,9 @@ from urllib.parse import quote
 from tornado import httpclient
 
 from ..errors import Conflict, Forbidden, HeteroError, InvalidRequest, NotFound
-from ..services.workloads.credentials import inherited_environment
+from ..platform.workloads.credentials import inherited_environment
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES
-from ..services.kernels.service import KernelWaitTimeout, is_hetero, take_over_culling, use_kernels
+from ..platform.kernels.service import KernelWaitTimeout, is_hetero, take_over_culling, use_kernels
 
 __all__ = ["HubKernels", "RemotePod", "ServiceUnavailable"]
 
@@ -117,7 +117,7 @@ class HubKernels:
                                      f"{answer.get('message') or response.reason}")
         return answer
 
-    # -- the provisioner's side (the same calls as services/kernels/service.py's) ------------------------
+    # -- the provisioner's side (the same calls as platform/kernels/service.py's) ------------------------
 
     async def holds(self, workload_id: int) -> bool:
         try:

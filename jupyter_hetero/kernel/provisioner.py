@@ -13,7 +13,7 @@ On the Kubernetes backend the kernel runs in a pod on the placed node (backends/
 with the pod's life in place of a local process's, interrupts as messages, and a restart in a new pod.
 
 Whoever places the kernel answers the same calls (``current_kernels()``): this server's own scheduler
-(services/kernels/service.py), or in a hub user's server the hub's hetero service (hub_kernels.py).
+(platform/kernels/service.py), or in a hub user's server the hub's hetero service (hub_kernels.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from jupyter_client.localinterfaces import localhost
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Unicode
 
-from ..services.kernels.service import KernelWaitTimeout, current_kernels
+from ..platform.kernels.service import KernelWaitTimeout, current_kernels
 
 __all__ = ["HeteroProvisioner", "KernelWaitTimeout"]
 

@@ -79,15 +79,18 @@ EXPECTED_RUNNING = 136
 # Runs inside the checkout under test: its own store and resolver write the queued jobs, in one
 # transaction, exactly as its submissions would (a workload row and its `submitted` event). The checkout
 # may be an older one, so the script names the modules by the paths every checkout has, and the resolver
-# by its path before services/ was split by world where the current one is missing; nothing of them is
-# imported here.
+# by its older paths (before platform/ was named so, and before services/ was split by world) where the
+# current one is missing; nothing of them is imported here.
 _SEED = r"""
 import json, sys, time
 from jupyter_hetero.catalog import load_catalog
 try:
-    from jupyter_hetero.services.workloads.resolve import resolve
-except ImportError:  # a checkout from before services/ was split by world
-    from jupyter_hetero.services.resolve import resolve
+    from jupyter_hetero.platform.workloads.resolve import resolve
+except ImportError:  # a checkout from before platform/ was named so
+    try:
+        from jupyter_hetero.services.workloads.resolve import resolve
+    except ImportError:  # a checkout from before services/ was split by world
+        from jupyter_hetero.services.resolve import resolve
 from jupyter_hetero.store import Repository
 from jupyter_hetero.store.tables import EventRow, WorkloadRow
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
-from jupyter_hetero.services.workloads.environment import VISIBILITY
+from jupyter_hetero.platform.workloads.environment import VISIBILITY
 
 from ..fakes import recorded_library, recorded_tool
 from ..harness import ServerLayout, start_hetero_server, until

@@ -7,7 +7,7 @@ import pytest
 from jupyter_hetero.capability import NodeCapability
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 from jupyter_hetero.catalog.fit import fit_to_machine
-from jupyter_hetero.services.workloads.resolve import resolve
+from jupyter_hetero.platform.workloads.resolve import resolve
 
 LAPTOP = NodeCapability.model_validate({"name": "laptop", "cpu_milli": 2000, "memory_mib": 4096, "source": "local"})
 WORKSTATION = NodeCapability.model_validate({

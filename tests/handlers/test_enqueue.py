@@ -1,4 +1,4 @@
-"""One set of answers for putting a workload in its queue (services/workloads/enqueue.py), whatever its kind: a job, a
+"""One set of answers for putting a workload in its queue (platform/workloads/enqueue.py), whatever its kind: a job, a
 kernel of this server, a hub user's server, a kernel of such a server, a service's replicas. Each kind goes
 through its own route of a real server; the answers are the same."""
 

@@ -13,7 +13,7 @@ import yaml
 from tornado.httpclient import HTTPClientError
 
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
-from jupyter_hetero.services.kernels import usage as kernels_usage
+from jupyter_hetero.platform.kernels import usage as kernels_usage
 
 from ..conftest import REPO
 from ..harness import until_async

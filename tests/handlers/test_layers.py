@@ -1,4 +1,4 @@
-"""The handlers speak HTTP and call services; the engine and the store are reached only through those. Across the
+"""The handlers speak HTTP and call the platform; the engine and the store are reached only through those. Across the
 whole package, no two folders import each other (however indirectly), and no module imports another's private name."""
 
 from __future__ import annotations
@@ -162,17 +162,17 @@ def test_runtime_imports_resolves_relative_imports_and_skips_type_checking_ones(
     source = ("from typing import TYPE_CHECKING\nfrom ..engine import render\nfrom . import base\n"
               "if TYPE_CHECKING:\n    from ..app import HeteroApp\nelse:\n    import json\n"
               "def later():\n    from ..store import Repository\n")
-    imports = runtime_imports(source, ["jupyter_hetero", "services", "sample"])
+    imports = runtime_imports(source, ["jupyter_hetero", "platform", "sample"])
     assert [(module, names) for _line, module, names in imports] == [
-        ("typing", ["TYPE_CHECKING"]), ("jupyter_hetero.engine", ["render"]), ("jupyter_hetero.services", ["base"]),
+        ("typing", ["TYPE_CHECKING"]), ("jupyter_hetero.engine", ["render"]), ("jupyter_hetero.platform", ["base"]),
         ("json", []), ("jupyter_hetero.store", ["Repository"])]
-    with_types = runtime_imports(source, ["jupyter_hetero", "services", "sample"], type_checking=True)
+    with_types = runtime_imports(source, ["jupyter_hetero", "platform", "sample"], type_checking=True)
     assert ("jupyter_hetero.app", ["HeteroApp"]) in [(module, names) for _line, module, names in with_types]
 
 
 @pytest.mark.parametrize(("edges", "expected"), [
-    pytest.param({("sim", "engine"), ("services", "sim")}, [], id="a chain is no cycle"),
-    pytest.param({("services", "sim"), ("sim", "services")}, [["services", "sim"]],
+    pytest.param({("sim", "engine"), ("platform", "sim")}, [], id="a chain is no cycle"),
+    pytest.param({("platform", "sim"), ("sim", "platform")}, [["platform", "sim"]],
                  id="two folders importing each other"),
     pytest.param({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}, [["a", "b", "c"]],
                  id="a longer loop, without its tail"),
@@ -221,19 +221,19 @@ ALLOWED: dict[str, set[str]] = {
     "member_routes": set(),
     "auth": {"member_routes"},
     "authorizer": {"auth", "member_routes"},
-    # the shell around the core: one place that stores, schedules and launches
-    "services": {"engine", "catalog", "store", "models", "api", "engine_inputs", "backends", "export", "sim",
+    # the platform around the core: one place that stores, schedules and launches
+    "platform": {"engine", "catalog", "store", "models", "api", "engine_inputs", "backends", "export", "sim",
                  "auth"},
-    # the faces of the shell: Jupyter's routes and kernels, the hub, the notebook client, the command line
-    "handlers": {"services", "models", "api", "export", "kernel", "auth"},
-    "kernel": {"services", "catalog", "store"},
-    "hub": {"services", "catalog", "backends"},
+    # the faces of the platform: Jupyter's routes and kernels, the hub, the notebook client, the command line
+    "handlers": {"platform", "models", "api", "export", "kernel", "auth"},
+    "kernel": {"platform", "catalog", "store"},
+    "hub": {"platform", "catalog", "backends"},
     "notebook": set(),
-    "cli": {"services", "catalog", "store", "backends", "export", "hub", "kernel", "notebook"},
+    "cli": {"platform", "catalog", "store", "backends", "export", "hub", "kernel", "notebook"},
     # the wiring
-    "startup": {"services", "handlers", "kernel", "engine", "catalog", "store", "backends", "engine_inputs",
+    "startup": {"platform", "handlers", "kernel", "engine", "catalog", "store", "backends", "engine_inputs",
                 "auth"},
-    "app": {"startup", "services", "handlers", "engine", "catalog", "store", "auth", "authorizer"},
+    "app": {"startup", "platform", "handlers", "engine", "catalog", "store", "auth", "authorizer"},
 }
 
 
@@ -260,15 +260,15 @@ def test_each_folder_imports_only_what_its_layer_allows():
 
 
 @pytest.mark.parametrize(("edge", "forbidden"), [
-    (("sim", "services"), True),         # the replays drive the engine, not the shell (issue 35)
-    (("auth", "services"), True),        # who is asking does not depend on what is asked
+    (("sim", "platform"), True),         # the replays drive the engine, not the platform (issue 35)
+    (("auth", "platform"), True),        # who is asking does not depend on what is asked
     (("backends", "export"), True),      # the export reads the backend's names, not the other way
-    (("services", "handlers"), True),    # HTTP is the handlers' alone
+    (("platform", "handlers"), True),    # HTTP is the handlers' alone
     (("handlers", "engine"), True),
     (("handlers", "store"), True),
     (("engine", "catalog"), True),       # the engine is pure
-    (("notebook", "services"), True),    # the notebook side talks to the server over HTTP only
-    (("services", "engine_inputs"), False),
+    (("notebook", "platform"), True),    # the notebook side talks to the server over HTTP only
+    (("platform", "engine_inputs"), False),
 ])
 def test_the_rules_forbid_what_the_layers_forbid(edge, forbidden):
     importer, imported = edge
@@ -276,7 +276,7 @@ def test_the_rules_forbid_what_the_layers_forbid(edge, forbidden):
 
 
 # Below the handlers: HTTP errors are the handlers' to raise; these raise the project's own (errors.py).
-BELOW_HANDLERS = ("services", "engine", "engine_inputs", "store", "backends", "catalog", "sim", "export")
+BELOW_HANDLERS = ("platform", "engine", "engine_inputs", "store", "backends", "catalog", "sim", "export")
 
 
 @pytest.mark.parametrize("path", [path for path in package_files() if folder_of(".".join(module_parts(path)))
@@ -288,11 +288,11 @@ def test_nothing_below_the_handlers_uses_tornado_web(path):
     assert not reached, f"{path.relative_to(PACKAGE)} uses tornado.web ({', '.join(reached)}): raise an errors.py error"
 
 
-# --- services/ by world (issue 35): which world of services/ may import which -----------------------------------
+# --- platform/ by world (issue 35): which world of platform/ may import which -----------------------------------
 
-# Beside platform.py (the wiring, which only app, startup and the handlers import), the modules every world shares.
+# Beside wiring.py (the wiring, which only app, startup and the handlers import), the modules every world shares.
 SHARED = {"access", "identity", "clock", "request_limits"}
-# Each world of services/ and the worlds it may import, beside the shared modules and the layers below services.
+# Each world of platform/ and the worlds it may import, beside the shared modules and the layers below the platform.
 WORLDS: dict[str, set[str]] = {
     # submission, the one enqueue, a request resolved from its template, a job's files, environment and credential
     "workloads": set(),
@@ -308,48 +308,48 @@ WORLDS: dict[str, set[str]] = {
 }
 
 
-def place_in_services(module: str) -> str | None:
-    """Where a module of services/ is: its world, a shared module, or platform; None outside services/."""
+def place_in_platform(module: str) -> str | None:
+    """Where a module of platform/ is: its world, a shared module, or the wiring; None outside platform/."""
     parts = module.split(".")
-    return parts[2] if parts[:2] == ["jupyter_hetero", "services"] and len(parts) > 2 else None
+    return parts[2] if parts[:2] == ["jupyter_hetero", "platform"] and len(parts) > 2 else None
 
 
-def services_imports() -> dict[tuple[str, str], list[str]]:
-    """(importer, imported) place in services/ -> where: every import between two places of services/."""
-    return import_edges(sorted((PACKAGE / "services").rglob("*.py")), place_in_services, "jupyter_hetero.services")
+def platform_imports() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) place in platform/ -> where: every import between two places of platform/."""
+    return import_edges(sorted((PACKAGE / "platform").rglob("*.py")), place_in_platform, "jupyter_hetero.platform")
 
 
 def may_import(importer: str, imported: str) -> bool:
-    """Whether one place of services/ may import another: a world its own and lower worlds, every place the
+    """Whether one place of platform/ may import another: a world its own and lower worlds, every place the
     shared modules, the shared modules only each other, and nothing the wiring, which imports every world."""
-    if importer == "platform":
+    if importer == "wiring":
         return True
-    if imported == "platform":
+    if imported == "wiring":
         return False
     if imported in SHARED:
         return True
     return importer in WORLDS and imported in WORLDS[importer]
 
 
-def test_every_module_of_services_is_in_a_world_or_shared():
-    places = {path.stem if path.parent == PACKAGE / "services" else path.relative_to(PACKAGE / "services").parts[0]
-              for path in (PACKAGE / "services").rglob("*.py")} - {"__init__"}
-    assert places <= set(WORLDS) | SHARED | {"platform"}, "give the new module its world (or share it) here"
+def test_every_module_of_platform_is_in_a_world_or_shared():
+    places = {path.stem if path.parent == PACKAGE / "platform" else path.relative_to(PACKAGE / "platform").parts[0]
+              for path in (PACKAGE / "platform").rglob("*.py")} - {"__init__"}
+    assert places <= set(WORLDS) | SHARED | {"wiring"}, "give the new module its world (or share it) here"
 
 
-def test_each_world_of_services_imports_only_what_it_needs():
-    broken = {edge: where for edge, where in services_imports().items() if not may_import(*edge)}
-    assert not broken, "imports between the worlds of services/ the rules forbid: " + "; ".join(
+def test_each_world_of_platform_imports_only_what_it_needs():
+    broken = {edge: where for edge, where in platform_imports().items() if not may_import(*edge)}
+    assert not broken, "imports between the worlds of platform/ the rules forbid: " + "; ".join(
         f"{importer} -> {imported} at {', '.join(where)}" for (importer, imported), where in sorted(broken.items()))
 
 
-def test_no_import_cycle_between_the_worlds_of_services():
-    assert not cycles(set(services_imports())), "worlds of services/ import each other"
+def test_no_import_cycle_between_the_worlds_of_platform():
+    assert not cycles(set(platform_imports())), "worlds of platform/ import each other"
 
 
-def test_services_import_no_handler():
+def test_platform_imports_no_handler():
     edges = folder_imports()
-    assert ("services", "handlers") not in edges, edges.get(("services", "handlers"))
+    assert ("platform", "handlers") not in edges, edges.get(("platform", "handlers"))
 
 
 @pytest.mark.parametrize(("edge", "allowed"), [
@@ -358,12 +358,12 @@ def test_services_import_no_handler():
     pytest.param(("governance", "serving"), True, id="governance reads every world"),
     pytest.param(("kernels", "identity"), True, id="every world asks who is asking"),
     pytest.param(("workloads", "scheduling"), False, id="a submission is stored, never scheduled, by its world"),
-    pytest.param(("scheduling", "kernels"), False, id="the tick knows no kernel service"),
-    pytest.param(("serving", "kernels"), False, id="services and kernels are apart"),
+    pytest.param(("scheduling", "kernels"), False, id="the tick knows no kernels"),
+    pytest.param(("serving", "kernels"), False, id="serving and kernels are apart"),
     pytest.param(("kernels", "governance"), False, id="nothing below governance reads it"),
-    pytest.param(("governance", "platform"), False, id="nothing in services imports the wiring"),
+    pytest.param(("governance", "wiring"), False, id="nothing in platform/ imports the wiring"),
     pytest.param(("identity", "workloads"), False, id="the shared modules import no world"),
-    pytest.param(("platform", "governance"), True, id="the wiring builds every world"),
+    pytest.param(("wiring", "governance"), True, id="the wiring builds every world"),
 ])
 def test_the_world_rules_allow_what_the_worlds_need(edge, allowed):
     assert may_import(*edge) is allowed

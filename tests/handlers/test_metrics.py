@@ -15,7 +15,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from jupyter_hetero.services.governance.metrics import FAMILIES
+from jupyter_hetero.platform.governance.metrics import FAMILIES
 
 pytestmark = pytest.mark.usefixtures("team")
 

@@ -28,7 +28,7 @@ from typing import Self
 import kubernetes
 import yaml
 
-from jupyter_hetero.services.workloads.credentials import CREDENTIAL_PREFIX
+from jupyter_hetero.platform.workloads.credentials import CREDENTIAL_PREFIX
 from tests.kube import patches
 from tests.kube.admission import (
     check_pod_update,

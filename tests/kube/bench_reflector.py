@@ -210,7 +210,7 @@ def _inventory(commands, workdir: Path) -> dict:
     from jupyter_hetero.backends.kubernetes.backend import KubernetesBackend
     from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
     from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
-    from jupyter_hetero.services.scheduling.inventory import Inventory
+    from jupyter_hetero.platform.scheduling.inventory import Inventory
     from jupyter_hetero.store import Repository
 
     commands.send(("kubeconfig", str(workdir / "kubeconfig")))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jupyter_hetero.catalog.models import MetricTarget
-from jupyter_hetero.services.serving.rollout import verdict
+from jupyter_hetero.platform.serving.rollout import verdict
 
 
 def figures(requests: int, error_rate: float, p95: float) -> dict:

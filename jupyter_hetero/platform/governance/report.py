@@ -1,0 +1,235 @@
+"""The acceptance report: per task type, the evidence chain a platform team accepts the platform by, from the store.
+
+    reports = Reports(catalog=..., repository=..., inventory=..., access=..., clock=..., usage=...)
+    report = reports.build(identity, since_s=30 * 86400)   # platform admins; blocking: call it off the event loop
+
+For each task type that ran: submissions, outcomes, retries and preemptions, the images and nodes (with their
+chips, drivers and runtimes) used, device utilisation and memory watermarks where measured, the errors; per
+queue the waits (p50, p95, against its max wait, as a histogram); usage and cost per tenant; device allocation
+over time per flavor; the alerts fired and the services' releases (each rollout and its verdict); the capacity
+advice (more nodes where a queue waits past its max wait, release where devices sit unused). Then the four
+checkpoints, each item met or not from that data, with the evidence in words:
+
+- data preprocessing: a template ran it, its outputs were archived (IO), a failure was retried;
+- training: every attempt's memory was recorded, a checkpoint was written;
+- online inference: a rollout was judged on latency and throughput, and one was rolled back;
+- batch inference: its waits were recorded, it was costed, its results were archived.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...catalog import Catalog
+from ...store import Repository
+from ...store.tables import AttemptRow, WorkloadRow
+from ..access import Access
+from ..clock import Clock
+from ..identity import Identity
+from ..scheduling.inventory import Inventory
+from .alerts import alert_json
+from .usage import held, usage_report
+
+__all__ = ["CHECKPOINTS", "Reports", "WAIT_BUCKETS_S"]
+
+WAIT_BUCKETS_S = (1, 10, 60, 300, 900, 3600, 4 * 3600, 86400)
+# The task types a platform is accepted by, and what each must show.
+CHECKPOINTS = {
+    "data-preprocessing": ("template", "io", "retries"),
+    "training": ("memory", "checkpoint"),
+    "online-inference": ("latency", "throughput", "rollback"),
+    "batch-inference": ("queueing", "cost", "archived-results"),
+}
+
+
+class Reports:
+    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, access: Access,
+                 clock: Clock, capacity: Callable[[float], dict]):
+        self.catalog = catalog
+        self.capacity = capacity  # the capacity advice over the last N seconds
+        self.repository = repository
+        self.inventory = inventory
+        self.access = access
+        self.clock = clock
+
+    def build(self, identity: Identity, since_s: float) -> dict[str, Any]:
+        self.access.require_platform_admin(identity, "report.read", "report")
+        now = self.clock.wall()
+        since = now - since_s
+        record = self.repository.record_since(since)
+        attempts: dict[int, list[AttemptRow]] = defaultdict(list)
+        for attempt in record["attempts"]:
+            attempts[attempt.workload_id].append(attempt)
+        images: dict[int, set[str]] = defaultdict(set)
+        for event in record["started"]:
+            if (event.data or {}).get("image"):
+                images[event.workload_id].add(event.data["image"])
+        task_of = {template.name: template.task_type.value for template in self.catalog.templates}
+        by_task: dict[str, list[WorkloadRow]] = defaultdict(list)
+        for row in record["workloads"]:
+            by_task[task_of.get(row.template, "other")].append(row)
+        ran = self.repository.attempts_between(since, now)
+        usage = usage_report(ran, self.catalog, since=since, until=now, now=now, by="tenant")
+        by_template = usage_report(ran, self.catalog, since=since, until=now, now=now, by="template")
+        releases = [{"service": service.name, "tenant": service.tenant, **entry}
+                    for service in record["services"] for entry in service.revisions if entry.get("at", 0) >= since]
+        tasks = [self._task(task, rows, attempts, images) for task, rows in sorted(by_task.items())]
+        return {
+            "since": since, "until": now, "generated_at": now,
+            "task_types": tasks,
+            "queues": self._queues(record["workloads"], now),
+            "usage": usage,
+            "utilisation": self._utilisation(record["attempts"], now, since),
+            "alerts": [alert_json(row) for row in record["alerts"]],
+            "releases": releases,
+            "capacity": self.capacity(since_s),
+            "checkpoints": self._checkpoints(by_task, attempts, releases, by_template, now),
+        }
+
+    # -- sections ----------------------------------------------------------------------------
+
+    def _task(self, task: str, rows: list[WorkloadRow], attempts, images) -> dict[str, Any]:
+        ended = [a for row in rows for a in attempts.get(row.id, ()) if a.outcome]
+        util = [a.metrics["gpu_util_pct_mean"] for a in ended if (a.metrics or {}).get("gpu_util_pct_mean") is not None]
+        nodes = sorted({a.node for row in rows for a in attempts.get(row.id, ())})
+        return {
+            "task_type": task,
+            "templates": sorted({row.template for row in rows}),
+            "submissions": len(rows),
+            "states": dict(Counter(row.state for row in rows)),
+            "attempts": dict(Counter(a.outcome for a in ended)),
+            "retries": sum(max(0, row.attempts - 1) for row in rows),
+            "preemptions": sum(row.preemptions for row in rows),
+            "images": sorted({image for row in rows for image in images.get(row.id, ())}),
+            "nodes": [self._node(name) for name in nodes],
+            "device_util_pct_mean": round(sum(util) / len(util), 1) if util else None,
+            "memory_peak_mib": max((a.metrics or {}).get("peak_rss_mib") or 0 for a in ended) if ended else None,
+            "device_memory_peak_mib": max(((a.metrics or {}).get("gpu_memory_peak_mib") or 0 for a in ended),
+                                          default=0) or None,
+            "errors": [{"workload": a.workload_id, "attempt": a.number, "exit_code": a.exit_code, "reason": a.reason}
+                       for a in ended if a.outcome == "failed"][:20],
+        }
+
+    def _node(self, name: str) -> dict[str, Any]:
+        view = self.inventory.node(name)
+        if view is None:
+            return {"name": name, "flavor": None, "labels": {}}
+        capability = view.capability
+        accelerator = capability.accelerator
+        return {"name": name, "flavor": view.flavor, "emulated": capability.emulated,
+                "chip": accelerator.model if accelerator else None,
+                "driver": accelerator.driver_version if accelerator else None,
+                "runtime": accelerator.runtime if accelerator else None, "labels": dict(capability.labels)}
+
+    def _queues(self, rows: list[WorkloadRow], now: float) -> list[dict[str, Any]]:
+        waits: dict[str, list[float]] = defaultdict(list)
+        for row in rows:
+            if row.kind in ("job", "service"):
+                waits[row.queue].append((row.admitted_at if row.admitted_at is not None else now) - row.created_at)
+        found = []
+        for queue in self.catalog.queues:
+            values = sorted(waits.get(queue.name, ()))
+            found.append({
+                "queue": queue.name, "max_wait_s": queue.max_wait_s, "workloads": len(values),
+                "p50_s": _percentile(values, 50), "p95_s": _percentile(values, 95),
+                "over_max_wait": bool(values) and _percentile(values, 95) > queue.max_wait_s,
+                "histogram": [[bound, sum(v <= bound for v in values)] for bound in WAIT_BUCKETS_S]
+                + [["+Inf", len(values)]],
+            })
+        return found
+
+    def _utilisation(self, attempts: list[AttemptRow], now: float, since: float) -> list[dict[str, Any]]:
+        """Per flavor, devices allocated over time (a step per start and end) against the devices it has."""
+        steps: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for attempt in attempts:
+            placement = attempt.placement
+            devices = held(placement, None)[0] if placement else 0
+            if devices:
+                steps[placement["flavor"]] += [(max(attempt.started_at, since), devices),
+                                               (attempt.ended_at if attempt.ended_at is not None else now, -devices)]
+        have = Counter()
+        for view in self.inventory.nodes():
+            if view.flavor and view.capability.accelerator:
+                have[view.flavor] += view.capability.accelerator.count
+        found = []
+        for flavor, changes in sorted(steps.items()):
+            level, timeline = 0.0, [[since, 0.0]]
+            for at, change in sorted(changes):
+                level += change
+                timeline.append([at, round(level, 3)])
+            timeline.append([now, round(level, 3)])
+            found.append({"flavor": flavor, "devices": have.get(flavor, 0), "timeline": timeline})
+        return found
+
+    def _checkpoints(self, by_task, attempts, releases, by_template, now) -> list[dict[str, Any]]:
+        cost = {row["key"]: row["cost"] for row in by_template["rows"]}
+
+        def item(name: str, met: bool, evidence: str) -> dict[str, Any]:
+            return {"name": name, "met": met, "evidence": evidence}
+
+        def ran(task: str) -> list[WorkloadRow]:
+            return by_task.get(task, [])
+
+        def archived(rows: list[WorkloadRow]) -> list[int]:
+            return [row.id for row in rows for a in attempts.get(row.id, ()) if _has_outputs(a.archive_path)]
+
+        found = []
+        rows = ran("data-preprocessing")
+        retried = [row.id for row in rows if any(a.outcome == "failed" for a in attempts.get(row.id, ()))
+                   and row.attempts > 1]
+        succeeded = [row.id for row in rows if row.state == "succeeded"]
+        found.append({"task_type": "data-preprocessing", "items": [
+            item("template", bool(succeeded), f"{len(rows)} submitted from {', '.join(sorted({r.template for r in rows})) or 'no template'}, "
+                 f"{len(succeeded)} succeeded"),
+            item("io", bool(archived(rows)), f"outputs archived for workloads {_ids(archived(rows))}"),
+            item("retries", bool(retried), f"failed and retried: workloads {_ids(retried)}"),
+        ]})
+        rows = ran("training") + ran("fine-tuning")
+        ended = [a for row in rows for a in attempts.get(row.id, ()) if a.outcome]
+        measured = [a for a in ended if (a.metrics or {}).get("peak_rss_mib")]
+        checkpointed = [row.id for row in rows if row.checkpoint_at is not None]
+        found.append({"task_type": "training", "items": [
+            item("memory", bool(ended) and len(measured) == len(ended),
+                 f"peak memory recorded for {len(measured)} of {len(ended)} ended attempts"),
+            item("checkpoint", bool(checkpointed), f"checkpoints written by workloads {_ids(checkpointed)}"),
+        ]})
+        judged = [r for r in releases if r.get("canary") or r.get("stable")]
+        latency = [r for r in judged if (r.get("canary") or {}).get("latency_ms")]
+        throughput = [r for r in judged if (r.get("canary") or {}).get("requests_per_s") is not None]
+        rolled_back = [r for r in releases if r.get("outcome") in ("rolled-back", "rolled-back-to")]
+        found.append({"task_type": "online-inference", "items": [
+            item("latency", bool(latency), f"{len(latency)} rollouts judged on p95 latency"),
+            item("throughput", bool(throughput), f"{len(throughput)} rollouts judged with requests/s"),
+            item("rollback", bool(rolled_back), ", ".join(f"{r['service']} r{r['revision']} {r['outcome']}"
+                                                          for r in rolled_back) or "no rollback"),
+        ]})
+        rows = ran("batch-inference")
+        waited = [row.id for row in rows if row.admitted_at is not None]
+        costed = sum(cost.get(template, 0.0) for template in {row.template for row in rows})
+        found.append({"task_type": "batch-inference", "items": [
+            item("queueing", bool(waited), f"waits recorded for {len(waited)} of {len(rows)} workloads"),
+            item("cost", costed > 0, f"cost {costed:.6g} at the catalog's prices"),
+            item("archived-results", bool(archived(rows)), f"results archived for workloads {_ids(archived(rows))}"),
+        ]})
+        return found
+
+
+def _has_outputs(archive: str | None) -> bool:
+    if not archive:
+        return False
+    outputs = Path(archive) / "outputs"
+    return outputs.is_dir() and any(outputs.iterdir())
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(map(str, sorted(set(ids)))) or "none"
+
+
+def _percentile(ordered: list[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)], 3)

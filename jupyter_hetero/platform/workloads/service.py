@@ -1,0 +1,391 @@
+"""Submitting, listing, describing and cancelling workloads.
+
+A submission is validated completely (template, parameters within bounds, queue allowed,
+payload well-formed) before anything is written; then it is stored with its `submitted` event
+in one transaction, and only then acknowledged. Scheduling happens in :mod:`.scheduler`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import keyword
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...catalog import Catalog, WorkloadKind
+from ...engine import Pending, render
+from ...errors import Conflict, InvalidRequest, NotFound
+from ...i18n import N_, Message
+from ...models import ListWorkloadsQuery, SubmitWorkload
+from ...store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
+from ...store.tables import EventRow, WorkloadRow
+from ...units import parse_duration_s
+from ..access import Access, follow_up_of
+from ..identity import Identity
+from .enqueue import Enqueuer
+from .environment import VISIBILITY
+
+__all__ = ["Workloads", "event_json", "workload_json"]
+
+FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
+# Reads of a workload a cancel may take while the scheduler keeps moving it on (each move is a tick).
+_CANCEL_TRIES = 5
+# Variables the scheduler owns: a job may not set them itself.
+_RESERVED_ENV = {name for names in VISIBILITY.values() for name in names}
+
+
+class Workloads:
+    """The workloads API: everything but the scheduling loop."""
+
+    def __init__(self, catalog: Catalog, repository: Repository, access: Access, root_dir: Path,
+                 pending_info: Callable[[int], Pending | None], wake: Callable[[], None], user_root_template: str = ""):
+        self.catalog = catalog
+        self.repository = repository
+        self.access = access
+        self.root_dir = root_dir.resolve()
+        # The hub service reads each user's files where their server keeps them ("/home/{username}").
+        self.user_root_template = user_root_template
+        self.pending_info = pending_info
+        self.wake = wake
+        # Every kind is queued through it: jobs here, kernels, servers and service replicas by their services.
+        self.enqueuer = Enqueuer(catalog=catalog, repository=repository, access=access, wake=wake)
+        # Whether a follow-up job may be live (see end_orphaned_follow_ups); unknown, so True, after a restart.
+        self._follow_ups_live = True
+
+    # -- submit ------------------------------------------------------------------------------
+
+    def submit(self, identity: Identity, body: SubmitWorkload, request_key: str | None = None) -> dict[str, Any]:
+        """Store the submission; ``request_key`` (the caller's Idempotency-Key) makes sending it again store it once:
+        a second try answers with the workload the first stored."""
+        checked = self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
+        spec = self._spec(body, self._root_of(identity))
+        if identity.own_work_only:  # a follow-up of the workload whose credential submitted it: it ends with that one
+            spec["parent"] = identity.workload
+            self._follow_ups_live = True
+        stored = self.enqueuer.enqueue(
+            checked, name=body.name, spec=spec, runtime_s=self._duration(body.runtime, "runtime"),
+            request_key=request_key, reason=f"{identity.user} submitted a {body.payload} job to queue {checked.queue}",
+            data={"template": checked.template.name, "parameters": body.parameters,
+                  "flavors": list(checked.resolved.flavors)},
+        )
+        return workload_json(stored, viewer=identity.user)
+
+    def resubmit(self, identity: Identity, workload_id: int) -> dict[str, Any]:
+        """A new job with the same template, queue, parameters and payload, submitted by the caller."""
+        row = self.get(identity, workload_id, "workload.resubmit")
+        if row.kind != "job":
+            raise InvalidRequest(Message(N_("workload {workload} is a {kind}; only jobs can be re-submitted"),
+                                         workload=workload_id, kind=row.kind), field="id")
+        spec = row.spec
+        # The env values are the submitter's (they may hold their secrets): another user's new job starts without them.
+        env = (spec.get("env") or {}) if identity.user == row.user else {}
+        body = {"kind": "job", "template": row.template, "queue": row.queue, "name": row.name,
+                "parameters": row.request.get("parameters") or {}, "env": env}
+        if "command" in spec:
+            body["command"] = spec["command"]
+        elif "script" in spec:
+            body["script"] = spec["script"]
+        elif "code" in spec:
+            body["code"] = spec["code"]
+        else:
+            body["notebook"] = {"path": spec["notebook"]["path"], "parameters": spec["notebook"]["parameters"]}
+        return self.submit(identity, SubmitWorkload.model_validate({k: v for k, v in body.items() if v is not None}))
+
+    def check_access(self, identity: Identity, template: str, queue: str) -> None:
+        """404 for an unknown queue; 403 (audited) for a template or queue the tenant may not use."""
+        self.enqueuer.check_access(identity, template, queue)
+
+    def _duration(self, value: Any, field: str) -> int | None:
+        if value is None:
+            return None
+        try:
+            return parse_duration_s(value)
+        except ValueError as exc:
+            raise InvalidRequest(Message(N_("{field}: {problem}"), field=field, problem=exc), field=field) from None
+
+    def _root_of(self, identity: Identity) -> Path:
+        """Where the submitter's files are: the server's root, or (the hub service) their own."""
+        if not self.user_root_template:
+            return self.root_dir
+        if not identity.user or "/" in identity.user or identity.user.startswith("."):
+            raise InvalidRequest(Message(N_("user name {user!r} cannot name a directory"), user=identity.user),
+                                 field="user")
+        return Path(self.user_root_template.replace("{username}", identity.user)).resolve()
+
+    def _inside_root(self, relative: str, field: str, suffix: str | None = None, root: Path | None = None) -> Path:
+        root = root or self.root_dir
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root):
+            raise InvalidRequest(Message(N_("{field}: {path!r} is outside the server's root directory"), field=field,
+                                         path=relative), field=field)
+        if suffix is not None:
+            if path.suffix != suffix:
+                raise InvalidRequest(Message(N_("{field}: {path!r} is not a {suffix} file"), field=field, path=relative,
+                                             suffix=suffix), field=field)
+            if not path.is_file():
+                raise InvalidRequest(Message(N_("{field}: {path!r} does not exist"), field=field, path=relative),
+                                     field=field)
+        return path
+
+    def _spec(self, body: SubmitWorkload, root: Path) -> dict[str, Any]:
+        for name in body.env:
+            if not name.isidentifier():
+                raise InvalidRequest(Message(N_("env: {name!r} is not a valid variable name"), name=name),
+                                     field=f"env.{name}")
+            if name in _RESERVED_ENV or name.startswith("HETERO_"):
+                raise InvalidRequest(Message(N_("env: {name} is set by the scheduler for the job's placement"), name=name),
+                                     field=f"env.{name}")
+        if body.cwd:
+            cwd = self._inside_root(body.cwd, "cwd", root=root)
+            if not cwd.is_dir():
+                raise InvalidRequest(Message(N_("cwd: {cwd!r} is not a directory"), cwd=body.cwd), field="cwd")
+        else:  # the root; on the hub service a user who never started a server has none: the attempt's folder
+            cwd = root if root.is_dir() else None
+        spec: dict[str, Any] = {"payload": body.payload, "env": body.env, "cwd": str(cwd) if cwd else ""}
+        if body.command is not None:
+            spec["command"] = body.command
+        elif body.script is not None:
+            spec["script"] = {"path": str(self._inside_root(body.script.path, "script.path", ".py", root)),
+                              "args": body.script.args}
+        elif body.code is not None:
+            try:
+                ast.parse(body.code)
+            except SyntaxError as exc:
+                raise InvalidRequest(Message(N_("code: syntax error on line {line}: {problem}"), line=exc.lineno,
+                                             problem=exc.msg), field="code") from None
+            spec["code"] = body.code
+        else:
+            path = self._inside_root(body.notebook.path, "notebook.path", ".ipynb", root)
+            try:
+                cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            except (ValueError, KeyError, OSError):
+                raise InvalidRequest(Message(N_("notebook.path: {path!r} is not a readable notebook"),
+                                             path=body.notebook.path), field="notebook.path") from None
+            for name in body.notebook.parameters:
+                # Each name becomes an assignment in the injected cell: a Python identifier, or code.
+                if not name.isidentifier() or keyword.iskeyword(name):
+                    raise InvalidRequest(Message(N_("notebook.parameters: {name!r} is not a Python variable name"),
+                                                 name=name), field=f"notebook.parameters.{name}")
+            try:
+                json.dumps(body.notebook.parameters)
+            except TypeError:
+                raise InvalidRequest(Message(N_("notebook.parameters: values must be JSON")),
+                                     field="notebook.parameters") from None
+            spec["notebook"] = {"path": str(path), "parameters": body.notebook.parameters, "cells": len(cells)}
+        return spec
+
+    # -- read --------------------------------------------------------------------------------
+
+    def get(self, identity: Identity, workload_id: int, action: str = "workload.read") -> WorkloadRow:
+        return self._seen(identity, workload_id, self.repository.workload(workload_id), action)
+
+    def _seen(self, identity: Identity, workload_id: int, row: WorkloadRow | None, action: str) -> WorkloadRow:
+        """``row``, if it exists and ``identity`` may see it (a 404 or an audited 403 otherwise)."""
+        if row is None:
+            raise NotFound(Message(N_("workload {workload} does not exist"), workload=workload_id))
+        self.access.require_see(identity, row, action)
+        return row
+
+    def list(self, identity: Identity, query: ListWorkloadsQuery) -> list[dict[str, Any]]:
+        tenant = query.tenant
+        if tenant is not None and tenant != identity.tenant.name and not identity.is_platform_admin:
+            self.access.deny(identity, "workload.list", f"tenant/{tenant}",
+                             Message(N_("you may list only your tenant's workloads ({tenant})"),
+                                     tenant=identity.tenant.name))
+        if tenant is None and not identity.is_platform_admin:
+            tenant = identity.tenant.name
+        rows = self.repository.workloads(
+            tenant=tenant, user=identity.user if query.mine or identity.own_work_only else None, queue=query.queue,
+            states=(query.state,) if query.state else None, kind=query.kind.value if query.kind else None,
+            limit=None if identity.own_work_only else query.limit,
+        )
+        if identity.own_work_only:  # its own workload and its follow-ups, newest first when limited, as the query's
+            rows = [row for row in rows if self.access.may_see(identity, row)]
+            rows = sorted(rows, key=lambda row: -row.id)[:query.limit] if query.limit else rows
+        return [workload_json(row, pending=self.pending_info(row.id), viewer=identity.user) for row in rows]
+
+    def describe(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
+        found, attempted = self.repository.workload_with_attempts(workload_id)  # one transaction, not two
+        row = self._seen(identity, workload_id, found, "workload.read")
+        attempts = [
+            {"number": a.number, "node": a.node, "started_at": a.started_at, "ended_at": a.ended_at,
+             "exit_code": a.exit_code, "outcome": a.outcome, "reason": a.reason, "metrics": a.metrics,
+             "archive": a.archive_path, "placement": a.placement}
+            for a in attempted
+        ]
+        return workload_json(row, attempts=attempts, pending=self.pending_info(row.id), language=language,
+                             viewer=identity.user)
+
+    def explain(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
+        """Why the workload waits, as numbered lines of its blockers, or what it is doing."""
+        workload = self.describe(identity, workload_id, language)
+        if workload["state"] in PENDING_STATES or workload.get("held_by"):
+            lines = [f"{i}. {b['message']}" for i, b in enumerate(workload.get("blockers", []), 1)]
+            summary = "waiting" if lines else "waiting for the next scheduling cycle"
+            if workload["state"] == INADMISSIBLE:
+                summary = INADMISSIBLE  # the lines say why: every flavor, in the caller's language
+            elif workload.get("held_by"):
+                summary = f"waiting for {workload['held_by']} to admit it"
+        else:
+            lines, summary = [], f"{workload['state']}" + (f": {workload['reason']}" if workload["reason"] else "")
+        return {
+            "id": workload["id"], "state": workload["state"], "summary": summary, "lines": lines,
+            "position": workload.get("position"), "eta": workload.get("eta"), "eta_because": workload.get("eta_because"),
+            "blockers": workload.get("blockers", []), "placement": workload["placement"],
+        }
+
+    def events(self, identity: Identity, workload_id: int) -> list[dict[str, Any]]:
+        self.get(identity, workload_id, "workload.events")
+        return [event_json(e) for e in self.repository.events(workload_id=workload_id)]
+
+    def log_file(self, identity: Identity, workload_id: int, attempt: int | None) -> tuple[Path | None, bool]:
+        """The log file of an attempt (the latest by default), and whether that attempt is still running."""
+        self.get(identity, workload_id, "workload.logs")
+        attempts = self.repository.attempts(workload_id)
+        if attempt is not None:
+            chosen = next((a for a in attempts if a.number == attempt), None)
+            if chosen is None:
+                raise NotFound(Message(N_("workload {workload} has no attempt {attempt} (it has {count})"),
+                                       workload=workload_id, attempt=attempt, count=len(attempts)), field="attempt")
+        else:
+            chosen = attempts[-1] if attempts else None
+        if chosen is None:
+            return None, False
+        return Path(chosen.log_path), chosen.ended_at is None
+
+    def archived_file(self, identity: Identity, workload_id: int, relative: str, attempt: int | None) -> Path:
+        """A file an attempt left in its archive (the latest attempt by default)."""
+        self.get(identity, workload_id, "workload.files")
+        attempts = [a for a in self.repository.attempts(workload_id) if a.archive_path]
+        chosen = next((a for a in attempts if a.number == attempt), None) if attempt else (attempts[-1] if attempts else None)
+        if chosen is None:
+            missing = (Message(N_("workload {workload} has no archived attempt {attempt}"), workload=workload_id,
+                               attempt=attempt) if attempt else
+                       Message(N_("workload {workload} has no archived attempt"), workload=workload_id))
+            raise NotFound(missing, field="attempt")
+        root = Path(chosen.archive_path).resolve()
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root):
+            raise InvalidRequest(Message(N_("path: {path!r} is outside the attempt's archive"), path=relative),
+                                 field="path")
+        if not path.is_file():
+            raise NotFound(Message(N_("attempt {attempt} of workload {workload} archived no file {path!r}"),
+                                   attempt=chosen.number, workload=workload_id, path=relative), field="path")
+        return path
+
+    # -- stop --------------------------------------------------------------------------------
+
+    def cancel(self, identity: Identity, workload_id: int, now: float) -> dict[str, Any]:
+        """Stop a workload for good (``now`` is wall time). A cancel always wins: over a preemption,
+        a time limit or a lost node being handled, the workload ends cancelled, never requeued."""
+        row = self.get(identity, workload_id, "workload.cancel")
+        self.access.require_stop(identity, row, "workload.cancel")
+        if row.state in FINAL_STATES:
+            return workload_json(row, viewer=identity.user)
+        if identity.user != row.user:
+            self.access.record(identity, "workload.cancel", f"workload/{row.id}", {"owner": row.user})
+        return workload_json(self.end(row, f"cancelled by {identity.user}", now), viewer=identity.user)
+
+    def end_orphaned_follow_ups(self, now: float) -> int:
+        """Cancel every follow-up job whose parent (the workload whose credential submitted it) no longer runs:
+        nothing a workload's credential creates outlives it. How many were cancelled."""
+        if not self._follow_ups_live:
+            return 0  # none submitted since the last look found none: no query on every tick
+        live = self.repository.workloads(kind=WorkloadKind.JOB.value, states=(*PENDING_STATES, *ACTIVE_STATES))
+        follow_ups = [(row, parent) for row in live if (parent := follow_up_of(row)) is not None]
+        self._follow_ups_live = bool(follow_ups)
+        ended = 0
+        for row, parent in follow_ups:
+            found = self.repository.workload(parent)
+            if (found is None or found.state not in ACTIVE_STATES) and row.stopping != "cancel":
+                try:
+                    self.end(row, f"its parent workload {parent} ended (a follow-up job ends with the workload "
+                                  "that submitted it)", now)
+                except Conflict:
+                    continue  # it kept changing state: the next tick tries again
+                ended += 1
+        return ended
+
+    def end(self, row: WorkloadRow, why: str, now: float) -> WorkloadRow:
+        """Cancel ``row`` for good with the reason ``why`` (a user's cancel, a service scaled down)."""
+        # The scheduler's tick writes this row from its own thread: each write below happens only if
+        # the row is still as read (else it is read again), so an admission or a stop recorded
+        # meanwhile is never overwritten blindly, and the cancel still lands.
+        for _ in range(_CANCEL_TRIES):
+            written = self._cancel_as_read(why, row, now)
+            if written is not None:
+                row = written
+                break
+            row = self.repository.workload(row.id)
+        else:
+            raise Conflict(Message(N_("workload {workload} changed state {tries} times while being cancelled; try again"),
+                                   workload=row.id, tries=_CANCEL_TRIES))
+        self.wake()
+        return row
+
+    def _cancel_as_read(self, why: str, row: WorkloadRow, now: float) -> WorkloadRow | None:
+        """Record the cancel if the workload is still as ``row`` shows it; None when it changed."""
+        if row.state in FINAL_STATES or row.stopping == "cancel":
+            return row
+        if row.state in PENDING_STATES:
+            return self.repository.update_workload_if(
+                row.id, lambda current: current.state == row.state, event="cancelled",
+                reason=f"{why} while waiting", state="cancelled", finished_at=now,
+            )
+        deadline = now + self._grace(row)
+        if row.preempting_until is not None:  # a stop already under way keeps its (earlier) deadline
+            deadline = min(deadline, row.preempting_until)
+        return self.repository.update_workload_if(
+            row.id, lambda current: current.state in ACTIVE_STATES and current.stopping == row.stopping,
+            event="cancelling",
+            reason=why + (f" while stopping ({row.stopping})" if row.stopping else ""),
+            data={"was_stopping": row.stopping} if row.stopping else None,
+            stopping="cancel", preempting_until=deadline,
+        )
+
+    def _grace(self, row: WorkloadRow) -> float:
+        queue = self.catalog.queue(row.queue)
+        return queue.preemption.grace_s if queue else 30
+
+
+def event_json(event: EventRow) -> dict[str, Any]:
+    """An event as the API shows it."""
+    return {"id": event.id, "at": event.at, "type": event.type, "reason": event.reason, "data": event.data}
+
+
+def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pending: Pending | None = None,
+                  language: str = "en", viewer: str | None = None) -> dict[str, Any]:
+    """A workload as ``viewer`` (a user name) sees it through the API: the values of its env only if they
+    submitted it (they may be their secrets); anyone else sees the names, each with a null value."""
+    spec = row.spec
+    if viewer != row.user and (spec or {}).get("env"):
+        spec = {**spec, "env": dict.fromkeys(spec["env"])}
+    data: dict[str, Any] = {
+        "id": row.id, "kind": row.kind, "name": row.name, "tenant": row.tenant, "user": row.user,
+        "template": row.template, "queue": row.queue, "state": row.state, "reason": row.reason,
+        "request": row.request, "spec": spec,
+        "placement": row.placement, "flavor": row.flavor, "node": row.node,
+        "attempt_count": row.attempts, "failures": row.failures or 0, "preemptions": row.preemptions or 0,
+        "node_losses": row.node_losses or 0, "created_at": row.created_at, "updated_at": row.updated_at,
+        "admitted_at": row.admitted_at, "started_at": row.started_at, "finished_at": row.finished_at,
+        "time_limit_s": row.time_limit_s, "priority_boost": row.priority_boost, "escalated": row.escalated,
+        "stopping": row.stopping, "not_before": row.not_before,
+        "active": row.state in ACTIVE_STATES,
+    }
+    if attempts is not None:
+        data["attempts"] = attempts
+    if pending is not None and (row.state in PENDING_STATES or pending.held_by):
+        if pending.held_by:
+            data["held_by"] = pending.held_by
+        data.update({
+            "position": pending.position,
+            "eta": pending.eta,
+            "eta_because": pending.eta_because,
+            "blockers": [
+                {"kind": b.kind, "flavor": b.flavor, "message": render(b, language), "params": b.params}
+                for b in pending.blockers
+            ],
+        })
+    return data

@@ -1,1 +1,0 @@
-"""Services: the imperative shell around the engine, the store and the backends."""

@@ -1,0 +1,32 @@
+"""What the audit log keeps of the catalog a server starts with: its sections' digests, and which sections changed
+since the last start (quotas and roles live in tenants and platform_admins); a start with the same catalog adds
+nothing. A real SQLite store."""
+
+from __future__ import annotations
+
+import yaml
+
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, parse_catalog
+from jupyter_hetero.platform.governance.reload import record_catalog
+from jupyter_hetero.store import Repository
+
+
+def catalog(**changes):
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    for section, change in changes.items():
+        change(data.setdefault(section, []))
+    return parse_catalog(yaml.safe_dump(data))
+
+
+def test_each_start_records_the_sections_that_changed_and_a_same_start_records_nothing(tmp_path):
+    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=lambda: 1.0)
+    shipped = catalog()
+    assert record_catalog(repository, shipped, "catalog.yaml") == []
+    assert record_catalog(repository, shipped, "catalog.yaml") == []  # the same: nothing new
+    more_quota = catalog(tenants=lambda tenants: tenants[0]["quotas"].update({"t4": {"nominal": {"devices": 99}}}),
+                         platform_admins=lambda admins: admins.append("ops-lead"))
+    assert record_catalog(repository, more_quota, "catalog.yaml") == ["platform_admins", "tenants"]
+    entries = [e for e in repository.audit_log() if e.action == "catalog.loaded"]
+    assert [e.detail["changed"] for e in entries] == [[], ["platform_admins", "tenants"]]
+    assert repository.verify_audit()[1] is None
+    repository.close()
