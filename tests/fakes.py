@@ -283,13 +283,10 @@ class InterposingRepository(Repository):
             self.interposed.append(workload_id)
             callback()
 
-    def update_workload(self, workload_id: int, **fields):
+    def workload_transaction(self, workload_id: int):
+        # Every write to a workload (update_workload, update_workload_if, an attempt's end) begins here.
         self._interpose(workload_id)
-        return super().update_workload(workload_id, **fields)
-
-    def update_workload_if(self, workload_id: int, when, **fields):
-        self._interpose(workload_id)
-        return super().update_workload_if(workload_id, when, **fields)
+        return super().workload_transaction(workload_id)
 
 
 class HubUser:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import func, select
@@ -11,7 +12,7 @@ from sqlalchemy.orm import Session
 from .sessions import Sessions
 from .tables import AttemptRow, EventRow, WorkloadRow
 
-__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "WorkloadRecords"]
+__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "WorkloadRecords", "WorkloadTransaction"]
 
 # Waiting states the scheduler hands the engine every cycle.
 QUEUED_STATES = ("queued", "preempted")
@@ -107,25 +108,19 @@ class WorkloadRecords(Sessions):
     def _update_workload(self, workload_id: int, when: Callable[[WorkloadRow], bool] | None, event: str,
                          reason: str | None, data: dict[str, Any] | None, fields: dict[str, Any],
                          said_first: Sequence[tuple[str, str | None]] = ()) -> WorkloadRow | None:
-        now = self.clock()
+        with self.workload_transaction(workload_id) as transaction:
+            return transaction.update_if(when, event=event, reason=reason, data=data, said_first=said_first, **fields)
+
+    @contextmanager
+    def workload_transaction(self, workload_id: int) -> Iterator[WorkloadTransaction]:
+        """Several writes to one workload and its attempts as one transaction: a reader sees all of them or none.
+
+            with repo.workload_transaction(7) as transaction:
+                transaction.update_attempt(3, outcome="preempted", ended_at=now)
+                transaction.update_if(may_requeue, event="requeued", state="queued", preemptions=1)
+        """
         with self.session(write=True) as session:
-            row = session.get(WorkloadRow, workload_id)
-            if row is None:
-                raise KeyError(workload_id)
-            if when is not None and not when(row):
-                return None
-            stopping = row.stopping
-            for name, value in fields.items():
-                setattr(row, name, value)
-            # The workload's reason is why it is in its current state; while a stop is under way
-            # (a cancel that arrived as the tick started the job), the stop's reason stands.
-            if "stopping" in fields or ("state" in fields and stopping is None):
-                row.reason = reason
-            row.updated_at = now
-            session.add_all([EventRow(workload_id=workload_id, at=now, type=said, reason=why, data={})
-                             for said, why in said_first])
-            session.add(EventRow(workload_id=workload_id, at=now, type=event, reason=reason, data=data or {}))
-            return row
+            yield WorkloadTransaction(session, workload_id, self.clock())
 
     def add_attempt(self, row: AttemptRow) -> AttemptRow:
         with self.session(write=True) as session:
@@ -134,10 +129,7 @@ class WorkloadRecords(Sessions):
 
     def update_attempt(self, attempt_id: int, **fields: Any) -> AttemptRow:
         with self.session(write=True) as session:
-            row = session.get(AttemptRow, attempt_id)
-            for name, value in fields.items():
-                setattr(row, name, value)
-            return row
+            return _update_attempt(session, attempt_id, fields)
 
     def attempts(self, workload_id: int) -> list[AttemptRow]:
         with self.session() as session:
@@ -154,3 +146,51 @@ class WorkloadRecords(Sessions):
         return list(session.scalars(
             select(AttemptRow).where(AttemptRow.workload_id == workload_id).order_by(AttemptRow.number)
         ))
+
+
+class WorkloadTransaction:
+    """One workload's write transaction (:meth:`WorkloadRecords.workload_transaction`): its row as the
+    transaction reads it, conditional changes with their events, and its attempts' changes."""
+
+    def __init__(self, session: Session, workload_id: int, now: float):
+        self._session = session
+        self.workload_id = workload_id
+        self._now = now
+
+    @property
+    def row(self) -> WorkloadRow | None:
+        """The workload as this transaction reads it, with the changes it made so far."""
+        return self._session.get(WorkloadRow, self.workload_id)
+
+    def update_if(self, when: Callable[[WorkloadRow], bool] | None, *, event: str, reason: str | None = None,
+                  data: dict[str, Any] | None = None, said_first: Sequence[tuple[str, str | None]] = (),
+                  **fields: Any) -> WorkloadRow | None:
+        """:meth:`WorkloadRecords.update_workload_if` within this transaction."""
+        row = self.row
+        if row is None:
+            raise KeyError(self.workload_id)
+        if when is not None and not when(row):
+            return None
+        stopping = row.stopping
+        for name, value in fields.items():
+            setattr(row, name, value)
+        # The workload's reason is why it is in its current state; while a stop is under way
+        # (a cancel that arrived as the tick started the job), the stop's reason stands.
+        if "stopping" in fields or ("state" in fields and stopping is None):
+            row.reason = reason
+        row.updated_at = self._now
+        self._session.add_all([EventRow(workload_id=self.workload_id, at=self._now, type=said, reason=why, data={})
+                               for said, why in said_first])
+        self._session.add(EventRow(workload_id=self.workload_id, at=self._now, type=event, reason=reason,
+                                   data=data or {}))
+        return row
+
+    def update_attempt(self, attempt_id: int, **fields: Any) -> AttemptRow:
+        return _update_attempt(self._session, attempt_id, fields)
+
+
+def _update_attempt(session: Session, attempt_id: int, fields: dict[str, Any]) -> AttemptRow:
+    row = session.get(AttemptRow, attempt_id)
+    for name, value in fields.items():
+        setattr(row, name, value)
+    return row

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from ...backends.base import AdmissionWait, Backend, ProcessHandle
 from ...catalog import Catalog
@@ -235,44 +236,54 @@ class AttemptMonitor:
             archive_attempt(paths, row.attempts, archive)
         except OSError as exc:  # the outcome and the release matter more than the copy
             log.warning("jupyter-hetero: could not archive attempt %s of workload %s: %s", row.attempts, workload_id, exc)
+        ended = None
         if running is not None:
-            self.repository.update_attempt(
-                running.attempt_id, ended_at=self.wall(), outcome=outcome, reason=reason, archive_path=str(archive),
+            ended = (running.attempt_id, dict(
+                ended_at=self.wall(), outcome=outcome, reason=reason, archive_path=str(archive),
                 exit_code=exit_code if exit_code is not None
                 else next((c for c in (metrics or {}).get("exit_codes", []) if c not in (None, 0)), 0)
                 if outcome in ("succeeded", "failed") else None,
                 metrics=metrics or {},
-            )
+            ))
         queue = self.catalog.queue(row.queue)
         step = after_attempt(row, outcome, reason, queue.failure if queue else None, retryable=retryable,
                              now_wall=self.wall())
         self.release(row, step.state, step.event, step.reason, final=step.final, said_first=step.said_first,
-                      counts=step.counts,
+                      counts=step.counts, ended=ended,
                       not_before=None if step.retry_in_s is None else self.times.to_wall(now + step.retry_in_s))
 
     def release(self, row: WorkloadRow, state: str, event: str, reason: str, *, final: bool = False,
                  not_before: float | None = None, said_first: tuple[tuple[str, str], ...] = (),
-                 counts: dict | None = None) -> None:
-        """Free what the attempt held and record what follows, in one write: what ended the attempt
-        (``said_first``: preempted, lost) is said in that same write, so no reader sees a row that says it
-        was preempted still holding its devices."""
+                 counts: dict | None = None, ended: tuple[int, dict[str, Any]] | None = None) -> None:
+        """Free what the attempt held and record what follows, in one write: the attempt's end (``ended``: its
+        id and fields) and the workload's counts are written together, so no reader sees an attempt's outcome
+        beside the workload's old counts; what ended the attempt (``said_first``: preempted, lost) is said in
+        that same write, so no reader sees a row that says it was preempted still holding its devices."""
         wall = self.wall()
-        # Back to the queue only if no cancel came while the attempt ended; an ending is written as is. A backoff's
-        # end goes in the event too: the history then says from when the workload waited to be admitted.
-        released = self.repository.update_workload_if(
-            row.id, None if final else may_requeue, event=event, reason=reason, said_first=said_first,
-            data={"not_before": not_before} if not_before is not None else None, state=state, placement=None, node=None,
-            flavor=None,
-            held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, stopping=None, preempting_until=None,
-            preempted_for=None, not_before=not_before, finished_at=wall if final else None,
-            started_at=None if not final else row.started_at, admitted_at=None if not final else row.admitted_at,
-            escalated=False if not final else row.escalated, priority_boost=0 if not final else row.priority_boost,
-            **(counts or {}),
-        )
-        if released is None:
-            current = self.repository.workload(row.id)
-            self.release(current, "cancelled", "cancelled", current.reason or "cancelled", final=True,
-                          said_first=said_first)
-            return
+        with self.repository.workload_transaction(row.id) as transaction:
+            if ended is not None:
+                transaction.update_attempt(ended[0], **ended[1])
+            # Back to the queue only if no cancel came while the attempt ended; an ending is written as is. A
+            # backoff's end goes in the event too: the history then says from when the workload waited to be
+            # admitted.
+            released = transaction.update_if(
+                None if final else may_requeue, event=event, reason=reason, said_first=said_first,
+                data={"not_before": not_before} if not_before is not None else None,
+                **_freed(row, state, final=final, not_before=not_before, wall=wall), **(counts or {}),
+            )
+            if released is None:  # the cancel wins: the workload ends cancelled, in this same write
+                current = transaction.row
+                transaction.update_if(None, event="cancelled", reason=current.reason or "cancelled",
+                                      said_first=said_first, **_freed(current, "cancelled", final=True, wall=wall))
+                final = True
         if final:
             self.times.forget(row.id)
+
+
+def _freed(row: WorkloadRow, state: str, *, final: bool, wall: float, not_before: float | None = None) -> dict:
+    """A released workload's fields: nothing held; requeued, its admission's marks cleared; final, kept."""
+    return dict(state=state, placement=None, node=None, flavor=None, held_cpu_milli=0, held_memory_mib=0,
+                held_device_milli=0, stopping=None, preempting_until=None, preempted_for=None, not_before=not_before,
+                finished_at=wall if final else None, started_at=row.started_at if final else None,
+                admitted_at=row.admitted_at if final else None, escalated=row.escalated if final else False,
+                priority_boost=row.priority_boost if final else 0)

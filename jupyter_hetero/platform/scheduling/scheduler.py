@@ -135,17 +135,19 @@ class Scheduler:
         for row in [r for kind in RUN_BY_BACKEND for r in self.repository.workloads(states=ACTIVE_STATES, kind=kind)]:
             attempts = self.repository.attempts(row.id)
             current = attempts[-1] if attempts and attempts[-1].ended_at is None else None
+            ended = None
             if current is not None and row.state == "starting":
                 # The server died during the launch, before its `started` record: some of a gang's replicas may
                 # run, recorded or not, and the rest never will. Every one is stopped and the attempt starts again
                 # whole (a part of a gang adopted would run alone; one of no processes would read as ended well).
                 stopped = self.backend.stop_cut_off(Path(current.log_path).parent)
-                self.repository.update_attempt(current.id, ended_at=self.wall(), outcome="unlaunched",
-                                               reason=f"the server restarted during its launch; {stopped} process "
-                                                      "group(s) it had started were stopped")
+                ended = (current.id, dict(ended_at=self.wall(), outcome="unlaunched",
+                                          reason=f"the server restarted during its launch; {stopped} process "
+                                                 "group(s) it had started were stopped"))
                 current = None
             if row.state == "admitted" or current is None:
-                self.monitor.release(row, "queued", "requeued", "the server restarted before the workload started")
+                self.monitor.release(row, "queued", "requeued", "the server restarted before the workload started",
+                                     ended=ended)
                 continue
             handles = [ProcessHandle.from_json(p) for p in current.processes]
             self._running[row.id] = RunningAttempt(handles, current.id)
