@@ -249,8 +249,9 @@ def engine_request(request: dict[str, Any]) -> Request:
 
 
 def engine_workload(row: WorkloadRow, template: Template | None, default_runtime: float,
-                    times: SchedulerTime | None = None) -> Workload:
-    """A stored workload as the engine sees it; with ``times``, its timestamps in scheduler time."""
+                    times: SchedulerTime | None = None, *, constraints: Constraints | None = None) -> Workload:
+    """A stored workload as the engine sees it; with ``times``, its timestamps in scheduler time; ``constraints``,
+    when given, are ``constraints_for(template, families)`` as the caller keeps them."""
     resolved = row.request
     families = tuple(resolved.get("variant_families") or ())
     placement = placement_from_json(row.placement) if row.placement else None
@@ -271,7 +272,8 @@ def engine_workload(row: WorkloadRow, template: Template | None, default_runtime
         flavors=tuple(resolved["flavors"]),
         submitted_at=at("created_at"),
         kind=WorkloadKind(row.kind),
-        constraints=constraints_for(template, families) if template else Constraints(),
+        constraints=constraints if constraints is not None
+        else constraints_for(template, families) if template else Constraints(),
         user=row.user,
         placement=placement if row.state in ("admitted", "starting", "running") else None,
         started_at=started_at,

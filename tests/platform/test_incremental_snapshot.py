@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, Catalog, load_catalog
 from jupyter_hetero.engine_inputs import engine_workload, node_state
 from jupyter_hetero.platform.scheduling.scheduler import Scheduler
 from jupyter_hetero.store import ACTIVE_STATES
@@ -68,3 +69,25 @@ def test_a_tick_reads_only_the_workload_rows_that_changed_since_the_last(schedul
         scheduler.tick()
         assert loaded == [late.id]
     assert scheduler.ticks.recent()[-1].changed == 1
+
+
+def test_a_workload_re_read_after_each_write_looks_its_template_up_once_per_catalog(scheduler, monkeypatch):
+    looked_up: list[str] = []
+    lookup = Catalog.template
+
+    def counting(catalog: Catalog, name: str):
+        looked_up.append(name)
+        return lookup(catalog, name)
+
+    monkeypatch.setattr(Catalog, "template", counting)
+    kernel = stored_kernel(scheduler, "k", template="fine-tuning")
+    for n in range(5):  # each write puts the row in the change feed: the next snapshot converts it again
+        scheduler.repository.update_workload(kernel.id, event="test", reason=f"write {n}")
+        scheduler._snapshot(scheduler.clock())
+    assert looked_up.count("fine-tuning") == 1 + 1, looked_up  # stored_kernel's own, then the copies' one
+
+    scheduler.catalog = load_catalog(DEFAULT_CATALOG_PATH)  # another catalog: resolved against it once
+    for n in range(3):
+        scheduler.repository.update_workload(kernel.id, event="test", reason=f"again {n}")
+        scheduler._snapshot(scheduler.clock())
+    assert looked_up.count("fine-tuning") == 1 + 2, looked_up

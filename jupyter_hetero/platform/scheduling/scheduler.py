@@ -40,7 +40,7 @@ from .launch import Launcher
 from .lifecycle import may_stop
 from .monitor import RUN_BY_BACKEND, AttemptMonitor
 from .queue_status import WAIT_WINDOW_S, QueueStatus
-from .workload_copies import NodeStates, WorkloadCopies
+from .workload_copies import NodeStates, TemplateLookups, WorkloadCopies
 from .ticks import TickLog, TickTiming
 
 __all__ = ["Scheduler"]
@@ -90,6 +90,7 @@ class Scheduler:
         self._tenants = tenant_quotas(catalog)
         self.ticks = TickLog()
         # What the engine sees, kept current at the cost of what changed (see workload_copies.py).
+        self._templates = TemplateLookups()
         self._workloads = WorkloadCopies(repository, SCHEDULED_STATES, self._engine_workload,
                                             track_changes=engine_process is not None)
         self._node_states = NodeStates(node_state)
@@ -224,7 +225,9 @@ class Scheduler:
         return self._status
 
     def _engine_workload(self, row: WorkloadRow) -> Workload:
-        return engine_workload(row, self.catalog.template(row.template), 3600.0, self.times)
+        families = tuple(row.request.get("variant_families") or ())
+        template, constraints = self._templates.resolve(self.catalog, row.template, families)
+        return engine_workload(row, template, 3600.0, self.times, constraints=constraints)
 
     def _scheduled(self, row: WorkloadRow, workload: Workload) -> MirroredWorkload:
         """How a scheduled workload enters a snapshot: holding capacity, or waiting (and from when)."""

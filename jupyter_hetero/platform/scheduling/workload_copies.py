@@ -3,6 +3,7 @@ what changed, not of the fleet: the workloads' copies and a cache of node states
 
     workloads = WorkloadCopies(repository, ("queued", "preempted", *ACTIVE_STATES), convert)
     workloads.sync()               # lists once, then reads only the rows changed since the last sync
+    template, constraints = templates.resolve(catalog, row.template, families)   # looked up once per catalog
     for row, workload in workloads.entries(): ...
     replaced, changed, gone = workloads.take_changes()   # what changed since the last take (the engine process's delta)
 
@@ -16,12 +17,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from ...engine import NodeState, Workload
-from ...engine_inputs import NodeView
+from ...catalog import Catalog, Template
+from ...engine import Constraints, NodeState, Workload
+from ...engine_inputs import NodeView, constraints_for
 from ...store import Repository
 from ...store.tables import WorkloadRow
 
-__all__ = ["NodeStates", "WorkloadCopies"]
+__all__ = ["NodeStates", "TemplateLookups", "WorkloadCopies"]
 
 # Seconds between full relists of the workloads; the change feed carries everything in between.
 RELIST_S = 300.0
@@ -99,6 +101,29 @@ class WorkloadCopies:
                 gone = [i for i in sorted(self._changed) if i not in self._entries]
             self._changed, self._replaced = set(), False
             return replaced, changed, gone
+
+
+class TemplateLookups:
+    """Each template the copies' workloads name, looked up in the catalog and turned into the engine's
+    constraints once per catalog: a row is re-read after every write to it (each admission, start, stop),
+    and its template does not change with it. A template is kept per name and runtime families, so what it
+    keeps is bounded by the catalog, not the fleet."""
+
+    def __init__(self):
+        self._catalog: Catalog | None = None
+        self._resolved: dict[tuple[str, tuple[str, ...]], tuple[Template | None, Constraints]] = {}
+
+    def resolve(self, catalog: Catalog, name: str, families: tuple[str, ...]) -> tuple[Template | None, Constraints]:
+        """The template ``name`` of ``catalog`` (None when it has none) and its constraints for ``families``."""
+        if catalog is not self._catalog:  # another catalog: nothing resolved against the last one holds
+            self._catalog, self._resolved = catalog, {}
+        key = (name, families)
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            template = catalog.template(name)
+            resolved = self._resolved[key] = (
+                template, constraints_for(template, families) if template is not None else Constraints())
+        return resolved
 
 
 class NodeStates:
