@@ -9,8 +9,8 @@ from jupyter_hetero.engine_inputs import engine_workload, node_state
 from jupyter_hetero.platform.scheduling.scheduler import Scheduler
 from jupyter_hetero.store import ACTIVE_STATES
 
-from ..builders import stored_kernel
-from ..harness import workload_rows_loaded
+from ...builders import stored_kernel
+from ...harness import workload_rows_loaded
 
 
 def _rebuilt(scheduler: Scheduler, now: float) -> tuple[list, list, list]:

@@ -1,4 +1,4 @@
-"""Fixtures of the service tests: a real scheduler over a SQLite file and the demo's emulated nodes."""
+"""Fixtures of the scheduling tests: a real scheduler over a SQLite file and the demo's emulated nodes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from jupyter_hetero.platform.scheduling.inventory import Inventory
 from jupyter_hetero.platform.scheduling.scheduler import Scheduler
 from jupyter_hetero.store import Repository
 
-from ..conftest import DEMO_NODES
+from ...conftest import DEMO_NODES
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import time
 
 from jupyter_hetero.platform.scheduling.loop import SchedulerLoop
 
-from ..fakes import HeldScheduler
-from ..harness import until_async
+from ...fakes import HeldScheduler
+from ...harness import until_async
 
 
 async def _stop(loop: SchedulerLoop) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from jupyter_hetero.engine import Engine, QueuePolicy, Request, Res, TenantQuota
 from jupyter_hetero.platform.governance.capacity_advice import CapacityAdvisor, Recorded
 
-from ..builders import node
+from ...builders import node
 
 QUEUES = {"training": QueuePolicy(name="training", priority=10, max_wait_s=2, escalation="notify")}
 TENANTS = {"vision": TenantQuota(tenant="vision", nominal={"a100-80g": Res(cpu=10**6, mem=10**7, dev=64_000)})}

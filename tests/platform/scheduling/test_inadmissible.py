@@ -9,9 +9,9 @@ from jupyter_hetero.engine import Engine
 from jupyter_hetero.platform.clock import Clock
 from jupyter_hetero.platform.scheduling.scheduler import Scheduler
 
-from ..builders import stored_kernel
-from ..conftest import DEMO_NODES
-from ..harness import workload_rows_loaded
+from ...builders import stored_kernel
+from ...conftest import DEMO_NODES
+from ...harness import workload_rows_loaded
 
 IMPOSSIBLE = "capacity: a replica needs 2 devices on one node, nodes of flavor t4 have 1"
 

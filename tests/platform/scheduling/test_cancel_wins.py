@@ -25,8 +25,8 @@ from jupyter_hetero.platform.scheduling.scheduler import Scheduler
 from jupyter_hetero.platform.workloads.service import Workloads
 from jupyter_hetero.store.tables import WorkloadRow
 
-from ..conftest import DEMO_NODES
-from ..fakes import InterposingRepository
+from ...conftest import DEMO_NODES
+from ...fakes import InterposingRepository
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 

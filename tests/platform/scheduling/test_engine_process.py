@@ -30,9 +30,9 @@ from jupyter_hetero.platform.scheduling.scheduler import Scheduler
 from jupyter_hetero.startup import build_engine
 from jupyter_hetero.store import Repository
 
-from ..builders import stored_kernel
-from ..conftest import DEMO_NODES, REPO
-from ..fakes import FixedClock, TroubledEngine
+from ...builders import stored_kernel
+from ...conftest import DEMO_NODES, REPO
+from ...fakes import FixedClock, TroubledEngine
 
 
 @pytest.fixture

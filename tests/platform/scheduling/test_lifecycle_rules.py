@@ -13,7 +13,7 @@ from jupyter_hetero.platform.scheduling.lifecycle import after_attempt, placemen
 from jupyter_hetero.store import Repository
 from jupyter_hetero.store.tables import WorkloadRow
 
-from ..fakes import SteppingClock
+from ...fakes import SteppingClock
 
 
 def row(**fields) -> WorkloadRow:
