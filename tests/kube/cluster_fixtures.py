@@ -47,8 +47,8 @@ from tests.kube.control_plane import ControlPlane, ControlPlaneError, Kwok
 from tests.kube.nodes import kwok_node
 from tests.kube.real_kubelet import RealKubelet
 
-__all__ = ["HeteroNamespace", "control_plane", "hetero_namespace", "kube_binaries", "kwok", "kwok_nodes",
-           "local_kubelet"]
+__all__ = ["FAST_FAILOVER", "HeteroNamespace", "WORKLOAD_LABEL", "control_plane", "hetero_namespace", "kube_binaries",
+           "kwok", "kwok_nodes", "local_kubelet"]
 
 REPO = Path(__file__).resolve().parents[2]
 RBAC = REPO / "jupyter_hetero" / "backends" / "kubernetes" / "rbac.yaml"
@@ -66,6 +66,13 @@ QUOTA = {"pods": "50", "requests.cpu": "64", "requests.memory": "256Gi", "limits
 LIMIT_RANGE = {"type": "Container", "default": {"cpu": "1", "memory": "512Mi"},
                "defaultRequest": {"cpu": "100m", "memory": "128Mi"}, "max": {"cpu": "64", "memory": "256Gi"}}
 TOKEN_SECONDS = 4 * 3600  # longer than any test session; the API server's minimum is 10 minutes
+
+# The label by which a test finds the pods of one workload, as the backend sets it.
+WORKLOAD_LABEL = "hetero.jupyter.org/workload-id"
+# Pods tolerate an unreachable node for 2 s, not the 300 s DefaultTolerationSeconds gives them, so that the
+# taint-eviction controller evicts them within a test.
+FAST_FAILOVER = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                  "tolerationSeconds": 2}]
 
 
 @dataclass(frozen=True)

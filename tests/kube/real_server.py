@@ -41,6 +41,8 @@ from jupyter_hetero.backends.kubernetes.config import DEFAULT_TOLERATIONS
 from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
 
 from .cluster_fixtures import (  # noqa: F401 - fixtures this module's build on, re-exported for the tests
+    FAST_FAILOVER,
+    WORKLOAD_LABEL,
     HeteroNamespace,
     control_plane,
     hetero_namespace,
@@ -62,11 +64,6 @@ KUBELET_NODE = "local-kubelet-1"  # cluster_fixtures' local_kubelet
 KUBELET_TYPES = ("local-cpu", "local-cpu-spare")
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 MANAGED = "app.kubernetes.io/managed-by=jupyter-hetero"
-WORKLOAD_LABEL = "hetero.jupyter.org/workload-id"
-# Pods tolerate an unreachable node for 2 s, not the 300 s DefaultTolerationSeconds gives them: the taint-eviction
-# controller evicts them within a test (as test_real_cluster's FAST_FAILOVER).
-FAST_FAILOVER = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-                  "tolerationSeconds": 2}]
 
 
 def kubelet_job(code: str, *args: str, queue: str = "batch", cpu: float = 1, **extra) -> dict:

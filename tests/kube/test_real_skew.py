@@ -23,10 +23,8 @@ from jupyter_hetero.backends.kubernetes.backend import KubernetesBackend
 from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
 
 from ..harness import until
-from .cluster_fixtures import control_plane, hetero_namespace, kube_binaries  # noqa: F401 - fixtures
+from .cluster_fixtures import WORKLOAD_LABEL, control_plane, hetero_namespace, kube_binaries  # noqa: F401 - fixtures
 from .skew_proxy import SkewProxy
-
-WORKLOAD_LABEL = "hetero.jupyter.org/workload-id"
 
 
 def test_a_pod_whose_answer_the_models_reject_is_named_and_deleted_on_the_real_api_server(

@@ -7,16 +7,12 @@ its own on the loopback network; the server is a real jupyter-server on the kube
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 from ..harness import until_async
 from .fixtures import kube_api  # noqa: F401 - a fixture
 from .selectors import label_selector
+from .service_checks import MODEL, assert_each_replica_answers_in_turn, delete_and_see_it_go, ready_replicas
 from .test_backend import GPU_NODE, NAMESPACE, cluster, namespace  # noqa: F401 - fixtures among them
 
-MODEL = [sys.executable, str(Path(__file__).parents[1] / "serving" / "model_server.py")]
 SERVICE_LABEL = "hetero.jupyter.org/service"
 
 
@@ -25,12 +21,7 @@ async def test_a_services_replicas_are_pods_reached_at_their_own_addresses_and_n
     await api("services", "POST", {"name": "doubler", "command": MODEL, "replicas": 2,
                                    "parameters": {"devices": 1}})
 
-    async def ready() -> dict | None:
-        service = await api("services/doubler")
-        return service if service["ready_replicas"] == 2 else None
-
-    service = await until_async(ready, "two ready replicas in pods", timeout=90)
-    replicas = service["replica_workloads"]
+    replicas = await ready_replicas(api)
     pods = [cluster.pod_of(replica["id"]) for replica in replicas]
     # The same port in every pod, each pod at its own address: the endpoint reaches each at its pod's IP.
     assert {replica["port"] for replica in replicas} == {8080}
@@ -48,13 +39,7 @@ async def test_a_services_replicas_are_pods_reached_at_their_own_addresses_and_n
         assert {"name": "HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
-    answers = []
-    for _ in range(4):
-        response = await jp_fetch("hetero", "endpoints", "default", "doubler", "predict", method="POST",
-                                  body=json.dumps({"inputs": [1, 2]}))
-        answers.append(json.loads(response.body))
-    assert all(answer["outputs"] == [2, 4] for answer in answers)
-    assert {answer["replica"].split(":")[0] for answer in answers} == {str(r["id"]) for r in replicas}  # both, in turn
+    await assert_each_replica_answers_in_turn(jp_fetch, replicas)
 
     # Its name in the cluster: a Service on port 80 selecting its replicas (of every revision).
     named = await until_async(lambda: cluster.api.get("Service", "hetero-doubler", NAMESPACE),
@@ -65,9 +50,6 @@ async def test_a_services_replicas_are_pods_reached_at_their_own_addresses_and_n
     assert sorted(pod["metadata"]["name"] for pod in cluster.pods() if selects(pod)) == \
         sorted(pod["metadata"]["name"] for pod in pods)
 
-    await api("services/doubler", "DELETE")
-    for replica in replicas:
-        await wait_for(replica["id"], lambda w: w["state"] == "cancelled", timeout=60)
-    await until_async(lambda: all(cluster.pod_of(r["id"]) is None for r in replicas), "the replicas' pods to go")
-    await until_async(lambda: cluster.api.get("Service", "hetero-doubler", NAMESPACE) is None,
-                      "the service's Service to go with it", timeout=30)
+    await delete_and_see_it_go(api, wait_for, replicas,
+                               pod_gone=lambda workload_id: cluster.pod_of(workload_id) is None,
+                               service_gone=lambda: cluster.api.get("Service", "hetero-doubler", NAMESPACE) is None)
