@@ -54,20 +54,20 @@ DOMAIN_LABEL = "hetero.io/interconnect-domain"
 
 @dataclass(frozen=True)
 class NodeView:
-    """A node as the API shows it: its capability, flavor, admission state and when it was seen."""
+    """A node as the API shows it: its capability, flavor, state and when it was seen."""
 
     capability: NodeCapability
     flavor: str | None
-    state: str
+    state: str  # as its source reports it: ready, cordoned or lost
     first_seen: float
     last_seen: float
     held: Held = Held()  # what work we did not place holds of it (a cluster's other pods)
     onboarded: bool = True  # passed onboarding, or none is required; until then it takes no work
 
     @property
-    def admission(self) -> str:
-        """Its state as people and the engine see it: an admitted node still onboarding is pending."""
-        return "pending" if self.state == "admitted" and not self.onboarded else self.state
+    def readiness(self) -> str:
+        """Its state as people and the engine see it: a ready node that has not passed onboarding is onboarding."""
+        return "onboarding" if self.state == "ready" and not self.onboarded else self.state
 
     @property
     def name(self) -> str:
@@ -78,8 +78,8 @@ class NodeView:
             **self.capability.model_dump(mode="json"),
             "family": self.capability.family.value,
             "flavor": self.flavor,
-            "state": self.admission,
-            "schedulable": self.admission == "admitted" and self.flavor is not None,
+            "state": self.readiness,
+            "schedulable": self.readiness == "ready" and self.flavor is not None,
             "held_by_others": {"cpu_milli": self.held.cpu_milli, "memory_mib": self.held.memory_mib,
                                "devices": self.held.devices},
             "first_seen": self.first_seen,
@@ -160,7 +160,7 @@ def node_state(view: NodeView) -> NodeState:
         frameworks=frozenset(frameworks),
         labels=dict(capability.labels),
         domain=capability.labels.get(DOMAIN_LABEL, capability.name),
-        schedulable=view.admission == "admitted" and view.flavor is not None,
+        schedulable=view.readiness == "ready" and view.flavor is not None,
         shares_devices=accelerator is not None and accelerator.sharing != "whole",
         inference_engines=frozenset(accelerator.inference_engines if accelerator else ()),
         firmware=accelerator.firmware_version if accelerator else None,

@@ -68,7 +68,7 @@ class ListNodesQuery(_Query):
     flavor: str | None = None
     family: AcceleratorFamily | None = None
     emulated: bool | None = None
-    state: Literal["admitted", "pending", "cordoned", "lost"] | None = None
+    state: Literal["ready", "onboarding", "cordoned", "lost"] | None = None
 
 
 class ScriptSpec(BaseModel):

@@ -241,7 +241,7 @@ class JoiningNodes(LocalBackend):
 
     def poll_nodes(self, placed_servers: frozenset[int] = frozenset()) -> NodesSeen | None:
         joined, JoiningNodes._joined = JoiningNodes._joined, None
-        return None if joined is None else NodesSeen(joined, {node.name: "admitted" for node in joined})
+        return None if joined is None else NodesSeen(joined, {node.name: "ready" for node in joined})
 
 
 class ListedNodes(Configurable, LocalBackend):
@@ -261,7 +261,7 @@ class ListedNodes(Configurable, LocalBackend):
             return None
         self._listed = True
         nodes = load_emulated_nodes(self.nodes_file)
-        return NodesSeen(nodes, {node.name: "admitted" for node in nodes})
+        return NodesSeen(nodes, {node.name: "ready" for node in nodes})
 
 
 class InterposingRepository(Repository):

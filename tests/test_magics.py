@@ -110,16 +110,16 @@ def test_logs_and_cancel(server):
         pytest.param("%%hetero_submit --template nope\nx = 1", "template 'nope' does not exist (valid: ", id="unknown template"),
         pytest.param("%%hetero_submit --template training --queue vip\nx = 1", "queue 'vip' does not exist",
                      id="unknown queue"),
-        pytest.param("%%hetero_submit --template training --gpus 99\nx = 1",
+        pytest.param("%%hetero_submit --template training --devices 99\nx = 1",
                      "parameters.devices: 99 is outside template training's bounds [1, 8]", id="out of bounds"),
         pytest.param("%%hetero_submit --template training --flavor tpu\nx = 1", "parameters.flavor: must be one of",
                      id="unknown flavor"),
         pytest.param("%%hetero_submit --template data-preprocessing --push missing\nx = 1",
                      "--push: no variable named missing", id="push of a missing variable"),
-        pytest.param("%%hetero_submit --gpus 2\nx = 1", "needs --template", id="no template"),
+        pytest.param("%%hetero_submit --devices 2\nx = 1", "needs --template", id="no template"),
         pytest.param("%hetero_connect http://127.0.0.1:1", "cannot reach the server", id="server unreachable"),
-        pytest.param("%%hetero_submit --template data-preprocessing --gpus two\nx = 1",
-                     "%hetero_submit: argument --gpus: invalid int value: 'two' (see %hetero_submit? · 用法见",
+        pytest.param("%%hetero_submit --template data-preprocessing --devices two\nx = 1",
+                     "%hetero_submit: argument --devices: invalid int value: 'two' (see %hetero_submit? · 用法见",
                      id="a value of the wrong type"),
         pytest.param("%hetero_logs latest", "%hetero_logs: argument id: invalid int value: 'latest'",
                      id="a workload id that is not a number"),
@@ -145,7 +145,7 @@ def test_tables_render_as_html_and_text(server):
 
 def test_work_no_node_can_hold_stops_the_wait_and_says_why(server):
     # No node of the demo (nor, in any test environment, this machine) has eight A100 80 GB devices.
-    notebook = run(server, "%%hetero_submit --template training --flavor a100-80g --gpus 8 --wait\nx = 1",
+    notebook = run(server, "%%hetero_submit --template training --flavor a100-80g --devices 8 --wait\nx = 1",
                    "%hetero_status", errors=True)
     stderr = "".join(o.get("text", "") for o in notebook.cells[1].outputs if o.get("name") == "stderr")
     assert "inadmissible: no node in the inventory can ever hold it: capacity: a replica needs 8 devices on one " \
@@ -187,7 +187,7 @@ def shell():
 @pytest.mark.parametrize(
     ("magic", "expected"),
     [
-        pytest.param("%hetero_submit", ["%hetero_submit [--template TEMPLATE]", "--gpus GPUS",
+        pytest.param("%hetero_submit", ["%hetero_submit [--template TEMPLATE]", "--devices DEVICES",
                                         "-p <KEY=VALUE>, --param <KEY=VALUE>", "Task template (see %hetero_templates)"],
                      id="submit"),
         pytest.param("%%hetero_submit", ["--push PUSH", "--wait"], id="submit as a cell magic"),
@@ -205,12 +205,12 @@ def test_the_help_of_a_magic_lists_its_arguments(shell, magic, expected):
 @pytest.mark.parametrize(
     ("magic", "line", "cell", "message"),
     [
-        pytest.param("hetero_submit", "--template t --gpus two", "x = 1", "argument --gpus: invalid int value: 'two'",
+        pytest.param("hetero_submit", "--template t --devices two", "x = 1", "argument --devices: invalid int value: 'two'",
                      id="a value of the wrong type"),
         pytest.param("hetero_submit", "--template t --bogus 1", "x = 1", "unrecognized arguments: --bogus",
                      id="an unknown option"),
         pytest.param("hetero_submit", "--template 'unclosed", "x = 1", "No closing quotation", id="an unclosed quote"),
-        pytest.param("hetero_submit", "--gpus 1", "x = 1", "needs --template, one of those %hetero_templates lists",
+        pytest.param("hetero_submit", "--devices 1", "x = 1", "needs --template, one of those %hetero_templates lists",
                      id="no template"),
         pytest.param("hetero_submit", "--template t report.ipynb -p rows", None, "-p expects key=value, got 'rows'",
                      id="a parameter without a value"),
@@ -237,7 +237,7 @@ def test_a_chinese_session_is_told_in_chinese(shell, monkeypatch):
     monkeypatch.setenv("JUPYTER_HETERO_LANG", "zh")
     magics = shell.magics_manager.registry["HeteroMagics"]
     with pytest.raises(UsageError) as error:
-        magics.hetero_submit("--gpus 1", "x = 1")
+        magics.hetero_submit("--devices 1", "x = 1")
     assert str(error.value) == ("%hetero_submit: 需要 --template，取 %hetero_templates 列出的模板之一 "
                                 "(see %hetero_submit? · 用法见 %hetero_submit?)")
     with pytest.raises(UsageError) as error:

@@ -149,7 +149,7 @@ class Onboarding(Answer):
 
     kind: Literal["node", "tenant", "chip", "framework", "model"]
     name: str
-    state: Literal["pending", "verifying", "admitted", "rejected"]
+    state: Literal["requested", "verifying", "accepted", "rejected"]
     failed_step: str | None
     steps: list[OnboardingStep]
     by: str

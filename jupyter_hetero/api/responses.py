@@ -213,7 +213,8 @@ class NodeUtilisation(Answer):
     memory_used_mib: float
     # Absent, not null, where nothing measures the devices.
     device_util_pct: float = Field(default=None, description="Mean over the node's devices, where measured.")
-    gpu_memory_mib: float = Field(default=None, description="Device memory used on the node's GPUs.")
+    device_memory_used_mib: float = Field(default=None, description="Device memory used on the node's devices, "
+                                                                            "where measured.")
 
 
 class HeldByOthers(Answer):
@@ -228,7 +229,7 @@ class NodeRecord(NodeCapability):
     # Aliased: the capability's own ``family`` is a property derived from its accelerator.
     family_: AcceleratorFamily = Field(alias="family")
     flavor: str | None
-    state: Literal["admitted", "pending", "cordoned", "lost"]
+    state: Literal["ready", "onboarding", "cordoned", "lost"]
     schedulable: bool
     first_seen: float
     last_seen: float

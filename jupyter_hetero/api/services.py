@@ -17,8 +17,8 @@ class ReplicaUsage(Answer):
 
     rss_mib: float | None = Field(default=None, description="Resident memory of its processes (local backend).")
     device_util_pct: float | None = Field(default=None, description="Mean utilisation of its devices; None where "
-                                                                 "not measured (emulated nodes, pods).")
-    gpu_memory_mib: float | None = Field(default=None, description="Device memory its devices use.")
+                                                                    "not measured (emulated nodes, pods).")
+    device_memory_used_mib: float | None = Field(default=None, description="Device memory its devices use.")
 
 
 class ServiceReplica(Answer):
@@ -125,7 +125,7 @@ class Service(Answer):
     ready_replicas: int
     device_utilisation: dict[str, float] | None = Field(
         description="Its running replicas' devices, where measured (as a kernel's usage says it): mean "
-                    "device_util_pct, summed gpu_memory_mib; None where not measured (emulated nodes, pods).")
+                    "device_util_pct, summed device_memory_used_mib; None where not measured (emulated nodes, pods).")
     traffic: Traffic
     replica_workloads: list[ServiceReplica]
     rollout: Rollout | None = Field(description="A new revision under trial as a canary.")

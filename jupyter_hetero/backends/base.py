@@ -27,7 +27,7 @@ class NodesSeen:
     """The nodes a backend discovers, as they are now."""
 
     capabilities: list[NodeCapability]
-    states: dict[str, str]  # admission state per node: admitted, cordoned, lost
+    states: dict[str, str]  # state per node as the source reports it: ready, cordoned, lost
     held: dict[str, Held] = field(default_factory=dict)
 
 

@@ -68,7 +68,7 @@ __all__ = [
 class Onboarding(CatalogModel):
     """How new nodes join: with ``nodes: required`` a node takes no work until it passed its checklist (capability
     recorded, driver at or above ``min_driver`` of its family, a sample job and a failing one run on it, its
-    metrics visible); emulated nodes are admitted at once when ``pre_admit_emulated``."""
+    metrics visible); emulated nodes are accepted at once when ``pre_admit_emulated``."""
 
     nodes: Literal["off", "required"] = "off"
     pre_admit_emulated: bool = True

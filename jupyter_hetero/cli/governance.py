@@ -103,7 +103,7 @@ def add_admit_parser(commands) -> None:
         one.set_defaults(run=guarded(_admit), kind=kind)
     listed = actions.add_parser("list", parents=[server_options()], help="every onboarding checklist")
     listed.add_argument("--json", action="store_true")
-    listed.set_defaults(run=guarded(_admitted))
+    listed.set_defaults(run=guarded(_checklists))
     reload = actions.add_parser("reload-catalog", parents=[server_options()],
                                 help="read the catalog file again; onboarding and alerts apply at once")
     reload.set_defaults(run=guarded(_reload))
@@ -117,10 +117,10 @@ def _admit(args: argparse.Namespace) -> int:
         print(f"{record['kind']} {record['name']}: {record['state']}")
         for step in record["steps"]:
             print(f"  {'ok  ' if step['ok'] else 'FAIL'} {step['name']}: {step['evidence']}")
-    return 0 if record["state"] == "admitted" else 1
+    return 0 if record["state"] == "accepted" else 1
 
 
-def _admitted(args: argparse.Namespace) -> int:
+def _checklists(args: argparse.Namespace) -> int:
     records = connect(args).request("GET", "onboarding")
     if args.json:
         print(json.dumps(records, indent=2, ensure_ascii=False))

@@ -18,7 +18,7 @@ __all__ = ["STATIC_KINDS", "STATIC_ORDER", "capacity_blocker", "inadmissible", "
 # firmware); its network and links; the size of its hardware; the wrong hardware; no node at all. Only a change
 # of the inventory can lift them; quota, capacity, holds and preemption are a matter of time.
 STATIC_ORDER = (
-    "not-admitted", "labels", "frameworks", "inference-engines", "variant-requires", "driver", "runtime", "firmware",
+    "not-onboarded", "labels", "frameworks", "inference-engines", "variant-requires", "driver", "runtime", "firmware",
     "bandwidth", "rdma", "link-domain", "interconnect", "device-sharing", "device-memory", "device-count",
     "flavor-devices", "node-memory", "node-cpu", "variant", "no-accelerator", "no-nodes",
 )

@@ -122,12 +122,12 @@ class Cluster:
         self._free_dev = {
             flavor: sum(n.device_free_milli for n in nodes if n.schedulable) for flavor, nodes in self.flavors.items()
         }
-        # The biggest admitted node of each flavor, (count, CPU, memory): what no node can hold
+        # The biggest ready node of each flavor, (count, CPU, memory): what no node can hold
         # is told apart from what merely waits for capacity.
         self._largest = {
-            flavor: (len(admitted), max(n.cpu for n in admitted), max(n.mem for n in admitted))
+            flavor: (len(ready), max(n.cpu for n in ready), max(n.mem for n in ready))
             for flavor, nodes in self.flavors.items()
-            if (admitted := [n for n in nodes if n.schedulable])
+            if (ready := [n for n in nodes if n.schedulable])
         }
 
     # -- index ---------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ class Cluster:
         return cached
 
     def _oversized(self, flavor: str, request: Request) -> Mismatch | None:
-        """Why no admitted node of ``flavor`` is big enough for one replica (for all, when they
+        """Why no ready node of ``flavor`` is big enough for one replica (for all, when they
         must share a node), or None."""
         largest = self._largest.get(flavor)
         if largest is None:

@@ -50,7 +50,7 @@ _MESSAGES: dict[str, str] = {
     ),
     "cohort-borrow": N_("quota: cohort {cohort} has no {resource} of flavor {flavor} left to lend ({used}/{limit} in use)"),
     "capacity": N_("capacity: flavor {flavor} has {free} free, needs {need}"),
-    "device-memory": N_("capacity: no admitted node of flavor {flavor} has >= {need} device memory; nodes have {have}"),
+    "device-memory": N_("capacity: no ready node of flavor {flavor} has >= {need} device memory; nodes have {have}"),
     "reservation": N_("reserved for inference: {reserved} of flavor {flavor} are kept for queue {owner}"),
     "held": N_("capacity: flavor {flavor} is held for workload {holder}, which waited past its queue's max wait"),
     "preempting": N_("preemption: waiting for {count} evicted workload(s) to release flavor {flavor} (grace ends in {grace_s} s)"),
@@ -81,8 +81,8 @@ _MESSAGES: dict[str, str] = {
     "node-memory": N_("capacity: {need} memory must fit on one node; the largest node of flavor {flavor} has {have}"),
     "no-accelerator": N_("capacity: flavor {flavor} has no accelerators"),
     "variant": N_("runtime: template has no runtime variant for the accelerators of flavor {flavor}"),
-    "not-admitted": N_("onboarding: nodes of flavor {flavor} are pending onboarding and not schedulable yet"),
-    "no-nodes": N_("capacity: no admitted node belongs to flavor {flavor}"),
+    "not-onboarded": N_("onboarding: nodes of flavor {flavor} are still onboarding and not schedulable yet"),
+    "no-nodes": N_("capacity: no ready node belongs to flavor {flavor}"),
 
     # Lost running work (Decisions.lost), not blockers.
     "node-gone": N_("node {node} is no longer in the inventory"),

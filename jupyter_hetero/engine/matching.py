@@ -84,7 +84,7 @@ class Mismatch:
 def mismatch(node: NodeState, request: Request, constraints: Constraints) -> Mismatch | None:
     """The first reason ``node`` can never run the workload, or None when it could."""
     if not node.schedulable:
-        return Mismatch("not-admitted", "an admitted node", "pending onboarding")
+        return Mismatch("not-onboarded", "a ready node", "onboarding")
     if request.uses_devices:
         found = _devices_mismatch(node, request, constraints)
         if found is not None:

@@ -1,4 +1,4 @@
-"""The inventory: real and emulated nodes with capability, labels, flavor and admission state."""
+"""The inventory: real and emulated nodes with capability, labels, flavor and state."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class NodesHandler(HeteroHandler):
             if (query.flavor is None or node.flavor == query.flavor)
             and (query.family is None or node.capability.family == query.family)
             and (query.emulated is None or node.capability.emulated == query.emulated)
-            and (query.state is None or node.admission == query.state)
+            and (query.state is None or node.readiness == query.state)
         ]
         def measure() -> list[dict | None]:
             return [platform.backend.node_utilisation(node.capability) for node in nodes]

@@ -2,7 +2,7 @@
 
     %load_ext jupyter_hetero
     %hetero_templates
-    %%hetero_submit --template training --gpus 2 --push data,cfg --pull metrics --wait
+    %%hetero_submit --template training --devices 2 --push data,cfg --pull metrics --wait
     metrics = train(data, cfg)
 
 Every magic is a thin wrapper over :mod:`jupyter_hetero.notebook.client`; errors are shown in the cell as
@@ -157,8 +157,8 @@ class HeteroMagics(Magics):
     @argument("--template", help="Task template (see %%hetero_templates); required.")
     @argument("--queue", help="Queue to wait in; the template's by default.")
     @argument("--flavor", help="Pin one flavor; by default the scheduler picks among the template's.")
-    @argument("--gpus", type=int, help="Whole devices per replica.")
-    @argument("--gpu-milli", type=int, help="A fraction of one device, in thousandths.")
+    @argument("--devices", type=int, help="Whole devices per replica.")
+    @argument("--device-milli", type=int, help="A fraction of one device, in thousandths.")
     @argument("--cpus", type=float, help="CPU cores per replica.")
     @argument("--memory", help="Memory per replica, e.g. 16Gi.")
     @argument("--time-limit", help="Longest run, e.g. 2h.")
@@ -224,7 +224,7 @@ class HeteroMagics(Magics):
 
     def _fields(self, args) -> dict:
         parameters = {}
-        for option, name in (("flavor", "flavor"), ("gpus", "devices"), ("gpu_milli", "device_milli"),
+        for option, name in (("flavor", "flavor"), ("devices", "devices"), ("device_milli", "device_milli"),
                              ("cpus", "cpu"), ("memory", "memory"), ("time_limit", "time_limit")):
             if getattr(args, option) is not None:
                 parameters[name] = getattr(args, option)
@@ -282,7 +282,7 @@ class HeteroMagics(Magics):
     @argument("--min-replicas", type=int, help="Never fewer (1 by default).")
     @argument("--max-replicas", type=int, help="Never more (replicas by default).")
     @argument("--target-in-flight", type=float, help="Scale by load: about this many requests in flight per replica.")
-    @argument("--gpus", type=int, help="Whole devices per replica.")
+    @argument("--devices", type=int, help="Whole devices per replica.")
     @argument("--function", default="predict", help="The cell's function that answers requests (%%%%hetero_serve).")
     @argument("--env", action="append", default=[], metavar="KEY=VALUE", help="A variable of the replicas; repeatable.")
     @argument("--wait", action="store_true", help="Wait until every replica is ready.")
@@ -320,7 +320,7 @@ class HeteroMagics(Magics):
                 **({"code": code} if code is not None else {"command": command}),
                 "min_replicas": args.min_replicas, "max_replicas": args.max_replicas,
                 "target_in_flight": args.target_in_flight, "env": _pairs(args.env),
-                "parameters": {"devices": args.gpus} if args.gpus else {}}
+                "parameters": {"devices": args.devices} if args.devices else {}}
         service = self._call(self.client.serve, **{key: value for key, value in body.items() if value is not None})
         print(_say(N_("service {name}: {replicas} replica(s) asked for; endpoint {endpoint}"), name=service["name"],
                    replicas=service["replicas"], endpoint=self.client.url.rstrip("/") + service["endpoint"]))

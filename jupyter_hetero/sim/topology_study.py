@@ -54,7 +54,7 @@ def build_nodes(preset: str, count: int) -> list[NodeState]:
     nodes = []
     for i in range(count):
         node = capability.model_copy(update={"name": f"{preset}-{i:03d}"})
-        nodes.append(node_state(NodeView(node, flavor=preset, state="admitted", first_seen=0.0, last_seen=0.0)))
+        nodes.append(node_state(NodeView(node, flavor=preset, state="ready", first_seen=0.0, last_seen=0.0)))
     return nodes
 
 

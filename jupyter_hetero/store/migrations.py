@@ -3,7 +3,9 @@
 1: initial; 2: attempts and lifecycle columns; 3: failures, preemptions and node losses counted apart;
 4: workload credentials; 5: services; 6: alerts; 7: onboarding;
 8: a submission's Idempotency-Key, unique per user; 9: a service's name unique per tenant among its active
-services (a deleted one's name is free again)."""
+services (a deleted one's name is free again); 10: one word per concept in stored values (attempt metrics
+``device_*``, node states ``ready``/``onboarding``, onboarding states ``requested``/``accepted``, node event
+``node-ready``)."""
 
 from __future__ import annotations
 
@@ -157,11 +159,36 @@ def _v9_service_names_per_tenant(connection: Connection) -> None:
                             "WHERE state = 'active'"))
 
 
+# Schema 10's renames (issue 35): the old stored value -> the new one.
+_V10_METRICS = {"gpu_util_pct_mean": "device_util_pct_mean", "gpu_memory_peak_mib": "device_memory_peak_mib"}
+_V10_VALUES = (
+    ("nodes", "state", {"admitted": "ready", "pending": "onboarding"}),
+    ("onboarding", "state", {"pending": "requested", "admitted": "accepted"}),
+    ("events", "type", {"node-admitted": "node-ready"}),
+)
+
+
+def _v10_one_word_per_concept(connection: Connection) -> None:
+    """Rename stored values that meant two things: device metrics named GPU, a node's states named as admission."""
+    for table, column, renames in _V10_VALUES:
+        for old, new in renames.items():
+            connection.execute(text(f"UPDATE {table} SET {column} = :new WHERE {column} = :old"),
+                               {"new": new, "old": old})
+    # JSON is text in SQLite and json in PostgreSQL: both compare as text once cast, and read back as text or a dict.
+    for attempt_id, metrics in connection.execute(
+            text("SELECT id, metrics FROM attempts WHERE CAST(metrics AS TEXT) LIKE '%gpu_%'")).all():
+        metrics = json.loads(metrics) if isinstance(metrics, str) else metrics
+        if isinstance(metrics, dict) and _V10_METRICS.keys() & metrics.keys():
+            renamed = {_V10_METRICS.get(key, key): value for key, value in metrics.items()}
+            connection.execute(text("UPDATE attempts SET metrics = :metrics WHERE id = :id"),
+                               {"metrics": json.dumps(renamed), "id": attempt_id})
+
+
 # (version, step). A new schema appends a step; released steps are never edited.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (3, _v3_attempt_outcome_counts), (4, _v4_credentials),
     (5, _v5_services), (6, _v6_alerts), (7, _v7_onboarding), (8, _v8_request_keys),
-    (9, _v9_service_names_per_tenant),
+    (9, _v9_service_names_per_tenant), (10, _v10_one_word_per_concept),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

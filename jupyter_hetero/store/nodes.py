@@ -25,7 +25,7 @@ class NodeRecords(Sessions):
             for node in nodes:
                 row = session.get(NodeRow, node["name"])
                 if row is None:
-                    row = NodeRow(name=node["name"], first_seen=now, state=node.get("state") or "admitted")
+                    row = NodeRow(name=node["name"], first_seen=now, state=node.get("state") or "ready")
                     session.add(row)
                 row.source, row.emulated, row.flavor = node["source"], node["emulated"], node["flavor"]
                 row.capability, row.last_seen = node["capability"], now

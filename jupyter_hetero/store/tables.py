@@ -23,7 +23,7 @@ class SchemaVersionRow(Base):
 
 
 class NodeRow(Base):
-    """A node as last seen, with the flavor it maps to and its admission state."""
+    """A node as last seen, with the flavor it maps to and its state as its source reports it."""
 
     __tablename__ = "nodes"
 
@@ -31,7 +31,7 @@ class NodeRow(Base):
     source: Mapped[str] = mapped_column(String(32))
     emulated: Mapped[bool] = mapped_column(Boolean, default=False)
     flavor: Mapped[str | None] = mapped_column(String(63), nullable=True)
-    state: Mapped[str] = mapped_column(String(16), default="admitted")
+    state: Mapped[str] = mapped_column(String(16), default="ready")
     capability: Mapped[dict[str, Any]] = mapped_column(JSON)
     first_seen: Mapped[float] = mapped_column(Float)
     last_seen: Mapped[float] = mapped_column(Float)
@@ -208,7 +208,7 @@ class OnboardingRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(16))  # node | tenant
     name: Mapped[str] = mapped_column(String(253))
-    state: Mapped[str] = mapped_column(String(16))  # pending | verifying | admitted | rejected
+    state: Mapped[str] = mapped_column(String(16))  # requested | verifying | accepted | rejected
     steps: Mapped[list[Any]] = mapped_column(JSON, default=list)  # {name, ok, evidence, at}, in order
     failed_step: Mapped[str | None] = mapped_column(String(32), nullable=True)
     by: Mapped[str] = mapped_column(String(253))  # who asked (the server itself for a new node)

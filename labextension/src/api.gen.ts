@@ -1528,7 +1528,7 @@ export interface components {
             family: components["schemas"]["AcceleratorFamily"];
             flavor: string | null;
             /** @enum {string} */
-            state: "admitted" | "pending" | "cordoned" | "lost";
+            state: "ready" | "onboarding" | "cordoned" | "lost";
             schedulable: boolean;
             first_seen: number;
             last_seen: number;
@@ -1567,7 +1567,7 @@ export interface components {
             family: components["schemas"]["AcceleratorFamily"];
             flavor: string | null;
             /** @enum {string} */
-            state: "admitted" | "pending" | "cordoned" | "lost";
+            state: "ready" | "onboarding" | "cordoned" | "lost";
             schedulable: boolean;
             first_seen: number;
             last_seen: number;
@@ -1587,10 +1587,10 @@ export interface components {
              */
             device_util_pct?: number;
             /**
-             * @description Device memory used on the node's GPUs.
+             * @description Device memory used on the node's devices, where measured.
              * @default null
              */
-            gpu_memory_mib?: number;
+            device_memory_used_mib?: number;
         };
         /** NotebookSpec */
         NotebookSpec: {
@@ -1610,7 +1610,7 @@ export interface components {
             kind: "node" | "tenant" | "chip" | "framework" | "model";
             name: string;
             /** @enum {string} */
-            state: "pending" | "verifying" | "admitted" | "rejected";
+            state: "requested" | "verifying" | "accepted" | "rejected";
             failed_step: string | null;
             steps: components["schemas"]["OnboardingStep"][];
             by: string;
@@ -1801,7 +1801,7 @@ export interface components {
              * @description Device memory its devices use.
              * @default null
              */
-            gpu_memory_mib?: number | null;
+            device_memory_used_mib?: number | null;
         };
         /**
          * RequestKernelPlacement
@@ -2072,7 +2072,7 @@ export interface components {
             /** @description Where it answers, /hetero/endpoints/<tenant>/<name>/, behind the server's authentication. */
             endpoint: string;
             ready_replicas: number;
-            /** @description Its running replicas' devices, where measured (as a kernel's usage says it): mean device_util_pct, summed gpu_memory_mib; None where not measured (emulated nodes, pods). */
+            /** @description Its running replicas' devices, where measured (as a kernel's usage says it): mean device_util_pct, summed device_memory_used_mib; None where not measured (emulated nodes, pods). */
             device_utilisation: {
                 [key: string]: number;
             } | null;
@@ -3020,7 +3020,7 @@ export interface operations {
                 flavor?: string | null;
                 family?: components["schemas"]["AcceleratorFamily"] | null;
                 emulated?: boolean | null;
-                state?: ("admitted" | "pending" | "cordoned" | "lost") | null;
+                state?: ("ready" | "onboarding" | "cordoned" | "lost") | null;
             };
             header?: never;
             path?: never;

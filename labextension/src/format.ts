@@ -215,10 +215,10 @@ export function taskTypeLabel(taskType: string, trans: TranslationBundle): strin
 /** The translated name of a node state. */
 export function nodeStateLabel(state: string, trans: TranslationBundle): string {
   switch (state) {
-    case 'admitted':
-      return trans.__('admitted');
-    case 'pending':
-      return trans.__('pending onboarding');
+    case 'ready':
+      return trans.__('ready');
+    case 'onboarding':
+      return trans.__('onboarding');
     case 'cordoned':
       return trans.__('cordoned: takes no new work');
     case 'lost':

@@ -168,7 +168,7 @@ export function preview(overrides: Partial<IPreview> = {}): IPreview {
         eta: null,
         eta_s: null,
         schedulable: false,
-        blockers: ['capacity: no admitted node belongs to flavor h100-80g']
+        blockers: ['capacity: no ready node belongs to flavor h100-80g']
       })
     ],
     ...overrides
@@ -289,7 +289,7 @@ export function node(overrides: Partial<INode> = {}): INode {
     notes: [],
     family: 'nvidia',
     flavor: 'a100-80g',
-    state: 'admitted',
+    state: 'ready',
     schedulable: true,
     first_seen: 1000,
     last_seen: 1000,

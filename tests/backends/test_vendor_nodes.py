@@ -126,11 +126,11 @@ def _hygon_machine(bin_dir: Path) -> dict[str, str]:
         pytest.param(_ascend_machine, {"vendor": "ascend", "model": "910B3", "count": 8, "memory_mib": 65536,
                                        "driver_version": "24.1.rc1.b030", "runtime": "cann 8.5.0",
                                        "firmware_version": None, "interconnect": "hccs"},
-                     {"device_util_pct": 0.0, "gpu_memory_mib": 26517.0}, id="8x 910B3 in one HCCS mesh"),
+                     {"device_util_pct": 0.0, "device_memory_used_mib": 26517.0}, id="8x 910B3 in one HCCS mesh"),
         pytest.param(_amd_machine, {"vendor": "amd", "model": "AMD Instinct MI300X", "count": 2,
                                     "memory_mib": 196592, "driver_version": "6.7.0", "runtime": "rocm 6.1",
                                     "firmware_version": "113-M3000100-102", "interconnect": "xgmi"},
-                     {"device_util_pct": 43.5, "gpu_memory_mib": 80887.7}, id="MI300X xGMI hive"),
+                     {"device_util_pct": 43.5, "device_memory_used_mib": 80887.7}, id="MI300X xGMI hive"),
         pytest.param(_amd_mi100_machine, {"vendor": "amd", "model": "Arcturus GL-XL [Instinct MI100]", "count": 4,
                                           "memory_mib": 32752, "driver_version": "6.3.6", "runtime": None,
                                           "firmware_version": "113-D3431401-101", "interconnect": "pcie"},
@@ -138,26 +138,26 @@ def _hygon_machine(bin_dir: Path) -> dict[str, str]:
         pytest.param(_amdsmi_machine, {"vendor": "amd", "model": "MI300A", "count": 4, "memory_mib": 64289,
                                        "driver_version": "6.9.0-rc5+", "runtime": None, "firmware_version": None,
                                        "interconnect": "xgmi"},
-                     {"device_util_pct": 9.0, "gpu_memory_mib": 16.3}, id="MI300A x4 through amdsmi"),
+                     {"device_util_pct": 9.0, "device_memory_used_mib": 16.3}, id="MI300A x4 through amdsmi"),
         pytest.param(_nvidia_machine, {"vendor": "nvidia", "model": "A100-SXM4-40GB", "count": 8,
                                        "memory_mib": 40960, "driver_version": "535.129.03", "runtime": "cuda 12.2",
                                        "firmware_version": "92.00.36.00.04", "interconnect": "nvlink"},
-                     {"device_util_pct": 0.0, "gpu_memory_mib": 32.0}, id="8x A100 on NVSwitches through NVML"),
+                     {"device_util_pct": 0.0, "device_memory_used_mib": 32.0}, id="8x A100 on NVSwitches through NVML"),
         pytest.param(_intel_machine, {"vendor": "intel", "model": "Data Center GPU Max 1100", "count": 2,
                                       "memory_mib": 49136, "driver_version": "I915_23.10.72_PSB_231129.76",
                                       "runtime": "level-zero 1.6.2", "firmware_version": None,
                                       "interconnect": "xelink"},
-                     {"device_util_pct": 0.0, "gpu_memory_mib": 229.2}, id="Max 1100 pair on Xe Link"),
+                     {"device_util_pct": 0.0, "device_memory_used_mib": 229.2}, id="Max 1100 pair on Xe Link"),
         # No link domains: cnmon's table says nothing of MLU-Link, and the one hy-smi topology published is all PCIe.
         pytest.param(_cambricon_machine, {"vendor": "cambricon", "model": "MLU370-X4", "count": 2,
                                           "memory_mib": 23308, "driver_version": "5.10.10",
                                           "runtime": "neuware 3.9.0", "firmware_version": "1.1.6",
                                           "interconnect": "pcie"},
-                     {"device_util_pct": 0.0, "gpu_memory_mib": 0.0}, id="MLU370-X4 pair"),
+                     {"device_util_pct": 0.0, "device_memory_used_mib": 0.0}, id="MLU370-X4 pair"),
         pytest.param(_hygon_machine, {"vendor": "hygon", "model": "K100_AI", "count": 2, "memory_mib": 65520,
                                       "driver_version": "6.3.31-V1.5.0a", "runtime": None,
                                       "firmware_version": None, "interconnect": "pcie"},
-                     {"device_util_pct": 0.0, "gpu_memory_mib": 4.0}, id="K100_AI pair"),
+                     {"device_util_pct": 0.0, "device_memory_used_mib": 4.0}, id="K100_AI pair"),
     ],
 )
 def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path, machine, expected, use):
@@ -199,7 +199,7 @@ def test_a_vendor_node_shows_its_devices_versions_interconnect_and_use(tmp_path,
         for name in VISIBILITY[expected["vendor"]]:
             assert f"{name}={index}" in log, log
         util = device_use.get(machine, {}).get(index, 0.0)
-        assert attempt["metrics"].get("gpu_util_pct_mean") == (util if util is None else pytest.approx(util)), attempt
+        assert attempt["metrics"].get("device_util_pct_mean") == (util if util is None else pytest.approx(util)), attempt
 
 
 # What the recorded outputs say each busy device is doing (the utilisation of the device a job is given; None

@@ -484,7 +484,7 @@ def test_one_usage_pass_asks_the_tool_once_for_every_replica(tmp_path, monkeypat
     try:
         scanned = backend.scan(handles)
         assert [{k: v for k, v in scanned[h].items() if k != "rss_mib"} for h in handles] == [
-            {"device_util_pct": 0.0, "gpu_memory_mib": 26838.0}, {"device_util_pct": 0.0, "gpu_memory_mib": 29356.0}]
+            {"device_util_pct": 0.0, "device_memory_used_mib": 26838.0}, {"device_util_pct": 0.0, "device_memory_used_mib": 29356.0}]
         assert asked == [["npu-smi", "info"]]
     finally:
         for handle in handles:

@@ -179,11 +179,11 @@ def test_the_snapshot_carries_every_capability_of_node_and_template():
                         "interconnect": "nvlink",
                         "devices": [{"index": i, "link_domain": "nvl-a" if i < 6 else "nvl-b"} for i in range(8)]},
     })
-    state = node_state(NodeView(capability=capability, flavor="h100-80g", state="admitted", first_seen=0, last_seen=0))
+    state = node_state(NodeView(capability=capability, flavor="h100-80g", state="ready", first_seen=0, last_seen=0))
     assert (state.rdma, state.bandwidth_gbps, state.firmware, state.largest_link_domain) == (True, 400, "96.00.74.00.01", 6)
     assert state.inference_engines == {"vllm 0.6.3", "sglang 0.3.0"} and state.frameworks == {"torch==2.4.1"}
     unknown = capability.model_copy(update={"accelerator": capability.accelerator.model_copy(update={"devices": []})})
-    assert node_state(NodeView(capability=unknown, flavor="h100-80g", state="admitted", first_seen=0,
+    assert node_state(NodeView(capability=unknown, flavor="h100-80g", state="ready", first_seen=0,
                                last_seen=0)).largest_link_domain is None
 
     template = Template.model_validate({**load_catalog(DEFAULT_CATALOG_PATH).template("hpc").model_dump(),
@@ -204,7 +204,7 @@ def test_a_device_its_tool_calls_unhealthy_is_never_placed_on_and_one_only_warne
                         "devices": [{"index": i, "health": health} for i, health in
                                     enumerate([None, "Warning", "Critical", None])]},
     })
-    state = node_state(NodeView(capability=capability, flavor="ascend-910b", state="admitted", first_seen=0,
+    state = node_state(NodeView(capability=capability, flavor="ascend-910b", state="ready", first_seen=0,
                                 last_seen=0))
     assert [(d.free_milli, d.free_mem) for d in state.devices] == [(1000, 32768), (1000, 32768), (0, 0), (1000, 32768)]
     three, four = job(1).gpus(3).flavors("ascend-910b"), job(2).gpus(4).flavors("ascend-910b")

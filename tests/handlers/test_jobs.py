@@ -94,7 +94,7 @@ async def test_a_preview_shows_capacity_and_whether_it_would_start_per_flavor(ap
     assert flavors["ascend-910b"]["image"].startswith("ascendhub.huawei.com/")
     assert flavors["a100-80g"]["image"] == "nvcr.io/nvidia/pytorch:24.10-py3"
     assert flavors["h100-80g"]["starts_now"] is False
-    assert flavors["h100-80g"]["blockers"] == ["capacity: no admitted node belongs to flavor h100-80g"]
+    assert flavors["h100-80g"]["blockers"] == ["capacity: no ready node belongs to flavor h100-80g"]
     assert flavors["h100-80g"]["schedulable"] is False  # no node could ever take it there
     assert await api("workloads") == []  # nothing was stored
 

@@ -76,7 +76,7 @@ async def test_the_metrics_parse_have_every_family_and_agree_with_the_store(api,
     nodes = await api("nodes", as_user="root")
     assert value(families["hetero_node_devices"]) == sum(n["accelerator"]["count"] if n["accelerator"] else 0
                                                          for n in nodes)
-    assert value(families["hetero_node_up"]) == sum(n["state"] == "admitted" for n in nodes)
+    assert value(families["hetero_node_up"]) == sum(n["state"] == "ready" for n in nodes)
     # Governance: each tenant's attempts ran on the CPU flavor, at its price per core-hour.
     tenants = {s.labels["tenant"] for s in families["hetero_tenant_cost"].samples}
     assert tenants == {"vision", "nlp"}

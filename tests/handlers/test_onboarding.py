@@ -1,4 +1,4 @@
-"""Onboarding through a real server, with ``onboarding.nodes: required`` and the demo's nodes not pre-admitted: each
+"""Onboarding through a real server, with ``onboarding.nodes: required`` and the demo's nodes not pre-accepted: each
 node runs its checklist (a real sample job and a real failing job on it); the T4 node, whose driver is below the
 catalog's minimum, is rejected and takes no work; after the minimum changes and the catalog is reloaded it
 passes and the waiting job runs there. A tenant's onboarding shows a member allowed and a non-member refused; a
@@ -54,9 +54,9 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
         entry = found.get(("node", name))
         return entry if entry and entry["state"] in states else None
 
-    a100 = await until_async(lambda: record("gpu-a100-0", ("admitted", "rejected")), "the A100 node's checklist",
+    a100 = await until_async(lambda: record("gpu-a100-0", ("accepted", "rejected")), "the A100 node's checklist",
                              timeout=90)
-    assert a100["state"] == "admitted", a100
+    assert a100["state"] == "accepted", a100
     assert [step["name"] for step in a100["steps"]] == ["capability", "driver", "sample", "fault", "metrics"]
     steps = {step["name"]: step for step in a100["steps"]}
     assert "driver 550.54.15 >= 540" == steps["driver"]["evidence"]
@@ -65,17 +65,17 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
     assert steps["fault"]["evidence"].startswith("a job that exits 3 was seen as a failure with exit code 3")
     check(build_document(), "/onboarding", "get", 200, [a100])
 
-    t4 = await until_async(lambda: record("gpu-t4-0", ("admitted", "rejected")), "the T4 node's checklist", timeout=90)
+    t4 = await until_async(lambda: record("gpu-t4-0", ("accepted", "rejected")), "the T4 node's checklist", timeout=90)
     assert (t4["state"], t4["failed_step"]) == ("rejected", "driver"), t4
     assert t4["steps"][-1]["evidence"] == "driver 535.161.08 is below the catalog's minimum 540"
     nodes = {node["name"]: node for node in await api("nodes", as_user="root")}
-    assert (nodes["gpu-t4-0"]["state"], nodes["gpu-t4-0"]["schedulable"]) == ("pending", False)
+    assert (nodes["gpu-t4-0"]["state"], nodes["gpu-t4-0"]["schedulable"]) == ("onboarding", False)
     # An alert says so, and the metrics carry each checklist's state.
     [alert] = await until_async(lambda: _alerts(api, "onboarding-failed"), "the onboarding-failed alert", timeout=30)
     assert (alert["subject"], alert["message"]) == (
         "node/gpu-t4-0", "node gpu-t4-0 failed onboarding at step driver: driver 535.161.08 is below the catalog's "
                          "minimum 540")
-    assert nodes["gpu-a100-0"]["state"] == "admitted"
+    assert nodes["gpu-a100-0"]["state"] == "ready"
 
     # Batch inference runs on T4s only here: it waits, for onboarding.
     job = await api("workloads", "POST", {"kind": "job", "template": "batch-inference",
@@ -83,12 +83,12 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
                                                                             "['HETERO_NODE'])"]}, as_user="alice")
     waiting = await wait_for(job["id"], lambda w: w["state"] in ("queued", "inadmissible") and w.get("blockers"),
                              as_user="alice")
-    assert any("pending onboarding" in blocker["message"] for blocker in waiting["blockers"]), waiting["blockers"]
+    assert any("still onboarding" in blocker["message"] for blocker in waiting["blockers"]), waiting["blockers"]
 
     # The platform team lowers the minimum in the file: the server sees the change and verifies the T4 again.
     # (Each version of the file has a size of its own: a file system may keep times to the second only.)
     write_catalog(onboarding_required, "530.1")
-    t4 = await until_async(lambda: record("gpu-t4-0", ("admitted",)), "the T4 node admitted after the change",
+    t4 = await until_async(lambda: record("gpu-t4-0", ("accepted",)), "the T4 node accepted after the change",
                            timeout=90)
     assert dict((s["name"], s["ok"]) for s in t4["steps"]) == dict.fromkeys(
         ("capability", "driver", "sample", "fault", "metrics"), True)
@@ -102,9 +102,9 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
                              timeout=90)
     assert a100["steps"][-1]["evidence"] == "driver 550.54.15 is below the catalog's minimum 560.00"
     nodes = {node["name"]: node for node in await api("nodes", as_user="root")}
-    assert nodes["gpu-a100-0"]["state"] == "pending"
+    assert nodes["gpu-a100-0"]["state"] == "onboarding"
     write_catalog(onboarding_required, "530")
-    await until_async(lambda: record("gpu-a100-0", ("admitted",)), "the A100 node admitted again", timeout=90)
+    await until_async(lambda: record("gpu-a100-0", ("accepted",)), "the A100 node accepted again", timeout=90)
 
     applied = await api("audit", as_user="root", action="catalog.applied")
     assert applied["entries"][-1]["detail"] == {"applied": ["onboarding"], "because": "the file changed"}
@@ -126,7 +126,7 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
 async def test_a_tenants_onboarding_shows_a_member_allowed_and_a_non_member_refused(onboarding_required, api,
                                                                                       api_error):
     vision = await api("onboarding/tenants/vision", "POST", {}, as_user="root")
-    assert vision["state"] == "admitted", vision
+    assert vision["state"] == "accepted", vision
     steps = {step["name"]: step for step in vision["steps"]}
     assert list(steps) == ["quota", "permissions", "member-submits", "non-member-refused"]
     assert steps["member-submits"]["evidence"].startswith("alice submitting ") and \
@@ -134,7 +134,7 @@ async def test_a_tenants_onboarding_shows_a_member_allowed_and_a_non_member_refu
     assert "onboarding-outsider-of-vision submitting" in steps["non-member-refused"]["evidence"]
     assert ": refused (" in steps["non-member-refused"]["evidence"]
     nlp = await api("onboarding/tenants/nlp", "POST", {}, as_user="root")  # its members come by group
-    assert nlp["state"] == "admitted" and nlp["steps"][2]["evidence"].startswith("onboarding-member-of-nlp"), nlp
+    assert nlp["state"] == "accepted" and nlp["steps"][2]["evidence"].startswith("onboarding-member-of-nlp"), nlp
     status, error = await api_error("onboarding/tenants/nobody", "POST", {}, as_user="root")
     assert (status, error["field"]) == (404, "name"), error
     status, _error = await api_error("onboarding/tenants/vision", "POST", {}, as_user="alice")
@@ -150,7 +150,7 @@ async def test_a_chip_model_and_a_template_variants_frameworks_are_onboarded_wit
     nodes = {n["name"]: n for n in await api("nodes", as_user="root")}
     model = nodes["gpu-a100-0"]["accelerator"]["model"]
     chip = await api(f"onboarding/chips/{model}", "POST", {}, as_user="root")
-    assert chip["state"] == "admitted", chip
+    assert chip["state"] == "accepted", chip
     assert [s["name"] for s in chip["steps"]] == ["nodes", "facts", "flavor", "onboarded"]
     assert "flavors a100-80g" == chip["steps"][2]["evidence"]
     status, error = await api_error("onboarding/chips/TPU-v9", "POST", {}, as_user="root")
@@ -158,12 +158,12 @@ async def test_a_chip_model_and_a_template_variants_frameworks_are_onboarded_wit
 
     # The variant's frameworks are imported on a CPU node: here, this server's environment has them.
     cpu = await api("onboarding/frameworks/data-preprocessing/cpu", "POST", {}, as_user="root")
-    assert cpu["state"] == "admitted", cpu
+    assert cpu["state"] == "accepted", cpu
     assert cpu["steps"][2]["evidence"].startswith(f"imported numpy {numpy.__version__} | imported yaml")
-    # Training's NVIDIA variant wants PyTorch, DeepSpeed and Megatron: admitted only where they import.
+    # Training's NVIDIA variant wants PyTorch, DeepSpeed and Megatron: accepted only where they import.
     nvidia = await api("onboarding/frameworks/training/nvidia", "POST", {}, as_user="root")
     importable = all(importlib.util.find_spec(name) for name in ("torch", "deepspeed", "megatron"))
-    assert nvidia["state"] == ("admitted" if importable else "rejected"), nvidia
+    assert nvidia["state"] == ("accepted" if importable else "rejected"), nvidia
     if not importable:
         assert nvidia["failed_step"] == "imports" and "cannot import" in nvidia["steps"][2]["evidence"]
     status, error = await api_error("onboarding/frameworks/training/tpu", "POST", {}, as_user="root")
@@ -202,7 +202,7 @@ def with_models(tmp_path, hetero_config, server_config):
 
 async def test_a_model_is_onboarded_against_its_reference_outputs_latency_and_memory(with_models, api, api_error):
     doubler = await api("onboarding/models/doubler", "POST", {}, as_user="root")
-    assert doubler["state"] == "admitted", doubler
+    assert doubler["state"] == "accepted", doubler
     steps = {step["name"]: step["evidence"] for step in doubler["steps"]}
     assert list(steps) == ["node", "run", "outputs", "latency", "memory"]
     assert steps["outputs"] == "largest difference from the reference 0 (tolerance 1e-09)"

@@ -147,7 +147,7 @@ def _watch_latency(backend: KubernetesBackend, core: client.CoreV1Api, seen) -> 
 
 def _pods(backend: KubernetesBackend, seen, count: int, workdir: Path) -> dict:
     """``count`` one-device job pods: made by ``launch()`` one after another, bound by kube-scheduler."""
-    gpu_nodes = sorted((c for c in seen.capabilities if seen.states.get(c.name) == "admitted" and c.accelerator and c.accelerator.resource == "nvidia.com/gpu"
+    gpu_nodes = sorted((c for c in seen.capabilities if seen.states.get(c.name) == "ready" and c.accelerator and c.accelerator.resource == "nvidia.com/gpu"
                         and c.accelerator.sharing != "milli"), key=lambda c: c.name)
     created: dict[str, float] = {}
     bound: dict[str, float] = {}

@@ -87,7 +87,7 @@ async def test_the_clusters_nodes_are_the_inventory_and_follow_the_cluster(clust
     jp_serverapp.web_app.settings["hetero_platform"].loop.start()  # as the server's start does (tests start it lazily)
     nodes = {node["name"]: node for node in await api("nodes")}
     assert {name: (node["flavor"], node["source"], node["state"]) for name, node in nodes.items()} == {
-        CPU_NODE: ("cpu-standard", "kubernetes", "admitted"), GPU_NODE: ("a100-80g", "kubernetes", "admitted")}
+        CPU_NODE: ("cpu-standard", "kubernetes", "ready"), GPU_NODE: ("a100-80g", "kubernetes", "ready")}
     assert nodes[GPU_NODE]["accelerator"]["resource"] == "nvidia.com/gpu"
 
     cordoned = node_object("dgx-a100")

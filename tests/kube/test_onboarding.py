@@ -33,11 +33,11 @@ async def test_the_clusters_nodes_are_onboarded_by_sample_pods_before_they_take_
     async def admitted() -> dict | None:
         records = {r["name"]: r for r in await api("onboarding")}
         done = [records.get(name, {}).get("state") for name in (CPU_NODE, GPU_NODE)]
-        return records if all(state in ("admitted", "rejected") for state in done) else None
+        return records if all(state in ("accepted", "rejected") for state in done) else None
 
     records = await until_async(admitted, "both nodes' checklists", timeout=120)
     for name in (CPU_NODE, GPU_NODE):
-        assert records[name]["state"] == "admitted", records[name]
+        assert records[name]["state"] == "accepted", records[name]
         steps = {step["name"]: step["evidence"] for step in records[name]["steps"]}
         assert "hetero-sample matmul (256, 256)" in steps["sample"]
         assert "exit code 3" in steps["fault"]
@@ -52,4 +52,4 @@ async def test_the_clusters_nodes_are_onboarded_by_sample_pods_before_they_take_
     job = await api("workloads", "POST", python_job("print('after onboarding')"))
     done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
     assert done["state"] == "succeeded" and done["attempts"][0]["node"] == CPU_NODE
-    assert {node["name"]: node["state"] for node in await api("nodes")} == {CPU_NODE: "admitted", GPU_NODE: "admitted"}
+    assert {node["name"]: node["state"] for node in await api("nodes")} == {CPU_NODE: "ready", GPU_NODE: "ready"}

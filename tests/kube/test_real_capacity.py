@@ -160,7 +160,7 @@ def test_our_pod_being_deleted_holds_its_devices_until_it_is_gone(admin, agents,
     beating.start()
     handle = None
     try:
-        until(lambda: inventory.state(node) == "admitted", f"{node} to be admitted")
+        until(lambda: inventory.state(node) == "ready", f"{node} to be ready")
         devices = _gpus(body)
         accelerator = inventory.capability(node).accelerator
         placed = Placed(kind="job", tenant="test", user="capacity-test", queue="batch", template="capacity-test",

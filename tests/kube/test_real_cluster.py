@@ -26,7 +26,7 @@ import pytest
 from kubernetes import client
 
 from jupyter_hetero.backends.base import Launch, Placed
-from jupyter_hetero.backends.kubernetes.backend import KubernetesBackend, node_admission
+from jupyter_hetero.backends.kubernetes.backend import KubernetesBackend, node_readiness
 from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
 from jupyter_hetero.backends.kubernetes.factory import PodFactory
 from jupyter_hetero.backends.kubernetes.nodes import Requests, read_node
@@ -126,7 +126,7 @@ def test_the_reflector_lists_the_real_nodes_and_reads_every_one(cluster, backend
         reading = read_node(node, foreign=foreign.get(node["metadata"]["name"], Requests()),
                             tolerated=backend.config.tolerations)
         accelerator = reading.capability.accelerator if reading.capability else None
-        print(f"{reading.name}: {node_admission(node, reading.schedulable)}, "
+        print(f"{reading.name}: {node_readiness(node, reading.schedulable)}, "
               f"{accelerator.count if accelerator else 0} x {accelerator.model if accelerator else 'no accelerator'}"
               f", held by others {reading.held}")
         for finding in reading.findings:
@@ -140,7 +140,7 @@ def test_the_reflector_lists_the_real_nodes_and_reads_every_one(cluster, backend
 def _schedulable_node(backend: KubernetesBackend) -> str:
     for node in sorted(backend.reflector.nodes.items().values(), key=lambda n: n["metadata"]["name"]):
         reading = read_node(node, tolerated=backend.config.tolerations)
-        if reading.capability is not None and node_admission(node, reading.schedulable) == "admitted":
+        if reading.capability is not None and node_readiness(node, reading.schedulable) == "ready":
             return reading.name
     pytest.fail("no node of the cluster is Ready, uncordoned and free of taints our pods do not tolerate")
 
@@ -248,7 +248,7 @@ def test_a_kwok_node_of_each_label_scheme_reads_through_the_api_server_as_its_re
     assert added <= {"beta.kubernetes.io/arch", "beta.kubernetes.io/os"}, added
     got["labels"] = {key: value for key, value in got["labels"].items() if key not in added}
     assert {key: (got[key], want[key]) for key in want if got[key] != want[key]} == {}, "(through the API, recorded)"
-    assert seen.states[name] == "admitted"
+    assert seen.states[name] == "ready"
 
 
 def test_the_reflector_watches_nodes_join_leave_and_get_cordoned(cluster, local_backend):
@@ -262,7 +262,7 @@ def test_the_reflector_watches_nodes_join_leave_and_get_cordoned(cluster, local_
 
     core.create_node(late)
     try:
-        until(lambda: state() == "admitted", "the node created after the list to be admitted", timeout=30)
+        until(lambda: state() == "ready", "the node created after the list to be ready", timeout=30)
         core.patch_node("h100-late", {"spec": {"unschedulable": True}})
         until(lambda: state() == "cordoned", "the cordoned node to read cordoned", timeout=30)
     finally:
@@ -372,7 +372,7 @@ def test_a_node_that_stops_heartbeating_goes_not_ready_tainted_and_its_pods_are_
     handle = None
     try:
         # Until the node lifecycle controller sees it Ready, the node has the not-ready taint admission gave it.
-        until(lambda: node_state() == "admitted", f"{kubelet.name} to be admitted", timeout=30)
+        until(lambda: node_state() == "ready", f"{kubelet.name} to be ready", timeout=30)
         handle = backend.launch(_job(900_000_003, kubelet.name, "import time; print('up', flush=True); time.sleep(300)",
                                      tmp_path))
         until(lambda: (state := backend.pod_state(handle.pod)) is not None and state.ready,

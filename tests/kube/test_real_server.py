@@ -103,10 +103,10 @@ async def test_a_job_is_bound_by_kube_scheduler_to_the_node_the_engine_chose_and
     # A kubelet's node carries the not-ready taint until the node lifecycle controller has seen it Ready; the
     # inventory follows the nodes once the scheduling loop runs (tests start it lazily, at the first submission).
     jp_serverapp.web_app.settings["hetero_platform"].loop.start()
-    await until_async(node_in(api, KUBELET_NODE, "admitted"), f"{KUBELET_NODE} to be admitted", timeout=60)
+    await until_async(node_in(api, KUBELET_NODE, "ready"), f"{KUBELET_NODE} to be ready", timeout=60)
     nodes = {node["name"]: node for node in await api("nodes")}
     # kwok's CPU-only node is in the inventory too: the engine had a CPU node whose pods would never run to pass by.
-    assert (nodes[KUBELET_NODE]["flavor"], nodes[KUBELET_NODE]["state"]) == (KUBELET_FLAVOR, "admitted")
+    assert (nodes[KUBELET_NODE]["flavor"], nodes[KUBELET_NODE]["state"]) == (KUBELET_FLAVOR, "ready")
     assert nodes["cpu-worker-21"]["flavor"] == "cpu-standard"
 
     code = "import os; print('ran on', os.environ['HETERO_NODE'], 'in pod', os.environ['HOSTNAME'], flush=True)"
@@ -195,7 +195,7 @@ async def test_a_node_that_stops_heartbeating_is_lost_to_the_engine_and_its_job_
             "print('attempt', attempt, 'on', os.environ['HETERO_NODE'], flush=True); "
             "time.sleep(300 if attempt == '1' else 0)")
     with real_cluster.extra_kubelet(SPARE_NODE, tmp_path / "kubelet-spare", "local-cpu-spare") as spare:
-        await until_async(node_in(api, SPARE_NODE, "admitted"), f"{SPARE_NODE} to be admitted", timeout=30)
+        await until_async(node_in(api, SPARE_NODE, "ready"), f"{SPARE_NODE} to be ready", timeout=30)
         # The first attempt goes to the spare node: the engine's other choice is cordoned while it is placed.
         real_cluster.cordon(KUBELET_NODE)
         try:
@@ -209,7 +209,7 @@ async def test_a_node_that_stops_heartbeating_is_lost_to_the_engine_and_its_job_
                           timeout=60)
         [pod] = await attempt_pods(api, job["id"], 1)
         assert_bound_by_kube_scheduler(real_cluster, pod, SPARE_NODE)
-        await until_async(node_in(api, KUBELET_NODE, "admitted"), f"{KUBELET_NODE} to be admitted again")
+        await until_async(node_in(api, KUBELET_NODE, "ready"), f"{KUBELET_NODE} to be ready again")
 
         spare.stop_heartbeating()
         # The node lifecycle controller (grace period 20 s) marks it Unknown; the engine reads that as node loss.

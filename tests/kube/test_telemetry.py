@@ -40,8 +40,8 @@ async def test_a_gpu_job_in_a_pod_has_its_measured_use_in_its_usage_record(expor
     attempt = await first_attempt(wait_for, job["id"])
     assert attempt["outcome"] == "succeeded" and attempt["node"] == GPU_NODE, attempt
     # Both of its GPUs read 60 % and 15866 MiB in every pass: the mean, and the sum as the peak.
-    assert attempt["metrics"]["gpu_util_pct_mean"] == 60.0, attempt["metrics"]
-    assert attempt["metrics"]["gpu_memory_peak_mib"] == 2 * 15866.0
+    assert attempt["metrics"]["device_util_pct_mean"] == 60.0, attempt["metrics"]
+    assert attempt["metrics"]["device_memory_peak_mib"] == 2 * 15866.0
     assert any(path == f"/{GPU_NODE}/metrics" for path in exporter.requests)
     usage = await api("usage", since="1d", by="tenant")
     [row] = usage["rows"]
@@ -67,7 +67,7 @@ async def test_an_exporter_that_fails_leaves_the_work_unmeasured_with_a_note(fai
     attempt = await first_attempt(wait_for, job["id"])
     assert attempt["outcome"] == "succeeded", attempt
     why = "HTTP 500" if failure == "500" else "no answer within 0.5 s"
-    assert "gpu_util_pct_mean" not in attempt["metrics"]  # never guessed
+    assert "device_util_pct_mean" not in attempt["metrics"]  # never guessed
     assert attempt["metrics"]["device_note"].startswith("the dcgm exporter at http://127.0.0.1:")
     assert why in attempt["metrics"]["device_note"], attempt["metrics"]
     events = [e for e in await api(f"workloads/{job['id']}/events") if e["type"] == "unmeasured"]
@@ -102,6 +102,6 @@ async def test_an_idle_gpu_kernel_pod_is_culled_and_a_busy_one_is_not(quick_devi
     assert busy in jp_serverapp.kernel_manager  # measured at 70 % all along
     assert (await api(f"workloads/{workloads[busy]['id']}"))["state"] == "running"
     usage = await api(f"kernels/{busy}/usage")
-    assert usage["device_utilisation"] == {"device_util_pct": 70.0, "gpu_memory_mib": 15866.0}, usage
+    assert usage["device_utilisation"] == {"device_util_pct": 70.0, "device_memory_used_mib": 15866.0}, usage
     assert usage["device_note"] is None
     await jp_fetch("api", "kernels", busy, method="DELETE")

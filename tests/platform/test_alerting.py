@@ -10,7 +10,7 @@ def test_every_default_rule_finds_its_subject_and_says_it():
     seen = Observed(
         now=10_000.0, oldest_pending={"batch": (9_000.0, 7), "urgent": (9_990.0, 8)},
         max_wait={"batch": 600, "urgent": 60},
-        nodes={"gpu-1": "lost", "gpu-2": "admitted", "gpu-3": "cordoned"},
+        nodes={"gpu-1": "lost", "gpu-2": "ready", "gpu-3": "cordoned"},
         outcomes=[("batch", "failed", 9_500.0)] * 3 + [("batch", "succeeded", 9_500.0)] * 2
         + [("urgent", "failed", 1.0)] * 9,  # urgent's failures are older than the window
         quota=[("vision", "a100-80g", 4.0, 4.0), ("nlp", "a100-80g", 1.0, 4.0), ("ops", "t4", 1.0, 0.0)],

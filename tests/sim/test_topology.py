@@ -37,7 +37,7 @@ def test_a_node_without_locality_has_every_device_in_a_domain_of_its_own():
         "accelerator": {"vendor": "nvidia", "model": "T4", "count": 3, "memory_mib": 16384,
                         "devices": [{"index": 1, "numa_node": 1}]},
     })
-    state = node_state(NodeView(capability, flavor="t4", state="admitted", first_seen=0.0, last_seen=0.0))
+    state = node_state(NodeView(capability, flavor="t4", state="ready", first_seen=0.0, last_seen=0.0))
     assert [(d.link, d.numa) for d in state.devices] == [(-1, -1), (-1, 1), (-1, -1)]
     assert len({domain_of(d) for d in state.devices}) == 3
 

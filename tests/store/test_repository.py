@@ -89,6 +89,61 @@ def test_version_3_counts_why_earlier_attempts_ended(db_url):
     repository.close()
 
 
+def test_version_10_renames_stored_device_metrics_node_states_onboarding_states_and_node_events(db_url):
+    engine = create_engine(db_url)
+    with engine.begin() as connection:  # what release 9 left, written in the old words
+        from jupyter_hetero.store.tables import SchemaVersionRow
+
+        SchemaVersionRow.__table__.create(connection)
+        for version, step in MIGRATIONS[:9]:
+            step(connection)
+            connection.execute(text("INSERT INTO schema_version VALUES (:v, 0)"), {"v": version})
+        connection.execute(text(
+            'INSERT INTO workloads (kind, tenant, "user", template, queue, request, spec, state, held_cpu_milli,'
+            ' held_memory_mib, held_device_milli, attempts, created_at, updated_at)'
+            " VALUES ('job', 'vision', 'ada', 'training', 'training', '{}', '{}', 'admitted', 0, 0, 0, 2, 1, 1)"
+        ))
+        for number, metrics in enumerate(['{"peak_rss_mib": 5, "gpu_util_pct_mean": 87.5, "gpu_memory_peak_mib": 2048}',
+                                          '{"peak_rss_mib": 6, "device_note": "no exporter"}'], 1):
+            connection.execute(text(
+                "INSERT INTO attempts (workload_id, number, node, placement, processes, started_at, ended_at, outcome,"
+                " log_path, metrics) VALUES (1, :n, 'n1', '{}', '[]', :n, :n, 'succeeded', 'log', :metrics)"
+            ), {"n": number, "metrics": metrics})
+        for name, state in [("n1", "admitted"), ("n2", "pending"), ("n3", "cordoned"), ("n4", "lost")]:
+            connection.execute(text(
+                "INSERT INTO nodes (name, source, emulated, flavor, state, capability, first_seen, last_seen)"
+                " VALUES (:name, 'emulated', :false, 't4', :state, '{}', 1, 1)"
+            ), {"name": name, "state": state, "false": False})
+        for name, state in [("n1", "admitted"), ("n2", "pending"), ("n3", "verifying"), ("n4", "rejected")]:
+            connection.execute(text(
+                "INSERT INTO onboarding (kind, name, state, steps, by, updated_at) VALUES ('node', :name, :state, '[]',"
+                " 'server', 1)"
+            ), {"name": name, "state": state})
+        for kind in ("node-registered", "node-cordoned", "node-admitted"):
+            connection.execute(text("INSERT INTO events (node, at, type, data) VALUES ('n1', 1, :kind, '{}')"),
+                               {"kind": kind})
+    with engine.begin() as connection:
+        assert migrate(connection, now=2.0) == [10]
+    engine.dispose()
+    repository = Repository(db_url, clock=lambda: 3.0)
+    with repository.session() as session:
+        from jupyter_hetero.store.tables import AttemptRow
+
+        assert [row.metrics for row in session.query(AttemptRow).order_by(AttemptRow.number)] == [
+            {"peak_rss_mib": 5, "device_util_pct_mean": 87.5, "device_memory_peak_mib": 2048},
+            {"peak_rss_mib": 6, "device_note": "no exporter"}]
+    assert _states_by_name(repository.nodes()) == {"n1": "ready", "n2": "onboarding", "n3": "cordoned", "n4": "lost"}
+    assert _states_by_name(repository.onboarding("node")) == {"n1": "accepted", "n2": "requested", "n3": "verifying",
+                                                         "n4": "rejected"}
+    assert [event.type for event in repository.events(node="n1")] == ["node-registered", "node-cordoned", "node-ready"]
+    assert repository.workload(1).state == "admitted"  # a workload's admission is admission: kept
+    repository.close()
+
+
+def _states_by_name(rows) -> dict[str, str]:
+    return {row.name: row.state for row in rows}
+
+
 def test_reopening_applies_nothing(repo, db_url):
     again = Repository(db_url, clock=lambda: 0.0)
     assert again.migrations_applied == []
@@ -101,11 +156,11 @@ def test_a_database_from_a_newer_release_is_refused(repo, db_url):
         Repository(db_url, clock=lambda: 0.0)
 
 
-def test_recording_nodes_keeps_first_seen_and_the_admission_state_unless_told(repo):
+def test_recording_nodes_keeps_first_seen_and_the_state_unless_told(repo):
     node = {"name": "n1", "source": "emulated", "emulated": True, "flavor": "t4"}
-    repo.record_nodes([{**node, "capability": {"a": 1}, "state": "pending"}], [])
+    repo.record_nodes([{**node, "capability": {"a": 1}, "state": "lost"}], [])
     row = repo.record_nodes([{**node, "capability": {"a": 2}}], [{"type": "x", "node": "n1", "reason": "r"}])["n1"]
-    assert row.state == "pending"
+    assert row.state == "lost"
     assert row.first_seen < row.last_seen
     assert [n.capability for n in repo.nodes()] == [{"a": 2}]
     assert [e.type for e in repo.events(node="n1")] == ["x"]

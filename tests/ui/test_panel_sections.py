@@ -98,7 +98,7 @@ def test_launch_previews_eligible_flavors_and_bounded_parameters(lab_page, ui_ou
     # No H100 node exists: that choice is greyed out and says why.
     h100 = panel.locator(".jp-hetero-flavor[data-flavor='h100-80g']")
     expect(h100).to_have_class(re.compile("jp-hetero-mod-unschedulable"))
-    expect(h100).to_contain_text("no admitted node belongs to flavor h100-80g")
+    expect(h100).to_contain_text("no ready node belongs to flavor h100-80g")
 
     set_parameter(panel, "devices", "9")
     devices = panel.locator("#jp-hetero-param-devices")

@@ -39,13 +39,13 @@ from .pod_identity import SERVICE_LABEL
 from .kernel_pods import KernelPods
 from .kueue_admission import KueueAdmission
 from .kueue_queues import KueueQueues
-from .node_inventory import NodeInventory, node_admission
+from .node_inventory import NodeInventory, node_readiness
 from .nodes import pod_requests
 from .pod_lifecycle import UNSEEN_GRACE_S
 from .replicas import Replicas
 from .telemetry import ExporterScraper, exporters_from_config
 
-__all__ = ["MANAGED_SELECTOR", "UNSEEN_GRACE_S", "WORKLOAD_LABEL", "KubernetesBackend", "node_admission"]
+__all__ = ["MANAGED_SELECTOR", "UNSEEN_GRACE_S", "WORKLOAD_LABEL", "KubernetesBackend", "node_readiness"]
 
 log = logging.getLogger(__name__)
 

@@ -11,20 +11,20 @@ from .pod_lifecycle import PodLifecycle
 from .pods import pod_state
 from .telemetry import VENDOR_OF, NodeTarget
 
-__all__ = ["NodeInventory", "node_admission"]
+__all__ = ["NodeInventory", "node_readiness"]
 
 log = logging.getLogger(__name__)
 
 
 class NodeInventory(PodLifecycle):
-    """Nodes read into capability records and admission states, again only for what changed."""
+    """Nodes read into capability records and states, again only for what changed."""
 
     _nodes_seen: tuple[int, int, frozenset[int]] | None
     _readings: dict[str, tuple[dict, object, object]]  # node -> (object, foreign requests, reading)
     findings: dict[str, tuple[str, ...]]  # node -> what reading it found
 
     def poll_nodes(self, placed_servers: frozenset[int] = frozenset()) -> NodesSeen | None:
-        """The nodes as capability records, their admission states (admitted, cordoned, lost) and what pods we
+        """The nodes as capability records, their states (ready, cordoned, lost) and what pods we
         did not place hold of them, when any of it changed since the last call; None otherwise. The pods of the
         hub servers in ``placed_servers`` (their workloads hold a placement) are not others': the engine counts
         them as those workloads."""
@@ -52,7 +52,7 @@ class NodeInventory(PodLifecycle):
             if reading.capability is None:
                 continue
             capabilities.append(reading.capability)
-            states[reading.name] = node_admission(node, reading.schedulable)
+            states[reading.name] = node_readiness(node, reading.schedulable)
             held[reading.name] = reading.held
         for name, found in findings.items():
             if self.findings.get(name) != found:
@@ -81,14 +81,14 @@ class NodeInventory(PodLifecycle):
 _NO_REQUESTS = pod_requests({})
 
 
-def node_admission(node: dict, schedulable: bool) -> str:
-    """A node's admission state from the cluster: lost when not Ready, cordoned when it takes no new
-    work (cordoned, or tainted in a way our pods do not tolerate), else admitted."""
+def node_readiness(node: dict, schedulable: bool) -> str:
+    """A node's state from the cluster: lost when not Ready, cordoned when it takes no new
+    work (cordoned, or tainted in a way our pods do not tolerate), else ready."""
     ready = next((c.get("status") for c in node.get("status", {}).get("conditions", ()) if c.get("type") == "Ready"),
                  None)
     if ready != "True":
         return "lost"
-    return "admitted" if schedulable else "cordoned"
+    return "ready" if schedulable else "cordoned"
 
 
 def _internal_ip(node: dict | None) -> str:

@@ -69,7 +69,7 @@ class Replicas(PodLifecycle):
         return {handle: self._usage(handle) for handle in handles if self._alive(handle)}
 
     def sample(self, handle: ProcessHandle) -> dict:
-        """Its devices' use (``device_util_pct``, ``gpu_memory_mib``) from the exporters' latest pass; {} when they
+        """Its devices' use (``device_util_pct``, ``device_memory_used_mib``) from the exporters' latest pass; {} when they
         are not measured (no exporter, or it has not reported all of them), with a ``device_note`` when an exporter
         failed."""
         return self._usage(handle)

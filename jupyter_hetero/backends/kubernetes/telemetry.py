@@ -4,7 +4,7 @@
                               interval_s=15, timeout_s=3)
     scraper.start()                                    # a daemon thread: one pass now, then every interval
     scraper.usage("hetero/hetero-job-7-a1-r0-ann", devices=2, node="dgx-01")
-    # {"device_util_pct": 43.5, "gpu_memory_mib": 31732.0}, or {} (not measured), or {"device_note": why not}
+    # {"device_util_pct": 43.5, "device_memory_used_mib": 31732.0}, or {} (not measured), or {"device_note": why not}
 
 Each pass reads every endpoint that covers a node where our device pods run (at most ``timeout_s`` each, several
 at once) and replaces what it knew from that endpoint: nothing is carried over from an earlier pass, so a pod
@@ -181,7 +181,7 @@ class ExporterScraper:
         sample = {"device_util_pct": round(sum(utils) / len(utils), 1)}
         memory = [r.memory_mib for r in readings if r.memory_mib is not None]
         if len(memory) == len(readings):
-            sample["gpu_memory_mib"] = round(sum(memory), 1)
+            sample["device_memory_used_mib"] = round(sum(memory), 1)
         return sample
 
 

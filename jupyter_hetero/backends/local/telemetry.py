@@ -1,6 +1,6 @@
 """Live use of this machine's devices, through the vendor module of their family.
 
-    sample_devices("ascend", [0, 1])  # -> {"device_util_pct": 87.5, "gpu_memory_mib": 30211.0}, or {} unmeasured
+    sample_devices("ascend", [0, 1])  # -> {"device_util_pct": 87.5, "device_memory_used_mib": 30211.0}, or {} unmeasured
 
 The keys keep their ``gpu_`` names for every family: the API, the usage records and the panel read them
 so. Callers run this off the event loop: a vendor's tool is a subprocess, bounded by its timeout.
@@ -63,11 +63,11 @@ def sample_each(family: str, indexes: Sequence[int], *, run=None, which=shutil.w
 
 
 def summarise(usage) -> dict[str, float]:
-    """``device_util_pct`` (mean) and ``gpu_memory_mib`` (sum) of some devices' use, each where measured."""
+    """``device_util_pct`` (mean) and ``device_memory_used_mib`` (sum) of some devices' use, each where measured."""
     usage = list(usage)
     utils = [use.util_pct for use in usage if use.util_pct is not None]
     memory = [use.memory_used_mib for use in usage if use.memory_used_mib is not None]
     return {
         **({"device_util_pct": round(sum(utils) / len(utils), 1)} if utils else {}),
-        **({"gpu_memory_mib": round(sum(memory), 1)} if memory else {}),
+        **({"device_memory_used_mib": round(sum(memory), 1)} if memory else {}),
     }

@@ -41,7 +41,7 @@ class Observed:
     now: float
     oldest_pending: dict[str, tuple[float, int]] = field(default_factory=dict)  # queue -> (submitted, workload)
     max_wait: dict[str, float] = field(default_factory=dict)  # queue -> its max_wait_s
-    nodes: dict[str, str] = field(default_factory=dict)  # node -> admission state
+    nodes: dict[str, str] = field(default_factory=dict)  # node -> state (ready, onboarding, cordoned, lost)
     outcomes: list[tuple[str, str, float]] = field(default_factory=list)  # (queue, outcome, ended at)
     quota: list[tuple[str, str, float, float]] = field(default_factory=list)  # tenant, flavor, devices used, nominal
     device_memory: list[tuple[int, str, float, float]] = field(default_factory=list)  # workload, tenant, MiB, limit

@@ -218,7 +218,7 @@ class CapacityPlanning:
                 # What never ran yet is replayed for its template's typical run time.
                 run_s=run_s or (known.typical_runtime_s if known else 3600.0),
                 waited_s=(admitted if admitted is not None else now) - created))
-        nodes = [node_state(view) for view in self.inventory.nodes() if view.admission == "admitted" and view.flavor]
+        nodes = [node_state(view) for view in self.inventory.nodes() if view.readiness == "ready" and view.flavor]
         by_flavor = usage_report(self.repository.attempts_between(since, now), self.catalog, since=since, until=now,
                                  now=now, by="flavor")
         allocated = {row["key"]: row["device_hours"] for row in by_flavor["rows"]}

@@ -98,7 +98,7 @@ class PlatformMetrics:
         cores_allocated = _gauge("hetero_node_cpu_cores_allocated", "CPU cores admitted work holds", ["node"])
         memory = _gauge("hetero_node_memory_bytes", "Memory a node has", ["node"])
         memory_allocated = _gauge("hetero_node_memory_allocated_bytes", "Memory admitted work holds", ["node"])
-        up = _gauge("hetero_node_up", "1 while a node is admitted and takes work, else 0", ["node", "state"])
+        up = _gauge("hetero_node_up", "1 while a node is ready and takes work, else 0", ["node", "state"])
         device_used = _gauge("hetero_node_device_utilisation_ratio", "Mean device utilisation, where measured "
                              "(real NVIDIA devices through NVML)", ["node"])
         cpu_used = _gauge("hetero_node_cpu_utilisation_ratio", "CPU utilisation, where measured", ["node"])
@@ -115,7 +115,7 @@ class PlatformMetrics:
             cores_allocated.add_metric([view.name], held.get("cpu_milli", 0) / 1000)
             memory.add_metric([view.name], capability.memory_mib * _MIB)
             memory_allocated.add_metric([view.name], held.get("memory_mib", 0) * _MIB)
-            up.add_metric([view.name, view.admission], 1 if view.admission == "admitted" else 0)
+            up.add_metric([view.name, view.readiness], 1 if view.readiness == "ready" else 0)
             used = self.backend.node_utilisation(capability) if not capability.emulated else None
             if used:
                 cpu_used.add_metric([view.name], used["cpu_pct"] / 100)
@@ -128,7 +128,7 @@ class PlatformMetrics:
     def _watermarks_and_waits(self, figures: dict[str, list[tuple]]) -> Iterator[Metric]:
         watermark: dict[str, float] = {}
         for _queue, _template, _tenant, placement, _request, *_times, metrics in figures["attempts"]:
-            peak = (metrics or {}).get("gpu_memory_peak_mib")
+            peak = (metrics or {}).get("device_memory_peak_mib")
             if peak is not None and placement:
                 watermark[placement["flavor"]] = max(watermark.get(placement["flavor"], 0.0), peak)
         marks = _gauge("hetero_device_memory_watermark_bytes", "The most device memory one attempt used, per "

@@ -1,5 +1,5 @@
-"""Onboarding: a node (with the catalog's ``onboarding.nodes: required``) and a tenant are admitted through a
-checklist whose every step keeps its evidence; states ``pending -> verifying -> admitted`` or ``rejected`` with
+"""Onboarding: a node (with the catalog's ``onboarding.nodes: required``) and a tenant are accepted through a
+checklist whose every step keeps its evidence; states ``requested -> verifying -> accepted`` or ``rejected`` with
 the failed step.
 
     onboarding = OnboardingChecklist(...)
@@ -16,14 +16,14 @@ A node's checklist, each step run in a worker thread:
 4. ``fault``: a job that exits 3 on that node is seen as a failure with exit code 3 and its log;
 5. ``metrics``: the node is in the metrics endpoint's families.
 
-Until the checklist passes the node takes no work (``NodeView.admission`` is ``pending``). A node rejected for
+Until the checklist passes the node takes no work (``NodeView.readiness`` is ``onboarding``). A node rejected for
 its driver is verified again when the catalog's minimum for its family changes (``POST /catalog/reload``).
-Emulated nodes are admitted at once with ``pre_admit_emulated`` (the demo's default).
+Emulated nodes are accepted at once with ``pre_admit_emulated`` (the demo's default).
 
 A tenant's checklist: quota set, permissions (queues, templates) set, a member may submit (the access check a
 submission makes, as that member), someone outside may not (the same check, refused). A chip model's: nodes of
 it with their facts, a flavor that maps it, one of them onboarded. A framework's (a template's runtime variant
-for a family): an admitted node it can run on, and its frameworks imported there. A model's (from the catalog's
+for a family): a ready node it can run on, and its frameworks imported there. A model's (from the catalog's
 ``models``): run on a node of its template's flavors, its outputs within the tolerance of the reference, its
 p95 latency and peak memory within their bounds.
 """
@@ -80,7 +80,7 @@ class OnboardingChecklist:
         self.metrics_nodes = metrics_nodes  # the nodes the metrics endpoint names
         self.work_dir = Path(work_dir)
         self.wake = wake
-        self._admitted = {row.name for row in repository.onboarding("node") if row.state == "admitted"}
+        self._accepted = {row.name for row in repository.onboarding("node") if row.state == "accepted"}
         self._basis: dict[str, str | None] = {}  # node -> the driver minimum it was last verified against
         self._verifying: asyncio.Task | None = None
         self._runs = itertools.count(int(time.time()))  # each sample's own number (its folder, its pod's name)
@@ -95,16 +95,16 @@ class OnboardingChecklist:
         rules = self.rules
         if rules.nodes == "off" or (capability.emulated and rules.pre_admit_emulated):
             return True
-        return capability.name in self._admitted
+        return capability.name in self._accepted
 
     def set_rules(self, rules) -> None:
-        """New onboarding rules (a catalog reload): a node admitted under the old ones whose driver the new minimum
+        """New onboarding rules (a catalog reload): a node accepted under the old ones whose driver the new minimum
         refuses must pass again (it keeps its running work, takes no new work); one rejected for its driver is
         verified again by the next tick, when the minimum moved."""
         self.rules = rules
         for view in self.inventory.nodes():
-            if view.name in self._admitted and not self._driver(view)[0]:
-                self._admitted.discard(view.name)
+            if view.name in self._accepted and not self._driver(view)[0]:
+                self._accepted.discard(view.name)
                 self._basis.pop(view.name, None)
         self.inventory.refresh_onboarded()
 
@@ -113,12 +113,12 @@ class OnboardingChecklist:
         if self.rules.nodes == "off" or (self._verifying is not None and not self._verifying.done()):
             return
         for view in self.inventory.nodes():
-            if view.admission == "pending" and self._basis.get(view.name, "?") != self._minimum(view.capability):
+            if view.readiness == "onboarding" and self._basis.get(view.name, "?") != self._minimum(view.capability):
                 self._verifying = asyncio.ensure_future(asyncio.to_thread(self.verify_node, view.name, "server"))
                 return
 
     def verify_node(self, name: str, by: str) -> dict[str, Any]:
-        """Run the node's checklist now (blocking), record each step, admit it when every step passed."""
+        """Run the node's checklist now (blocking), record each step, accept it when every step passed."""
         view = self.inventory.node(name)
         if view is None:
             raise NotFound(Message(N_("node {node!r} does not exist"), node=name))
@@ -127,10 +127,10 @@ class OnboardingChecklist:
             ("capability", lambda: self._capability(view)), ("driver", lambda: self._driver(view)),
             ("sample", lambda: self._sample(view)), ("fault", lambda: self._fault(view)),
             ("metrics", lambda: self._metrics(view))])
-        admitted = row.state == "admitted"
-        (self._admitted.add if admitted else self._admitted.discard)(name)
-        self.inventory.set_onboarded(name, admitted)
-        if admitted:
+        accepted = row.state == "accepted"
+        (self._accepted.add if accepted else self._accepted.discard)(name)
+        self.inventory.set_onboarded(name, accepted)
+        if accepted:
             self.wake()  # it may take work now
         return onboarding_json(row)
 
@@ -148,7 +148,7 @@ class OnboardingChecklist:
             steps.append({"name": step, "ok": ok, "evidence": evidence, "at": time.time()})
             if not ok:
                 return self._decided(kind, name, by, "rejected", steps, step)
-        return self._decided(kind, name, by, "admitted", steps, None)
+        return self._decided(kind, name, by, "accepted", steps, None)
 
     def _decided(self, kind: str, name: str, by: str, state: str, steps: list[dict[str, Any]],
                  failed: str | None) -> OnboardingRow:
@@ -264,7 +264,7 @@ class OnboardingChecklist:
         if model is None:
             raise NotFound(Message(N_("model {model!r} is not in the catalog"), model=name), field="name")
         template = self.catalog.template(model.template)
-        node = next((v for v in self.inventory.nodes() if v.admission == "admitted" and template is not None
+        node = next((v for v in self.inventory.nodes() if v.readiness == "ready" and template is not None
                      and v.flavor in template.flavors), None)
         measured: dict[str, Any] = {}
 
@@ -292,7 +292,7 @@ class OnboardingChecklist:
 
         row = self._checklist("model", name, identity.user, [
             ("node", lambda: (node is not None, f"{node.name} ({node.flavor}) for template {model.template}" if node
-                              else f"no admitted node of template {model.template}'s flavors")),
+                              else f"no ready node of template {model.template}'s flavors")),
             ("run", run), ("outputs", outputs), ("latency", latency), ("memory", memory)])
         return onboarding_json(row)
 
@@ -349,7 +349,7 @@ class OnboardingChecklist:
         row = self._checklist("framework", f"{template}/{family}", identity.user, [
             ("variant", lambda: (True, f"image {variant.image}, frameworks {', '.join(variant.frameworks) or 'none'}, "
                                        f"driver >= {variant.min_driver or 'any'}, runtime >= {variant.min_runtime or 'any'}")),
-            ("node", lambda: (node is not None, f"runs on {node.name}" if node else f"no admitted {family} node matches "
+            ("node", lambda: (node is not None, f"runs on {node.name}" if node else f"no ready {family} node matches "
                                                                                     f"the template")),
             ("imports", imports),
         ])

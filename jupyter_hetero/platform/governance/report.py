@@ -94,7 +94,7 @@ class Reports:
 
     def _task(self, task: str, rows: list[WorkloadRow], attempts, images) -> dict[str, Any]:
         ended = [a for row in rows for a in attempts.get(row.id, ()) if a.outcome]
-        util = [a.metrics["gpu_util_pct_mean"] for a in ended if (a.metrics or {}).get("gpu_util_pct_mean") is not None]
+        util = [a.metrics["device_util_pct_mean"] for a in ended if (a.metrics or {}).get("device_util_pct_mean") is not None]
         nodes = sorted({a.node for row in rows for a in attempts.get(row.id, ())})
         return {
             "task_type": task,
@@ -108,7 +108,7 @@ class Reports:
             "nodes": [self._node(name) for name in nodes],
             "device_util_pct_mean": round(sum(util) / len(util), 1) if util else None,
             "memory_peak_mib": max((a.metrics or {}).get("peak_rss_mib") or 0 for a in ended) if ended else None,
-            "device_memory_peak_mib": max(((a.metrics or {}).get("gpu_memory_peak_mib") or 0 for a in ended),
+            "device_memory_peak_mib": max(((a.metrics or {}).get("device_memory_peak_mib") or 0 for a in ended),
                                           default=0) or None,
             "errors": [{"workload": a.workload_id, "attempt": a.number, "exit_code": a.exit_code, "reason": a.reason}
                        for a in ended if a.outcome == "failed"][:20],

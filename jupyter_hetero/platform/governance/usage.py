@@ -62,7 +62,7 @@ def usage_report(attempts: Iterable[tuple], catalog: Catalog, *, since: float, u
         row = rows.setdefault(key, {"key": key, **dict.fromkeys(_FIGURES, 0.0)})
         if by == "tenant":
             row["cost_centre"] = centres.get(tenant) or ""
-        util = (metrics or {}).get("gpu_util_pct_mean")
+        util = (metrics or {}).get("device_util_pct_mean")
         row["device_hours"] += devices * hours
         row["accelerator_hours"] += devices * hours * (flavor.accelerator_weight if flavor else 1.0)
         if util is None:

@@ -30,7 +30,7 @@ async def kernel_usage(kernel_id: str, kernel, workload: dict[str, Any], *, emul
     here = family if not emulated and in_pod is None else ""
     cpu, memory, gpus = await asyncio.to_thread(_measure, pid, here, devices)
     if in_pod is not None:
-        gpus = {name: in_pod[name] for name in ("device_util_pct", "gpu_memory_mib") if name in in_pod}
+        gpus = {name: in_pod[name] for name in ("device_util_pct", "device_memory_used_mib") if name in in_pod}
     return {
         "kernel_id": kernel_id, "workload_id": workload["id"], "pid": pid, "cpu_percent": round(cpu, 1),
         "memory_mib": round(memory / 1024 / 1024, 1), "node": placement.slots[0].node,

@@ -22,8 +22,8 @@ class RunningAttempt:
     handles: list[ProcessHandle]
     attempt_id: int
     peak_rss_mib: float = 0.0
-    gpu_utils: list[float] = field(default_factory=list)
-    peak_gpu_mib: float = 0.0
+    device_utils: list[float] = field(default_factory=list)
+    peak_device_memory_used_mib: float = 0.0
     latest: dict = field(default_factory=dict)  # the last sample (one replica's: a service's replica has one)
     device_note: str | None = None  # the first reason the backend gave for not measuring its devices
     signalled: bool = False  # SIGTERM sent for the current stop
@@ -51,8 +51,9 @@ class RunningAttempt:
             sample = self.latest = backend.sample(handle)
             self.peak_rss_mib = max(self.peak_rss_mib, sample.get("rss_mib", 0.0))
             if "device_util_pct" in sample:
-                self.gpu_utils.append(sample["device_util_pct"])
-                self.peak_gpu_mib = max(self.peak_gpu_mib, sample.get("gpu_memory_mib") or 0.0)
+                self.device_utils.append(sample["device_util_pct"])
+                self.peak_device_memory_used_mib = max(self.peak_device_memory_used_mib,
+                                                       sample.get("device_memory_used_mib") or 0.0)
             elif sample.get("device_note") and self.device_note is None:
                 self.device_note = noted = sample["device_note"]
         return noted
@@ -80,9 +81,9 @@ class RunningAttempt:
     def metrics(self, exits: list[Exit]) -> dict:
         metrics = {"peak_rss_mib": max([self.peak_rss_mib] + [e.metrics.get("peak_rss_mib") or 0 for e in exits]),
                    "exit_codes": [e.code for e in exits]}
-        if self.gpu_utils:  # real NVIDIA devices through NVML, devices in pods through an exporter; not emulated ones
-            metrics["gpu_util_pct_mean"] = round(sum(self.gpu_utils) / len(self.gpu_utils), 1)
-            metrics["gpu_memory_peak_mib"] = self.peak_gpu_mib
+        if self.device_utils:  # real NVIDIA devices through NVML, devices in pods through an exporter; not emulated ones
+            metrics["device_util_pct_mean"] = round(sum(self.device_utils) / len(self.device_utils), 1)
+            metrics["device_memory_peak_mib"] = self.peak_device_memory_used_mib
         elif self.device_note:
             metrics["device_note"] = self.device_note
         return metrics

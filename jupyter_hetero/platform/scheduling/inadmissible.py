@@ -5,7 +5,7 @@
 
 The engine flags a pending workload whose every eligible flavor fails statically (``Pending.inadmissible``).
 Its row leaves the states the scheduler hands the engine every cycle, so a tick costs the same however
-many wait that way; only a change of the inventory (a node added, admitted or changed) brings them back
+many wait that way; only a change of the inventory (a node added, ready again or changed) brings them back
 into one cycle, and those the engine no longer flags go back to ``queued`` before anything else happens
 to them.
 """

@@ -31,7 +31,7 @@ class Inventory:
     def refresh(self, capabilities: list[NodeCapability], states: dict[str, str] | None = None,
                 held: dict[str, Held] | None = None) -> list[NodeView]:
         """Record these nodes as seen now; new ones get a `node-registered` event. ``states``: each node's
-        admission state as its source reports it (a cluster's Ready, cordoned), recorded when it changes;
+        state as its source reports it (a cluster's Ready, cordoned), recorded when it changes;
         ``held``: what others hold of each node (not stored: the source says it again after a restart).
 
         Only new and changed nodes are written: a cluster's 5,000 nodes cost the few that changed."""
@@ -59,7 +59,7 @@ class Inventory:
             if was is None:
                 events.append({"type": "node-registered", "node": name, "data": {"emulated": capability.emulated},
                                "reason": f"{capability.source} node mapped to flavor {flavor.name if flavor else 'none'}"})
-            if state is not None and state != (was or "admitted"):
+            if state is not None and state != (was or "ready"):
                 events.append({"type": f"node-{state}", "node": name,
                                "reason": f"{capability.source} reports the node {state}"})
             changed.append((capability, others))

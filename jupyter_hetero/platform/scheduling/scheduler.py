@@ -422,7 +422,7 @@ class Scheduler:
         measured; MiB."""
         found = []
         for workload_id, running in list(self._running.items()):
-            used = running.latest.get("gpu_memory_mib")
+            used = running.latest.get("device_memory_used_mib")
             row = self._workloads.row(workload_id)
             if used is None or row is None or not row.placement:
                 continue

@@ -59,7 +59,7 @@ PROBE_TIMEOUT_S = 2.0
 TRAFFIC_WINDOW_S = 60.0
 TRAFFIC_KEPT = 50_000
 # What a replica's usage says: its memory, and its devices' where the backend measures them.
-USAGE_KEYS = ("rss_mib", "device_util_pct", "gpu_memory_mib")
+USAGE_KEYS = ("rss_mib", "device_util_pct", "device_memory_used_mib")
 
 
 def endpoint_path(tenant: str, name: str) -> str:
@@ -231,7 +231,7 @@ class Services(ServiceReconciler):
             "endpoint": endpoint_path(row.tenant, row.name), "ready_replicas": sum(r.id in self.ready for r in replicas),
             "device_utilisation": {
                 "device_util_pct": round(sum(m["device_util_pct"] for m in measured) / len(measured), 1),
-                "gpu_memory_mib": round(sum(m.get("gpu_memory_mib") or 0 for m in measured), 1)} if measured else None,
+                "device_memory_used_mib": round(sum(m.get("device_memory_used_mib") or 0 for m in measured), 1)} if measured else None,
             "traffic": self.figures(row.id), "rollout": self._rollout_json(row, owner),
             "revisions": [{**entry, "spec": _spec_as_seen(entry["spec"], owner)} for entry in row.revisions],
             "replica_workloads": [{**_replica_json(r), "ready": r.id in self.ready, "usage": usage[r.id],

@@ -69,7 +69,7 @@ describe('LaunchSection', () => {
     expect(h100?.classList.contains('jp-hetero-mod-unschedulable')).toBe(true);
     expect(h100?.querySelector<HTMLInputElement>('input[type=radio]')?.disabled).toBe(true);
     expect(h100?.querySelector('.jp-hetero-flavor-reason')?.textContent).toBe(
-      'capacity: no admitted node belongs to flavor h100-80g'
+      'capacity: no ready node belongs to flavor h100-80g'
     );
     click(a100?.querySelector('input[type=radio]') ?? null);
     expect(p.onValue).toHaveBeenCalledWith('flavor', 'a100-80g');
@@ -102,7 +102,7 @@ describe('LaunchSection', () => {
     // Each radio is named by its row's label; the reason a flavor cannot be chosen describes it.
     expect(radios[2].closest('label')?.textContent).toContain('H100/H200 80G+');
     const reason = document.getElementById(radios[2].getAttribute('aria-describedby') ?? '');
-    expect(reason?.textContent).toBe('capacity: no admitted node belongs to flavor h100-80g');
+    expect(reason?.textContent).toBe('capacity: no ready node belongs to flavor h100-80g');
     expect(reason?.classList.contains('jp-hetero-flavor-reason')).toBe(true);
     // The locators of the browser tests still find their rows and radio buttons.
     const first = rendered.host.querySelector('.jp-hetero-flavor[data-flavor]:not([data-flavor=""])');
@@ -128,7 +128,7 @@ describe('LaunchSection', () => {
     expect(list?.querySelector('input')).toBeNull();
     expect(rows[1].classList.contains('jp-hetero-mod-unschedulable')).toBe(true);
     expect(rows[1].querySelector('.jp-hetero-flavor-reason')?.textContent).toBe(
-      'capacity: no admitted node belongs to flavor h100-80g'
+      'capacity: no ready node belongs to flavor h100-80g'
     );
   });
 

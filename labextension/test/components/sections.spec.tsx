@@ -122,7 +122,7 @@ describe('NodesSection', () => {
         devices
       },
       network: { rdma: true, bandwidth_gbps: 200 },
-      utilisation: { cpu_pct: 10, memory_used_mib: 1024, device_util_pct: 43.5, gpu_memory_mib: 65536 }
+      utilisation: { cpu_pct: 10, memory_used_mib: 1024, device_util_pct: 43.5, device_memory_used_mib: 65536 }
     });
     rendered = render(<NodesSection nodes={[ascend]} trans={trans} />);
     const card = rendered.host.querySelector('.jp-hetero-node');
@@ -239,7 +239,7 @@ describe('MyWorkSection', () => {
           node: 'gpu-a100-0',
           exit_code: 0,
           outcome: 'succeeded',
-          metrics: { peak_rss_mib: 2048, gpu_util_pct_mean: 87.5 },
+          metrics: { peak_rss_mib: 2048, device_util_pct_mean: 87.5 },
           placement: build.placement('a100-80g', 'gpu-a100-0', [1])
         })
       ]
@@ -339,12 +339,12 @@ describe('AdminSection', () => {
   });
 
   it('shows platform admins each onboarding with its state, failed step and evidence', () => {
-    const entries = [build.onboarding(), build.onboarding({ kind: 'tenant', name: 'vision', state: 'admitted', failed_step: null, steps: [] })];
+    const entries = [build.onboarding(), build.onboarding({ kind: 'tenant', name: 'vision', state: 'accepted', failed_step: null, steps: [] })];
     rendered = render(<AdminSection tenants={[]} role="platform-admin" lang="en" trans={trans} onboarding={entries} />);
     const shown = [...rendered.host.querySelectorAll('.jp-hetero-onboarding > li')];
     expect(shown.map(li => li.querySelector('summary')?.textContent)).toEqual([
       'node gpu-t4-0: rejected (driver)',
-      'tenant vision: admitted'
+      'tenant vision: accepted'
     ]);
     expect([...shown[0].querySelectorAll('ol li')].map(li => li.textContent)).toEqual([
       '✓ capability: 1 x T4 (nvidia), 16384 MiB each',

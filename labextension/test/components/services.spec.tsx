@@ -34,7 +34,7 @@ describe('ServicesSection', () => {
   });
 
   it('shows its devices use where it is measured', () => {
-    const service = build.service({ device_utilisation: { device_util_pct: 37.5, gpu_memory_mib: 2048 } });
+    const service = build.service({ device_utilisation: { device_util_pct: 37.5, device_memory_used_mib: 2048 } });
     rendered = render(<ServicesSection services={[service]} history={history} trans={trans} onRollBack={vi.fn()} />);
     expect(rendered.host.querySelector('.jp-hetero-service-devices')?.textContent).toBe('Device utilisation: 37.5%');
   });

@@ -13,9 +13,9 @@ export interface IOnboardingListProps {
 export function OnboardingList(props: IOnboardingListProps): JSX.Element {
   const { onboarding, trans } = props;
   const states: Record<IOnboarding['state'], string> = {
-    pending: trans.__('pending'),
+    requested: trans.__('requested'),
     verifying: trans.__('verifying'),
-    admitted: trans.__('admitted'),
+    accepted: trans.__('accepted'),
     rejected: trans.__('rejected')
   };
   if (onboarding.length === 0) {

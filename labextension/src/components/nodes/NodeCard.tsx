@@ -31,10 +31,10 @@ function Utilisation(props: INodeCardProps): JSX.Element {
               trans={trans}
             />
           )}
-          {used.gpu_memory_mib !== undefined && node.accelerator && (
+          {used.device_memory_used_mib !== undefined && node.accelerator && (
             <MemoryMeter
               label={trans.__('Device memory')}
-              used={used.gpu_memory_mib}
+              used={used.device_memory_used_mib}
               total={node.accelerator.count * node.accelerator.memory_mib}
               trans={trans}
             />

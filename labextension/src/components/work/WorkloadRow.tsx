@@ -38,8 +38,8 @@ function usage(workload: IWorkload, trans: TranslationBundle): string | null {
   if (typeof metrics.peak_rss_mib === 'number') {
     parts.push(trans.__('peak memory %1', formatMemory(metrics.peak_rss_mib)));
   }
-  if (typeof metrics.gpu_util_pct_mean === 'number') {
-    parts.push(trans.__('device utilisation %1%', num(metrics.gpu_util_pct_mean)));
+  if (typeof metrics.device_util_pct_mean === 'number') {
+    parts.push(trans.__('device utilisation %1%', num(metrics.device_util_pct_mean)));
   }
   return parts.length > 0 ? parts.join(' · ') : null;
 }
