@@ -38,6 +38,7 @@ from .kernels.hub_kernels import HubKernelPlacements
 from .scheduling.engine_process import EngineProcess
 from .scheduling.inventory import Inventory
 from .scheduling.loop import SchedulerLoop
+from .scheduling.nodes import Nodes
 from .scheduling.scheduler import Scheduler
 from .serving.service import Services
 from .workloads.credentials import DEFAULT_PASSTHROUGH, Credentials
@@ -134,6 +135,7 @@ class Platform:
         self.loop = SchedulerLoop(self.scheduler, settings.interval_s, on_start=self.kernels.reconcile,
                                   after_tick=self._after_tick)
         self.backend.start(wake=self.loop.wake)  # a change in what the backend watches asks for a tick
+        self.nodes = Nodes(inventory=self.inventory, backend=self.backend, access=self.access, wake=self.loop.wake)
         self.workloads = Workloads(
             self.catalog, self.repository, self.access, settings.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=settings.user_root_template,
