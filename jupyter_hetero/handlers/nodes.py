@@ -1,4 +1,4 @@
-"""The inventory: real and emulated nodes with capability, labels, flavor and admission state."""
+"""The inventory: real and emulated nodes with capability, labels, flavor and state."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ class Nodes:
             if (query.flavor is None or node.flavor == query.flavor)
             and (query.family is None or node.capability.family == query.family)
             and (query.emulated is None or node.capability.emulated == query.emulated)
-            and (query.state is None or node.admission == query.state)
+            and (query.state is None or node.readiness == query.state)
         ]
 
         def measure() -> list[dict | None]:
