@@ -12,6 +12,7 @@ from .units import DurationS
 
 __all__ = [
     "MAX_STORED_INT",
+    "EvidenceQuery",
     "ExplainQuery",
     "ListNodesQuery",
     "ListTemplatesQuery",
@@ -274,6 +275,13 @@ class ReportQuery(_Query):
     """``GET /report``: the acceptance report over the last ``since`` (a duration), as JSON or one HTML file."""
 
     since: DurationS = Field(default=30 * 86400, ge=1)
+    format: Literal["json", "html"] = "json"
+    lang: Literal["en", "zh"] = "en"
+
+
+class EvidenceQuery(_Query):
+    """``GET /workloads/{id}/evidence``: one workload's evidence chain, as JSON or one HTML page."""
+
     format: Literal["json", "html"] = "json"
     lang: Literal["en", "zh"] = "en"
 

@@ -19,6 +19,7 @@ from ..models import (
     UsageQuery,
     CreateRollout,
     CreateService,
+    EvidenceQuery,
     ExplainQuery,
     FilesQuery,
     Launched,
@@ -38,6 +39,7 @@ from ..models import (
     SubmitWorkload,
 )
 from . import audit as a
+from . import evidence as ev
 from . import responses as r
 from . import services as s
 from . import workloads as w
@@ -177,6 +179,13 @@ ROUTES: tuple[Route, ...] = (
           "Why the workload waits (ranked blockers in plain words), or what it is doing", w.Explanation,
           query=ExplainQuery, path_parameters=_WORKLOAD, answer_description="The explanation",
           errors=(FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/evidence", "get", "getWorkloadEvidence",
+          "One workload's evidence chain: its request, attempts (with each node's labels at placement), waits and "
+          "blockers, utilisation, alerts, preemptions, release, events and audit entries with the chain's "
+          "verification", ev.WorkloadEvidence, query=EvidenceQuery, path_parameters=_WORKLOAD,
+          answer_description="JSON (format=json) or one self-contained HTML page (format=html)",
+          description="Whoever may describe the workload may read it. See docs/governance.md#one-workloads-evidence.",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/workloads/{workload_id}/files", "get", "getWorkloadFile",
           "A file an attempt archived (its outputs, an executed notebook)", None, query=FilesQuery,
           path_parameters=_WORKLOAD, media_type="application/octet-stream", answer_description="The file's bytes",

@@ -9,6 +9,7 @@
     jupyter hetero audit verify [--db-url URL]        (exit 1 naming the first entry that breaks the chain)
     jupyter hetero usage [--since 30d] [--by tenant|user|queue|template|cost_centre|flavor]
     jupyter hetero report [--since 30d] [--format html|json] [-o FILE]
+    jupyter hetero evidence ID [--format text|json|html] [--lang en|zh] [-o FILE]
     jupyter hetero admit node|tenant NAME | admit list | admit reload-catalog
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
@@ -49,6 +50,8 @@ _LAZY_COMMANDS = {
               "onboard a node or a tenant through its checklist; reload the catalog"),
     "report": ("jupyter_hetero.cli.governance", "add_report_parser",
                "the acceptance report: per task type its evidence and checkpoints"),
+    "evidence": ("jupyter_hetero.cli.evidence", "add_evidence_parser",
+                 "one workload's evidence chain: request, attempts, waits, release, audit"),
     "hub-config": ("jupyter_hetero.cli.hub", "add_hub_config_parser",
                    "print the JupyterHub configuration for the hetero service and profiles"),
 }

@@ -1,4 +1,4 @@
-"""Workloads: submit, list, describe, cancel, logs (optionally followed), events, explain, preempt."""
+"""Workloads: submit, list, describe, cancel, logs (optionally followed), events, explain, preempt, evidence."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from ..errors import Conflict, NotFound
+from ..export.evidence import render_evidence_html
 from ..i18n import N_, Message
 from ..models import (
+    EvidenceQuery,
     ExplainQuery,
     FilesQuery,
     ListWorkloadsQuery,
@@ -46,12 +48,8 @@ class WorkloadsHandler(HeteroHandler):
         if body.notebook is None:
             self.reply(self.platform.workloads.submit(self.identity, body, key), status=201)
             return
-        # A notebook is read and parsed to be checked, which takes as long as the file is big: not on
-        # the loop. The service's wake-up from that thread cannot start a scheduling loop that has not
-        # started yet (it starts with the server, or with the first wake-up on the loop): wake it here.
-        submitted = await self.off_loop(partial(self.platform.workloads.submit, self.identity, body, key))
-        self.platform.loop.wake()
-        self.reply(submitted, status=201)
+        # A notebook is read and parsed to be checked, which takes as long as the file is big: not on the loop.
+        self.reply(await self.platform.workloads.submit_off_loop(self.identity, body, key), status=201)
 
 
 class WorkloadHandler(HeteroHandler):
@@ -145,6 +143,25 @@ class ExplainHandler(HeteroHandler):
         self.reply(self.platform.workloads.explain(self.identity, parse_workload_id(workload_id), query.lang))
 
 
+class EvidenceHandler(HeteroHandler):
+    @property
+    def content_security_policy(self) -> str:
+        # The HTML page styles itself inline and runs nothing, as the acceptance report.
+        return super().content_security_policy + "; style-src 'unsafe-inline'; sandbox"
+
+    @web.authenticated
+    @authorized
+    async def get(self, workload_id: str) -> None:
+        query, identity, wid = self.query(EvidenceQuery), self.identity, parse_workload_id(workload_id)
+        # It reads the logs' tails and verifies the whole audit chain: in a worker thread.
+        chain = await self.off_loop(partial(self.platform.evidence.chain, identity, wid, query.lang))
+        if query.format == "json":
+            self.reply(chain)
+            return
+        self.set_header("Content-Disposition", f'inline; filename="hetero-evidence-{wid}.html"')
+        self.finish(render_evidence_html(chain, query.lang), set_content_type="text/html; charset=utf-8")
+
+
 class PreemptHandler(HeteroHandler):
     @web.authenticated
     @authorized
@@ -219,6 +236,7 @@ default_handlers = [
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/events", EventsHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/logs", LogsHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/explain", ExplainHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/evidence", EvidenceHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/files", FilesHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/resubmit", ResubmitHandler),
     (rf"/{API_PREFIX}/previews", PreviewHandler),

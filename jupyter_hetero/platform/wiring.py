@@ -26,6 +26,7 @@ from .governance.alerts import Alerts
 from .governance.audit import AuditLog
 from .governance.capacity_advice import CapacityPlanning
 from .governance.catalog import CatalogViews
+from .governance.evidence import EvidenceChains
 from .governance.metrics import PlatformMetrics
 from .governance.onboarding import OnboardingChecklist
 from .governance.reload import record_catalog, reload_catalog
@@ -141,7 +142,7 @@ class Platform:
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=settings.user_root_template,
         )
         launched = {"catalog": self.catalog, "repository": self.repository, "workloads": self.workloads,
-                    "clock": self.clock, "wake": self.loop.wake}
+                    "clock": self.clock, "wake": self.loop.wake, "now": self.scheduler.times.now}
         # A server gets its credential from the hub; a kernel in a user's server, one for this server's API.
         self.servers = Servers(environment_of=self.scheduler.placed_environment,
                                      reported=self.kernels.reported, **launched)
@@ -152,6 +153,7 @@ class Platform:
                                         access=self.access, clock=self.clock)
         self.reports = Reports(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                      access=self.access, clock=self.clock, capacity=self.capacity.advise)
+        self.evidence = EvidenceChains(repository=self.repository, access=self.access, clock=self.clock)
         self.alerts = Alerts(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
                                    clock=self.clock, quota_use=self.catalog_service.tenant_usage,
                                    device_memory=self.scheduler.device_memory, webhook=settings.alert_webhook,

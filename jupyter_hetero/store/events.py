@@ -22,6 +22,17 @@ class EventRecords(Sessions):
             session.add(row)
             return row
 
+    def append_events(self, events: list[dict[str, Any]]) -> None:
+        """Several free-standing events in one transaction (the scheduler's per-tick ``waiting`` events):
+        each a dict of ``type``, ``workload_id``, ``reason`` and ``data``."""
+        if not events:
+            return
+        with self.session(write=True) as session:
+            at = self.clock()
+            session.add_all(EventRow(workload_id=event.get("workload_id"), node=event.get("node"), at=at,
+                                     type=event["type"], reason=event.get("reason"), data=event.get("data") or {})
+                            for event in events)
+
     def events(self, *, workload_id: int | None = None, node: str | None = None) -> list[EventRow]:
         query = select(EventRow).order_by(EventRow.id)
         if workload_id is not None:

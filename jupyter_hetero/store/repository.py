@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .audit import AuditChain
 from .events import EventRecords
+from .evidence import EvidenceRecords
 from .nodes import NodeRecords
 from .queries import Queries
 from .services import ServiceRecords
@@ -20,5 +21,5 @@ from .workloads import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATE
 __all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Repository", "default_db_url"]
 
 
-class Repository(WorkloadRecords, NodeRecords, EventRecords, ServiceRecords, Queries, AuditChain):
+class Repository(WorkloadRecords, NodeRecords, EventRecords, EvidenceRecords, ServiceRecords, Queries, AuditChain):
     """Reads and writes the store; every method is one transaction."""

@@ -22,6 +22,9 @@ INADMISSIBLE = "inadmissible"
 PENDING_STATES = (*QUEUED_STATES, INADMISSIBLE)
 # States in which a workload holds capacity on a node.
 ACTIVE_STATES = ("admitted", "starting", "running")
+# Events that record what was seen of a workload without changing its row (the scheduler's `waiting`: its top
+# blocker changed): not in the change feed, so a tick does not read those rows again.
+_OBSERVATIONS = ("waiting",)
 
 
 class WorkloadRecords(Sessions):
@@ -69,9 +72,10 @@ class WorkloadRecords(Sessions):
         workload in ``states`` when ``after`` is None), in any state; pass ``cursor`` as the next ``after``.
 
         Every workload write records an event in the same transaction, so the events table is the
-        feed. Events are written only in write transactions, one at a time (SQLite's write lock,
-        PostgreSQL's advisory lock), so event ids commit in the order they are taken: no id below
-        the cursor can appear later. Cursor and rows come from one snapshot."""
+        feed (less the events that change no row, ``_OBSERVATIONS``). Events are written only in write
+        transactions, one at a time (SQLite's write lock, PostgreSQL's advisory lock), so event ids commit
+        in the order they are taken: no id below the cursor can appear later. Cursor and rows come from
+        one snapshot."""
         with self.session() as session:
             cursor = session.scalar(select(func.max(EventRow.id))) or 0
             if after is None:
@@ -79,7 +83,8 @@ class WorkloadRecords(Sessions):
             elif cursor <= after:
                 return cursor, []
             else:
-                changed = select(EventRow.workload_id).where(EventRow.id > after, EventRow.workload_id.is_not(None))
+                changed = select(EventRow.workload_id).where(EventRow.id > after, EventRow.workload_id.is_not(None),
+                                                             EventRow.type.not_in(_OBSERVATIONS))
                 query = select(WorkloadRow).where(WorkloadRow.id.in_(changed))
             return max(cursor, after or 0), list(session.scalars(query.order_by(WorkloadRow.id)))
 

@@ -491,6 +491,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workloads/{workload_id}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One workload's evidence chain: its request, attempts (with each node's labels at placement), waits and blockers, utilisation, alerts, preemptions, release, events and audit entries with the chain's verification
+         * @description Whoever may describe the workload may read it. See docs/governance.md#one-workloads-evidence.
+         */
+        get: operations["getWorkloadEvidence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workloads/{workload_id}/files": {
         parameters: {
             query?: never;
@@ -1223,6 +1243,170 @@ export interface components {
             };
         };
         /**
+         * EvidenceAttempt
+         * @description One run: where, on what, with which image, how it ended and what it used.
+         */
+        EvidenceAttempt: {
+            number: number;
+            nodes: string[];
+            placement: components["schemas"]["Placement"] | null;
+            /** @description Each node's facts at placement; empty for an attempt started before they were recorded. */
+            node_labels: {
+                [key: string]: components["schemas"]["EvidenceNode"];
+            };
+            image: string | null;
+            /** @description The runtime variant: family, image, frameworks. */
+            runtime: {
+                [key: string]: unknown;
+            } | null;
+            started_at: number | null;
+            ended_at: number | null;
+            outcome: string | null;
+            exit_code: number | null;
+            reason: string | null;
+            metrics: {
+                [key: string]: unknown;
+            };
+            log_tail: components["schemas"]["LogTail"];
+        };
+        /** EvidenceAudit */
+        EvidenceAudit: {
+            /** @description The audit entries naming this workload, with their hashes. */
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description The whole audit chain's verification. */
+            verification: components["schemas"]["EvidenceAuditVerdict"];
+        };
+        /** EvidenceAuditVerdict */
+        EvidenceAuditVerdict: {
+            intact: boolean;
+            /** @description Entries checked (up to the first bad one). */
+            entries: number;
+            /** @description The first entry that breaks the chain. */
+            first_break: number | null;
+            problem: string | null;
+        };
+        /**
+         * EvidenceNode
+         * @description A node as it was when the attempt was placed on it (recorded in its `started` event).
+         */
+        EvidenceNode: {
+            /** @default true */
+            known?: boolean;
+            /** @default null */
+            flavor?: string | null;
+            /** @default null */
+            emulated?: boolean | null;
+            /** @default null */
+            arch?: string | null;
+            /** @default null */
+            vendor?: string | null;
+            /** @default null */
+            chip?: string | null;
+            /** @default null */
+            driver?: string | null;
+            /** @default null */
+            runtime?: string | null;
+            /** @description Its capability labels (at most 48). */
+            labels?: {
+                [key: string]: string;
+            };
+            /** @default null */
+            labels_left_out?: number | null;
+        };
+        /** EvidencePreemption */
+        EvidencePreemption: {
+            at: number;
+            attempt: number | null;
+            /** @description The preemptor, when the scheduler preempted it. */
+            by_workload: number | null;
+            /** @description The platform admin who preempted it by hand. */
+            by_admin: string | null;
+            /** @description priority, reservation, reclaim or admin. */
+            why: string | null;
+            message: string | null;
+            grace_deadline: number | null;
+        };
+        /**
+         * EvidenceRelease
+         * @description How it ended (or where it stands, when it has not).
+         */
+        EvidenceRelease: {
+            final: boolean;
+            /** @enum {string} */
+            state: "queued" | "inadmissible" | "admitted" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "preempted" | "lost";
+            reason: string | null;
+            finished_at: number | null;
+            /** @description The event that recorded the final state. */
+            event: components["schemas"]["Event"] | null;
+            attempts: number;
+            failures: number;
+            preemptions: number;
+            node_losses: number;
+        };
+        /**
+         * EvidenceRequest
+         * @description The submission as it was stored.
+         */
+        EvidenceRequest: {
+            kind: string;
+            name: string | null;
+            template: string;
+            queue: string;
+            /** @description The advanced parameters as submitted. */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** @description The eligible flavors the submission resolved to, in order. */
+            flavors: string[];
+            /** @description The resolved request: resources, replicas, flavors, limits. */
+            resolved: {
+                [key: string]: unknown;
+            };
+            /** @description command, script, code or notebook. */
+            payload: string | null;
+            submitter: string;
+            tenant: string;
+            submitted_at: number;
+            /** @description The submitter's Idempotency-Key (empty for others when one was given; null when none was). */
+            idempotency_key: string | null;
+        };
+        /**
+         * EvidenceUtilisation
+         * @description Each attempt's measured use; the per-workload series where the store keeps one.
+         */
+        EvidenceUtilisation: {
+            /** @description Per attempt: device_util_pct_mean, device_memory_peak_mib, peak_rss_mib, device_note. */
+            attempts: {
+                [key: string]: unknown;
+            }[];
+            /** @description Whether this server records per-workload metric samples. */
+            series_recorded: boolean;
+            /** @description The samples, oldest first; empty when not recorded. */
+            series: {
+                [key: string]: unknown;
+            }[];
+        };
+        /**
+         * EvidenceWait
+         * @description One wait: from submission or a requeue to an admission (or to its end, never admitted again).
+         */
+        EvidenceWait: {
+            /** @description The attempt the admission started. */
+            attempt: number;
+            from: number;
+            /** @description submitted or requeued. */
+            from_event: string;
+            admitted_at: number | null;
+            waited_s: number | null;
+            /** @description The blockers over time, oldest first. */
+            blockers: components["schemas"]["RecordedBlockers"][];
+            /**
+             * @description The final state it ended in while waiting.
+             * @default null
+             */
+            ended_by?: string | null;
+        };
+        /**
          * Explanation
          * @description ``GET /workloads/{id}/explain``: why it waits, in plain numbered lines, or what it is doing.
          */
@@ -1425,6 +1609,13 @@ export interface components {
         Localized: {
             en: string;
             zh: string;
+        };
+        /** LogTail */
+        LogTail: {
+            /** @description The last lines of the attempt's log (at most 50, at most 16 KiB). */
+            lines: string[];
+            /** @description Whether the log had more before them. */
+            truncated: boolean;
         };
         /**
          * MetricTarget
@@ -1781,6 +1972,15 @@ export interface components {
             borrowing_limit: components["schemas"]["Resources"] | null;
             lending_limit: components["schemas"]["Resources"] | null;
             used: components["schemas"]["Resources"];
+        };
+        /**
+         * RecordedBlockers
+         * @description What the workload waited on from ``at`` (a `waiting` event: its top blocker changed; or `inadmissible`).
+         */
+        RecordedBlockers: {
+            at: number;
+            event: string;
+            blockers: components["schemas"]["Blocker"][];
         };
         /**
          * ReplicaUsage
@@ -2464,6 +2664,27 @@ export interface components {
              * @default null
              */
             held_by?: "kueue" | null;
+        };
+        /**
+         * WorkloadEvidence
+         * @description One workload's evidence chain, from the record of its submission to its release.
+         */
+        WorkloadEvidence: {
+            id: number;
+            name: string | null;
+            /** @enum {string} */
+            state: "queued" | "inadmissible" | "admitted" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "preempted" | "lost";
+            request: components["schemas"]["EvidenceRequest"];
+            attempts: components["schemas"]["EvidenceAttempt"][];
+            wait: components["schemas"]["EvidenceWait"][];
+            utilisation: components["schemas"]["EvidenceUtilisation"];
+            /** @description Alerts firing while it waited or ran on its tenant, queue, nodes or it. */
+            alerts: components["schemas"]["Alert"][];
+            preemptions: components["schemas"]["EvidencePreemption"][];
+            release: components["schemas"]["EvidenceRelease"];
+            /** @description Its full history, oldest first. */
+            events: components["schemas"]["Event"][];
+            audit: components["schemas"]["EvidenceAudit"];
         };
         /**
          * WorkloadKind
@@ -3260,6 +3481,34 @@ export interface operations {
                     "application/json": components["schemas"]["Explanation"];
                 };
             };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    getWorkloadEvidence: {
+        parameters: {
+            query?: {
+                format?: "json" | "html";
+                lang?: "en" | "zh";
+            };
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON (format=json) or one self-contained HTML page (format=html) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkloadEvidence"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };

@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ...backends.base import Backend, Launch, LaunchUnavailable, Placed, Serving
 from ...catalog import Catalog, Template
-from ...engine_inputs import engine_workload, placement_from_json
+from ...engine_inputs import NodeView, engine_workload, placement_from_json
 from ...export.kueue import pod_admission
 from ...store import Repository
 from ...store.tables import AttemptRow, WorkloadRow
@@ -23,9 +24,32 @@ from ..workloads.jobfiles import JobPaths, runner_argv
 from .attempts import RunningAttempt
 from .inventory import Inventory
 
-__all__ = ["Launcher"]
+__all__ = ["MAX_LABELS", "MAX_NODES_RECORDED", "Launcher", "node_facts"]
 
 log = logging.getLogger(__name__)
+
+# A `started` event says what each node of the placement was at that moment; bounded, since a gang may span many
+# nodes and a node may carry many labels.
+MAX_NODES_RECORDED = 16
+MAX_LABELS = 48
+_MAX_LABEL_CHARS = 256
+
+
+def node_facts(view: NodeView | None) -> dict[str, Any]:
+    """A node's facts at placement, for its `started` event: flavor, chip, driver, runtime and its labels."""
+    if view is None:
+        return {"known": False}
+    capability = view.capability
+    accelerator = capability.accelerator
+    labels = sorted(capability.labels.items())
+    return {
+        "flavor": view.flavor, "emulated": capability.emulated, "arch": capability.arch,
+        "vendor": accelerator.vendor if accelerator else None, "chip": accelerator.model if accelerator else None,
+        "driver": accelerator.driver_version if accelerator else None,
+        "runtime": accelerator.runtime if accelerator else None,
+        "labels": {key[:_MAX_LABEL_CHARS]: str(value)[:_MAX_LABEL_CHARS] for key, value in labels[:MAX_LABELS]},
+        **({"labels_left_out": len(labels) - MAX_LABELS} if len(labels) > MAX_LABELS else {}),
+    }
 
 
 class Launcher:
@@ -103,17 +127,29 @@ class Launcher:
         self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in handles])
         image = template.variant_for(self.inventory.node(placement.slots[0].node).capability.family).image \
             if template and self.inventory.node(placement.slots[0].node) else None
+        nodes = sorted({slot.node for slot in placement.slots})
         self.repository.update_workload(
             row.id, event="started",
             reason=f"attempt {number} running as {', '.join(h.label for h in handles)}"
             + (f", resuming from {checkpoint[0].name}" if checkpoint else ""),
             data={"attempt": number, "pids": [h.pid for h in handles], "image": image,
+                  "runtime": self._runtime_of(template, nodes[0]),
+                  "nodes": {name: node_facts(self.inventory.node(name)) for name in nodes[:MAX_NODES_RECORDED]},
                   **({"pods": [h.pod for h in handles]} if any(h.pod for h in handles) else {}),
                   "resume_from": str(checkpoint[0]) if checkpoint else None,
                   **({"port": port} if port is not None else {})},
             state="running", started_at=started, **({"spec": {**row.spec, "port": port}} if port is not None else {}),
         )
         self.times.steady(row.id, "started_at", started)
+
+    def _runtime_of(self, template: Template | None, node: str) -> dict[str, Any] | None:
+        """The runtime variant the replicas on ``node`` run: its image, family and frameworks."""
+        view = self.inventory.node(node)
+        variant = template.variant_for(view.capability.family) if (template and view) else None
+        if variant is None:
+            return None
+        return {"family": view.capability.family.value, "image": variant.image,
+                "frameworks": variant.frameworks[:MAX_LABELS]}
 
     def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
                             template: Template | None, attempt: int,

@@ -42,6 +42,7 @@ from .monitor import RUN_BY_BACKEND, AttemptMonitor
 from .queue_status import WAIT_WINDOW_S, QueueStatus
 from .workload_copies import NodeStates, TemplateLookups, WorkloadCopies
 from .ticks import TickLog, TickTiming
+from .waiting import BlockerTrail
 
 __all__ = ["Scheduler"]
 
@@ -98,6 +99,8 @@ class Scheduler:
         self._waits: dict[str, list[float]] = {}
         self._waits_read_at = float("-inf")
         self.inadmissible = InadmissibleWorkloads(repository)
+        # Each waiting workload's top blocker over time, as `waiting` events (see waiting.py).
+        self.blocker_trail = BlockerTrail(repository)
         self._exposed: frozenset[tuple[str, str]] | None = None  # (tenant, service) given a network name
         # The hooks above are read when called, not here: the platform and the kernels' service set them later.
         self.monitor = AttemptMonitor(
@@ -199,6 +202,7 @@ class Scheduler:
         decided = time.perf_counter()
         self._apply(decisions, now, examined)
         self.pending = dict(decisions.pending)
+        self.blocker_trail.observe(self.pending, now)  # one write, only when some top blocker changed
         self.last_decisions = decisions
         # Synced again first: the views then show this cycle's own admissions and releases.
         self._publish_status(refresh_waits=bool(decisions.admissions))
