@@ -35,6 +35,7 @@ from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
 
 from ..harness import until
 from .cluster_fixtures import (  # noqa: F401 - fixtures
+    FAST_FAILOVER,
     control_plane,
     hetero_namespace,
     kube_binaries,
@@ -344,17 +345,11 @@ def test_a_cancelled_job_gets_sigterm_through_its_runner_as_pid_1_and_writes_its
     assert record["exit_code"] == 3, record
 
 
-# The deployment tolerates an unreachable node for 2 s (tolerations), not the 300 s DefaultTolerationSeconds gives
-# pods, so that the taint-eviction controller evicts within the test.
-FAST_FAILOVER = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-                  "tolerationSeconds": 2}]
-
-
 def test_a_node_that_stops_heartbeating_goes_not_ready_tainted_and_its_pods_are_evicted(
         cluster, local_backend, control_plane, tmp_path: Path):
     admin = client.CoreV1Api(control_plane.api_client())
     settings = cluster.settings()
-    settings.tolerations = FAST_FAILOVER
+    settings.tolerations = FAST_FAILOVER  # the taint-eviction controller evicts within the test
     backend = KubernetesBackend(config=settings)
     kubelet = RealKubelet(control_plane, "local-lost-1", tmp_path / "kubelet",
                           labels={"node.kubernetes.io/instance-type": "local-cpu-lost"}).start()

@@ -12,7 +12,6 @@ test_services.py and test_faults.py prove on the API-server double.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -33,10 +32,10 @@ from .real_server import (  # noqa: F401 - fixtures
     real_cluster,
     work_claim,
 )
+from .service_checks import MODEL, assert_each_replica_answers_in_turn, delete_and_see_it_go, ready_replicas
 
 FINAL = ("succeeded", "failed", "cancelled", "lost")
 SPARE_NODE = "local-spare-1"
-MODEL = [sys.executable, str(Path(__file__).parents[1] / "serving" / "model_server.py")]
 
 # A job that checkpoints on SIGTERM (its step into $HETERO_CHECKPOINT_DIR, on the work volume, then exit code 3:
 # neither 0 nor a signal's) and, started again with that checkpoint ($HETERO_RESUME_FROM), says so and succeeds.
@@ -255,12 +254,7 @@ async def test_a_services_replicas_run_as_pods_on_the_kubelet_node_and_answer_th
         real_cluster, api, jp_fetch, wait_for):
     await api("services", "POST", {"name": "doubler", "command": MODEL, "replicas": 2})
 
-    async def ready() -> dict | None:
-        service = await api("services/doubler")
-        return service if service["ready_replicas"] == 2 else None
-
-    service = await until_async(ready, "two ready replicas in pods", timeout=90)
-    replicas = service["replica_workloads"]
+    replicas = await ready_replicas(api)
     for replica in replicas:
         [pod] = real_cluster.pods_of(replica["id"])
         assert pod.spec.node_name == KUBELET_NODE
@@ -268,22 +262,13 @@ async def test_a_services_replicas_run_as_pods_on_the_kubelet_node_and_answer_th
         assert replica["address"] == pod.status.pod_ip  # each pod at its own address, reported by its kubelet
     assert len({replica["address"] for replica in replicas}) == 2
 
-    answers = []
-    for _ in range(4):
-        response = await jp_fetch("hetero", "endpoints", "default", "doubler", "predict", method="POST",
-                                  body=json.dumps({"inputs": [1, 2]}))
-        answers.append(json.loads(response.body))
-    assert all(answer["outputs"] == [2, 4] for answer in answers)
-    assert {answer["replica"].split(":")[0] for answer in answers} == {str(r["id"]) for r in replicas}
+    await assert_each_replica_answers_in_turn(jp_fetch, replicas)
     named = await until_async(lambda: _service(real_cluster, "hetero-doubler"), "the service's Service", timeout=30)
     assert named.spec.cluster_ip and named.spec.cluster_ip != "None"  # allocated by the real API server
 
-    await api("services/doubler", "DELETE")
-    for replica in replicas:
-        await wait_for(replica["id"], lambda w: w["state"] == "cancelled", timeout=60)
-    await until_async(lambda: all(not real_cluster.pods_of(r["id"]) for r in replicas), "the replicas' pods to go")
-    await until_async(lambda: _service(real_cluster, "hetero-doubler") is None, "the service's Service to go",
-                      timeout=30)
+    await delete_and_see_it_go(api, wait_for, replicas,
+                               pod_gone=lambda workload_id: not real_cluster.pods_of(workload_id),
+                               service_gone=lambda: _service(real_cluster, "hetero-doubler") is None)
 
 
 def _service(cluster, name: str):
