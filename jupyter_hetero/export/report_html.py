@@ -3,12 +3,16 @@ file or network fetch), in English or Simplified Chinese.
 
     html = render_report(report, lang="zh")     # the dict ``Reports.build`` answers
 
+Each workload id it names links to that workload's evidence chain (``evidence_href``, relative to ``GET /report``
+by default).
+
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 import html
+import re
 import time
 from typing import Any
 
@@ -48,9 +52,20 @@ svg text{font-size:10px;fill:#424a53}
 """
 
 
-def render_report(report: dict[str, Any], lang: str = "en") -> str:
+# Where a workload's evidence is, from the report's own address (``GET /report``); ``{id}`` is the workload's.
+EVIDENCE_HREF = "workloads/{id}/evidence?format=html&lang={lang}"
+# Workload ids named in a checkpoint's evidence: "workloads 3, 5, 8".
+_NAMED_IDS = re.compile(r"(workloads? )(\d+(?:, \d+)*)")
+
+
+def render_report(report: dict[str, Any], lang: str = "en", evidence_href: str = EVIDENCE_HREF) -> str:
     def t(text: str) -> str:
         return html.escape(translate(text, lang))
+
+    def linked(escaped: str) -> str:
+        """Escaped text with each workload id it names linked to that workload's evidence."""
+        return _NAMED_IDS.sub(lambda m: m.group(1) + ", ".join(
+            _evidence_link(int(i), evidence_href, lang) for i in m.group(2).split(", ")), escaped)
 
     parts = [f"<!doctype html><html lang=\"{'zh-CN' if lang.startswith('zh') else 'en'}\"><head><meta charset=\"utf-8\">"
              f"<title>{t(_TEXT['title'])}</title><style>{_CSS}</style></head><body>",
@@ -60,7 +75,7 @@ def render_report(report: dict[str, Any], lang: str = "en") -> str:
     parts.append(f"<h2 id=\"checkpoints\">{t(_TEXT['checkpoints'])}</h2>")
     rows = [[html.escape(check["task_type"]), html.escape(item["name"]),
              f"<span class=\"{'met' if item['met'] else 'unmet'}\">{t(_TEXT['met'] if item['met'] else _TEXT['not_met'])}</span>",
-             html.escape(item["evidence"])]
+             linked(html.escape(item["evidence"]))]
             for check in report["checkpoints"] for item in check["items"]]
     parts.append(_table([t(N_("Task type")), t(N_("Checkpoint")), t(N_("Result")), t(N_("Evidence"))], rows))
 
@@ -84,7 +99,8 @@ def render_report(report: dict[str, Any], lang: str = "en") -> str:
                              + [html.escape(_pairs(node.get("labels") or {}))] for node in task["nodes"]]))
         if task["errors"]:
             parts.append(_table([t(N_("Workload")), t(N_("Attempt")), t(N_("Exit code")), t(N_("Reason"))],
-                                [[str(e["workload"]), str(e["attempt"]), str(e["exit_code"]),
+                                [[_evidence_link(e["workload"], evidence_href, lang), str(e["attempt"]),
+                                  str(e["exit_code"]),
                                   html.escape(e["reason"] or "")] for e in task["errors"]]))
 
     parts.append(f"<h2 id=\"queues\">{t(_TEXT['queue_waits'])}</h2>")
@@ -143,6 +159,11 @@ def render_report(report: dict[str, Any], lang: str = "en") -> str:
                  if advice["release"] else f"<p class=\"muted\">{t(_TEXT['nothing_to_release'])}</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _evidence_link(workload: int, href: str, lang: str) -> str:
+    url = href.replace("{id}", str(int(workload))).replace("{lang}", "zh" if lang.startswith("zh") else "en")
+    return f"<a href=\"{html.escape(url)}\">{int(workload)}</a>"
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:

@@ -163,6 +163,12 @@ async def test_the_acceptance_report_meets_every_checkpoint_and_agrees_with_the_
     for section in ("checkpoints", "task-types", "queues", "utilisation", "usage", "alerts", "releases", "capacity"):
         assert f'id="{section}"' in body, section
     assert body.count("<svg") >= 3 and not re.search(r"<script|src=\"http|href=\"http", body)  # self-contained
+    # Each workload id it names links to that workload's evidence chain, relative to the report's address.
+    failed = preprocessing["errors"][0]["workload"]
+    assert f'<a href="workloads/{failed}/evidence?format=html&amp;lang=en">{failed}</a>' in body
+    followed = await jp_fetch("hetero", "api", "v1", "workloads", str(failed), "evidence", params={"format": "html"},
+                              headers={"Authorization": "token root-token"})
+    assert f"Evidence of workload {failed}" in followed.body.decode()
     chinese = await jp_fetch("hetero", "api", "v1", "report", params={"since": "10m", "format": "html", "lang": "zh"},
                              headers={"Authorization": "token root-token"})
     assert "验收报告" in chinese.body.decode()
