@@ -82,9 +82,7 @@ class KernelPlacementsHandler(HeteroHandler):
     async def post(self) -> None:
         self.platform.access.require_person(self.identity, "kernel.request", "kernels/placements")
         body = self.body(RequestKernelPlacement)
-        requested = await self.off_loop(partial(self.platform.hub_kernels.request, self.identity, body))
-        self.platform.loop.wake()
-        self.reply(requested, status=201)
+        self.reply(await self.platform.hub_kernels.request_off_loop(self.identity, body), status=201)
 
 
 class ActivityHandler(HeteroHandler):
@@ -92,12 +90,12 @@ class ActivityHandler(HeteroHandler):
     @authorized
     def post(self) -> None:
         """A hub user's server on itself and its kernels; the answer, the kernels it must shut down."""
-        platform, identity, now = self.platform, self.identity, self.platform.scheduler.times.now
+        platform, identity = self.platform, self.identity
         platform.access.require_person(identity, "activity.report", "activity")  # it keeps placements alive
         body = self.body(ActivityReport)
         if body.server is not None:
-            platform.servers.report(identity, body.server, now)
-        self.reply(platform.hub_kernels.report(identity, body.kernels, now))
+            platform.servers.report(identity, body.server)
+        self.reply(platform.hub_kernels.report(identity, body.kernels))
 
 
 class KernelPlacementHandler(HeteroHandler):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
@@ -17,10 +15,7 @@ class ServersHandler(HeteroHandler):
     async def post(self) -> None:
         self.platform.access.require_person(self.identity, "server.request", "servers")
         body = self.body(RequestServer)
-        # Stored in a worker thread like a job's submission; the loop is woken here (see WorkloadsHandler).
-        requested = await self.off_loop(partial(self.platform.servers.request, self.identity, body))
-        self.platform.loop.wake()
-        self.reply(requested, status=201)
+        self.reply(await self.platform.servers.request_off_loop(self.identity, body), status=201)
 
 
 class ServerHandler(HeteroHandler):

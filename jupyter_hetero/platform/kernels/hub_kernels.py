@@ -17,7 +17,6 @@ pod alone (a restart starts a new one); ending the placement ends its pod too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ...catalog import WorkloadKind
@@ -80,7 +79,7 @@ class HubKernelPlacements(CallerLaunched):
             reason=f"{identity.user} started a {template.name} kernel in their server",
             data={"kernel_id": body.kernel_id, "parameters": body.parameters}))
 
-    def report(self, identity: Identity, kernels: list[KernelActivity], now: Callable[[], float]) -> dict[str, Any]:
+    def report(self, identity: Identity, kernels: list[KernelActivity]) -> dict[str, Any]:
         """Take a server's word on its kernels' activity; answer which of them to shut down, and why."""
         stop = []
         for kernel in kernels:
@@ -95,5 +94,5 @@ class HubKernelPlacements(CallerLaunched):
                 stop.append({"workload_id": row.id, "reason": f"the kernel's pod {pod.key} ended "
                                                               f"(exit code {pod.poll()})"})
             else:
-                self.kernels.reported[row.id] = ReportedKernel(kernel.execution_state, kernel.last_activity, now())
+                self.kernels.reported[row.id] = ReportedKernel(kernel.execution_state, kernel.last_activity, self.now())
         return {"stop": stop}

@@ -9,7 +9,6 @@ server stops. While held it counts against its tenant's quota like any workload.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ...catalog import WorkloadKind
@@ -44,8 +43,8 @@ class Servers(CallerLaunched):
             reason=f"{identity.user} asked for a {template.name} server",
             data={"template": template.name, "parameters": body.parameters}))
 
-    def report(self, identity: Identity, server: ServerActivity, now: Callable[[], float]) -> None:
+    def report(self, identity: Identity, server: ServerActivity) -> None:
         """Take a user's server's word on its own activity, for the idle rules (see platform/kernels/culling.py)."""
         row = self.repository.workload(server.workload_id)
         if row is not None and row.user == identity.user and self.launches(row) and row.state == "running":
-            self.reported[row.id] = ReportedKernel("idle", server.last_activity, now())
+            self.reported[row.id] = ReportedKernel("idle", server.last_activity, self.now())

@@ -9,6 +9,7 @@ workload's owner launches it; stopping it is open to whoever may stop the owner'
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -30,15 +31,25 @@ class CallerLaunched:
     kind: WorkloadKind
 
     def __init__(self, *, catalog: Catalog, repository: Repository, workloads: Workloads, clock: Clock,
-                 environment_of: Callable[[WorkloadRow], dict[str, str]], wake: Callable[[], None]):
+                 environment_of: Callable[[WorkloadRow], dict[str, str]], wake: Callable[[], None],
+                 now: Callable[[], float]):
         self.catalog = catalog
         self.repository = repository
         self.workloads = workloads
         self.clock = clock
+        self.now = now  # scheduler time, which the idle rules compare reported activity with
         # A placed workload's environment: its devices' visibility variables where the backend sets them
         # (this machine), not where a device plugin does (pods), and whatever credential its kind carries.
         self.environment_of = environment_of
         self.wake = wake
+
+    async def request_off_loop(self, identity: Identity, body: Any) -> dict[str, Any]:
+        """The subclass's ``request`` in a worker thread, like a job's submission (its checks and its write wait
+        on the store), then the scheduling loop woken here, on the event loop, where a loop not started yet
+        can start (see :meth:`Workloads.submit_off_loop`)."""
+        requested = await asyncio.get_running_loop().run_in_executor(None, self.request, identity, body)
+        self.wake()
+        return requested
 
     def started(self, identity: Identity, workload_id: int, where: str | None) -> dict[str, Any]:
         """Record that the caller launched the placed workload; its environment in the answer."""

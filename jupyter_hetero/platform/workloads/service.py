@@ -8,6 +8,7 @@ in one transaction, and only then acknowledged. Scheduling happens in :mod:`.sch
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import keyword
 from collections.abc import Callable
@@ -71,6 +72,16 @@ class Workloads:
                   "flavors": list(checked.resolved.flavors)},
         )
         return workload_json(stored, viewer=identity.user)
+
+    async def submit_off_loop(self, identity: Identity, body: SubmitWorkload,
+                              request_key: str | None = None) -> dict[str, Any]:
+        """:meth:`submit` in a worker thread (a notebook is read and parsed to be checked, which takes as long as
+        the file is big), then the scheduling loop woken here, on the event loop: a wake-up from that thread
+        cannot start a loop that has not started yet (it starts with the server, or with the first wake-up on
+        the loop)."""
+        submitted = await asyncio.get_running_loop().run_in_executor(None, self.submit, identity, body, request_key)
+        self.wake()
+        return submitted
 
     def resubmit(self, identity: Identity, workload_id: int) -> dict[str, Any]:
         """A new job with the same template, queue, parameters and payload, submitted by the caller."""
