@@ -11,9 +11,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..errors import Conflict, NotFound
 from ..export.evidence import render_evidence_html
-from ..i18n import N_, Message
 from ..models import (
     EvidenceQuery,
     ExplainQuery,
@@ -24,7 +22,6 @@ from ..models import (
     PreviewWorkload,
     SubmitWorkload,
 )
-from ..platform.scheduling.preview import preemption_preview, preview
 from .base import API_PREFIX, HeteroHandler, parse_workload_id
 
 # How often a followed log is read again while its attempt runs.
@@ -125,14 +122,7 @@ class PreviewHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.body(PreviewWorkload)
-        platform = self.platform
-        # Its dry cycles take as long as a tick's: never on the event loop.
-        self.reply(await self.off_loop(partial(
-            preview, catalog=platform.catalog, scheduler=platform.scheduler, workloads=platform.workloads,
-            identity=self.identity, template=body.template, parameters=body.parameters, queue=body.queue,
-            kind=body.kind, now=platform.scheduler.clock(), language=body.lang,
-        )))
+        self.reply(await self.platform.previews.submission(self.identity, self.body(PreviewWorkload)))
 
 
 class ExplainHandler(HeteroHandler):
@@ -166,25 +156,9 @@ class PreemptHandler(HeteroHandler):
     @web.authenticated
     @authorized
     async def post(self, workload_id: str) -> None:
-        query = self.query(PreemptQuery)
-        identity = self.identity
-        wid = parse_workload_id(workload_id)
-        row = self.platform.workloads.get(identity, wid, "workload.preempt")
-        self.platform.access.require_platform_admin(identity, "workload.preempt" + (".dry-run" if query.dry_run else ""),
-                                                    f"workload/{wid}")
-        scheduler = self.platform.scheduler
-        if query.dry_run:
-            # Its dry cycle takes as long as a tick's: never on the event loop.
-            self.reply(await self.off_loop(partial(preemption_preview, scheduler, wid, row.state, scheduler.clock())))
-            return
-        if row.state not in ("running", "starting"):
-            raise Conflict(Message(N_("workload {workload} is {state}; only running workloads can be preempted"),
-                                   workload=wid, state=row.state))
-        if row.kind in ("service", "server"):
-            raise Conflict(Message(N_("workload {workload} is a {kind}, which is never preempted: scale the service "
-                                      "down, or stop the server through the hub"), workload=wid, kind=row.kind),
-                           reason="never-preempted")
-        self.reply(scheduler.preempt_by_admin(wid, identity.user))
+        dry_run = self.query(PreemptQuery).dry_run
+        self.reply(await self.platform.previews.preemption(self.identity, parse_workload_id(workload_id),
+                                                           dry_run=dry_run))
 
 
 async def _stream(handler: HeteroHandler, path, offset: int, decode=None) -> int | None:

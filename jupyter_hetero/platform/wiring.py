@@ -40,6 +40,7 @@ from .scheduling.engine_process import EngineProcess
 from .scheduling.inventory import Inventory
 from .scheduling.loop import SchedulerLoop
 from .scheduling.nodes import Nodes
+from .scheduling.preview import Previews
 from .scheduling.scheduler import Scheduler
 from .serving.service import Services
 from .workloads.credentials import DEFAULT_PASSTHROUGH, Credentials
@@ -141,6 +142,8 @@ class Platform:
             self.catalog, self.repository, self.access, settings.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=settings.user_root_template,
         )
+        self.previews = Previews(catalog=self.catalog, scheduler=self.scheduler, workloads=self.workloads,
+                                 access=self.access)
         launched = {"catalog": self.catalog, "repository": self.repository, "workloads": self.workloads,
                     "clock": self.clock, "wake": self.loop.wake, "now": self.scheduler.times.now}
         # A server gets its credential from the hub; a kernel in a user's server, one for this server's API.

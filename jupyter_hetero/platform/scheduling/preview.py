@@ -1,12 +1,19 @@
 """What would happen to a submission, before it is made: per eligible flavor, free capacity, whether
 it would start now, and if not why and when. Nothing is stored.
 
-Its dry cycles take as long as a tick's: call :func:`preview` off the event loop (the handler runs it
-in a worker thread, and with the engine process the cycles themselves run there)."""
+Its dry cycles take as long as a tick's: call :func:`preview` off the event loop (:class:`Previews` runs it
+in a worker thread, and with the engine process the cycles themselves run there).
+
+    previews = Previews(catalog=catalog, scheduler=scheduler, workloads=workloads, access=access)
+    await previews.submission(identity, PreviewWorkload(template="fine-tuning"))   # what POST /previews answers
+    await previews.preemption(identity, 7, dry_run=True)     # what an admin's preemption would evict; or do it
+"""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from ...catalog import Catalog
@@ -14,15 +21,58 @@ from ...engine import Workload, WorkloadKind, render
 from ...engine_inputs import constraints_for, engine_request
 from ...errors import Conflict
 from ...i18n import N_, Message
+from ...models import PreviewWorkload
+from ..access import Access
 from ..identity import Identity
 from ..workloads.resolve import known_template, resolve
 from ..workloads.service import Workloads
 from .scheduler import Scheduler
 
-__all__ = ["preemption_preview", "preview"]
+__all__ = ["Previews", "preemption_preview", "preview"]
 
 # The hypothetical workload's id: never a stored one.
 _PREVIEW_ID = -1
+
+
+class Previews:
+    """What the API asks the scheduler outside its ticks: a submission's preview and an admin's preemption
+    (its dry run, or the preemption itself); the dry cycles in a worker thread."""
+
+    def __init__(self, *, catalog: Catalog, scheduler: Scheduler, workloads: Workloads, access: Access):
+        self.catalog = catalog
+        self.scheduler = scheduler
+        self.workloads = workloads
+        self.access = access
+
+    async def submission(self, identity: Identity, body: PreviewWorkload) -> dict[str, Any]:
+        # Its dry cycles take as long as a tick's: never on the event loop.
+        return await _off_loop(partial(
+            preview, catalog=self.catalog, scheduler=self.scheduler, workloads=self.workloads, identity=identity,
+            template=body.template, parameters=body.parameters, queue=body.queue, kind=body.kind,
+            now=self.scheduler.clock(), language=body.lang,
+        ))
+
+    async def preemption(self, identity: Identity, workload_id: int, *, dry_run: bool) -> dict[str, Any]:
+        """A platform admin's preemption of a running workload, or with ``dry_run`` what a waiting one would evict."""
+        row = self.workloads.get(identity, workload_id, "workload.preempt")
+        self.access.require_platform_admin(identity, "workload.preempt" + (".dry-run" if dry_run else ""),
+                                           f"workload/{workload_id}")
+        if dry_run:
+            # Its dry cycle takes as long as a tick's: never on the event loop.
+            return await _off_loop(partial(preemption_preview, self.scheduler, workload_id, row.state,
+                                           self.scheduler.clock()))
+        if row.state not in ("running", "starting"):
+            raise Conflict(Message(N_("workload {workload} is {state}; only running workloads can be preempted"),
+                                   workload=workload_id, state=row.state))
+        if row.kind in ("service", "server"):
+            raise Conflict(Message(N_("workload {workload} is a {kind}, which is never preempted: scale the service "
+                                      "down, or stop the server through the hub"), workload=workload_id, kind=row.kind),
+                           reason="never-preempted")
+        return self.scheduler.preempt_by_admin(workload_id, identity.user)
+
+
+async def _off_loop(function):
+    return await asyncio.get_running_loop().run_in_executor(None, function)
 
 
 def preview(*, catalog: Catalog, scheduler: Scheduler, workloads: Workloads, identity: Identity,
