@@ -27,6 +27,8 @@ export function failureText(failure: IFailure, trans: TranslationBundle): string
       return trans.__('Could not re-submit the workload: %1', message);
     case 'explain':
       return trans.__('Could not explain the workload: %1', message);
+    case 'evidence':
+      return trans.__('Could not read the evidence of the workload: %1', message);
     case 'logs':
       return trans.__('Could not read the log: %1', message);
     case 'usage':

@@ -111,6 +111,7 @@ export class HeteroPanel extends ReactWidget {
           <MyWorkSection
             workloads={work.workloads}
             explanations={work.explanations}
+            evidences={work.evidences}
             busy={work.busy}
             trans={trans}
             onLogs={this._actions.openLogs}
@@ -118,6 +119,9 @@ export class HeteroPanel extends ReactWidget {
             onExplain={wid => void work.explain(wid)}
             onResubmit={wid => void work.resubmit(wid)}
             onDismissExplanation={wid => work.dismissExplanation(wid)}
+            onEvidence={wid => void work.showEvidence(wid)}
+            onDismissEvidence={wid => work.dismissEvidence(wid)}
+            evidencePageUrl={wid => work.evidencePageUrl(wid)}
           />
         );
       }

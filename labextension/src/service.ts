@@ -1,7 +1,7 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { components } from './api.gen';
-import { requestAPI, streamAPI } from './handler';
+import { apiPageUrl, requestAPI, streamAPI } from './handler';
 import type {
   IAlert,
   IExplanation,
@@ -17,6 +17,7 @@ import type {
   ITenantSummary,
   IVersion,
   IWorkload,
+  IWorkloadEvidence,
   JobPayload,
   Lang,
   ParameterValues
@@ -65,6 +66,9 @@ export interface IHeteroService {
   cancelWorkload(id: number): Promise<IWorkload>;
   resubmitWorkload(id: number): Promise<IWorkload>;
   explainWorkload(id: number, lang: Lang): Promise<IExplanation>;
+  getWorkloadEvidence(id: number, lang: Lang): Promise<IWorkloadEvidence>;
+  /** Where the evidence chain is as one self-contained HTML page (to open in a browser tab). */
+  evidencePageUrl(id: number, lang: Lang): string;
   /** A workload's log, followed (`follow=true`): each chunk to `onChunk` as it comes, until the workload ends or `signal` aborts. */
   getWorkloadLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void>;
   previewWorkload(request: IPreviewWorkload): Promise<IPreview>;
@@ -147,6 +151,14 @@ export class HeteroService implements IHeteroService {
 
   explainWorkload(id: number, lang: Lang): Promise<IExplanation> {
     return this._get(`workloads/${id}/explain?lang=${lang}`);
+  }
+
+  getWorkloadEvidence(id: number, lang: Lang): Promise<IWorkloadEvidence> {
+    return this._get(`workloads/${id}/evidence?lang=${lang}`);
+  }
+
+  evidencePageUrl(id: number, lang: Lang): string {
+    return apiPageUrl(`workloads/${id}/evidence?format=html&lang=${lang}`, this._settings);
   }
 
   getWorkloadLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {

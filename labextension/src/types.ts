@@ -96,6 +96,9 @@ export type WorkloadState = IWorkload['state'];
 /** What `GET /workloads/{id}/explain` answers. */
 export type IExplanation = Schemas['Explanation'];
 
+/** What `GET /workloads/{id}/evidence` answers: one workload's evidence chain, from its request to its release. */
+export type IWorkloadEvidence = Schemas['WorkloadEvidence'];
+
 /** One eligible flavor of a preview. */
 export type IFlavorPreview = Schemas['FlavorPreview'];
 

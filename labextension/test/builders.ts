@@ -18,6 +18,7 @@ import type {
   ITemplate,
   ITenantSummary,
   IVersion,
+  IWorkloadEvidence,
   IWorkload
 } from '../src/types';
 
@@ -448,6 +449,114 @@ export function service(overrides: Partial<IService> = {}): IService {
     revisions: [{ revision: 1, spec, outcome: 'created', at: 0, by: 'alice' }],
     created_at: 0,
     updated_at: 0,
+    ...overrides
+  };
+}
+
+/** A job preempted once, then run to success: two attempts, two waits, an intact audit chain. */
+export function evidence(overrides: Partial<IWorkloadEvidence> = {}): IWorkloadEvidence {
+  const started = 1_700_000_000;
+  const labels = { 'nvidia.com/gpu.product': 'A100-SXM4-80GB', zone: 'a' };
+  const attempt = (number: number, outcome: string, endedAt: number): IWorkloadEvidence['attempts'][number] => ({
+    number,
+    nodes: ['gpu-a100-0'],
+    placement: null,
+    node_labels: { 'gpu-a100-0': { flavor: 'a100-80g', chip: 'A100-SXM4-80GB', driver: '550.54', runtime: '12.4', labels } },
+    image: 'nvcr.io/nvidia/pytorch:24.05-py3',
+    runtime: { family: 'nvidia' },
+    started_at: started + number * 100,
+    ended_at: endedAt,
+    outcome,
+    exit_code: outcome === 'succeeded' ? 0 : null,
+    reason: outcome === 'preempted' ? 'preempted by urgent workload 8' : null,
+    metrics: { peak_rss_mib: 512 },
+    log_tail: { lines: [`attempt ${number}`], truncated: false }
+  });
+  const event = { id: 20, at: started + 400, type: 'succeeded', reason: 'exit code 0', data: {} };
+  return {
+    id: 7,
+    name: 'train',
+    state: 'succeeded',
+    request: {
+      kind: 'job',
+      name: 'train',
+      template: 'training',
+      queue: 'batch',
+      parameters: { devices: 2 },
+      flavors: ['a100-80g'],
+      resolved: {},
+      payload: 'script',
+      submitter: 'alice',
+      tenant: 'vision',
+      submitted_at: started,
+      idempotency_key: null
+    },
+    attempts: [attempt(1, 'preempted', started + 150), attempt(2, 'succeeded', started + 400)],
+    wait: [
+      { attempt: 1, from: started, from_event: 'submitted', admitted_at: started + 2, waited_s: 2, blockers: [] },
+      {
+        attempt: 2,
+        from: started + 150,
+        from_event: 'requeued',
+        admitted_at: started + 200,
+        waited_s: 50,
+        blockers: [
+          {
+            at: started + 151,
+            event: 'waiting',
+            blockers: [{ kind: 'quota', flavor: 'a100-80g', message: 'quota: tenant vision uses 2/2 devices', params: {} }]
+          }
+        ]
+      }
+    ],
+    utilisation: {
+      attempts: [
+        { attempt: 1, device_util_pct_mean: null },
+        { attempt: 2, device_util_pct_mean: 71.5, device_memory_peak_mib: 2048 }
+      ],
+      series_recorded: false,
+      series: []
+    },
+    alerts: [],
+    preemptions: [
+      {
+        at: started + 140,
+        attempt: 1,
+        by_workload: 8,
+        by_admin: null,
+        why: 'priority',
+        message: 'preempted by urgent workload 8',
+        grace_deadline: started + 170
+      }
+    ],
+    release: {
+      final: true,
+      state: 'succeeded',
+      reason: 'exit code 0',
+      finished_at: started + 400,
+      event,
+      attempts: 2,
+      failures: 0,
+      preemptions: 1,
+      node_losses: 0
+    },
+    events: [event],
+    audit: {
+      entries: [
+        {
+          id: 3,
+          at: started + 140,
+          actor: 'scheduler',
+          action: 'workload.preempt',
+          target: 'workload/7',
+          outcome: 'done',
+          detail: {},
+          prev_hash: '0'.repeat(64),
+          hash: 'b'.repeat(64)
+        }
+      ],
+      verification: { intact: true, entries: 5, first_break: null, problem: null }
+    },
     ...overrides
   };
 }

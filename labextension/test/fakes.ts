@@ -5,6 +5,7 @@ import type {
   IAlert,
   IOnboarding,
   IExplanation,
+  IWorkloadEvidence,
   IKernelUsage,
   IMyTenant,
   INode,
@@ -36,6 +37,8 @@ export class FakeService implements IHeteroService {
   workloads: IWorkload[] = [build.workload()];
   /** Answers of `getWorkload` by id; the list entry when absent. */
   details = new Map<number, IWorkload>();
+  /** Answers of `getWorkloadEvidence` by id; a built chain of that id when absent. */
+  evidences = new Map<number, IWorkloadEvidence>();
   preview: IPreview = build.preview();
   usage: IKernelUsage = build.kernelUsage();
   /** Method name -> error the next calls throw. */
@@ -139,6 +142,12 @@ export class FakeService implements IHeteroService {
     return this._answer('explainWorkload', [id, lang], () =>
       build.explanation({ id, lines: ['1. capacity: flavor cpu-standard has 34 CPU free, needs 64 CPU'] })
     );
+  }
+  getWorkloadEvidence(id: number, lang: Lang): Promise<IWorkloadEvidence> {
+    return this._answer('getWorkloadEvidence', [id, lang], () => this.evidences.get(id) ?? build.evidence({ id }));
+  }
+  evidencePageUrl(id: number, lang: Lang): string {
+    return `/hetero/api/v1/workloads/${id}/evidence?format=html&lang=${lang}`;
   }
   getWorkloadLogs(id: number, onChunk: (text: string) => void, signal?: AbortSignal): Promise<void> {
     return this._answer('getWorkloadLogs', [id, signal], () => {

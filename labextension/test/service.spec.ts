@@ -43,6 +43,7 @@ describe('HeteroService', () => {
     ['cancelWorkload', [7], 'DELETE', 'workloads/7'],
     ['resubmitWorkload', [7], 'POST', 'workloads/7/resubmit'],
     ['explainWorkload', [7, 'en'], 'GET', 'workloads/7/explain?lang=en'],
+    ['getWorkloadEvidence', [7, 'zh'], 'GET', 'workloads/7/evidence?lang=zh'],
     ['getKernelUsage', ['k 1'], 'GET', 'kernels/k%201/usage']
   ])('%s calls %s %s', async (name, args, method, url) => {
     const { service, seen } = serviceAnswering();

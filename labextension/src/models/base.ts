@@ -10,6 +10,7 @@ export type Action =
   | 'cancel'
   | 'resubmit'
   | 'explain'
+  | 'evidence'
   | 'logs'
   | 'usage';
 

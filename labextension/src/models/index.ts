@@ -1,4 +1,5 @@
 export * from './base';
+export * from './evidence';
 export * from './hetero';
 export * from './launch';
 export * from './logs';

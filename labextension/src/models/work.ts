@@ -1,6 +1,6 @@
 import { isFinished } from '../format';
 import type { IHeteroService } from '../service';
-import type { IExplanation, IWorkload, Lang } from '../types';
+import type { IExplanation, IWorkload, IWorkloadEvidence, Lang } from '../types';
 import { ModelBase } from './base';
 
 /** How many workloads one refresh describes (blockers in the UI's language, attempts). */
@@ -13,6 +13,7 @@ const MAX_DESCRIBED = 20;
  * const work = new WorkModel({ service, lang: 'zh' });
  * await work.refresh();           // GET /workloads?mine=true, then each moving one in Chinese
  * await work.cancel(7);           // DELETE /workloads/7, then refresh
+ * await work.showEvidence(7);     // GET /workloads/7/evidence in Chinese, kept until dismissed
  * ```
  */
 export class WorkModel extends ModelBase {
@@ -30,6 +31,11 @@ export class WorkModel extends ModelBase {
   /** Explanations asked for, by workload id. */
   get explanations(): ReadonlyMap<number, IExplanation> {
     return this._explanations;
+  }
+
+  /** Evidence chains asked for, by workload id. */
+  get evidences(): ReadonlyMap<number, IWorkloadEvidence> {
+    return this._evidences;
   }
 
   /** Ids of workloads with an action in flight. */
@@ -101,9 +107,36 @@ export class WorkModel extends ModelBase {
     }
   }
 
+  /** Fetch a workload's evidence chain (request to release) in the UI's language, to show it. */
+  async showEvidence(id: number): Promise<IWorkloadEvidence | null> {
+    let evidence: IWorkloadEvidence | null = null;
+    await this._act(
+      id,
+      'evidence',
+      async () => {
+        evidence = await this._service.getWorkloadEvidence(id, this._lang);
+        this._evidences.set(id, evidence);
+      },
+      false
+    );
+    return evidence;
+  }
+
+  /** Hide an evidence chain again. */
+  dismissEvidence(id: number): void {
+    if (this._evidences.delete(id)) {
+      this.emitChanged();
+    }
+  }
+
+  /** Where a workload's evidence chain is as one HTML page, in the UI's language. */
+  evidencePageUrl(id: number): string {
+    return this._service.evidencePageUrl(id, this._lang);
+  }
+
   private async _act(
     id: number,
-    action: 'cancel' | 'resubmit' | 'explain',
+    action: 'cancel' | 'resubmit' | 'explain' | 'evidence',
     call: () => Promise<unknown>,
     refreshAfter = true
   ): Promise<boolean> {
@@ -158,7 +191,7 @@ export class WorkModel extends ModelBase {
   /** Drop what is kept for workloads no longer listed. */
   private _forgetGone(workloads: readonly IWorkload[]): void {
     const listed = new Set(workloads.map(w => w.id));
-    for (const kept of [this._final, this._explanations]) {
+    for (const kept of [this._final, this._explanations, this._evidences]) {
       for (const id of kept.keys()) {
         if (!listed.has(id)) {
           kept.delete(id);
@@ -170,6 +203,7 @@ export class WorkModel extends ModelBase {
   private readonly _service: IHeteroService;
   private readonly _lang: Lang;
   private readonly _explanations = new Map<number, IExplanation>();
+  private readonly _evidences = new Map<number, IWorkloadEvidence>();
   private readonly _busy = new Set<number>();
   private readonly _final = new Map<number, IWorkload>();
   private _workloads: IWorkload[] = [];

@@ -158,6 +158,7 @@ describe('MyWorkSection', () => {
     return {
       workloads: [build.workload()],
       explanations: new Map(),
+      evidences: new Map(),
       busy: new Set(),
       trans,
       onLogs: vi.fn(),
@@ -165,9 +166,46 @@ describe('MyWorkSection', () => {
       onExplain: vi.fn(),
       onResubmit: vi.fn(),
       onDismissExplanation: vi.fn(),
+      onEvidence: vi.fn(),
+      onDismissEvidence: vi.fn(),
+      evidencePageUrl: (id: number) => `/hetero/api/v1/workloads/${id}/evidence?format=html&lang=en`,
       ...overrides
     };
   }
+
+  it('asks for a workload\'s evidence and shows its chain as collapsible sections, in order', () => {
+    const onEvidence = vi.fn();
+    const workload = build.workload({ state: 'succeeded', blockers: [] });
+    rendered = render(<MyWorkSection {...section({ workloads: [workload], onEvidence })} />);
+    click(rendered.host.querySelector('.jp-hetero-action-evidence'));
+    expect(onEvidence).toHaveBeenCalledWith(7);
+    rendered.unmount();
+
+    const onDismissEvidence = vi.fn();
+    const chain = build.evidence();
+    rendered = render(
+      <MyWorkSection {...section({ workloads: [workload], evidences: new Map([[7, chain]]), onDismissEvidence })} />
+    );
+    const view = rendered.host.querySelector('.jp-hetero-evidence');
+    const sections = [...(view?.querySelectorAll('details.jp-hetero-evidence-section') ?? [])];
+    expect(sections.map(s => s.getAttribute('data-section'))).toEqual([
+      'request', 'attempts', 'wait', 'utilisation', 'alerts', 'preemptions', 'release', 'events', 'audit'
+    ]);
+    expect(sections.map(s => s.querySelector('summary')?.textContent)).toContain('Attempts (2)');
+    const open = sections.filter(s => (s as HTMLDetailsElement).open).map(s => s.getAttribute('data-section'));
+    expect(open).toEqual(['preemptions', 'release']);
+    const text = view?.textContent ?? '';
+    expect(text).toContain('Attempt 2 on gpu-a100-0: succeeded');
+    expect(text).toContain('gpu-a100-0: A100-SXM4-80GB, driver 550.54, runtime 12.4');
+    expect(text).toContain('quota: tenant vision uses 2/2 devices');
+    expect(text).toContain('preempted by workload 8 (priority)');
+    expect(text).toContain('Audit chain intact: 5 entries checked');
+    expect(view?.querySelector('a.jp-hetero-evidence-page')?.getAttribute('href')).toBe(
+      '/hetero/api/v1/workloads/7/evidence?format=html&lang=en'
+    );
+    click(view?.querySelector('.jp-hetero-dismiss') ?? null);
+    expect(onDismissEvidence).toHaveBeenCalledWith(7);
+  });
 
   it('shows a waiting workload with its position, ETA and ranked blockers', () => {
     rendered = render(<MyWorkSection {...section()} />);
@@ -294,11 +332,13 @@ describe('MyWorkSection', () => {
     expect(queued).toEqual([
       ['Logs', 'Logs of workload 7'],
       ['Explain', 'Explain workload 7'],
+      ['Evidence', 'Evidence of workload 7'],
       ['Cancel', 'Cancel workload 7']
     ]);
     expect(finished).toEqual([
       ['Logs', 'Logs of workload 7'],
       ['Explain', 'Explain workload 7'],
+      ['Evidence', 'Evidence of workload 7'],
       ['Re-submit', 'Re-submit workload 7']
     ]);
     for (const [label, name] of [...queued, ...finished]) {

@@ -1,7 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import type { IExplanation, IWorkload } from '../../types';
+import type { IExplanation, IWorkload, IWorkloadEvidence } from '../../types';
 import { Section } from '../common/Section';
 import { IWorkloadActions, WorkloadRow } from './WorkloadRow';
 
@@ -9,6 +9,7 @@ import { IWorkloadActions, WorkloadRow } from './WorkloadRow';
 export interface IMyWorkSectionProps extends IWorkloadActions {
   workloads: readonly IWorkload[];
   explanations: ReadonlyMap<number, IExplanation>;
+  evidences: ReadonlyMap<number, IWorkloadEvidence>;
   busy: ReadonlySet<number>;
   trans: TranslationBundle;
 }
@@ -27,6 +28,7 @@ export function MyWorkSection(props: IMyWorkSectionProps): JSX.Element {
               key={workload.id}
               workload={workload}
               explanation={props.explanations.get(workload.id) ?? null}
+              evidence={props.evidences.get(workload.id) ?? null}
               busy={props.busy.has(workload.id)}
               trans={trans}
               onLogs={props.onLogs}
@@ -34,6 +36,9 @@ export function MyWorkSection(props: IMyWorkSectionProps): JSX.Element {
               onExplain={props.onExplain}
               onResubmit={props.onResubmit}
               onDismissExplanation={props.onDismissExplanation}
+              onEvidence={props.onEvidence}
+              onDismissEvidence={props.onDismissEvidence}
+              evidencePageUrl={props.evidencePageUrl}
             />
           ))}
         </ul>

@@ -2,9 +2,10 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatEta, formatMemory, formatPlacement, isFinished, kindLabel, num, secondsUntil } from '../../format';
-import type { IAttempt, IBlocker, IExplanation, IWorkload } from '../../types';
+import type { IAttempt, IBlocker, IExplanation, IWorkload, IWorkloadEvidence } from '../../types';
 import { ActionButton } from '../common/ActionButton';
 import { BlockerList } from './BlockerList';
+import { EvidenceView } from './EvidenceView';
 import { ExplanationView } from './ExplanationView';
 import { StateBadge } from './StateBadge';
 
@@ -15,12 +16,17 @@ export interface IWorkloadActions {
   onExplain: (id: number) => void;
   onResubmit: (id: number) => void;
   onDismissExplanation: (id: number) => void;
+  onEvidence: (id: number) => void;
+  onDismissEvidence: (id: number) => void;
+  /** Where a workload's evidence chain is as one HTML page. */
+  evidencePageUrl: (id: number) => string;
 }
 
 /** Props of `WorkloadRow`. */
 export interface IWorkloadRowProps extends IWorkloadActions {
   workload: IWorkload;
   explanation: IExplanation | null;
+  evidence: IWorkloadEvidence | null;
   busy: boolean;
   trans: TranslationBundle;
 }
@@ -135,6 +141,14 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
           onDismiss={() => props.onDismissExplanation(w.id)}
         />
       )}
+      {props.evidence && (
+        <EvidenceView
+          evidence={props.evidence}
+          pageUrl={props.evidencePageUrl(w.id)}
+          trans={trans}
+          onDismiss={() => props.onDismissEvidence(w.id)}
+        />
+      )}
       <div className="jp-hetero-row jp-hetero-workload-actions">
         <ActionButton
           className="jp-hetero-action-logs"
@@ -148,6 +162,13 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
           ariaLabel={trans.__('Explain workload %1', w.id)}
           disabled={busy}
           onClick={() => props.onExplain(w.id)}
+        />
+        <ActionButton
+          className="jp-hetero-action-evidence"
+          label={trans.__('Evidence')}
+          ariaLabel={trans.__('Evidence of workload %1', w.id)}
+          disabled={busy}
+          onClick={() => props.onEvidence(w.id)}
         />
         {!finished && (
           <ActionButton
