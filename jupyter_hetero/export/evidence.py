@@ -362,13 +362,15 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table>{header}<tbody>{body}</tbody></table>"
 
 
-def _flat(value: Any) -> str:
+def _flat(value: Any, nested: bool = False) -> str:
+    """A value on one line: ``key=value, ...``, what is nested inside parentheses."""
     if value is None:
         return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{key}={_flat(item)}" for key, item in value.items()) or "-"
-    if isinstance(value, list):
-        return ", ".join(_flat(item) for item in value) or "-"
+    if isinstance(value, (dict, list)):
+        items = ([f"{key}={_flat(item, True)}" for key, item in value.items()] if isinstance(value, dict)
+                 else [_flat(item, True) for item in value])
+        text = ", ".join(items)
+        return f"({text})" if nested and len(items) > 1 else (text or "-")
     return str(value)
 
 
