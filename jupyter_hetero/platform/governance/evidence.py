@@ -96,14 +96,16 @@ def evidence_of(record: EvidenceRecord, verdict: dict[str, Any], tails: dict[int
     attempts = [_attempt(attempt, started.get(attempt.number, {}), tails.get(attempt.number)) for attempt in
                 record.attempts]
     submitted = next((event for event in events if event.type == "submitted"), None)
+    recorded, resolved = (submitted.data or {}) if submitted else {}, row.request or {}
     return {
         "id": row.id,
         "name": row.name,
         "state": row.state,
         "request": {
             "kind": row.kind, "name": row.name, "template": row.template, "queue": row.queue,
-            "parameters": (submitted.data or {}).get("parameters", {}) if submitted else {},
-            "flavors": (submitted.data or {}).get("flavors", []) if submitted else [],
+            # As the submission recorded them; else (a kernel, a service's replica) as its request resolved them.
+            "parameters": recorded.get("parameters", resolved.get("parameters") or {}),
+            "flavors": recorded.get("flavors") or resolved.get("flavors") or [],
             "resolved": row.request, "payload": (row.spec or {}).get("payload"), "submitter": row.user,
             "tenant": row.tenant, "submitted_at": row.created_at,
             # The key is the submitter's own, like their env values.
