@@ -12,14 +12,17 @@ from __future__ import annotations
 from .audit import AuditChain
 from .events import EventRecords
 from .evidence import EvidenceRecords
+from .metric_samples import MetricSample, MetricSampleRecords, MetricSeries
 from .nodes import NodeRecords
 from .queries import Queries
 from .services import ServiceRecords
 from .sessions import default_db_url
 from .workloads import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, WorkloadRecords
 
-__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "Repository", "default_db_url"]
+__all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "MetricSample", "MetricSeries", "Repository",
+           "default_db_url"]
 
 
-class Repository(WorkloadRecords, NodeRecords, EventRecords, EvidenceRecords, ServiceRecords, Queries, AuditChain):
+class Repository(WorkloadRecords, NodeRecords, EventRecords, EvidenceRecords, MetricSampleRecords, ServiceRecords, Queries,
+                 AuditChain):
     """Reads and writes the store; every method is one transaction."""

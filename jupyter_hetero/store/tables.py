@@ -1,4 +1,5 @@
-"""SQLAlchemy tables: nodes, workloads, events (append-only), the audit chain, workload credentials and services."""
+"""SQLAlchemy tables: nodes, workloads, events (append-only), the audit chain, workload credentials, services and
+metric samples."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["AlertRow", "OnboardingRow", "AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "NodeRow", "SchemaVersionRow", "ServiceRow",
-           "WorkloadRow"]
+__all__ = ["AlertRow", "OnboardingRow", "AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "MetricSampleRow",
+           "NodeRow", "SchemaVersionRow", "ServiceRow", "WorkloadRow"]
 
 
 class Base(DeclarativeBase):
@@ -215,3 +216,19 @@ class OnboardingRow(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
     __table_args__ = (UniqueConstraint("kind", "name"),)
+
+
+class MetricSampleRow(Base):
+    """One figure of one workload's attempt at one moment: measured from the machine or reported by the workload."""
+
+    __tablename__ = "metric_samples"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workloads.id"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(63))  # metric_names.MEASURED, or a reported name
+    value: Mapped[float] = mapped_column(Float)
+    at: Mapped[float] = mapped_column(Float)
+    source: Mapped[str] = mapped_column(String(32))  # procfs | nvidia-smi | ... | exporter:<name> | reported
+
+    __table_args__ = (Index("ix_metric_samples_workload_name_at", "workload_id", "name", "at"),)

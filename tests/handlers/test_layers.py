@@ -202,7 +202,8 @@ def test_no_private_name_is_imported_from_another_module():
 
 # --- which folder may import which (docs/architecture.md, "Layers") ----------------------------------------------
 
-FOUNDATIONS = {"__about__", "units", "i18n", "packages", "errors", "capability", "credential_format"}
+FOUNDATIONS = {"__about__", "units", "i18n", "packages", "errors", "capability", "credential_format",
+               "metric_names"}
 # Each folder of the package (sub-package or top-level module) and the folders it may import, beside the
 # foundations, which every folder may import (and which import only each other). Lower layers first.
 ALLOWED: dict[str, set[str]] = {
