@@ -31,7 +31,9 @@ from jupyter_hetero.export.kueue import (
     API_VERSION,
     UNEXPRESSED_ANNOTATION,
     cohort_name,
+    Unexpressed,
     device_resource,
+    kueue_export,
     kueue_objects,
     local_queue_name,
     priority_class_name,
@@ -510,3 +512,67 @@ def test_pods_of_a_kueue_queue_name_the_exported_local_queue_and_priority_class(
     [pod] = render(catalog, "data-preprocessing")  # its queue is batch: the backend's own factory
     assert pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == queue_name
     assert pod["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == priority_class
+
+
+# -- what Kueue cannot say ---------------------------------------------------------------------------
+
+
+def _gaps_of(tmp_path, **changes):
+    catalog = load_catalog(team_catalog(tmp_path, **changes))
+    export = kueue_export(catalog)
+    assert export.objects == kueue_objects(catalog)  # the same objects, the rules beside them
+    return export
+
+
+def test_every_rule_kueue_cannot_say_is_returned_with_its_object(tmp_path):
+    export = _gaps_of(tmp_path, queues={
+        "inference": {"reserved": {"a100-80g": 2}, "lend_reserved": False, "max_wait_s": 600,
+                      "failure": {"retries": 4, "backoff_s": 15, "backoff_factor": 3}},
+        "training": {"borrowing": False}},
+        nlp={"quotas": {"a100-80g": {"nominal": {"devices": 1, "cpu": 8, "memory": "8Gi"},
+                                     "lending_limit": {"devices": 3}}}})
+    by_rule = {gap.rule: gap for gap in export.unexpressed}
+    assert by_rule["queue inference reserves 2 a100-80g, 2 ascend-310p, 1 t4 devices (never lent)"] == Unexpressed(
+        "queue inference reserves 2 a100-80g, 2 ascend-310p, 1 t4 devices (never lent)",
+        "WorkloadPriorityClass/hetero-inference", "Kueue has no capacity reserved for one queue; hetero enforces it")
+    assert by_rule["queue inference escalates after a max wait of 600 s (allow-preemption)"].object == \
+        "WorkloadPriorityClass/hetero-inference"
+    assert "queue inference retries failed work 4 time(s), backoff 15 s x 3" in by_rule
+    assert "queue training does not borrow from the cohort" in by_rule
+    assert "queue training resumes retried work from its checkpoint" in by_rule
+    assert "queue experiment's kernels are preempted only when idle" in by_rule
+    assert "queue urgent may preempt only experiment, batch, training" in by_rule
+    assert by_rule["tenant nlp lends more devices of a100-80g than its nominal quota"].object == "ClusterQueue/hetero-nlp"
+    assert by_rule["flavor a100-80g selects nodes by device memory >= 76Gi"].object == "ResourceFlavor/hetero-a100-80g"
+    # Each names an object of the export, in the export's order, and says it once.
+    names = [f"{o['kind']}/{o['metadata']['name']}" for o in export.objects]
+    assert all(gap.object in names for gap in export.unexpressed)
+    assert [names.index(gap.object) for gap in export.unexpressed] == sorted(names.index(g.object) for g in export.unexpressed)
+    assert len(by_rule) == len(export.unexpressed)
+    assert str(by_rule["queue training does not borrow from the cohort"]).startswith(
+        "not expressed in Kueue: queue training does not borrow from the cohort (")
+
+
+def test_a_queue_without_those_rules_says_only_its_wait_bound(tmp_path):
+    export = _gaps_of(tmp_path, queues={"experiment": {"preemption": {"idle_kernels_only": False}}})
+    assert [gap.rule for gap in export.unexpressed if gap.object == "WorkloadPriorityClass/hetero-experiment"] == [
+        "queue experiment escalates after a max wait of 1800 s (raise-priority +150)"]
+    assert not any(gap.object.startswith("ClusterQueue/") for gap in export.unexpressed)
+
+
+def test_cli_writes_each_rule_as_a_comment_above_its_object_and_warns_once(tmp_path):
+    path = team_catalog(tmp_path, queues={"inference": {"reserved": {"a100-80g": 2}}})
+    result = hetero("export", "kueue", "--catalog", path)
+    assert result.returncode == 0, result.stderr
+    gaps = kueue_export(load_catalog(path)).unexpressed
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: {gap}" for gap in gaps]
+    comment = "# not expressed in Kueue: queue inference reserves 2 a100-80g, 2 ascend-310p, 1 t4 devices (lent " \
+              "while idle) (Kueue has no capacity reserved for one queue; hetero enforces it)"
+    document = next(d for d in result.stdout.split("---\n") if "name: hetero-inference" in d)
+    assert document.startswith("# not expressed in Kueue: ") and comment in document.splitlines()
+    assert list(yaml.safe_load_all(result.stdout)) == kueue_objects(load_catalog(path))
+    out = tmp_path / "kueue"
+    result = hetero("export", "kueue", "--catalog", path, "-o", str(out))
+    assert comment in (out / "5-workloadpriorityclasses.yaml").read_text(encoding="utf-8").splitlines()
+    assert len([line for line in result.stderr.splitlines() if line.startswith("warning: ")]) == len(gaps)

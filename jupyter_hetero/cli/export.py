@@ -6,6 +6,8 @@ alert rules as Prometheus alerting rules.
 
 Without ``-o`` the objects are printed as one multi-document YAML stream; with it, one file per kind
 is written into DIR, numbered so that ``kubectl apply -f DIR`` creates what an object refers to first.
+Each catalog rule the objects cannot say is a ``# not expressed in Kueue: ...`` comment above the object it
+concerns and one warning on stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from ..catalog import DEFAULT_CATALOG_PATH, CatalogError, load_catalog
-from ..export.kueue import DEFAULT_NAMESPACE, DEFAULT_PREFIX, KINDS, kueue_objects
+from ..export.kueue import DEFAULT_NAMESPACE, DEFAULT_PREFIX, KINDS, Unexpressed, kueue_export
 from ..export.prometheus import rule_groups
 
 __all__ = ["add_export_parser", "emit", "kind_file_name"]
@@ -72,12 +74,14 @@ def emit(text: str, output: str | None, what: str) -> int:
 def _export_kueue(args: argparse.Namespace) -> int:
     try:
         catalog = load_catalog(args.catalog or DEFAULT_CATALOG_PATH)
-        objects = kueue_objects(catalog, namespace=args.namespace, prefix=args.prefix)
+        objects, unexpressed = kueue_export(catalog, namespace=args.namespace, prefix=args.prefix)
     except (CatalogError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    for gap in unexpressed:
+        print(f"warning: {gap}", file=sys.stderr)
     if args.output is None:
-        print(_dump(objects), end="")
+        print(_dump(objects, unexpressed), end="")
         return 0
     directory = Path(args.output)
     try:
@@ -86,7 +90,7 @@ def _export_kueue(args: argparse.Namespace) -> int:
             of_kind = [o for o in objects if o["kind"] == kind]
             if of_kind:
                 path = directory / kind_file_name(kind)
-                path.write_text(_dump(of_kind), encoding="utf-8")
+                path.write_text(_dump(of_kind, unexpressed), encoding="utf-8")
                 print(f"{path}: {len(of_kind)} {kind}")
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -94,5 +98,11 @@ def _export_kueue(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dump(objects: list[dict]) -> str:
-    return yaml.safe_dump_all(objects, sort_keys=False, allow_unicode=True, width=120)
+def _dump(objects: list[dict], unexpressed: list[Unexpressed]) -> str:
+    """The objects as one YAML stream, each after the comments of the rules it leaves out."""
+    documents = []
+    for obj in objects:
+        where = f"{obj['kind']}/{obj['metadata']['name']}"
+        comments = "".join(f"# {gap}\n" for gap in unexpressed if gap.object == where)
+        documents.append(comments + yaml.safe_dump(obj, sort_keys=False, allow_unicode=True, width=120))
+    return "---\n".join(documents)

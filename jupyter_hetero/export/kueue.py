@@ -27,11 +27,19 @@ the flavor's device resource). What has no Kueue equivalent is said where it is 
   capacity and failure policies have no equivalent and stay with this engine.
 - Lending limits above the nominal quota. Kueue refuses them; the engine lends the whole nominal
   quota then, so that is what is exported.
+
+Each of these is also returned as an ``Unexpressed(rule, object, why)`` by ``kueue_export``, which
+``jupyter hetero export kueue`` writes as a YAML comment above the object it concerns and as a warning:
+
+>>> export = kueue_export(load_catalog(DEFAULT_CATALOG_PATH))
+>>> any(u.rule.startswith("queue inference reserves") for u in export.unexpressed)
+True
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from ..backends.kubernetes.accelerators import DEVICE_RESOURCES
 from ..backends.kubernetes.config import DEFAULT_TOLERATIONS
@@ -45,8 +53,11 @@ __all__ = [
     "DEFAULT_PREFIX",
     "KINDS",
     "UNEXPRESSED_ANNOTATION",
+    "KueueExport",
+    "Unexpressed",
     "cohort_name",
     "device_resource",
+    "kueue_export",
     "kueue_objects",
     "local_queue_name",
     "pod_admission",
@@ -67,6 +78,32 @@ _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm6
          "s390x": "s390x"}
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _MAX_NODE_LABELS = 8  # ResourceFlavor.spec.nodeLabels maxProperties
+
+
+class Unexpressed(NamedTuple):
+    """A catalog rule no Kueue object can say, the object (``Kind/name``) it concerns, and why."""
+
+    rule: str
+    object: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"not expressed in Kueue: {self.rule} ({self.why})"
+
+
+class KueueExport(NamedTuple):
+    """The Kueue objects of a catalog and the catalog's rules they leave out."""
+
+    objects: list[dict]
+    unexpressed: list[Unexpressed]
+
+
+def kueue_export(catalog: Catalog, *, namespace: str = DEFAULT_NAMESPACE, prefix: str = DEFAULT_PREFIX) -> KueueExport:
+    """The catalog's Kueue objects with what they leave out, each rule once, in the objects' order."""
+    objects = kueue_objects(catalog, namespace=namespace, prefix=prefix)
+    unexpressed = [*_flavor_gaps(catalog, prefix), *_quota_gaps(catalog, prefix), *_queue_gaps(catalog, prefix)]
+    order = {f"{o['kind']}/{o['metadata']['name']}": index for index, o in enumerate(objects)}
+    return KueueExport(objects, sorted(unexpressed, key=lambda u: order.get(u.object, len(order))))
 
 
 def kueue_objects(catalog: Catalog, *, namespace: str = DEFAULT_NAMESPACE, prefix: str = DEFAULT_PREFIX) -> list[dict]:
@@ -274,3 +311,65 @@ def _namespace(pattern: str, tenant: str) -> str:
         raise ValueError(f"namespace {name!r} (from {pattern!r}) is not a DNS label: lowercase letters, digits "
                          f"and '-', at most 63")
     return name
+
+
+# -- what the objects leave out ------------------------------------------------------------------
+
+_ENFORCED = "hetero enforces it"
+
+
+def _flavor_gaps(catalog: Catalog, prefix: str):
+    for flavor in catalog.flavors:
+        _, unexpressed = _node_labels(flavor)
+        for part in unexpressed:
+            yield Unexpressed(f"flavor {flavor.name} selects nodes by {part}",
+                              f"ResourceFlavor/{dns_name(prefix + flavor.name)}",
+                              "a ResourceFlavor selects by exact node labels; hetero matches it")
+
+
+def _quota_gaps(catalog: Catalog, prefix: str):
+    for tenant in sorted(catalog.tenants, key=lambda tenant: tenant.name):
+        for flavor_name, quota in sorted(tenant.quotas.items()):
+            lent, nominal = quota.lending_limit, quota.nominal
+            if lent is None:
+                continue
+            over = [name for name, amount, limit in (
+                ("cpu", nominal.cpu_milli, lent.cpu_milli), ("memory", nominal.memory_mib, lent.memory_mib),
+                ("devices", nominal.device_milli, lent.device_milli)) if limit > amount]
+            if over:
+                yield Unexpressed(f"tenant {tenant.name} lends more {', '.join(over)} of {flavor_name} than its "
+                                  f"nominal quota", f"ClusterQueue/{dns_name(prefix + tenant.name)}",
+                                  "Kueue refuses a lending limit above the nominal quota; the nominal quota is exported")
+
+
+def _queue_gaps(catalog: Catalog, prefix: str):
+    for queue in catalog.queues:
+        where = f"WorkloadPriorityClass/{priority_class_name(queue, prefix)}"
+        name = queue.name
+        if queue.reserved:
+            devices = ", ".join(f"{count} {flavor}" for flavor, count in sorted(queue.reserved.items()))
+            lends = "lent while idle" if queue.lend_reserved else "never lent"
+            yield Unexpressed(f"queue {name} reserves {devices} devices ({lends})", where,
+                              f"Kueue has no capacity reserved for one queue; {_ENFORCED}")
+        action = queue.escalation.action.value
+        boost = f" +{queue.escalation.priority_boost}" if queue.escalation.priority_boost else ""
+        yield Unexpressed(f"queue {name} escalates after a max wait of {queue.max_wait_s:g} s ({action}{boost})",
+                          where, f"Kueue has no wait bound; {_ENFORCED}")
+        if not queue.borrowing:
+            yield Unexpressed(f"queue {name} does not borrow from the cohort", where,
+                              f"borrowing is set per ClusterQueue, which holds all of a tenant's queues; {_ENFORCED}")
+        failure = queue.failure
+        if failure.retries:
+            yield Unexpressed(f"queue {name} retries failed work {failure.retries} time(s), backoff "
+                              f"{failure.backoff_s:g} s x {failure.backoff_factor:g}", where,
+                              f"Kueue does not retry a failed workload; {_ENFORCED}")
+        if failure.resume_from_checkpoint:
+            yield Unexpressed(f"queue {name} resumes retried work from its checkpoint", where,
+                              f"Kueue knows no checkpoints; {_ENFORCED}")
+        preemption = queue.preemption
+        if preemption.may_preempt:
+            yield Unexpressed(f"queue {name} may preempt only {', '.join(preemption.may_preempt)}", where,
+                              f"a ClusterQueue preempts any lower priority; {_ENFORCED}")
+        if preemption.idle_kernels_only:
+            yield Unexpressed(f"queue {name}'s kernels are preempted only when idle", where,
+                              f"Kueue does not see a kernel's activity; {_ENFORCED}")
