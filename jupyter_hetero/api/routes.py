@@ -30,6 +30,7 @@ from ..models import (
     PreemptQuery,
     PreviewWorkload,
     ReleaseQuery,
+    ReportMetrics,
     RequestKernelPlacement,
     RequestServer,
     RollBack,
@@ -40,6 +41,7 @@ from ..models import (
 )
 from . import audit as a
 from . import evidence as ev
+from . import metrics as m
 from . import responses as r
 from . import services as s
 from . import workloads as w
@@ -115,7 +117,8 @@ ROUTES: tuple[Route, ...] = (
           a.CapacityAdvice, query=CapacityQuery, answer_description="The advice with the waits it rests on",
           errors=(BAD_REQUEST, FORBIDDEN)),
     Route("/report", "get", "getReport",
-          "The acceptance report: per task type the evidence chain and its checkpoints met or not (platform admins)",
+          "The acceptance report: per task type the evidence chain and its checkpoints, each met, failed or not "
+          "measured by its own evidence (platform admins)",
           None, query=ReportQuery, answer_description="JSON (format=json) or one self-contained HTML file "
           "(format=html)", description="See docs/governance.md#acceptance-report for its sections.",
           errors=(BAD_REQUEST, FORBIDDEN)),
@@ -143,8 +146,10 @@ ROUTES: tuple[Route, ...] = (
           "(platform admins)", a.Onboarding, path_parameters={"template": "string", "family": "string"},
           answer_description="admitted, or rejected with the failed step", errors=(FORBIDDEN, NOT_FOUND)),
     Route("/catalog/reload", "post", "reloadCatalog",
-          "Read the catalog file again; onboarding and alerts apply at once (platform admins)", a.CatalogReload,
-          answer_description="What was applied", errors=(BAD_REQUEST, FORBIDDEN)),
+          "Read the catalog file again: onboarding and alerts apply at once; tenants, quotas, queues, templates and "
+          "flavors at the next tick, each change audited (platform admins)", a.CatalogReload,
+          answer_description="The changes, each as audited, and what is said rather than done",
+          errors=(BAD_REQUEST, FORBIDDEN)),
     Route("/metrics", "get", "getMetrics", "The platform's metrics in Prometheus' text format (platform admins)",
           None, answer_description="Resource, task and governance families (see docs/governance.md)",
           media_type="text/plain", errors=(FORBIDDEN,)),
@@ -186,6 +191,19 @@ ROUTES: tuple[Route, ...] = (
           answer_description="JSON (format=json) or one self-contained HTML page (format=html)",
           description="Whoever may describe the workload may read it. See docs/governance.md#one-workloads-evidence.",
           errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/metrics", "get", "getWorkloadMetrics",
+          "A workload's figures over time: measured from the machine (CPU, memory, storage IO, its processes' device "
+          "use) and reported by the workload, with each declared metric that has none and why", m.WorkloadMetrics,
+          query=ExplainQuery, path_parameters=_WORKLOAD, answer_description="Its series, oldest point first",
+          description="Whoever may describe the workload may read it. See docs/governance.md#what-is-measured.",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/workloads/{workload_id}/metrics", "post", "reportWorkloadMetrics",
+          "Figures a workload reports of itself (loss, throughput...): by its own credential or its owner",
+          m.ReportedMetrics, body=ReportMetrics, path_parameters=_WORKLOAD, answer_description="What was stored",
+          description="At most 50 names a call; one point per name and second (a later one replaces it); at most "
+                      "10,000 points per name, past which the oldest half is thinned to every other point. "
+                      "jupyter_hetero.report(loss=0.31) sends one from inside a workload.",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The workload is not running"),
     Route("/workloads/{workload_id}/files", "get", "getWorkloadFile",
           "A file an attempt archived (its outputs, an executed notebook)", None, query=FilesQuery,
           path_parameters=_WORKLOAD, media_type="application/octet-stream", answer_description="The file's bytes",

@@ -26,7 +26,9 @@ _TEXT = {
     "period": N_("Period"),
     "checkpoints": N_("Checkpoints"),
     "met": N_("met"),
-    "not_met": N_("not met"),
+    "failed": N_("failed"),
+    "not-measured": N_("not measured"),
+    "needs": N_("Needs"),
     "task_types": N_("Task types"),
     "queue_waits": N_("Queue waits"),
     "wait_distribution": N_("Wait distribution"),
@@ -46,7 +48,8 @@ body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC",sans-seri
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin:16px 0 6px}table{border-collapse:collapse;margin:6px 0;font-size:13px}
 th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
-.met{color:#1a7f37;font-weight:600}.unmet{color:#cf222e;font-weight:600}.muted{color:#656d76}
+.met{color:#1a7f37;font-weight:600}.failed{color:#cf222e;font-weight:600}.not-measured{color:#9a6700;font-weight:600}
+.muted{color:#656d76}
 .charts{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0}figcaption{font-size:12px;color:#656d76}
 svg text{font-size:10px;fill:#424a53}
 """
@@ -73,9 +76,11 @@ def render_report(report: dict[str, Any], lang: str = "en", evidence_href: str =
              f"<p class=\"muted\">{t(_TEXT['period'])}: {_when(report['since'])} – {_when(report['until'])}</p>"]
 
     parts.append(f"<h2 id=\"checkpoints\">{t(_TEXT['checkpoints'])}</h2>")
+    # Each item by its own evidence: met, failed, or not measured with what would measure it.
     rows = [[html.escape(check["task_type"]), html.escape(item["name"]),
-             f"<span class=\"{'met' if item['met'] else 'unmet'}\">{t(_TEXT['met'] if item['met'] else _TEXT['not_met'])}</span>",
-             linked(html.escape(item["evidence"]))]
+             f"<span class=\"{item['status']}\">{t(_TEXT[item['status']])}</span>",
+             linked(html.escape(item["evidence"]))
+             + (f"<br><span class=\"muted\">{t(_TEXT['needs'])}: {t(item['needs'])}</span>" if item.get("needs") else "")]
             for check in report["checkpoints"] for item in check["items"]]
     parts.append(_table([t(N_("Task type")), t(N_("Checkpoint")), t(N_("Result")), t(N_("Evidence"))], rows))
 

@@ -219,7 +219,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The acceptance report: per task type the evidence chain and its checkpoints met or not (platform admins)
+         * The acceptance report: per task type the evidence chain and its checkpoints, each met, failed or not measured by its own evidence (platform admins)
          * @description See docs/governance.md#acceptance-report for its sections.
          */
         get: operations["getReport"];

@@ -1,7 +1,8 @@
 """The acceptance report through a real server over a scripted stretch of real work: training that holds both A100s
 while another training job waits past its queue's max wait (an alert fires, and resolves when it runs), training that
 writes a checkpoint, preprocessing (one job succeeds, one fails and is retried), batch inference that archives its
-results, and an online service whose bad canary is rolled back. Every checkpoint is met; every section's figures
+results, and an online service whose bad canary is rolled back. Each checkpoint is judged by its own evidence (no
+device memory or communication is measured here); every section's figures
 agree with what the API says of the same workloads, alerts and usage; the HTML is one self-contained file, which
 Chromium renders (the screenshot is kept as docs/images/acceptance-report.png)."""
 
@@ -30,6 +31,8 @@ CHECKPOINT = "import os, pathlib; pathlib.Path(os.environ['HETERO_CHECKPOINT_DIR
              "import time; time.sleep(2.5)"  # long enough for the scheduler to see the checkpoint while it runs
 GATE = "import os, time\nwhile not os.path.exists({path!r}): time.sleep(0.05)"
 FINAL = ("succeeded", "failed", "cancelled", "lost")
+# Whether the server measures a job's storage bytes (procfs) yet: the monitor's sampling is being built alongside.
+IO_STATUS = "not-measured"
 
 
 @pytest.fixture
@@ -82,13 +85,28 @@ async def test_the_acceptance_report_meets_every_checkpoint_and_agrees_with_the_
     await until_async(all_still, "every workload to end and every alert to resolve", timeout=60)
 
     report = await api("report", as_user="root", since="10m")
-    unmet = [(c["task_type"], i["name"], i["evidence"]) for c in report["checkpoints"] for i in c["items"]
-             if not i["met"]]
-    assert not unmet, unmet
     assert {c["task_type"]: [i["name"] for i in c["items"]] for c in report["checkpoints"]} == {
-        "data-preprocessing": ["template", "io", "retries"], "training": ["memory", "checkpoint"],
+        "data-preprocessing": ["template", "io", "retries"],
+        "training": ["device-memory", "communication", "checkpoint"],
         "online-inference": ["latency", "throughput", "rollback"],
         "batch-inference": ["queueing", "cost", "archived-results"]}
+    # Each item by its own evidence. The A100s are emulated and no job reports a figure, so nothing measured the
+    # training jobs' device memory or their communication: a stand-in (the host's memory) never meets an item.
+    items = {(c["task_type"], i["name"]): i for c in report["checkpoints"] for i in c["items"]}
+    assert {key: item["status"] for key, item in items.items()} == {
+        **{key: "met" for key in items}, ("data-preprocessing", "io"): IO_STATUS,
+        ("training", "device-memory"): "not-measured", ("training", "communication"): "not-measured"}, items
+    assert "nvidia-smi" in items["training", "device-memory"]["needs"]
+    assert "collective_bandwidth_gbps" in items["training", "communication"]["needs"]
+    assert all(item["needs"] is None for item in items.values() if item["status"] == "met")
+    # Preprocessing's IO is the bytes its attempts read and wrote, as procfs measured them, never its archive.
+    io = items["data-preprocessing", "io"]
+    if IO_STATUS == "met":
+        preprocessed = sorted(w["id"] for w in submitted[2:4])
+        assert re.fullmatch(rf"read [\d.]+ (B|kB|MB|GB), wrote [\d.]+ (B|kB|MB|GB) \(procfs\) in workloads "
+                            rf"{preprocessed[0]}, {preprocessed[1]}", io["evidence"]), io
+    else:
+        assert io["evidence"].startswith("no bytes read or written were measured"), io
 
     # Per task type, the same figures the API gives of the same workloads.
     workloads = await api("workloads", as_user="root")

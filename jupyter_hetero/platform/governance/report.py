@@ -8,10 +8,11 @@ chips, drivers and runtimes) used, device utilisation and memory watermarks wher
 queue the waits (p50, p95, against its max wait, as a histogram); usage and cost per tenant; device allocation
 over time per flavor; the alerts fired and the services' releases (each rollout and its verdict); the capacity
 advice (more nodes where a queue waits past its max wait, release where devices sit unused). Then the four
-checkpoints, each item met or not from that data, with the evidence in words:
+checkpoints, each item met, failed or not measured by its own evidence (see checkpoints.py):
 
-- data preprocessing: a template ran it, its outputs were archived (IO), a failure was retried;
-- training: every attempt's memory was recorded, a checkpoint was written;
+- data preprocessing: a template ran it, the bytes its attempts read and wrote, a failure was retried;
+- training: a device memory watermark per process, a collective figure or a multi-replica job's network bytes,
+  a checkpoint written;
 - online inference: a rollout was judged on latency and throughput, and one was rolled back;
 - batch inference: its waits were recorded, it was costed, its results were archived.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ...catalog import Catalog
@@ -32,18 +32,12 @@ from ..clock import Clock
 from ..identity import Identity
 from ..scheduling.inventory import Inventory
 from .alerts import alert_json
+from .checkpoints import CHECKPOINTS, judge_checkpoints
 from .usage import held, usage_report
 
 __all__ = ["CHECKPOINTS", "Reports", "WAIT_BUCKETS_S"]
 
 WAIT_BUCKETS_S = (1, 10, 60, 300, 900, 3600, 4 * 3600, 86400)
-# The task types a platform is accepted by, and what each must show.
-CHECKPOINTS = {
-    "data-preprocessing": ("template", "io", "retries"),
-    "training": ("memory", "checkpoint"),
-    "online-inference": ("latency", "throughput", "rollback"),
-    "batch-inference": ("queueing", "cost", "archived-results"),
-}
 
 
 class Reports:
@@ -87,7 +81,9 @@ class Reports:
             "alerts": [alert_json(row) for row in record["alerts"]],
             "releases": releases,
             "capacity": self.capacity(since_s),
-            "checkpoints": self._checkpoints(by_task, attempts, releases, by_template, now),
+            "checkpoints": judge_checkpoints(
+                by_task, attempts, releases, {row["key"]: row["cost"] for row in by_template["rows"]},
+                self.repository.latest_metrics([row.id for row in record["workloads"]])),
         }
 
     # -- sections ----------------------------------------------------------------------------
@@ -164,69 +160,6 @@ class Reports:
             timeline.append([now, round(level, 3)])
             found.append({"flavor": flavor, "devices": have.get(flavor, 0), "timeline": timeline})
         return found
-
-    def _checkpoints(self, by_task, attempts, releases, by_template, now) -> list[dict[str, Any]]:
-        cost = {row["key"]: row["cost"] for row in by_template["rows"]}
-
-        def item(name: str, met: bool, evidence: str) -> dict[str, Any]:
-            return {"name": name, "met": met, "evidence": evidence}
-
-        def ran(task: str) -> list[WorkloadRow]:
-            return by_task.get(task, [])
-
-        def archived(rows: list[WorkloadRow]) -> list[int]:
-            return [row.id for row in rows for a in attempts.get(row.id, ()) if _has_outputs(a.archive_path)]
-
-        found = []
-        rows = ran("data-preprocessing")
-        retried = [row.id for row in rows if any(a.outcome == "failed" for a in attempts.get(row.id, ()))
-                   and row.attempts > 1]
-        succeeded = [row.id for row in rows if row.state == "succeeded"]
-        found.append({"task_type": "data-preprocessing", "items": [
-            item("template", bool(succeeded), f"{len(rows)} submitted from {', '.join(sorted({r.template for r in rows})) or 'no template'}, "
-                 f"{len(succeeded)} succeeded"),
-            item("io", bool(archived(rows)), f"outputs archived for workloads {_ids(archived(rows))}"),
-            item("retries", bool(retried), f"failed and retried: workloads {_ids(retried)}"),
-        ]})
-        rows = ran("training") + ran("fine-tuning")
-        ended = [a for row in rows for a in attempts.get(row.id, ()) if a.outcome]
-        measured = [a for a in ended if (a.metrics or {}).get("peak_rss_mib")]
-        checkpointed = [row.id for row in rows if row.checkpoint_at is not None]
-        found.append({"task_type": "training", "items": [
-            item("memory", bool(ended) and len(measured) == len(ended),
-                 f"peak memory recorded for {len(measured)} of {len(ended)} ended attempts"),
-            item("checkpoint", bool(checkpointed), f"checkpoints written by workloads {_ids(checkpointed)}"),
-        ]})
-        judged = [r for r in releases if r.get("canary") or r.get("stable")]
-        latency = [r for r in judged if (r.get("canary") or {}).get("latency_ms")]
-        throughput = [r for r in judged if (r.get("canary") or {}).get("requests_per_s") is not None]
-        rolled_back = [r for r in releases if r.get("outcome") in ("rolled-back", "rolled-back-to")]
-        found.append({"task_type": "online-inference", "items": [
-            item("latency", bool(latency), f"{len(latency)} rollouts judged on p95 latency"),
-            item("throughput", bool(throughput), f"{len(throughput)} rollouts judged with requests/s"),
-            item("rollback", bool(rolled_back), ", ".join(f"{r['service']} r{r['revision']} {r['outcome']}"
-                                                          for r in rolled_back) or "no rollback"),
-        ]})
-        rows = ran("batch-inference")
-        waited = [row.id for row in rows if row.admitted_at is not None]
-        costed = sum(cost.get(template, 0.0) for template in {row.template for row in rows})
-        found.append({"task_type": "batch-inference", "items": [
-            item("queueing", bool(waited), f"waits recorded for {len(waited)} of {len(rows)} workloads"),
-            item("cost", costed > 0, f"cost {costed:.6g} at the catalog's prices"),
-            item("archived-results", bool(archived(rows)), f"results archived for workloads {_ids(archived(rows))}"),
-        ]})
-        return found
-
-
-def _has_outputs(archive: str | None) -> bool:
-    if not archive:
-        return False
-    outputs = Path(archive) / "outputs"
-    return outputs.is_dir() and any(outputs.iterdir())
-
-
-def _ids(ids: list[int]) -> str:
-    return ", ".join(map(str, sorted(set(ids)))) or "none"
 
 
 def _percentile(ordered: list[float], q: float) -> float | None:
