@@ -75,6 +75,7 @@ summary{font-size:16px;font-weight:600;cursor:pointer}table{border-collapse:coll
 th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 pre{background:#f6f8fa;padding:6px;font-size:12px;overflow-x:auto;white-space:pre-wrap}
 .ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}.muted{color:#656d76}
+td code{word-break:break-all;font-size:11px}h3{font-size:14px;margin:12px 0 4px}
 """
 
 
