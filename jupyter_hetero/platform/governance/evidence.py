@@ -46,8 +46,9 @@ class EvidenceChains:
         self.repository = repository
         self.access = access
         self.clock = clock
-        # Per-workload metric samples, where the store keeps them (None: not recorded).
-        self.metric_series = metric_series or _stored_series(repository)
+        # A workload's metric samples, oldest first, where the store keeps them; None: this server records none
+        # (the chain then says so, in an empty section).
+        self.metric_series = metric_series or (lambda workload_id: None)
 
     def chain(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
         """The chain; 404 for an unknown workload, an audited 403 for one the caller may not describe."""
@@ -61,14 +62,6 @@ class EvidenceChains:
         tails = {attempt.number: log_tail(attempt.log_path) for attempt in record.attempts}
         return evidence_of(record, verdict, tails, series=self.metric_series(workload_id), viewer=identity.user,
                            language=language)
-
-
-def _stored_series(repository: Repository) -> Callable[[int], list[dict[str, Any]] | None]:
-    method = getattr(repository, "metric_samples", None)
-    if method is None:
-        return lambda workload_id: None
-    return lambda workload_id: [dict(sample) if not isinstance(sample, dict) else sample
-                                for sample in method(workload_id=workload_id)]
 
 
 def log_tail(path: str | None, lines: int = LOG_TAIL_LINES, limit: int = LOG_TAIL_BYTES) -> dict[str, Any]:
