@@ -66,6 +66,18 @@ def test_the_text_has_a_heading_per_section_and_says_what_it_found():
     assert "per-workload metric samples are not recorded by this server" in text
 
 
+def test_recorded_metric_series_read_as_their_last_and_peak_values():
+    recorded = chain()
+    recorded["utilisation"].update(series_recorded=True, series=[
+        {"name": "device_util_pct", "unit": "%", "source": "measured", "count": 3,
+         "points": [[1.0, 40.0, 1], [2.0, 90.0, 1], [3.0, 70.5, 2]]}])
+    assert "device_util_pct (measured): 3 samples, last 70.5 %, peak 90 %" in render_evidence_text(recorded)
+    page = render_evidence_html(recorded)
+    assert "<td>device_util_pct</td><td>measured</td><td>3</td><td>70.5 %</td><td>90 %</td>" in page
+    recorded["utilisation"]["series"] = []
+    assert "no metric samples were recorded for it" in render_evidence_text(recorded)
+
+
 def test_a_broken_chain_is_said_so_and_chinese_reads_chinese():
     broken = chain(intact=False)
     assert "audit chain broken at entry 3: entry 3 was changed" in render_evidence_text(broken)

@@ -10,7 +10,6 @@ Pure: no I/O, no clock (times are printed in the local time zone, as the accepta
 from __future__ import annotations
 
 import html
-import json
 import time
 from typing import Any
 
@@ -38,7 +37,8 @@ _TEXT = {
     "by_workload": N_("workload {workload}"),
     "by_admin": N_("platform admin {user}"),
     "hidden": N_("(the submitter's)"),
-    "samples": N_("{count} samples"),
+    "series_line": N_("{count} samples, last {last}, peak {peak}"),
+    "no_samples": N_("no metric samples were recorded for it"),
     "emulated": N_("emulated"),
     "none": N_("none"),
     "intact": N_("audit chain intact: {entries} entries checked"),
@@ -65,7 +65,7 @@ _L = {
     "by": N_("By"), "finished": N_("Finished"), "failures": N_("Failures"), "preemptions": N_("Preemptions"),
     "node_losses": N_("Node losses"), "type": N_("Type"), "actor": N_("Actor"), "action": N_("Action"),
     "outcome": N_("Outcome"), "hash": N_("Hash"), "prev_hash": N_("Previous hash"), "attempts": N_("Attempts"),
-    "series": N_("Samples"),
+    "series": N_("Samples"), "metric": N_("Metric"), "last": N_("Last"), "peak": N_("Peak"), "source": N_("Source"),
 }
 
 _CSS = """
@@ -174,8 +174,12 @@ def _utilisation_lines(utilisation: dict[str, Any], t) -> list[str]:
              + (f" ({u['device_note']})" if u.get("device_note") else "") for u in utilisation["attempts"]]
     if not utilisation["series_recorded"]:
         lines.append(f"  {t(_TEXT['not_recorded'])}")
-    else:
-        lines.append(f"  {t(_L['series'])}: {t(_TEXT['samples'], count=len(utilisation['series']))}")
+    elif not utilisation["series"]:
+        lines.append(f"  {t(_TEXT['no_samples'])}")
+    for series in utilisation["series"]:
+        last, peak = _last_and_peak(series)
+        lines.append(f"  {series['name']} ({series['source']}): "
+                     + t(_TEXT["series_line"], count=series.get("count", len(series["points"])), last=last, peak=peak))
     return lines
 
 
@@ -295,7 +299,11 @@ def _utilisation_html(utilisation: dict[str, Any], t) -> str:
          _unit(u["peak_rss_mib"], " MiB"), html.escape(u.get("device_note") or "-")] for u in utilisation["attempts"]])
     if not utilisation["series_recorded"]:
         return table + f"<p class=\"muted\">{html.escape(t(_TEXT['not_recorded']))}</p>"
-    return table + f"<pre>{html.escape(json.dumps(utilisation['series'], ensure_ascii=False))}</pre>"
+    if not utilisation["series"]:
+        return table + f"<p class=\"muted\">{html.escape(t(_TEXT['no_samples']))}</p>"
+    return table + _table(_head(t, "metric", "source", "series", "last", "peak"), [
+        [html.escape(series["name"]), html.escape(series["source"]), str(series.get("count", len(series["points"]))),
+         *(html.escape(value) for value in _last_and_peak(series))] for series in utilisation["series"]])
 
 
 def _alerts_html(alerts: list[dict[str, Any]], t) -> str:
@@ -335,6 +343,15 @@ _HTML_SECTIONS = {"request": _request_html, "attempts": _attempts_html, "wait": 
 
 
 # -- shared -------------------------------------------------------------------------------------------------------
+
+
+def _last_and_peak(series: dict[str, Any]) -> tuple[str, str]:
+    """A series' last and largest values, with its unit."""
+    values = [point[1] for point in series["points"]]
+    unit = f" {series['unit']}" if series.get("unit") else ""
+    if not values:
+        return "-", "-"
+    return f"{values[-1]:g}{unit}", f"{max(values):g}{unit}"
 
 
 def _alert_text(alert: dict[str, Any], t) -> str:

@@ -17,7 +17,7 @@ from ...engine import render
 from ...engine.decisions import Blocker
 from ...errors import NotFound
 from ...i18n import N_, Message
-from ...store import Repository
+from ...store import MetricSeries, Repository
 from ...store.evidence import EvidenceRecord
 from ...store.tables import AttemptRow, AuditRow, EventRow, WorkloadRow
 from ..access import Access
@@ -27,11 +27,14 @@ from ..workloads.service import FINAL_STATES, event_json
 from .alerts import alert_json
 from .audit import audit_json
 
-__all__ = ["LOG_TAIL_BYTES", "LOG_TAIL_LINES", "EvidenceChains", "evidence_of", "log_tail"]
+__all__ = ["LOG_TAIL_BYTES", "LOG_TAIL_LINES", "MAX_SERIES_POINTS", "EvidenceChains", "evidence_of", "log_tail",
+           "series_json"]
 
 # An attempt's log in the chain: its last lines, and never more than this many bytes of them.
 LOG_TAIL_LINES = 50
 LOG_TAIL_BYTES = 16 * 1024
+# Points of one metric's series in the chain: a week of 10-second samples is thinned to this many.
+MAX_SERIES_POINTS = 500
 # Events after which a workload waits again to be admitted.
 _WAIT_STARTS = ("submitted", "requeued")
 # Events that carry a waiting workload's blockers in their data.
@@ -46,9 +49,9 @@ class EvidenceChains:
         self.repository = repository
         self.access = access
         self.clock = clock
-        # A workload's metric samples, oldest first, where the store keeps them; None: this server records none
-        # (the chain then says so, in an empty section).
-        self.metric_series = metric_series or (lambda workload_id: None)
+        # A workload's metric series (the store's `metric_samples`); None where a server records none (the chain
+        # then says so, in an empty section).
+        self.metric_series = metric_series or (lambda workload_id: series_json(repository.metric_series(workload_id)))
 
     def chain(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
         """The chain; 404 for an unknown workload, an audited 403 for one the caller may not describe."""
@@ -62,6 +65,21 @@ class EvidenceChains:
         tails = {attempt.number: log_tail(attempt.log_path) for attempt in record.attempts}
         return evidence_of(record, verdict, tails, series=self.metric_series(workload_id), viewer=identity.user,
                            language=language)
+
+
+def series_json(found: dict[str, MetricSeries], limit: int = MAX_SERIES_POINTS) -> list[dict[str, Any]]:
+    """Each metric's series as the chain shows it, by name: its unit, source and points ``[at, value, attempt]``,
+    at most ``limit`` of them, evenly spread over the series (its last point always among them)."""
+    shown = []
+    for name in sorted(found):
+        series = found[name]
+        points = series.points
+        if len(points) > limit:
+            step = len(points) / limit
+            points = [points[int(i * step)] for i in range(limit - 1)] + [points[-1]]
+        shown.append({"name": name, "unit": series.unit, "source": series.source, "count": len(series.points),
+                      "points": [[at, value, attempt] for at, value, attempt in points]})
+    return shown
 
 
 def log_tail(path: str | None, lines: int = LOG_TAIL_LINES, limit: int = LOG_TAIL_BYTES) -> dict[str, Any]:

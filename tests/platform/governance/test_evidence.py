@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_hetero.platform.governance.evidence import evidence_of, log_tail
+from jupyter_hetero.platform.governance.evidence import evidence_of, log_tail, series_json
+from jupyter_hetero.store import MetricSeries
 from jupyter_hetero.store import Repository
 from jupyter_hetero.store.tables import AlertRow, AttemptRow, WorkloadRow
 
@@ -88,3 +89,12 @@ def test_the_chain_of_a_workload_admitted_after_an_inadmissible_spell_and_preemp
     assert chain["utilisation"] == {"attempts": [{"attempt": 1, "device_util_pct_mean": None,
                                                   "device_memory_peak_mib": None, "peak_rss_mib": None,
                                                   "device_note": None}], "series_recorded": False, "series": []}
+
+
+def test_a_long_series_is_thinned_evenly_and_keeps_its_last_point():
+    series = MetricSeries("device_util_pct", "%", "measured", [(float(i), float(i % 7), 1 + i // 600) for i in range(1200)])
+    [shown] = series_json({"device_util_pct": series}, limit=100)
+    assert (shown["name"], shown["unit"], shown["source"], shown["count"]) == ("device_util_pct", "%", "measured", 1200)
+    assert len(shown["points"]) == 100 and shown["points"][0] == [0.0, 0.0, 1] and shown["points"][-1] == [1199.0, 2.0, 2]
+    assert [p[0] for p in shown["points"]] == sorted(p[0] for p in shown["points"])
+    assert series_json({}) == []
