@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 
-import { EVIDENCE_SECTIONS, WorkModel, blockersOverTime, evidenceSections, totalWaitSeconds } from '../src/models';
+import {
+  EVIDENCE_SECTIONS,
+  WorkModel,
+  blockersOverTime,
+  evidenceSections,
+  seriesSummaries,
+  totalWaitSeconds
+} from '../src/models';
 import * as build from './builders';
 import { FakeService, record } from './fakes';
 
@@ -27,6 +34,22 @@ describe('evidenceSections', () => {
       { attempt: 2, at: 1_700_000_151, messages: ['quota: tenant vision uses 2/2 devices'] }
     ]);
     expect(totalWaitSeconds(chain)).toBe(52);
+  });
+});
+
+describe('seriesSummaries', () => {
+  it('sums each recorded metric up as its samples, last and peak value, and skips what it cannot read', () => {
+    const chain = build.evidence();
+    chain.utilisation.series_recorded = true;
+    chain.utilisation.series = [
+      { name: 'device_util_pct', unit: '%', source: 'measured', count: 3, points: [[1, 40, 1], [2, 90, 1], [3, 70.5, 2]] },
+      { name: 'loss', unit: null, source: 'reported', count: 0, points: [] },
+      { unexpected: true }
+    ];
+    expect(seriesSummaries(chain)).toEqual([
+      { name: 'device_util_pct', unit: '%', count: 3, last: 70.5, peak: 90 },
+      { name: 'loss', unit: '', count: 0, last: null, peak: null }
+    ]);
   });
 });
 

@@ -82,3 +82,37 @@ export function blockersOverTime(evidence: IWorkloadEvidence): IBlockersAt[] {
 export function totalWaitSeconds(evidence: IWorkloadEvidence): number {
   return evidence.wait.reduce((sum, wait) => sum + (wait.waited_s ?? 0), 0);
 }
+
+/** One recorded metric of the workload, summed up: how many samples, the last and the largest value. */
+export interface ISeriesSummary {
+  name: string;
+  unit: string;
+  count: number;
+  last: number | null;
+  peak: number | null;
+}
+
+/**
+ * The metric series the chain carries (`utilisation.series`: name, unit, count and `[at, value, attempt]` points),
+ * each as its name, unit, sample count, last and peak value; entries of another shape are left out.
+ */
+export function seriesSummaries(evidence: IWorkloadEvidence): ISeriesSummary[] {
+  const summaries: ISeriesSummary[] = [];
+  for (const series of evidence.utilisation.series) {
+    const { name, unit, count, points } = series as { name?: unknown; unit?: unknown; count?: unknown; points?: unknown };
+    if (typeof name !== 'string' || !Array.isArray(points)) {
+      continue;
+    }
+    const values = points
+      .map(point => (Array.isArray(point) ? point[1] : null))
+      .filter((value): value is number => typeof value === 'number');
+    summaries.push({
+      name,
+      unit: typeof unit === 'string' ? unit : '',
+      count: typeof count === 'number' ? count : values.length,
+      last: values.length > 0 ? values[values.length - 1] : null,
+      peak: values.length > 0 ? Math.max(...values) : null
+    });
+  }
+  return summaries;
+}

@@ -2,7 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatDuration, num, stateLabel } from '../../format';
-import { EvidenceSectionKey, blockersOverTime, evidenceSections } from '../../models/evidence';
+import { EvidenceSectionKey, blockersOverTime, evidenceSections, seriesSummaries } from '../../models/evidence';
 import type { IWorkloadEvidence } from '../../types';
 
 /** Props of `EvidenceView`. */
@@ -127,6 +127,17 @@ function SectionBody(props: { section: EvidenceSectionKey; evidence: IWorkloadEv
                 String(u.attempt),
                 typeof u.device_util_pct_mean === 'number' ? `${num(u.device_util_pct_mean)}%` : '–',
                 typeof u.device_memory_peak_mib === 'number' ? num(u.device_memory_peak_mib) : '–'
+              )}
+            </li>
+          ))}
+          {seriesSummaries(e).map(series => (
+            <li key={series.name} className="jp-hetero-evidence-series">
+              {trans.__(
+                '%1: %2 samples, last %3, peak %4',
+                series.name,
+                series.count,
+                series.last === null ? '–' : `${num(series.last)} ${series.unit}`.trim(),
+                series.peak === null ? '–' : `${num(series.peak)} ${series.unit}`.trim()
               )}
             </li>
           ))}
