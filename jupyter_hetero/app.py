@@ -171,6 +171,12 @@ class HeteroApp(ExtensionApp):
         10.0, config=True,
         help="Seconds between two evaluations of the catalog's alert rules (see docs/governance.md#alerts).",
     )
+    metric_interval_s = Float(
+        10.0, config=True, min=1.0,
+        help="Seconds between two stored samples of a running workload's measured figures (CPU, memory, storage IO, "
+             "its processes' device use); each tick writes every workload's due samples in one transaction "
+             "(see docs/governance.md#what-is-measured).",
+    )
     alert_webhook = Unicode(
         "", config=True,
         help="URL each alert is POSTed to as JSON when it fires and when it resolves; empty: none.",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from .capability import AcceleratorFamily
+from .metric_names import REPORTED_NAME
 from .catalog import TaskType, WorkloadKind
 from .units import DurationS
 
@@ -26,6 +27,7 @@ __all__ = [
     "AuditQuery",
     "CapacityQuery",
     "ReportQuery",
+    "ReportMetrics",
     "UsageQuery",
     "CreateRollout",
     "CreateService",
@@ -221,6 +223,24 @@ class ActivityReport(BaseModel):
 
     server: ServerActivity | None = None
     kernels: list[KernelActivity] = Field(default_factory=list, max_length=1000)
+
+
+# At most this many figures in one report: a training step's loss, accuracy, throughput and the like.
+MAX_REPORTED_PER_CALL = 50
+
+
+class ReportMetrics(BaseModel):
+    """``POST /workloads/{id}/metrics``: figures a workload reports of itself (``jupyter_hetero.report()``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metrics: dict[Annotated[str, StringConstraints(pattern=REPORTED_NAME.pattern)],
+                  Annotated[float, Field(strict=True, allow_inf_nan=False)]] = Field(
+        min_length=1, max_length=MAX_REPORTED_PER_CALL,
+        description="Name -> finite number; names are lower-case letters, digits and _, at most 63 characters, "
+                    "starting with a letter.", examples=[{"loss": 0.31, "step": 120}])
+    at: Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        default=None, description="When the figures were true (Unix time); now when left out.")
 
 
 class PreviewWorkload(BaseModel):

@@ -96,6 +96,7 @@ def platform_settings(app: HeteroApp, backend: Backend) -> PlatformSettings:
         device_idle_after_s=app.cull_device_idle_after,
         kernel_report_grace_s=app.kernel_report_grace,
         alert_interval_s=app.alert_interval,
+        metric_interval_s=app.metric_interval_s,
         alert_webhook=app.alert_webhook,
         catalog_path=app.catalog_file,
     )

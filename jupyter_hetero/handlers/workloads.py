@@ -1,4 +1,5 @@
-"""Workloads: submit, list, describe, cancel, logs (optionally followed), events, explain, preempt, evidence."""
+"""Workloads: submit, list, describe, cancel, logs (optionally followed), events, explain, preempt, evidence,
+metrics (reported and read)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ..models import (
     LogsQuery,
     PreemptQuery,
     PreviewWorkload,
+    ReportMetrics,
     SubmitWorkload,
 )
 from .base import API_PREFIX, HeteroHandler, parse_workload_id
@@ -152,6 +154,21 @@ class EvidenceHandler(HeteroHandler):
         self.finish(render_evidence_html(chain, query.lang), set_content_type="text/html; charset=utf-8")
 
 
+class MetricsHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, workload_id: str) -> None:
+        query, identity, wid = self.query(ExplainQuery), self.identity, parse_workload_id(workload_id)
+        self.reply(await self.off_loop(partial(self.platform.workload_metrics.describe, identity, wid, query.lang)))
+
+    @web.authenticated
+    @authorized
+    async def post(self, workload_id: str) -> None:
+        body, identity, wid = self.body(ReportMetrics), self.identity, parse_workload_id(workload_id)
+        # A write that may wait for the scheduler's tick to commit: in a worker thread.
+        self.reply(await self.off_loop(partial(self.platform.workload_metrics.report, identity, wid, body)))
+
+
 class PreemptHandler(HeteroHandler):
     @web.authenticated
     @authorized
@@ -212,6 +229,7 @@ default_handlers = [
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/explain", ExplainHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/evidence", EvidenceHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/files", FilesHandler),
+    (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/metrics", MetricsHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/resubmit", ResubmitHandler),
     (rf"/{API_PREFIX}/previews", PreviewHandler),
     (rf"/{API_PREFIX}/workloads/(?P<workload_id>[^/]+)/preempt", PreemptHandler),

@@ -5,7 +5,8 @@
     python -m jupyter_hetero.kernel.runner --exit-file EXIT code cell.py
     python -m jupyter_hetero.kernel.runner --exit-file EXIT notebook in.ipynb --output out.ipynb --parameters '{"lr": 0.1}'
 
-It starts the work as a child, waits, and writes ``{"exit_code", "peak_rss_mib", "ended_at"}`` to
+It starts the work as a child, waits, and writes ``{"exit_code", "peak_rss_mib", "ended_at", "cpu_seconds",
+"io_read_bytes", "io_write_bytes"}`` to
 the exit file atomically. The scheduler reads that file, so a job's outcome survives a restart of
 the server: a process the server did not start can still be judged by what it left behind.
 SIGTERM (from the scheduler, to the whole process group) reaches the child; the runner outlives
@@ -32,9 +33,14 @@ HETERO_PROVISIONER = "hetero-provisioner"
 
 
 def _write_exit(path: Path, code: int) -> None:
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command and what it reaped, exactly, at its end
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"exit_code": code, "peak_rss_mib": round(peak, 1), "ended_at": time.time()}))
+    tmp.write_text(json.dumps({
+        "exit_code": code, "peak_rss_mib": round(used.ru_maxrss / 1024, 1), "ended_at": time.time(),
+        "cpu_seconds": round(used.ru_utime + used.ru_stime, 3),
+        # Blocks of 512 bytes that went to or came from storage: the kernel's read_bytes and write_bytes.
+        "io_read_bytes": used.ru_inblock * 512, "io_write_bytes": used.ru_oublock * 512,
+    }))
     os.replace(tmp, path)
 
 

@@ -44,6 +44,7 @@ from .scheduling.preview import Previews
 from .scheduling.scheduler import Scheduler
 from .serving.service import Services
 from .workloads.credentials import DEFAULT_PASSTHROUGH, Credentials
+from .workloads.metrics import WorkloadMetrics
 from .workloads.service import Workloads
 
 __all__ = ["Platform", "PlatformSettings"]
@@ -74,6 +75,7 @@ class PlatformSettings:
     device_idle_after_s: float = 1800.0
     kernel_report_grace_s: float = 30.0
     alert_interval_s: float = 10.0
+    metric_interval_s: float = 10.0  # between two stored samples of a running workload's measured figures
     alert_webhook: str = ""
     catalog_path: str = ""  # the file the catalog was read from, read again by a reload
 
@@ -116,6 +118,7 @@ class Platform:
         self.scheduler = Scheduler(
             catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             engine=self.engine, clock=self.clock, work_dir=settings.work_dir,
+            metric_interval_s=settings.metric_interval_s,
             engine_process=None if settings.engine_process_timeout_s is None
             else EngineProcess(self.engine, timeout_s=settings.engine_process_timeout_s,
                                start_s=settings.engine_process_start_s),
@@ -142,6 +145,10 @@ class Platform:
             self.catalog, self.repository, self.access, settings.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=settings.user_root_template,
         )
+        self.workload_metrics = WorkloadMetrics(catalog=self.catalog, repository=self.repository,
+                                                access=self.access, clock=self.clock.wall,
+                                                interval_s=settings.metric_interval_s,
+                                                unmeasured=getattr(self.backend, "unmeasured", None))
         self.previews = Previews(catalog=self.catalog, scheduler=self.scheduler, workloads=self.workloads,
                                  access=self.access)
         launched = {"catalog": self.catalog, "repository": self.repository, "workloads": self.workloads,

@@ -342,7 +342,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Read the catalog file again; onboarding and alerts apply at once (platform admins) */
+        /** Read the catalog file again: onboarding and alerts apply at once; tenants, quotas, queues, templates and flavors at the next tick, each change audited (platform admins) */
         post: operations["reloadCatalog"];
         delete?: never;
         options?: never;
@@ -505,6 +505,30 @@ export interface paths {
         get: operations["getWorkloadEvidence"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workloads/{workload_id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A workload's figures over time: measured from the machine (CPU, memory, storage IO, its processes' device use) and reported by the workload, with each declared metric that has none and why
+         * @description Whoever may describe the workload may read it. See docs/governance.md#what-is-measured.
+         */
+        get: operations["getWorkloadMetrics"];
+        put?: never;
+        /**
+         * Figures a workload reports of itself (loss, throughput...): by its own credential or its owner
+         * @description At most 50 names a call; one point per name and second (a later one replaces it); at most 10,000 points per name, past which the oldest half is thinned to every other point. jupyter_hetero.report(loss=0.31) sends one from inside a workload.
+         */
+        post: operations["reportWorkloadMetrics"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1618,6 +1642,23 @@ export interface components {
             truncated: boolean;
         };
         /**
+         * MetricSeries
+         * @description One metric over the workload's attempts, oldest first.
+         */
+        MetricSeries: {
+            name: string;
+            /** @description s, %, MiB, bytes (cumulative over the attempt), samples/s...; null for a reported figure of no known unit. */
+            unit: string | null;
+            /** @description procfs, nvidia-smi, amd-smi, npu-smi, xpu-smi, exporter:<kind> or reported (the newest point's). */
+            source: string;
+            /** @description [at (Unix time), value, attempt], oldest first. */
+            points: [
+                number,
+                number,
+                number
+            ][];
+        };
+        /**
          * MetricTarget
          * @description A metric a rollout judges a canary by: a bound of its own (``max``) and/or against the stable revision
          *     (``max_ratio`` of stable's value, ``max_increase`` over it); a ratio is missed only past ``tolerance``.
@@ -1782,6 +1823,14 @@ export interface components {
              * @default null
              */
             device_memory_used_mib?: number;
+        };
+        /**
+         * NotMeasured
+         * @description A declared (or measurable) metric without figures, and why, in the asked language.
+         */
+        NotMeasured: {
+            name: string;
+            why: string;
         };
         /** NotebookSpec */
         NotebookSpec: {
@@ -2002,6 +2051,41 @@ export interface components {
              * @default null
              */
             device_memory_used_mib?: number | null;
+        };
+        /**
+         * ReportMetrics
+         * @description ``POST /workloads/{id}/metrics``: figures a workload reports of itself (``jupyter_hetero.report()``).
+         */
+        ReportMetrics: {
+            /**
+             * @description Name -> finite number; names are lower-case letters, digits and _, at most 63 characters, starting with a letter.
+             * @example {
+             *       "loss": 0.31,
+             *       "step": 120
+             *     }
+             */
+            metrics: {
+                [key: string]: number;
+            };
+            /**
+             * @description When the figures were true (Unix time); now when left out.
+             * @default null
+             */
+            at?: number | null;
+        };
+        /**
+         * ReportedMetrics
+         * @description What a report stored.
+         */
+        ReportedMetrics: {
+            workload: number;
+            attempt: number;
+            at: number;
+            /** @description The names stored, sorted. */
+            stored: string[];
+            /** @description Names whose oldest points were thinned to keep at most max_points per name. */
+            thinned: string[];
+            max_points: number;
         };
         /**
          * RequestKernelPlacement
@@ -2692,6 +2776,17 @@ export interface components {
          */
         WorkloadKind: "kernel" | "job" | "service" | "server";
         /**
+         * WorkloadMetrics
+         * @description A workload's figures: what its template declares, every series recorded, and what has no figures and why.
+         */
+        WorkloadMetrics: {
+            workload: number;
+            /** @description The metrics its template names. */
+            declared: string[];
+            series: components["schemas"]["MetricSeries"][];
+            not_measured: components["schemas"]["NotMeasured"][];
+        };
+        /**
          * WorkloadRequest
          * @description The resolved request of a workload: resources, eligible flavors and the parameters given.
          */
@@ -3201,7 +3296,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description What was applied */
+            /** @description The changes, each as audited, and what is said rather than done */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3511,6 +3606,72 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    getWorkloadMetrics: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its series, oldest point first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkloadMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    reportWorkloadMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workload_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportMetrics"];
+            };
+        };
+        responses: {
+            /** @description What was stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportedMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The workload is not running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getWorkloadFile: {

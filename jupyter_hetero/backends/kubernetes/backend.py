@@ -29,6 +29,8 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from ...i18n import N_
+
 from .api_calls import MANAGED_SELECTOR, api_words
 from .cluster import ClusterReflector
 from .config import KubernetesConfig
@@ -52,12 +54,21 @@ log = logging.getLogger(__name__)
 WORKLOAD_LABEL = "hetero.jupyter.org/workload-id"
 
 
+CONTAINERS_NOT_READ = N_("not measured on Kubernetes: a pod's CPU, memory, storage and network counters need the "
+                          "cluster's metrics-server or the kubelet's cAdvisor, which this server does not read")
+
+
 class KubernetesBackend(Replicas, KernelPods, Endpoints, NodeInventory, KueueAdmission):
     """Runs replicas as pods, placed by required node affinity to the engine's node; the reflector's
     caches answer every question the scheduler asks each tick."""
 
     name = "kubernetes"
     runs_here = False  # the image gives a pod its environment, the device plugin its devices
+    # What is not measured of a pod here, and why (metric_names.MEASURED names; said once per attempt): the device
+    # exporters give its devices' use, nothing reads its containers' CPU, memory, storage or network counters.
+    unmeasured = {name: CONTAINERS_NOT_READ for name in (
+        "cpu_seconds", "cpu_util", "memory_rss", "memory_rss_peak", "io_read_bytes", "io_write_bytes",
+        "net_rx_bytes", "net_tx_bytes")}
 
     def __init__(self, *, config: KubernetesConfig, work_dir: str = "", api_client=None,
                  reflector: ClusterReflector | None = None, clock: Callable[[], float] = time.monotonic):

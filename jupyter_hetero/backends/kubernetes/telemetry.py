@@ -4,7 +4,8 @@
                               interval_s=15, timeout_s=3)
     scraper.start()                                    # a daemon thread: one pass now, then every interval
     scraper.usage("hetero/hetero-job-7-a1-r0-ann", devices=2, node="dgx-01")
-    # {"device_util_pct": 43.5, "device_memory_used_mib": 31732.0}, or {} (not measured), or {"device_note": why not}
+    # {"device_util_pct": 43.5, "device_memory_used_mib": 31732.0, "device_source": "exporter:dcgm"}, or {} (not
+    # measured), or {"device_note": why not}
 
 Each pass reads every endpoint that covers a node where our device pods run (at most ``timeout_s`` each, several
 at once) and replaces what it knew from that endpoint: nothing is carried over from an earlier pass, so a pod
@@ -95,6 +96,7 @@ class ExporterScraper:
         self._lock = threading.Lock()
         self._pods: dict[str, dict[str, DeviceReading]] = {}  # the latest pass: pod key -> device -> reading
         self._covered: dict[str, tuple[str, frozenset[str] | None]] = {}  # url -> (kind, nodes; None: every node)
+        self._kinds: dict[str, str] = {}  # pod key -> the kind of exporter that read it, the latest pass
         self.failing: dict[str, str] = {}  # url -> why it did not answer (logged once per outage)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -141,6 +143,7 @@ class ExporterScraper:
         futures = {url: self._pool.submit(self.fetch, url, self.timeout_s) for url in urls}
         wait(futures.values(), timeout=self.timeout_s + 1.0)
         pods: dict[str, dict[str, DeviceReading]] = {}
+        kinds: dict[str, str] = {}  # pod key -> the kind of exporter that read its devices
         failing: dict[str, str] = {}
         for url, future in futures.items():
             kind = urls[url][0]
@@ -155,6 +158,7 @@ class ExporterScraper:
                 continue
             for key, devices in by_pod(readings).items():
                 pods.setdefault(key, {}).update(devices)
+                kinds[key] = kind
         for url, why in failing.items():
             if url not in self.failing:
                 log.warning("jupyter-hetero: device exporter %s (%s) did not answer: %s; the pods it covers are "
@@ -162,7 +166,7 @@ class ExporterScraper:
         for url in (self.failing.keys() - failing.keys()) & urls.keys():
             log.info("jupyter-hetero: device exporter %s answers again", url)
         with self._lock:
-            self._pods, self._covered = pods, urls
+            self._pods, self._covered, self._kinds = pods, urls, kinds
             # An outage of an endpoint not read this pass is remembered: it is not logged again if it persists.
             self.failing = {**{url: why for url, why in self.failing.items() if url not in urls}, **failing}
 
@@ -172,13 +176,14 @@ class ExporterScraper:
         ``device_note`` when an endpoint covering its node did not answer."""
         with self._lock:
             readings = list(self._pods.get(key, {}).values())
+            kind = self._kinds.get(key)
             down = next((f"the {kind} exporter at {url} did not answer: {self.failing[url]}"
                          for url, (kind, nodes) in self._covered.items()
                          if url in self.failing and (nodes is None or node in nodes)), None)
         utils = [r.util_pct for r in readings if r.util_pct is not None]
         if devices <= 0 or len(utils) < devices:
             return {"device_note": down} if down else {}
-        sample = {"device_util_pct": round(sum(utils) / len(utils), 1)}
+        sample = {"device_util_pct": round(sum(utils) / len(utils), 1), "device_source": f"exporter:{kind}"}
         memory = [r.memory_mib for r in readings if r.memory_mib is not None]
         if len(memory) == len(readings):
             sample["device_memory_used_mib"] = round(sum(memory), 1)

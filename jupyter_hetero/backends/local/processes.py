@@ -15,16 +15,23 @@ from pathlib import Path
 import psutil
 
 from ...capability import NodeCapability
+from ...i18n import N_
 from ..base import Exit, Launch, ProcessHandle
 from .isolation import WorkloadIsolation
-from .telemetry import sample_devices, sample_each, summarise
+from .telemetry import SOURCE_OF, sample_devices, sample_each, sample_processes, summarise
 
-__all__ = ["LocalBackend"]
+__all__ = ["LocalBackend", "tree_usage"]
 
 _MIB = 1024 * 1024
 # Seconds between passes over the process table for usage (memory of each replica's process tree,
 # GPU use where measured). Liveness is checked on every scan, at the cost of a waitpid per replica.
 USAGE_INTERVAL_S = 5.0
+# A workload here shares the host's network namespace (sandbox.py keeps it, so kernels and services listen on
+# loopback): the kernel counts its traffic with everyone else's, per interface, never per process.
+NETWORK_NOT_ATTRIBUTABLE = N_("network bytes are not measured on this machine: workloads share the host's network "
+                              "namespace, whose counters cannot be told apart per workload")
+# What the runner's exit record measured of the whole run (see kernel/runner.py).
+_EXIT_FIGURES = ("peak_rss_mib", "cpu_seconds", "io_read_bytes", "io_write_bytes", "ended_at")
 # Service replicas listen here only: the endpoint, behind the server's authentication, is the way in.
 LOOPBACK = "127.0.0.1"
 
@@ -36,6 +43,11 @@ class LocalBackend:
     runs_here = True
     # Each replica's sandbox (isolation.py), set by the server; None runs replicas as the server's own processes.
     isolation: WorkloadIsolation | None = None
+    # What is not measured of a workload here, and why (metric_names.MEASURED names; said once per attempt).
+    unmeasured = {
+        "net_rx_bytes": NETWORK_NOT_ATTRIBUTABLE,
+        "net_tx_bytes": NETWORK_NOT_ATTRIBUTABLE,
+    }
 
     def __init__(self, *, usage_interval_s: float = USAGE_INTERVAL_S) -> None:
         self._children: dict[int, subprocess.Popen] = {}
@@ -164,7 +176,7 @@ class LocalBackend:
                 data = json.load(record)
         except (OSError, ValueError):
             return Exit(None)
-        return Exit(data.get("exit_code"), {"peak_rss_mib": data.get("peak_rss_mib")})
+        return Exit(data.get("exit_code"), {name: data.get(name) for name in _EXIT_FIGURES})
 
     def signal_stop(self, handle: ProcessHandle) -> None:
         self._signal(handle, signal.SIGTERM)
@@ -217,22 +229,24 @@ class LocalBackend:
             if handle.measurable:
                 wanted.setdefault(handle.family, set()).update(handle.devices)
         devices = {family: sample_each(family, sorted(indexes)) for family, indexes in wanted.items()}
+        # And one ask per family of what each process uses: a workload's own figures, matched by its tree's pids.
+        per_process = {family: _by_pid(sample_processes(family)[0]) for family in wanted}
         measured: dict[ProcessHandle, dict] = {}
         for handle in handles:
             if not self._alive_in(handle, table.get(handle.pid)):
                 continue
-            rss, tree = 0, [handle.pid]
+            tree, members = [handle.pid], []
             while tree:
                 pid = tree.pop()
                 tree.extend(children.get(pid, ()))
-                try:
-                    rss += table[pid]["process"].memory_info().rss
-                except (KeyError, psutil.Error):
-                    pass  # gone since the pass over the table: it holds no memory now
-            sample = {"rss_mib": round(rss / _MIB, 1)}
+                if pid in table:
+                    members.append(table[pid]["process"])
+            sample = tree_usage(members)
             if handle.measurable:
                 found = devices[handle.family]
                 sample.update(summarise(found[index] for index in handle.devices if index in found))
+                sample.update(_own_device_use(per_process[handle.family], {member.pid for member in members},
+                                              SOURCE_OF.get(handle.family, handle.family)))
             measured[handle] = sample
         return measured
 
@@ -251,16 +265,61 @@ class LocalBackend:
         process = self._process(handle)
         if process is None:
             return {}
-        rss = 0
         try:
-            for member in [process, *process.children(recursive=True)]:
-                rss += member.memory_info().rss
+            members = [process, *process.children(recursive=True)]
         except psutil.Error:
-            pass
-        sample = {"rss_mib": round(rss / _MIB, 1)}
+            members = [process]
+        sample = tree_usage(members)
         if handle.measurable:
             sample.update(sample_devices(handle.family, handle.devices))
         return sample
+
+
+def tree_usage(members: Iterable[psutil.Process]) -> dict:
+    """What a replica's process tree uses, summed over its live members: resident memory (MiB), CPU time (user +
+    system, s) and storage reads and writes (bytes, ``/proc/<pid>/io``'s ``read_bytes``/``write_bytes``: what
+    reached or left the block layer, not page-cache hits). Each member's counters include those of the children it
+    has reaped, so work done by processes that came and went is still counted; a member gone since the pass over the
+    process table adds nothing."""
+    rss = cpu = read = write = 0.0
+    io_known = False
+    for member in members:
+        try:
+            with member.oneshot():
+                rss += member.memory_info().rss
+                times = member.cpu_times()
+                cpu += times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            continue
+        try:
+            io = member.io_counters()
+        except (psutil.Error, AttributeError, NotImplementedError):
+            continue  # another account's process (a sandboxed one): its /proc/<pid>/io is not ours to read
+        read, write, io_known = read + io.read_bytes, write + io.write_bytes, True
+    usage = {"rss_mib": round(rss / _MIB, 1), "cpu_seconds": round(cpu, 3)}
+    if io_known:
+        usage.update(io_read_bytes=read, io_write_bytes=write)
+    return usage
+
+
+def _by_pid(uses) -> dict[int, list]:
+    found: dict[int, list] = {}
+    for use in uses:
+        found.setdefault(use.pid, []).append(use)
+    return found
+
+
+def _own_device_use(by_pid: dict[int, list], pids: set[int], source: str) -> dict:
+    """The device memory (MiB) and utilisation (%, summed over devices and processes) of these pids, as the vendor's
+    tool attributed them; {} when it named none of them."""
+    uses = [use for pid in pids & by_pid.keys() for use in by_pid[pid]]
+    if not uses:
+        return {}
+    memory = [use.memory_mib for use in uses if use.memory_mib is not None]
+    utils = [use.util_pct for use in uses if use.util_pct is not None]
+    return {"device_source": source,
+            **({"process_device_memory_mib": round(sum(memory), 1)} if memory else {}),
+            **({"process_device_util_pct": round(sum(utils), 1)} if utils else {})}
 
 
 def _sample_node(capability: NodeCapability) -> dict[str, float]:

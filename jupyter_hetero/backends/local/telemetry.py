@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 from .discovery import vendor_module
 from .vendors import DeviceUsage, run_tool
+from .vendors.per_process import SOURCE_OF, ProcessUse, process_usage
 
-__all__ = ["QUIET_AFTER_TIMEOUT_S", "sample_devices", "sample_each", "summarise"]
+__all__ = ["QUIET_AFTER_TIMEOUT_S", "SOURCE_OF", "sample_devices", "sample_each", "sample_processes", "summarise"]
 
 # After a tool timed out it is left alone this long: a hung driver would otherwise cost every sampling
 # pass (every few seconds, per running workload) the whole timeout.
@@ -71,3 +72,9 @@ def summarise(usage) -> dict[str, float]:
         **({"device_util_pct": round(sum(utils) / len(utils), 1)} if utils else {}),
         **({"device_memory_used_mib": round(sum(memory), 1)} if memory else {}),
     }
+
+
+def sample_processes(family: str, *, run=None, which=shutil.which) -> tuple[list[ProcessUse], str | None]:
+    """Every process's use of ``family``'s devices, in one ask of its vendor's tool (see vendors/per_process.py); a
+    tool that timed out is left alone for a while, as for :func:`sample_devices`."""
+    return process_usage(family, run or _run, which)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...backends.base import AdmissionWait, Backend, ProcessHandle
 from ...catalog import Catalog
-from ...store import ACTIVE_STATES, Repository
+from ...store import ACTIVE_STATES, MetricSample, Repository
 from ...store.tables import WorkloadRow
 from ..clock import SteadyTime
 from ..workloads.jobfiles import JobPaths, archive_attempt
@@ -26,7 +26,7 @@ from .inventory import Inventory
 from .lifecycle import after_attempt, may_lose, may_requeue, may_stop, placement_problem
 from .workload_copies import WorkloadCopies
 
-__all__ = ["RUN_BY_BACKEND", "AttemptMonitor"]
+__all__ = ["METRIC_INTERVAL_S", "RUN_BY_BACKEND", "AttemptMonitor"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 30
 # Seconds between SIGTERM and SIGKILL when a time limit is reached.
 TIME_LIMIT_GRACE_S = 10
+# Seconds between two stored sets of an attempt's measured figures (HeteroApp.metric_interval_s).
+METRIC_INTERVAL_S = 10.0
 # Kinds whose processes the backend starts (a job, a service's replica); a kernel or a hub user's server
 # is started by whoever asked for it, once placed.
 RUN_BY_BACKEND = ("job", "service")
@@ -45,7 +47,8 @@ class AttemptMonitor:
     def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
                  times: SteadyTime, wall: Callable[[], float], paths: Callable[[int], JobPaths],
                  running: dict[int, RunningAttempt], workloads: WorkloadCopies,
-                 inadmissible: InadmissibleWorkloads, on_kernel_lost: Callable[[int, str], None]):
+                 inadmissible: InadmissibleWorkloads, on_kernel_lost: Callable[[int, str], None],
+                 metric_interval_s: float = METRIC_INTERVAL_S):
         self.catalog = catalog
         self.repository = repository
         self.inventory = inventory
@@ -63,6 +66,8 @@ class AttemptMonitor:
         self._inventory_checked: int | None = None  # the inventory version placements were last checked against
         self._lost_nodes: tuple[int | None, set[str]] = (None, set())  # (inventory version, lost nodes)
         self._times_limit = 1000  # remembered workloads before the ended ones are forgotten
+        self.metric_interval_s = metric_interval_s
+        self._samples: list[MetricSample] = []  # this tick's metric samples, stored in one write at its end
 
     def signal_stop(self, workload_id: int) -> None:
         running = self._running.get(workload_id)
@@ -92,6 +97,13 @@ class AttemptMonitor:
                 continue
             self._judge(row, running, now)
         self.held = held
+        self._store_samples()
+
+    def _store_samples(self) -> None:
+        """Every attempt's due samples of this tick in one write: its cost is one transaction, not one per workload."""
+        samples, self._samples = self._samples, []
+        if samples:
+            self.repository.record_metric_samples(samples)
 
 
     def _held(self, row: WorkloadRow, alive: list[ProcessHandle]) -> AdmissionWait | None:
@@ -131,6 +143,7 @@ class AttemptMonitor:
         if row.stopping is not None and deadline is not None and now >= deadline and not running.killed:
             running.kill(self.backend, alive)
         note = running.sample(self.backend, alive)
+        self._samples += running.metric_samples(row.id, row.attempts, at=self.wall(), interval_s=self.metric_interval_s)
         if note is not None:  # once an attempt: an exporter that stays down is not an event per tick
             self.repository.update_workload(row.id, event="unmeasured", reason=f"device use not measured: {note}")
         checkpoint = self.paths(row.id).newest_checkpoint()
@@ -205,6 +218,8 @@ class AttemptMonitor:
         exits = [running.exit_of(self.backend, handle) for handle in running.handles]
         codes = [e.code for e in exits]
         metrics = running.metrics(exits)
+        # The attempt's last figures, from its exit records: exact, whenever it ended since the last sample.
+        self._samples += running.metric_samples(row.id, row.attempts, at=self.wall(), interval_s=0, exits=exits)
         stopping = row.stopping
         if stopping == "cancel":
             self.finish(row.id, now, "cancelled", row.reason or "cancelled", metrics)

@@ -38,7 +38,7 @@ from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
 from .launch import Launcher
 from .lifecycle import may_stop
-from .monitor import RUN_BY_BACKEND, AttemptMonitor
+from .monitor import METRIC_INTERVAL_S, RUN_BY_BACKEND, AttemptMonitor
 from .queue_status import WAIT_WINDOW_S, QueueStatus
 from .workload_copies import NodeStates, TemplateLookups, WorkloadCopies
 from .ticks import TickLog, TickTiming
@@ -60,7 +60,8 @@ class Scheduler:
     """Drives the engine over the store and a backend; one instance per server."""
 
     def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
-                 engine: Engine, clock: Clock, work_dir: Path, engine_process: EngineProcess | None = None):
+                 engine: Engine, clock: Clock, work_dir: Path, engine_process: EngineProcess | None = None,
+                 metric_interval_s: float = METRIC_INTERVAL_S):
         self.catalog = catalog
         self.repository = repository
         self.inventory = inventory
@@ -107,7 +108,8 @@ class Scheduler:
             catalog=catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
             wall=self.wall, paths=self.paths, running=self._running, workloads=self._workloads,
             inadmissible=self.inadmissible,
-            on_kernel_lost=lambda workload_id, reason: self.on_kernel_lost(workload_id, reason))
+            on_kernel_lost=lambda workload_id, reason: self.on_kernel_lost(workload_id, reason),
+            metric_interval_s=metric_interval_s)
         self.launcher = Launcher(
             catalog=catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
             wall=self.wall, paths=self.paths, running=self._running,

@@ -131,7 +131,7 @@ def test_per_node_endpoints_are_read_for_nodes_with_the_vendors_devices_and_figu
     scrape.scrape()
     assert endpoints.reads == ["http://10.0.0.1:9400/metrics"]  # no Ascend pod: the federate URL is not read
     # Two GPUs read: their mean; memory only for one of them, so none is given.
-    assert scrape.usage(GPU_POD, devices=2, node="gpu-1") == {"device_util_pct": 40.0}
+    assert scrape.usage(GPU_POD, devices=2, node="gpu-1") == {"device_util_pct": 40.0, "device_source": "exporter:dcgm"}
     assert scrape.usage(GPU_POD, devices=3, node="gpu-1") == {}  # holds a third the exporter did not report
     assert scrape.usage("hetero/other", devices=1, node="gpu-1") == {}
 
