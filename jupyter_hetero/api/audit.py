@@ -8,8 +8,8 @@ from pydantic import Field
 
 from .responses import Answer
 
-__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict", "CapacityAdvice", "CatalogReload", "Onboarding", "Usage",
-           "UsageRow"]
+__all__ = ["Alert", "AuditEntry", "AuditPage", "AuditVerdict", "CapacityAdvice", "CatalogChange", "CatalogReload",
+           "CatalogSaid", "Onboarding", "Usage", "UsageRow"]
 
 
 class AuditEntry(Answer):
@@ -156,8 +156,29 @@ class Onboarding(Answer):
     updated_at: float
 
 
+class CatalogChange(Answer):
+    action: str = Field(description="The audit action: tenant.added, tenant.member-added, quota.changed, "
+                                    "queue.removed, template.changed, flavor.added, platform-admin.added, ...")
+    target: str
+    detail: dict[str, Any] = Field(description="What changed, before and after.")
+    message: str
+    message_zh: str
+
+
+class CatalogSaid(Answer):
+    message: str = Field(description="What the reload says rather than does: a tenant over a lowered quota keeps its "
+                                     "running work, and its new work waits.")
+    message_zh: str
+
+
 class CatalogReload(Answer):
     file: str
-    applied: list[str] = Field(description="Sections changed and applied now (onboarding, alerts).")
+    version: int = Field(description="The catalog's version once taken up.")
+    applies: str = Field(description="When the changes take effect: at the next tick (onboarding and alerts at once).")
+    applies_zh: str
+    in_effect: bool = Field(description="Whether the scheduler had taken the catalog up when the answer was sent.")
+    changes: list[CatalogChange] = Field(description="Each change, as the audit log records it with the reloading "
+                                                     "admin as its actor.")
+    said: list[CatalogSaid]
+    applied: list[str] = Field(description="Sections changed.")
     unchanged: list[str]
-    at_restart: str

@@ -21,10 +21,11 @@ import json
 import sys
 from pathlib import Path
 
+from ..i18n import session_language
 from .export import emit
 from .client import connect, guarded, server_options
 
-__all__ = ["add_admit_parser", "add_audit_parser", "add_report_parser", "add_usage_parser"]
+__all__ = ["add_admit_parser", "add_audit_parser", "add_report_parser", "add_usage_parser", "reload_catalog"]
 
 
 def add_audit_parser(commands) -> None:
@@ -106,7 +107,7 @@ def add_admit_parser(commands) -> None:
     listed.set_defaults(run=guarded(_checklists))
     reload = actions.add_parser("reload-catalog", parents=[server_options()],
                                 help="read the catalog file again; onboarding and alerts apply at once")
-    reload.set_defaults(run=guarded(_reload))
+    reload.set_defaults(run=guarded(reload_catalog))
 
 
 def _admit(args: argparse.Namespace) -> int:
@@ -132,9 +133,18 @@ def _checklists(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reload(args: argparse.Namespace) -> int:
+def reload_catalog(args: argparse.Namespace) -> int:
+    """``jupyter hetero catalog reload``: the changes, each as audited, and what is said rather than done."""
     answer = connect(args).request("POST", "catalog/reload", {})
-    print(f"{answer['file']}: applied {', '.join(answer['applied']) or 'nothing (no change)'}; {answer['at_restart']}")
+    zh = session_language() == "zh"
+    said = "message_zh" if zh else "message"
+    print(f"{answer['file']}: catalog version {answer['version']}, "
+          f"{len(answer['changes'])} change(s), {answer['applies_zh' if zh else 'applies']}"
+          + ("" if answer["in_effect"] or not answer["changes"] else " (not yet taken up)"))
+    for change in answer["changes"]:
+        print(f"  {change['action']:<24} {change[said]}")
+    for note in answer["said"]:
+        print(f"  ! {note[said]}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """``jupyter hetero``: the command line of jupyter-hetero.
 
     jupyter hetero version
-    jupyter hetero catalog validate my_catalog.yaml
+    jupyter hetero catalog validate my_catalog.yaml | catalog reload   (the running server's file, read again)
     jupyter hetero nodes [--emulated-nodes-file binder/demo-nodes.yaml] [--json]
     jupyter hetero k8s render --template fine-tuning [--flavor a100-80g] [--kernel]
     jupyter hetero export kueue [--catalog FILE] [--namespace hetero-{tenant}] [-o DIR]
@@ -79,6 +79,12 @@ def _catalog_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _catalog_reload(args: argparse.Namespace) -> int:
+    from .governance import reload_catalog
+
+    return reload_catalog(args)
+
+
 def _nodes(args: argparse.Namespace) -> int:
     from ..backends.local import discover_local_node, load_emulated_nodes
     from ..backends.local.discovery import EmulatedNodesError
@@ -131,6 +137,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     validate = catalog.add_parser("validate", help="check a catalog file; every error is listed with its path")
     validate.add_argument("file")
     validate.set_defaults(run=_catalog_validate)
+    from .client import guarded, server_options  # light: the HTTP client only
+
+    reload = catalog.add_parser("reload", parents=[server_options()],
+                                help="read the running server's catalog file again: tenants, quotas, queues, templates "
+                                     "and flavors change at its next tick, each change audited (platform admins)")
+    reload.set_defaults(run=guarded(_catalog_reload))
 
     nodes = commands.add_parser("nodes", help="print the discovered inventory")
     nodes.add_argument("--catalog", default=_SHIPPED_CATALOG, help="catalog used to map nodes to flavors")

@@ -29,11 +29,12 @@ from .governance.catalog import CatalogViews
 from .governance.evidence import EvidenceChains
 from .governance.metrics import PlatformMetrics
 from .governance.onboarding import OnboardingChecklist
-from .governance.reload import record_catalog, reload_catalog
+from .governance.reload import CatalogReloads, record_catalog
 from .governance.report import Reports
 from .governance.usage import UsageLedger
 from .identity import Identity, resolve_identity
 from .kernels.servers import Servers
+from .live_catalog import LiveCatalog
 from .kernels.service import Kernels
 from .kernels.hub_kernels import HubKernelPlacements
 from .scheduling.engine_process import EngineProcess
@@ -98,7 +99,9 @@ class Platform:
                  jupyter_error: Callable[[HeteroError], Exception] = _as_is,
                  inherited_environment: Mapping[str, str] | None = None) -> None:
         self.settings = settings
-        self.catalog = catalog
+        # The one holder of the catalog the server runs with: every part reads it there (see live_catalog.py).
+        self.live_catalog = LiveCatalog(catalog)
+        catalog = self.live_catalog
         self.repository = repository
         self.inventory = inventory
         self.backend = backend
@@ -110,26 +113,26 @@ class Platform:
         self.audit = AuditLog(self.repository, self.access)
         inherited = os.environ if inherited_environment is None else inherited_environment
         self.credentials = Credentials(
-            catalog=self.catalog, repository=self.repository, server_url=settings.server_url,
+            catalog=catalog, repository=self.repository, server_url=settings.server_url,
             inherited=inherited if self.backend.runs_here else {},
             passthrough=settings.workload_env_passthrough,
             server_secrets=(settings.server_token,),
         )
         self.scheduler = Scheduler(
-            catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
+            catalog=catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             engine=self.engine, clock=self.clock, work_dir=settings.work_dir,
             metric_interval_s=settings.metric_interval_s,
             engine_process=None if settings.engine_process_timeout_s is None
             else EngineProcess(self.engine, timeout_s=settings.engine_process_timeout_s,
                                start_s=settings.engine_process_start_s),
         )
-        self.catalog_service = CatalogViews(self.catalog, self.scheduler.queue_status)
-        self.metrics = PlatformMetrics(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+        self.catalog_service = CatalogViews(catalog, self.scheduler.queue_status)
+        self.metrics = PlatformMetrics(catalog=catalog, repository=self.repository, inventory=self.inventory,
                                        backend=self.backend, clock=self.clock,
                                        quota_use=self.catalog_service.tenant_usage)
         # In the hub's service, stop_server is how the hub stops a user's server (the idle rules cull it).
         self.kernels = Kernels(
-            catalog=self.catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
+            catalog=catalog, repository=self.repository, scheduler=self.scheduler, clock=self.clock,
             identify=self._kernel_requester, refusal=jupyter_error, wake=lambda: self.loop.wake(),
             server_url=settings.server_url,
             device_idle_pct=settings.device_idle_pct, device_idle_after_s=settings.device_idle_after_s,
@@ -142,44 +145,55 @@ class Platform:
         self.backend.start(wake=self.loop.wake)  # a change in what the backend watches asks for a tick
         self.nodes = Nodes(inventory=self.inventory, backend=self.backend, access=self.access, wake=self.loop.wake)
         self.workloads = Workloads(
-            self.catalog, self.repository, self.access, settings.root_dir,
+            catalog, self.repository, self.access, settings.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=settings.user_root_template,
         )
-        self.workload_metrics = WorkloadMetrics(catalog=self.catalog, repository=self.repository,
+        self.workload_metrics = WorkloadMetrics(catalog=self.live_catalog, repository=self.repository,
                                                 access=self.access, clock=self.clock.wall,
                                                 interval_s=settings.metric_interval_s,
                                                 unmeasured=getattr(self.backend, "unmeasured", None))
-        self.previews = Previews(catalog=self.catalog, scheduler=self.scheduler, workloads=self.workloads,
+        self.previews = Previews(catalog=catalog, scheduler=self.scheduler, workloads=self.workloads,
                                  access=self.access)
-        launched = {"catalog": self.catalog, "repository": self.repository, "workloads": self.workloads,
+        launched = {"catalog": catalog, "repository": self.repository, "workloads": self.workloads,
                     "clock": self.clock, "wake": self.loop.wake, "now": self.scheduler.times.now}
         # A server gets its credential from the hub; a kernel in a user's server, one for this server's API.
         self.servers = Servers(environment_of=self.scheduler.placed_environment,
                                      reported=self.kernels.reported, **launched)
         self.hub_kernels = HubKernelPlacements(kernels=self.kernels, environment_of=self._hub_kernel_environment,
                                               **launched)
-        self.usage = UsageLedger(self.catalog, self.repository, self.clock)
-        self.capacity = CapacityPlanning(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+        self.usage = UsageLedger(catalog, self.repository, self.clock)
+        self.capacity = CapacityPlanning(catalog=catalog, repository=self.repository, inventory=self.inventory,
                                         access=self.access, clock=self.clock)
-        self.reports = Reports(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+        self.reports = Reports(catalog=catalog, repository=self.repository, inventory=self.inventory,
                                      access=self.access, clock=self.clock, capacity=self.capacity.advise)
         self.evidence = EvidenceChains(repository=self.repository, access=self.access, clock=self.clock)
-        self.alerts = Alerts(catalog=self.catalog, repository=self.repository, inventory=self.inventory,
+        self.alerts = Alerts(catalog=catalog, repository=self.repository, inventory=self.inventory,
                                    clock=self.clock, quota_use=self.catalog_service.tenant_usage,
                                    device_memory=self.scheduler.device_memory, webhook=settings.alert_webhook,
                                    interval_s=settings.alert_interval_s)
         self.onboarding = OnboardingChecklist(
-            catalog=self.catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             access=self.access, identify=lambda user, groups: self.identify(user, groups),
+            catalog=catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             may_submit=self.workloads.check_access, metrics_nodes=self._metric_nodes, work_dir=settings.work_dir,
             wake=self.loop.wake)
         self.onboarding.attach()
         record_catalog(self.repository, self.catalog, settings.catalog_path)
+        self.reloads = CatalogReloads(
+            live=self.live_catalog, repository=self.repository, inventory=self.inventory,
+            held=lambda: self.scheduler.queue_status().held_by_tenant(),
+            set_live={"onboarding": self._set_onboarding, "alerts": self._set_alerts},
+            live_now=lambda section: self.onboarding.rules if section == "onboarding" else self.alerts.rules,
+            wake=self.loop.wake, ticking=lambda: self.loop.started)
         self._catalog_stamp: tuple[int, int] | None = None  # the catalog file's (mtime, size) as last read
         self._reloading: asyncio.Future | None = None
-        self.serving = Services(catalog=self.catalog, repository=self.repository, workloads=self.workloads,
+        self.serving = Services(catalog=catalog, repository=self.repository, workloads=self.workloads,
                                       clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
                                       usage_of=self.scheduler.usage)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now (see live_catalog.py)."""
+        return self.live_catalog.current
 
     @property
     def mode(self) -> str:
@@ -252,17 +266,15 @@ class Platform:
         self.repository.close()
 
     def reload_catalog(self, identity: Identity) -> dict[str, Any]:
-        """Read the catalog file again; what may change while work runs (onboarding, alerts) applies at once."""
+        """Read the catalog file again: onboarding and alerts apply at once, the rest at the next tick; each change
+        is audited with the reloading admin as its actor (see governance/reload.py)."""
         self.access.require_platform_admin(identity, "catalog.reload", "catalog")
-        answer = self._reload()
-        self.access.record(identity, "catalog.applied", "catalog", {"applied": answer["applied"]})
-        return answer
-
-    def _reload(self) -> dict[str, Any]:
         self._catalog_stamp = _stamp(self.settings.catalog_path)
-        return reload_catalog(self.settings.catalog_path, applied_now={"onboarding": self.onboarding.rules,
-                                                              "alerts": self.alerts.rules},
-                              live={"onboarding": self._set_onboarding, "alerts": self._set_alerts})
+        answer = self.reloads.reload(self.settings.catalog_path, actor=identity.user)
+        self.access.record(identity, "catalog.applied", "catalog",
+                           {"applied": answer["applied"], "changes": len(answer["changes"]),
+                            "catalog_version": answer["version"]})
+        return answer
 
     def _watch_catalog(self) -> None:
         """A change of the catalog file is a reload, as the API's (one look at its size and time per tick)."""
@@ -276,13 +288,15 @@ class Platform:
             self._reloading = asyncio.ensure_future(asyncio.to_thread(self._reload_from_file))
 
     def _reload_from_file(self) -> None:
+        """Onboarding and alerts only: a change of who may do what waits for a platform admin's reload, which
+        audits who made it."""
         try:
-            answer = self._reload()
+            applied = self.reloads.reload_live_sections(self.settings.catalog_path)
         except InvalidRequest as exc:
             log.warning("jupyter-hetero: the changed catalog file was not applied: %s", exc.message)
             return
         self.repository.record_audit(actor="server", action="catalog.applied", target="catalog", outcome="done",
-                                     detail={"applied": answer["applied"], "because": "the file changed"})
+                                     detail={"applied": applied, "because": "the file changed"})
 
     def _set_onboarding(self, rules) -> None:
         self.onboarding.set_rules(rules)

@@ -1088,13 +1088,40 @@ export interface components {
             shift: components["schemas"]["ShiftFlavor"][];
             release: components["schemas"]["LessCapacity"][];
         };
+        /** CatalogChange */
+        CatalogChange: {
+            /** @description The audit action: tenant.added, tenant.member-added, quota.changed, queue.removed, template.changed, flavor.added, platform-admin.added, ... */
+            action: string;
+            target: string;
+            /** @description What changed, before and after. */
+            detail: {
+                [key: string]: unknown;
+            };
+            message: string;
+            message_zh: string;
+        };
         /** CatalogReload */
         CatalogReload: {
             file: string;
-            /** @description Sections changed and applied now (onboarding, alerts). */
+            /** @description The catalog's version once taken up. */
+            version: number;
+            /** @description When the changes take effect: at the next tick (onboarding and alerts at once). */
+            applies: string;
+            applies_zh: string;
+            /** @description Whether the scheduler had taken the catalog up when the answer was sent. */
+            in_effect: boolean;
+            /** @description Each change, as the audit log records it with the reloading admin as its actor. */
+            changes: components["schemas"]["CatalogChange"][];
+            said: components["schemas"]["CatalogSaid"][];
+            /** @description Sections changed. */
             applied: string[];
             unchanged: string[];
-            at_restart: string;
+        };
+        /** CatalogSaid */
+        CatalogSaid: {
+            /** @description What the reload says rather than does: a tenant over a lowered quota keeps its running work, and its new work waits. */
+            message: string;
+            message_zh: string;
         };
         /**
          * CreateRollout

@@ -292,7 +292,7 @@ def test_nothing_below_the_handlers_uses_tornado_web(path):
 # --- platform/ by world (issue 35): which world of platform/ may import which -----------------------------------
 
 # Beside wiring.py (the wiring, which only app, startup and the handlers import), the modules every world shares.
-SHARED = {"access", "identity", "clock", "request_limits"}
+SHARED = {"access", "identity", "clock", "request_limits", "live_catalog"}
 # Each world of platform/ and the worlds it may import, beside the shared modules and the layers below the platform.
 WORLDS: dict[str, set[str]] = {
     # submission, the one enqueue, a request resolved from its template, a job's files, environment and credential

@@ -111,7 +111,7 @@ async def test_a_node_below_the_driver_minimum_gets_no_work_until_the_minimum_ch
     # The same by hand: nothing changed since, so nothing is applied; a member may not.
     reloaded = await api("catalog/reload", "POST", {}, as_user="root")
     check(build_document(), "/catalog/reload", "post", 200, reloaded)
-    assert (reloaded["applied"], reloaded["unchanged"]) == ([], ["onboarding", "alerts"]), reloaded
+    assert (reloaded["applied"], reloaded["changes"]) == ([], []) and "onboarding" in reloaded["unchanged"], reloaded
     status, error = await api_error("catalog/reload", "POST", {}, as_user="alice")
     assert status == 403, error
     onboarding_required.write_text("flavors: [", encoding="utf-8")

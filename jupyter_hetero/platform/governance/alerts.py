@@ -27,6 +27,7 @@ from ...store import Repository
 from ...store.tables import AlertRow
 from ..clock import Clock
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from ..scheduling.inventory import Inventory
 from .alerting import Finding, Observed, findings, message_of
 
@@ -38,11 +39,16 @@ WEBHOOK_TIMEOUT_S = 5.0
 
 
 class Alerts:
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, clock: Clock,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, clock: Clock,
                  quota_use: Callable, device_memory: Callable[[], list[tuple[int, str, float, float]]],
                  webhook: str = "", interval_s: float = 10.0):
-        self.catalog = catalog
-        self.rules = catalog.alerts  # replaced when the catalog is reloaded
+        self.live_catalog = LiveCatalog.of(catalog)
+        self.rules = self.catalog.alerts  # replaced when the catalog is reloaded
         self.repository = repository
         self.inventory = inventory
         self.clock = clock

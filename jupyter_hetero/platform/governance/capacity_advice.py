@@ -33,6 +33,7 @@ from ...store import Repository
 from ..access import Access
 from ..clock import Clock
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from ..scheduling.inventory import Inventory
 from .usage import usage_report
 
@@ -190,9 +191,14 @@ def _seconds(value: float | None) -> float | None:
 class CapacityPlanning:
     """Capacity advice over the store's record of the last ``since`` seconds (platform admins)."""
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, access: Access,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, access: Access,
                  clock: Clock, engine_factory: Callable[[], object] = lambda: Engine(eta=False)):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.inventory = inventory
         self.access = access

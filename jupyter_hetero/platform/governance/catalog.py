@@ -7,43 +7,67 @@ every read was most of what a read did besides answering."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ...capability import Held
 from ...catalog import Catalog, Queue, Template, Tenant
 from ...errors import NotFound
 from ...i18n import N_, Message
+from ..live_catalog import LiveCatalog
 from ..scheduling.queue_status import QueueStatus
 
 __all__ = ["CatalogViews"]
 
 
+@dataclass(frozen=True)
+class _Parts:
+    templates: dict[str, dict[str, Any]]
+    queues: list[tuple[Queue, dict[str, Any]]]
+    limits: dict[str, tuple[Tenant, list[dict[str, Any]]]]
+
+
 class CatalogViews:
     """Answers the read API: what can be requested, how busy each queue is, what a tenant uses."""
 
-    def __init__(self, catalog: Catalog, status: Callable[[], QueueStatus]):
-        self.catalog = catalog
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, catalog: Catalog | LiveCatalog, status: Callable[[], QueueStatus]):
+        self.live_catalog = LiveCatalog.of(catalog)
         self.status = status  # the scheduler's status as of its last cycle
-        # The catalog is frozen: its JSON is computed here once. Answers share these (read-only) parts.
-        self._templates = {template.name: _template_json(template) for template in catalog.templates}
-        self._queues = [(queue, _queue_json(queue)) for queue in sorted(catalog.queues, key=lambda q: -q.priority)]
-        self._limits = {tenant.name: (tenant, _limits_json(tenant)) for tenant in catalog.tenants}
+        self._parts: tuple[Catalog, _Parts] | None = None
+
+    def _json(self) -> tuple[Catalog, _Parts]:
+        """The current catalog's JSON, computed once per catalog (a reload brings another): each catalog is
+        frozen, and answers share these read-only parts."""
+        catalog = self.catalog
+        if self._parts is None or self._parts[0] is not catalog:
+            self._parts = (catalog, _Parts(
+                templates={template.name: _template_json(template) for template in catalog.templates},
+                queues=[(queue, _queue_json(queue)) for queue in sorted(catalog.queues, key=lambda q: -q.priority)],
+                limits={tenant.name: (tenant, _limits_json(tenant)) for tenant in catalog.tenants}))
+        return self._parts
 
     def templates(self, *, kind: str | None = None, task_type: str | None = None,
                   tenant: Tenant | None = None) -> list[dict[str, Any]]:
+        catalog, parts = self._json()
         return [
-            dict(self._templates[template.name])
-            for template in self.catalog.templates
+            dict(parts.templates[template.name])
+            for template in catalog.templates
             if (kind is None or kind in template.kinds)
             and (task_type is None or template.task_type == task_type)
             and (tenant is None or tenant.allows_template(template.name))
         ]
 
     def template(self, name: str) -> dict[str, Any]:
-        template = self.catalog.template(name)
+        catalog, parts = self._json()
+        template = catalog.template(name)
         if template is None:
-            raise NotFound(Message(N_("no template named {name!r}"), name=name), known=[t.name for t in self.catalog.templates])
-        return dict(self._templates[template.name])
+            raise NotFound(Message(N_("no template named {name!r}"), name=name), known=[t.name for t in catalog.templates])
+        return dict(parts.templates[template.name])
 
     def queues(self, tenant: Tenant) -> list[dict[str, Any]]:
         """Every queue with its rules, pending and running counts, waits over the last day, and the
@@ -60,7 +84,7 @@ class CatalogViews:
                 "quota": self._quota_use(tenant, status.held_in(tenant.name, queue.name)),
                 "status_at": status.at,
             }
-            for queue, rules in self._queues
+            for queue, rules in self._json()[1].queues
         ]
 
     def tenants(self) -> list[dict[str, Any]]:
@@ -81,7 +105,7 @@ class CatalogViews:
         return self._quota_use(tenant, self.status().held_by_tenant(tenant.name))
 
     def _quota_use(self, tenant: Tenant, held: dict[tuple[str, str], Held]) -> list[dict[str, Any]]:
-        known, limits = self._limits.get(tenant.name, (None, None))
+        known, limits = self._json()[1].limits.get(tenant.name, (None, None))
         if known is not tenant:  # not the catalog's own (a copy): its limits as they are
             limits = _limits_json(tenant)
         nothing = Held()

@@ -30,6 +30,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from ...catalog import Catalog
 from ...store import Repository
 from ..clock import Clock
+from ..live_catalog import LiveCatalog
 from ..scheduling.inventory import Inventory
 from .usage import held, hourly_cost
 
@@ -59,9 +60,14 @@ FAMILIES = {
 
 
 class PlatformMetrics:
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend, clock: Clock,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend, clock: Clock,
                  quota_use=None):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.inventory = inventory
         self.backend = backend

@@ -53,6 +53,7 @@ from ...store.tables import OnboardingRow
 from ...units import compare_versions
 from ..access import Access
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from ..scheduling.inventory import Inventory
 from ..workloads.environment import device_environment
 from .onboarding_probes import FAULT, FRAMEWORK_MODULES, IMPORTS, MODEL_HARNESS, SAMPLE, difference
@@ -66,11 +67,16 @@ _ANY_SIZE = Request(cpu=0, mem=0)
 
 
 class OnboardingChecklist:
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend: Backend,
                  access: Access, identify: Callable[[str, frozenset[str]], Identity], may_submit: Callable[[Identity, str, str], None],
                  metrics_nodes: Callable[[], set[str]], work_dir: Path, wake: Callable[[], None]):
-        self.catalog = catalog
-        self.rules = catalog.onboarding  # replaced when the catalog is reloaded
+        self.live_catalog = LiveCatalog.of(catalog)
+        self.rules = self.catalog.onboarding  # replaced when the catalog is reloaded
         self.repository = repository
         self.inventory = inventory
         self.backend = backend

@@ -30,6 +30,7 @@ from ...store.tables import AttemptRow, WorkloadRow
 from ..access import Access
 from ..clock import Clock
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from ..scheduling.inventory import Inventory
 from .alerts import alert_json
 from .checkpoints import CHECKPOINTS, judge_checkpoints
@@ -41,9 +42,14 @@ WAIT_BUCKETS_S = (1, 10, 60, 300, 900, 3600, 4 * 3600, 86400)
 
 
 class Reports:
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, access: Access,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, access: Access,
                  clock: Clock, capacity: Callable[[float], dict]):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.capacity = capacity  # the capacity advice over the last N seconds
         self.repository = repository
         self.inventory = inventory

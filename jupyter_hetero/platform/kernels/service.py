@@ -37,6 +37,7 @@ from ...store.tables import WorkloadRow
 from ..access import Access
 from ..clock import Clock
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from ..scheduling.scheduler import Scheduler
 from ..workloads.enqueue import Checked, Enqueuer
 from .culling import IdleRules, ReportedKernel, in_user_server
@@ -86,13 +87,18 @@ def take_over_culling(kernel_manager) -> None:
 
 
 class Kernels(IdleRules):
-    def __init__(self, *, catalog: Catalog, repository: Repository, scheduler: Scheduler,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, scheduler: Scheduler,
                  clock: Clock, identify: Callable[[str | None, tuple[str, ...]], Identity],
                  wake: Callable[[], None], server_url: str = "", server_token: str = "",
                  device_idle_pct: float = 5.0, device_idle_after_s: float = 1800.0, report_grace_s: float = 30.0,
                  stop_server: Callable[[str, str], Awaitable[None]] | None = None,
                  refusal: Callable[[HeteroError], Exception] = lambda error: error):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.scheduler = scheduler
         self.clock = clock
@@ -102,7 +108,7 @@ class Kernels(IdleRules):
         self.refusal = refusal
         self.wake = wake
         # Its own, over the same store: the provisioner's requests are checked as every other kind's.
-        self.enqueuer = Enqueuer(catalog=catalog, repository=repository, access=Access(repository), wake=wake)
+        self.enqueuer = Enqueuer(catalog=self.live_catalog, repository=repository, access=Access(repository), wake=wake)
         self.server_url = server_url
         self.server_token = server_token
         self.kernel_manager = None  # set by the app: the server's MultiKernelManager

@@ -10,6 +10,7 @@ from ...capability import Held, NodeCapability
 from ...catalog import Catalog
 from ...engine_inputs import NodeView
 from ...store import Repository
+from ..live_catalog import LiveCatalog
 
 __all__ = ["Inventory"]
 
@@ -19,8 +20,13 @@ NOTHING_HELD = Held()
 class Inventory:
     """Keeps the store's node table in line with what the backends report."""
 
-    def __init__(self, catalog: Catalog, repository: Repository):
-        self.catalog = catalog
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, catalog: Catalog | LiveCatalog, repository: Repository):
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self._nodes: dict[str, NodeView] = {}
         # Whether a node has passed onboarding (or needs none); the onboarding service sets it.
@@ -72,6 +78,28 @@ class Inventory:
         self._nodes = views
         self.version += 1
         return self.nodes()
+
+    def remap_flavors(self) -> list[str]:
+        """Each node's flavor again, by the current catalog's selectors (a reload changed them); the nodes whose
+        flavor changed, each with a ``node-flavor-changed`` event."""
+        writes, events = [], []
+        for view in self._nodes.values():
+            flavor = self.catalog.flavor_of(view.capability)
+            name = flavor.name if flavor else None
+            if name != view.flavor:
+                writes.append({"name": view.capability.name, "source": view.capability.source,
+                               "emulated": view.capability.emulated, "flavor": name,
+                               "capability": view.capability.model_dump(mode="json")})
+                events.append({"type": "node-flavor-changed", "node": view.capability.name,
+                               "data": {"before": view.flavor, "after": name},
+                               "reason": f"the catalog's reload maps the node to flavor {name or 'none'} "
+                                         f"(was {view.flavor or 'none'})"})
+        if writes:
+            self.repository.record_nodes(writes, events)
+            for write in writes:
+                self._nodes[write["name"]] = replace(self._nodes[write["name"]], flavor=write["flavor"])
+            self.version += 1
+        return [write["name"] for write in writes]
 
     def refresh_onboarded(self) -> None:
         """Ask again of every node whether it is onboarded (the rules changed)."""

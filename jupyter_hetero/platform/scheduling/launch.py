@@ -19,6 +19,7 @@ from ...export.kueue import pod_admission
 from ...store import Repository
 from ...store.tables import AttemptRow, WorkloadRow
 from ..clock import SteadyTime
+from ..live_catalog import LiveCatalog
 from ..workloads.environment import device_environment
 from ..workloads.jobfiles import JobPaths, runner_argv
 from .attempts import RunningAttempt
@@ -55,12 +56,17 @@ def node_facts(view: NodeView | None) -> dict[str, Any]:
 class Launcher:
     """Starts an admitted workload's replicas through the backend; one per scheduler."""
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend: Backend,
                  times: SteadyTime, wall: Callable[[], float], paths: Callable[[int], JobPaths],
                  running: dict[int, RunningAttempt],
                  seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]],
                  finish: Callable[..., None]):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.inventory = inventory
         self.backend = backend

@@ -19,6 +19,7 @@ from ...catalog import Catalog
 from ...store import ACTIVE_STATES, MetricSample, Repository
 from ...store.tables import WorkloadRow
 from ..clock import SteadyTime
+from ..live_catalog import LiveCatalog
 from ..workloads.jobfiles import JobPaths, archive_attempt
 from .attempts import RunningAttempt
 from .inadmissible import InadmissibleWorkloads
@@ -44,12 +45,17 @@ RUN_BY_BACKEND = ("job", "service")
 class AttemptMonitor:
     """Watches the attempts the backend runs and records how they end; one per scheduler."""
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend: Backend,
                  times: SteadyTime, wall: Callable[[], float], paths: Callable[[int], JobPaths],
                  running: dict[int, RunningAttempt], workloads: WorkloadCopies,
                  inadmissible: InadmissibleWorkloads, on_kernel_lost: Callable[[int, str], None],
                  metric_interval_s: float = METRIC_INTERVAL_S):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.inventory = inventory
         self.backend = backend

@@ -30,9 +30,11 @@ from ...engine_inputs import (
 from ...store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES, Repository
 from ...store.tables import WorkloadRow
 from ..clock import Clock, SteadyTime
+from ..live_catalog import LiveCatalog
 from ..workloads.jobfiles import JobPaths
 from .attempts import RunningAttempt
 from .engine_mirror import MirroredWorkload, SnapshotDelta
+from .catalog_switch import strand_waiting, stranded_by
 from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
@@ -59,10 +61,20 @@ SCHEDULED_STATES = (*QUEUED_STATES, *ACTIVE_STATES)
 class Scheduler:
     """Drives the engine over the store and a backend; one instance per server."""
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, inventory: Inventory, backend: Backend,
-                 engine: Engine, clock: Clock, work_dir: Path, engine_process: EngineProcess | None = None,
-                 metric_interval_s: float = METRIC_INTERVAL_S):
-        self.catalog = catalog
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    @catalog.setter
+    def catalog(self, catalog: Catalog) -> None:
+        """Another catalog at once (a scheduler used on its own); a server's reload stages one for the next tick."""
+        self.live_catalog.replace(catalog)
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
+                 backend: Backend, engine: Engine, clock: Clock, work_dir: Path,
+                 engine_process: EngineProcess | None = None, metric_interval_s: float = METRIC_INTERVAL_S):
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.inventory = inventory
         self.backend = backend
@@ -88,8 +100,10 @@ class Scheduler:
         self.on_kernel_lost: Callable[[int, str], None] = lambda workload_id, reason: None
         # Ticks run in a worker thread; hooks that reach asyncio objects go through this (see loop.py).
         self.call_on_loop: Callable[..., None] = lambda callback, *args: callback(*args)
-        self._queues = queue_policies(catalog)
-        self._tenants = tenant_quotas(catalog)
+        self._queues = queue_policies(self.catalog)
+        self._tenants = tenant_quotas(self.catalog)
+        self._catalog_version = self.live_catalog.version  # the catalog the queues and tenants above come from
+        self._resync = False  # the engine process's next delta is a full one (its queues and tenants changed)
         self.ticks = TickLog()
         # What the engine sees, kept current at the cost of what changed (see workload_copies.py).
         self._templates = TemplateLookups()
@@ -105,13 +119,13 @@ class Scheduler:
         self._exposed: frozenset[tuple[str, str]] | None = None  # (tenant, service) given a network name
         # The hooks above are read when called, not here: the platform and the kernels' service set them later.
         self.monitor = AttemptMonitor(
-            catalog=catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
+            catalog=self.live_catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
             wall=self.wall, paths=self.paths, running=self._running, workloads=self._workloads,
             inadmissible=self.inadmissible,
             on_kernel_lost=lambda workload_id, reason: self.on_kernel_lost(workload_id, reason),
             metric_interval_s=metric_interval_s)
         self.launcher = Launcher(
-            catalog=catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
+            catalog=self.live_catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
             wall=self.wall, paths=self.paths, running=self._running,
             seal_environment=lambda row, env: self.seal_environment(row, env), finish=self.monitor.finish)
 
@@ -178,6 +192,7 @@ class Scheduler:
     # -- the loop body -----------------------------------------------------------------------
 
     def tick(self) -> Decisions:
+        self._take_up_catalog()  # between two ticks, never during one
         now = self.clock()
         at, started = time.time(), time.perf_counter()  # for the tick log only; decisions use ``now``
         changed = self._workloads.sync()
@@ -190,7 +205,8 @@ class Scheduler:
             self._expose()  # a cluster's names for services; on this machine the endpoint is the only way in
         # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
         # however much of it waits.
-        examined = self.inadmissible.due(self.inventory.version)
+        examined = [row for row in self.inadmissible.due(self.inventory.version)
+                    if stranded_by(self.catalog, row) is None]  # a reload's strays wait for the next reload
         extra = [self._engine_workload(row) for row in examined]
         if self.engine_process is None:
             snapshot = self._snapshot(now, extra, sync=False)
@@ -216,6 +232,26 @@ class Scheduler:
             changed=changed,
         ))
         return decisions
+
+    def _take_up_catalog(self) -> None:
+        """A reload's catalog becomes current: the engine's queues and tenants, every workload's engine copy (its
+        template's constraints), the nodes' flavors and the engine process's mirror follow it; waiting work whose
+        queue, tenant or template it lacks becomes inadmissible (see catalog_switch.py). Running work stays."""
+        self.live_catalog.switch()
+        if self.live_catalog.version == self._catalog_version:
+            return
+        self._catalog_version = self.live_catalog.version
+        catalog = self.catalog
+        self._queues, self._tenants = queue_policies(catalog), tenant_quotas(catalog)
+        self.inventory.remap_flavors()
+        stranded, back = strand_waiting(self.repository, catalog)
+        for row in stranded:
+            if row.kind == "kernel":
+                self.on_kernel_inadmissible(row.id)
+        self._workloads.relist()
+        self._resync = True
+        log.info("jupyter-hetero: catalog version %d taken up; %d waiting workloads stranded, %d queued again",
+                 self._catalog_version, len(stranded), len(back))
 
     def queue_status(self) -> QueueStatus:
         """How busy each queue is, as of the last tick (before the first one, as of now)."""
@@ -265,6 +301,7 @@ class Scheduler:
     def _delta(self, full: bool) -> SnapshotDelta:
         """What the engine process's mirror lacks: everything when ``full`` (a new child), else the
         workloads re-read since the last delta, and the nodes only when the inventory changed."""
+        full, self._resync = full or self._resync, False
         replaced, changed, gone = self._workloads.take_changes(everything=full)
         nodes = self._node_states.of([view for view in self.inventory.nodes() if view.flavor is not None])
         send_nodes = full or self._node_states.version != self._nodes_sent

@@ -77,6 +77,11 @@ class WorkloadCopies:
             self._cursor = cursor
             return len(rows)
 
+    def relist(self) -> None:
+        """Convert every row again at the next sync (what ``convert`` reads changed: a reloaded catalog)."""
+        with self._lock:
+            self._cursor = None
+
     def entries(self) -> list[tuple[WorkloadRow, Workload]]:
         """Every copy as of the last sync, ordered by workload id."""
         with self._lock:

@@ -44,6 +44,7 @@ from ...store import Repository
 from ...store.tables import ServiceRow, WorkloadRow
 from ..clock import Clock
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from ..workloads.resolve import known_template, resolve
 from ..workloads.service import Workloads, event_json, workload_json
 from .reconcile import ServiceReconciler, replica_parameters
@@ -67,10 +68,15 @@ def endpoint_path(tenant: str, name: str) -> str:
 
 
 class Services(ServiceReconciler):
-    def __init__(self, *, catalog: Catalog, repository: Repository, workloads: Workloads, clock: Clock,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, workloads: Workloads, clock: Clock,
                  wake: Callable[[], None], address_of: Callable[[int], str | None],
                  usage_of: Callable[[int], dict]):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.address_of = address_of  # a running replica's address (its pod's IP), by workload id; None: not yet
         self.usage_of = usage_of  # a running replica's latest usage sample, by workload id
         self.repository = repository

@@ -26,6 +26,7 @@ from ...store import ACTIVE_STATES, Repository
 from ...store.credentials import CredentialStore
 from ...store.tables import WorkloadRow
 from ..identity import Identity, workload_identity
+from ..live_catalog import LiveCatalog
 
 __all__ = ["CREDENTIAL_PREFIX", "DEFAULT_PASSTHROUGH", "Credentials", "inherited_environment"]
 
@@ -57,10 +58,15 @@ def inherited_environment(environ: Mapping[str, str], passthrough: Iterable[str]
 class Credentials:
     """Issues, checks and revokes workload credentials, and builds the environment that carries one."""
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, server_url: str | Callable[[], str],
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, server_url: str | Callable[[], str],
                  inherited: Mapping[str, str], passthrough: Iterable[str] = DEFAULT_PASSTHROUGH,
                  server_secrets: Iterable[str] = ()):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.store = CredentialStore(repository)
         # Read at each launch: the server's port is known only once it is bound, after extensions load (it moves
         # to the next free one when the configured port is taken).

@@ -32,6 +32,7 @@ from ...store import Repository
 from ...store.tables import WorkloadRow
 from ..access import Access
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from .resolve import Resolved, known_template, resolve
 
 __all__ = ["Checked", "Enqueuer"]
@@ -55,8 +56,13 @@ class Checked:
 class Enqueuer:
     """Check a request to queue a workload of any kind, and store it."""
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, access: Access, wake: Callable[[], None]):
-        self.catalog = catalog
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, access: Access, wake: Callable[[], None]):
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.access = access
         self.wake = wake

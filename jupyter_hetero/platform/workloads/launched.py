@@ -20,6 +20,7 @@ from ...store import ACTIVE_STATES, PENDING_STATES, Repository
 from ...store.tables import WorkloadRow
 from ..clock import Clock
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from .service import FINAL_STATES, Workloads, workload_json
 
 __all__ = ["CallerLaunched"]
@@ -30,10 +31,15 @@ class CallerLaunched:
 
     kind: WorkloadKind
 
-    def __init__(self, *, catalog: Catalog, repository: Repository, workloads: Workloads, clock: Clock,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, workloads: Workloads, clock: Clock,
                  environment_of: Callable[[WorkloadRow], dict[str, str]], wake: Callable[[], None],
                  now: Callable[[], float]):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.workloads = workloads
         self.clock = clock

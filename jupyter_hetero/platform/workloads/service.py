@@ -25,6 +25,7 @@ from ...store.tables import EventRow, WorkloadRow
 from ...units import parse_duration_s
 from ..access import Access, follow_up_of
 from ..identity import Identity
+from ..live_catalog import LiveCatalog
 from .enqueue import Enqueuer
 from .environment import VISIBILITY
 
@@ -40,9 +41,14 @@ _RESERVED_ENV = {name for names in VISIBILITY.values() for name in names}
 class Workloads:
     """The workloads API: everything but the scheduling loop."""
 
-    def __init__(self, catalog: Catalog, repository: Repository, access: Access, root_dir: Path,
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
+        return self.live_catalog.current
+
+    def __init__(self, catalog: Catalog | LiveCatalog, repository: Repository, access: Access, root_dir: Path,
                  pending_info: Callable[[int], Pending | None], wake: Callable[[], None], user_root_template: str = ""):
-        self.catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.access = access
         self.root_dir = root_dir.resolve()
@@ -51,7 +57,7 @@ class Workloads:
         self.pending_info = pending_info
         self.wake = wake
         # Every kind is queued through it: jobs here, kernels, servers and service replicas by their services.
-        self.enqueuer = Enqueuer(catalog=catalog, repository=repository, access=access, wake=wake)
+        self.enqueuer = Enqueuer(catalog=self.live_catalog, repository=repository, access=access, wake=wake)
         # Whether a follow-up job may be live (see end_orphaned_follow_ups); unknown, so True, after a restart.
         self._follow_ups_live = True
 

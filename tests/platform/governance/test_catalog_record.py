@@ -30,3 +30,18 @@ def test_each_start_records_the_sections_that_changed_and_a_same_start_records_n
     assert [e.detail["changed"] for e in entries] == [[], ["platform_admins", "tenants"]]
     assert repository.verify_audit()[1] is None
     repository.close()
+
+
+def test_a_file_changed_while_the_server_was_down_is_audited_change_by_change_at_the_next_start(tmp_path):
+    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=lambda: 1.0)
+    record_catalog(repository, catalog(), "catalog.yaml")
+    changed = catalog(tenants=lambda tenants: tenants[0].setdefault("users", []).append("zoe"),
+                      platform_admins=lambda admins: admins.append("ops-lead"))
+    assert record_catalog(repository, changed, "catalog.yaml") == ["platform_admins", "tenants"]
+    entries = {e.action: e for e in repository.audit_log()}
+    member, admin = entries["tenant.member-added"], entries["platform-admin.added"]
+    assert (member.actor, member.detail["user"], admin.detail["user"]) == ("server", "zoe", "ops-lead")
+    assert member.detail["because"] == "the catalog file changed while the server was down"
+    assert record_catalog(repository, changed, "catalog.yaml") == []  # the same again: nothing new
+    assert sum(e.action == "tenant.member-added" for e in repository.audit_log()) == 1
+    repository.close()
