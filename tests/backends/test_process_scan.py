@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import replace
@@ -110,3 +111,50 @@ def test_between_usage_passes_a_scan_sees_exits_at_once_without_reading_the_proc
     finally:
         monkeypatch.undo()
         backend.kill(keeper)
+
+
+# A replica whose work runs in a grandchild that says its pid, the pid a vendor's tool would name.
+NAMED_GRANDCHILD = """
+import os, subprocess, sys
+code = "import os, time; open(os.environ['PID_FILE'], 'w').write(str(os.getpid())); time.sleep(60)"
+subprocess.run([sys.executable, "-c", code])
+"""
+
+# A stand-in nvidia-smi on PATH: it names the grandchild's pid (read from the file it wrote) and an unrelated one,
+# in the layouts the recorded outputs show (tests/data/vendors/processes).
+FAKE_NVIDIA_SMI = """#!{python}
+import pathlib, sys
+pid = pathlib.Path({pid_file!r}).read_text()
+if any(arg.startswith("--query-compute-apps") for arg in sys.argv):
+    print(f"00000000:18:00.0, {{pid}}, 30412")
+    print("00000000:3B:00.0, 1, 999")
+elif sys.argv[1:2] == ["pmon"]:
+    print("# gpu         pid   type     sm    mem    enc    dec    jpg    ofa    command")
+    print("# Idx           #    C/G      %      %      %      %      %      %    name")
+    print(f"    0  {{pid:>9}}     C     87     41      -      -      -      -    python")
+    print("    1          1     C     50     10      -      -      -      -    init")
+else:
+    sys.exit("no record")
+"""
+
+
+def test_a_vendor_tools_per_process_figures_are_matched_to_the_replicas_tree_by_pid(tmp_path, monkeypatch):
+    pid_file = tmp_path / "grandchild.pid"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "nvidia-smi"
+    tool.write_text(FAKE_NVIDIA_SMI.format(python=sys.executable, pid_file=str(pid_file)), encoding="utf-8")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    backend = LocalBackend(usage_interval_s=0)
+    launch = _launch(tmp_path, 0, NAMED_GRANDCHILD)
+    launch = replace(launch, env={**launch.env, "PID_FILE": str(pid_file)}, devices=(0,), measurable=True,
+                     family="nvidia")
+    handle = backend.launch(launch)
+    try:
+        _poll(pid_file.exists, what="the grandchild's pid")
+        sample = backend.scan([handle])[handle]
+        assert (sample["process_device_memory_mib"], sample["process_device_util_pct"], sample["device_source"]) \
+            == (30412.0, 87.0, "nvidia-smi")  # pid 1's figures are not the workload's
+    finally:
+        backend.kill(handle)
