@@ -40,7 +40,8 @@ def _queue_removed(data):
 CASES = [
     pytest.param(lambda d: first_tenant(d).setdefault("users", []).append("zoe"),
                  [("tenant.member-added", {"user": "zoe"})], id="a member added"),
-    pytest.param(lambda d: d.setdefault("platform_admins", []).append("ops"), [("platform-admin.added", {"user": "ops"})],
+    pytest.param(lambda d: d.setdefault("platform_admins", []).append("ops"),
+                 [("platform-admin.added", {"user": "ops"})],
                  id="a platform admin added"),
     pytest.param(lambda d: d["tenants"].append({"name": "speech", "display": {"en": "Speech", "zh": "语音"}}),
                  [("tenant.added", {"tenant": "speech"})], id="a tenant added"),

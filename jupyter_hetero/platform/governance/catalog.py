@@ -66,7 +66,8 @@ class CatalogViews:
         catalog, parts = self._json()
         template = catalog.template(name)
         if template is None:
-            raise NotFound(Message(N_("no template named {name!r}"), name=name), known=[t.name for t in catalog.templates])
+            raise NotFound(Message(N_("no template named {name!r}"), name=name),
+                           known=[t.name for t in catalog.templates])
         return dict(parts.templates[template.name])
 
     def queues(self, tenant: Tenant) -> list[dict[str, Any]]:

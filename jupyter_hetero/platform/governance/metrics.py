@@ -65,7 +65,8 @@ class PlatformMetrics:
         """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
         return self.live_catalog.current
 
-    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend, clock: Clock,
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend,
+                 clock: Clock,
                  quota_use=None):
         self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository

@@ -72,7 +72,8 @@ class OnboardingChecklist:
         """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
         return self.live_catalog.current
 
-    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend: Backend,
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
+                 backend: Backend,
                  access: Access, identify: Callable[[str, frozenset[str]], Identity], may_submit: Callable[[Identity, str, str], None],
                  metrics_nodes: Callable[[], set[str]], work_dir: Path, wake: Callable[[], None]):
         self.live_catalog = LiveCatalog.of(catalog)

@@ -145,7 +145,8 @@ def running_conflicts(before: Catalog, after: Catalog, active: list, nodes: list
     for view in nodes:
         ids = by_node.get(view.capability.name)
         flavor = after.flavor_of(view.capability)
-        moved = view.flavor and after.flavor(view.flavor) is not None and (flavor.name if flavor else None) != view.flavor
+        now = flavor.name if flavor else None
+        moved = view.flavor and after.flavor(view.flavor) is not None and now != view.flavor
         if ids and moved:
             problems.append(f"node {view.capability.name} would move from flavor {view.flavor} to "
                             f"{flavor.name if flavor else 'none'} while workloads {_ids(ids)} run on it")

@@ -25,7 +25,8 @@ BACK = "the reloaded catalog has its queue, tenant and template again"
 def stranded_by(catalog: Catalog, row: WorkloadRow) -> str | None:
     """Why ``row`` cannot be scheduled under ``catalog`` (its queue, tenant or template is gone); None if it can."""
     if catalog.queue(row.queue) is None:
-        return f"{STRANDED}queue {row.queue}; the workload waits, inadmissible, until its queue is back or it is cancelled"
+        return f"{STRANDED}queue {row.queue}; the workload waits, inadmissible, until its queue is back or it is " \
+               "cancelled"
     if row.tenant != _NO_TENANT and catalog.tenant(row.tenant) is None:
         return f"{STRANDED}tenant {row.tenant}; the workload waits, inadmissible, until its tenant is back or it is " \
                "cancelled"

@@ -61,7 +61,8 @@ class Launcher:
         """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
         return self.live_catalog.current
 
-    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend: Backend,
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
+                 backend: Backend,
                  times: SteadyTime, wall: Callable[[], float], paths: Callable[[int], JobPaths],
                  running: dict[int, RunningAttempt],
                  seal_environment: Callable[[WorkloadRow, dict[str, str]], dict[str, str]],

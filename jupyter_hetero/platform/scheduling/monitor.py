@@ -50,7 +50,8 @@ class AttemptMonitor:
         """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
         return self.live_catalog.current
 
-    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend: Backend,
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
+                 backend: Backend,
                  times: SteadyTime, wall: Callable[[], float], paths: Callable[[int], JobPaths],
                  running: dict[int, RunningAttempt], workloads: WorkloadCopies,
                  inadmissible: InadmissibleWorkloads, on_kernel_lost: Callable[[int, str], None],

@@ -61,7 +61,8 @@ class Enqueuer:
         """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
         return self.live_catalog.current
 
-    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, access: Access, wake: Callable[[], None]):
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, access: Access,
+                 wake: Callable[[], None]):
         self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.access = access
