@@ -10,7 +10,9 @@ import time
 import pytest
 from sqlalchemy import event
 
+from ..conftest import _token
 from .test_credentials import as_credential
+from .test_kernels import kernelspecs  # noqa: F401 - the kernelspecs fixture
 from .test_lifecycle import gate  # noqa: F401 - the gate fixture
 
 pytestmark = pytest.mark.usefixtures("team")
@@ -215,3 +217,17 @@ async def test_only_the_owner_or_the_workload_reports_and_only_its_tenant_reads(
     await wait_for(job, lambda w: w["state"] == "cancelled", as_user="alice")
     status, error = await api_error(f"workloads/{job}/metrics", "POST", {"metrics": {"accuracy": 1}}, as_user="alice")
     assert (status, error.get("reason")) == (409, "not-running")
+
+
+async def test_a_kernels_figures_say_why_they_are_not_measured(kernelspecs, api, jp_fetch):  # noqa: F811
+    started = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "hetero-cpu"}),
+                             headers={"Authorization": f"token {_token('alice')}"})
+    kernel_id = json.loads(started.body)["id"]
+    workload = next(w for w in await api("workloads", kind="kernel", as_user="alice")
+                    if w["spec"]["kernel_id"] == kernel_id)
+    answer = await api(f"workloads/{workload['id']}/metrics", as_user="alice")
+    why = {entry["name"]: entry["why"] for entry in answer["not_measured"]}
+    assert answer["declared"] and answer["series"] == []
+    assert all("not measured for a kernel" in why[name] for name in answer["declared"]
+               if name in ("cpu_util", "memory_rss", "device_util")), why
+    await jp_fetch("api", "kernels", kernel_id, method="DELETE", headers={"Authorization": f"token {_token('alice')}"})

@@ -32,6 +32,8 @@ MAX_POINTS_PER_NAME = 10_000
 CLOCK_SKEW_S = 60.0
 # The measured figures that need a device vendor's tool (or a cluster's exporter).
 _DEVICE = ("device_util", "device_memory", "device_memory_peak")
+# Kinds whose processes the scheduler starts and samples (scheduling.monitor.RUN_BY_BACKEND).
+_SAMPLED_KINDS = ("job", "service")
 
 
 class WorkloadMetrics:
@@ -122,6 +124,10 @@ class WorkloadMetrics:
         if not is_measured(name):
             return Message(N_("{name}: reported by the workload through jupyter_hetero.report(); none yet"),
                            name=name).text(language)
+        if row.kind not in _SAMPLED_KINDS:
+            return Message(N_("{name}: not measured for a {kind}: its processes are started by Jupyter, not by the "
+                              "scheduler, which samples jobs and service replicas only"), name=name,
+                           kind=row.kind).text(language)
         if not attempts:
             return Message(N_("{name}: measured while the workload runs; it has not run yet"), name=name).text(language)
         if name in _DEVICE:
