@@ -10,6 +10,7 @@
     jupyter hetero usage [--since 30d] [--by tenant|user|queue|template|cost_centre|flavor]
     jupyter hetero report [--since 30d] [--format html|json] [-o FILE]
     jupyter hetero evidence ID [--format text|json|html] [--lang en|zh] [-o FILE]
+    jupyter hetero metrics ID [--format table|json] [--lang en|zh]
     jupyter hetero admit node|tenant NAME | admit list | admit reload-catalog
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
@@ -52,6 +53,8 @@ _LAZY_COMMANDS = {
                "the acceptance report: per task type its evidence and checkpoints"),
     "evidence": ("jupyter_hetero.cli.evidence", "add_evidence_parser",
                  "one workload's evidence chain: request, attempts, waits, release, audit"),
+    "metrics": ("jupyter_hetero.cli.metrics", "add_metrics_parser",
+                "a workload's figures: latest value, unit, source and points of each metric"),
     "hub-config": ("jupyter_hetero.cli.hub", "add_hub_config_parser",
                    "print the JupyterHub configuration for the hetero service and profiles"),
 }

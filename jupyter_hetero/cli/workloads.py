@@ -48,7 +48,8 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    workload = connect(args).workload(args.id, lang=args.lang)
+    client = connect(args)
+    workload = client.workload(args.id, lang=args.lang)
     if args.json:
         print(json.dumps(workload, indent=2))
         return 0
@@ -71,6 +72,12 @@ def _status(args: argparse.Namespace) -> int:
     for attempt in workload.get("attempts", []):
         print(f"  attempt {attempt['number']} on {attempt['node']}: {attempt['outcome'] or 'running'}"
               + (f", exit code {attempt['exit_code']}" if attempt["exit_code"] not in (None,) else ""))
+    if workload.get("attempts"):  # what it ran is measured; a workload that never ran has no figures to show
+        from .metrics import metric_lines  # noqa: PLC0415 - only a workload that ran needs it
+
+        figures = client.request("GET", f"workloads/{args.id}/metrics", lang=args.lang)
+        print("  metrics:")
+        print("\n".join("    " + line for text in metric_lines(figures) for line in text.splitlines()))
     return 0
 
 

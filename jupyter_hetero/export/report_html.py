@@ -79,8 +79,7 @@ def render_report(report: dict[str, Any], lang: str = "en", evidence_href: str =
     # Each item by its own evidence: met, failed, or not measured with what would measure it.
     rows = [[html.escape(check["task_type"]), html.escape(item["name"]),
              f"<span class=\"{item['status']}\">{t(_TEXT[item['status']])}</span>",
-             linked(html.escape(item["evidence"]))
-             + (f"<br><span class=\"muted\">{t(_TEXT['needs'])}: {t(item['needs'])}</span>" if item.get("needs") else "")]
+             linked(html.escape(item["evidence"])) + _needs(item.get("needs"), t)]
             for check in report["checkpoints"] for item in check["items"]]
     parts.append(_table([t(N_("Task type")), t(N_("Checkpoint")), t(N_("Result")), t(N_("Evidence"))], rows))
 
@@ -102,6 +101,13 @@ def render_report(report: dict[str, Any], lang: str = "en", evidence_href: str =
                              t(N_("Labels"))],
                             [[html.escape(str(node.get(k) or "-")) for k in ("name", "flavor", "chip", "driver", "runtime")]
                              + [html.escape(_pairs(node.get("labels") or {}))] for node in task["nodes"]]))
+        if task.get("metrics"):  # its templates' declared metrics, over its workloads' latest figures
+            parts.append(_table([t(N_("Declared metric")), t(N_("Workloads measured")), t(N_("Least")), t(N_("Mean")),
+                                 t(N_("Most")), t(N_("Unit")), t(N_("Source"))],
+                                [[html.escape(m["name"]), str(m["workloads"])]
+                                 + [_value(m[k], "", t(N_("not measured"))) for k in ("min", "mean", "max")]
+                                 + [html.escape(m["unit"] or "-"), html.escape(", ".join(m["sources"]) or "-")]
+                                 for m in task["metrics"]]))
         if task["errors"]:
             parts.append(_table([t(N_("Workload")), t(N_("Attempt")), t(N_("Exit code")), t(N_("Reason"))],
                                 [[_evidence_link(e["workload"], evidence_href, lang), str(e["attempt"]),
@@ -164,6 +170,11 @@ def render_report(report: dict[str, Any], lang: str = "en", evidence_href: str =
                  if advice["release"] else f"<p class=\"muted\">{t(_TEXT['nothing_to_release'])}</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _needs(needs: str | None, t) -> str:
+    """What would measure a checkpoint that nothing measured, under its evidence."""
+    return f"<br><span class=\"muted\">{t(_TEXT['needs'])}: {t(needs)}</span>" if needs else ""
 
 
 def _evidence_link(workload: int, href: str, lang: str) -> str:

@@ -29,6 +29,8 @@ export function failureText(failure: IFailure, trans: TranslationBundle): string
       return trans.__('Could not explain the workload: %1', message);
     case 'evidence':
       return trans.__('Could not read the evidence of the workload: %1', message);
+    case 'metrics':
+      return trans.__('Could not read the metrics of the workload: %1', message);
     case 'logs':
       return trans.__('Could not read the log: %1', message);
     case 'usage':

@@ -112,6 +112,7 @@ export class HeteroPanel extends ReactWidget {
             workloads={work.workloads}
             explanations={work.explanations}
             evidences={work.evidences}
+            metrics={work.metrics}
             busy={work.busy}
             trans={trans}
             onLogs={this._actions.openLogs}
@@ -121,6 +122,8 @@ export class HeteroPanel extends ReactWidget {
             onDismissExplanation={wid => work.dismissExplanation(wid)}
             onEvidence={wid => void work.showEvidence(wid)}
             onDismissEvidence={wid => work.dismissEvidence(wid)}
+            onMetrics={wid => void work.showMetrics(wid)}
+            onDismissMetrics={wid => work.dismissMetrics(wid)}
             evidencePageUrl={wid => work.evidencePageUrl(wid)}
           />
         );

@@ -18,6 +18,7 @@ import type {
   IVersion,
   IWorkload,
   IWorkloadEvidence,
+  IWorkloadMetrics,
   JobPayload,
   Lang,
   ParameterValues
@@ -67,6 +68,7 @@ export interface IHeteroService {
   resubmitWorkload(id: number): Promise<IWorkload>;
   explainWorkload(id: number, lang: Lang): Promise<IExplanation>;
   getWorkloadEvidence(id: number, lang: Lang): Promise<IWorkloadEvidence>;
+  getWorkloadMetrics(id: number, lang: Lang): Promise<IWorkloadMetrics>;
   /** Where the evidence chain is as one self-contained HTML page (to open in a browser tab). */
   evidencePageUrl(id: number, lang: Lang): string;
   /** A workload's log, followed (`follow=true`): each chunk to `onChunk` as it comes, until the workload ends or `signal` aborts. */
@@ -155,6 +157,10 @@ export class HeteroService implements IHeteroService {
 
   getWorkloadEvidence(id: number, lang: Lang): Promise<IWorkloadEvidence> {
     return this._get(`workloads/${id}/evidence?lang=${lang}`);
+  }
+
+  getWorkloadMetrics(id: number, lang: Lang): Promise<IWorkloadMetrics> {
+    return this._get(`workloads/${id}/metrics?lang=${lang}`);
   }
 
   evidencePageUrl(id: number, lang: Lang): string {

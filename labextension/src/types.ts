@@ -99,6 +99,12 @@ export type IExplanation = Schemas['Explanation'];
 /** What `GET /workloads/{id}/evidence` answers: one workload's evidence chain, from its request to its release. */
 export type IWorkloadEvidence = Schemas['WorkloadEvidence'];
 
+/** What `GET /workloads/{id}/metrics` answers: its declared metrics, every series recorded, and what is not measured and why. */
+export type IWorkloadMetrics = Schemas['WorkloadMetrics'];
+
+/** One metric of a workload over its attempts: `points` are `[at, value, attempt]`, oldest first. */
+export type IMetricSeries = Schemas['MetricSeries'];
+
 /** One eligible flavor of a preview. */
 export type IFlavorPreview = Schemas['FlavorPreview'];
 

@@ -19,6 +19,7 @@ import type {
   ITenantSummary,
   IVersion,
   IWorkloadEvidence,
+  IWorkloadMetrics,
   IWorkload
 } from '../src/types';
 
@@ -557,6 +558,24 @@ export function evidence(overrides: Partial<IWorkloadEvidence> = {}): IWorkloadE
       ],
       verification: { intact: true, entries: 5, first_break: null, problem: null }
     },
+    ...overrides
+  };
+}
+
+/** A training job's metrics: a reported loss over three points, measured bytes written, device figures not measured. */
+export function metrics(overrides: Partial<IWorkloadMetrics> = {}): IWorkloadMetrics {
+  const at = 1_700_000_000;
+  return {
+    workload: 7,
+    declared: ['device_util', 'device_memory', 'loss'],
+    series: [
+      { name: 'io_write_bytes', unit: 'bytes', source: 'procfs', points: [[at, 0, 1], [at + 10, 8_388_608, 1]] },
+      { name: 'loss', unit: null, source: 'reported', points: [[at, 0.9, 1], [at + 1, 0.5, 1], [at + 2, 0.31, 1]] }
+    ],
+    not_measured: [
+      { name: 'device_util', why: 'device_util: needs NVIDIA, AMD, Ascend or Intel devices with their tool; this workload was given none' },
+      { name: 'device_memory', why: 'device_memory: needs NVIDIA, AMD, Ascend or Intel devices with their tool; this workload was given none' }
+    ],
     ...overrides
   };
 }

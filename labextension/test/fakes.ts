@@ -6,6 +6,7 @@ import type {
   IOnboarding,
   IExplanation,
   IWorkloadEvidence,
+  IWorkloadMetrics,
   IKernelUsage,
   IMyTenant,
   INode,
@@ -39,6 +40,8 @@ export class FakeService implements IHeteroService {
   details = new Map<number, IWorkload>();
   /** Answers of `getWorkloadEvidence` by id; a built chain of that id when absent. */
   evidences = new Map<number, IWorkloadEvidence>();
+  /** Answers of `getWorkloadMetrics` by id; built metrics of that id when absent. */
+  metrics = new Map<number, IWorkloadMetrics>();
   preview: IPreview = build.preview();
   usage: IKernelUsage = build.kernelUsage();
   /** Method name -> error the next calls throw. */
@@ -145,6 +148,9 @@ export class FakeService implements IHeteroService {
   }
   getWorkloadEvidence(id: number, lang: Lang): Promise<IWorkloadEvidence> {
     return this._answer('getWorkloadEvidence', [id, lang], () => this.evidences.get(id) ?? build.evidence({ id }));
+  }
+  getWorkloadMetrics(id: number, lang: Lang): Promise<IWorkloadMetrics> {
+    return this._answer('getWorkloadMetrics', [id, lang], () => this.metrics.get(id) ?? build.metrics({ workload: id }));
   }
   evidencePageUrl(id: number, lang: Lang): string {
     return `/hetero/api/v1/workloads/${id}/evidence?format=html&lang=${lang}`;

@@ -31,8 +31,6 @@ CHECKPOINT = "import os, pathlib; pathlib.Path(os.environ['HETERO_CHECKPOINT_DIR
              "import time; time.sleep(2.5)"  # long enough for the scheduler to see the checkpoint while it runs
 GATE = "import os, time\nwhile not os.path.exists({path!r}): time.sleep(0.05)"
 FINAL = ("succeeded", "failed", "cancelled", "lost")
-# Whether the server measures a job's storage bytes (procfs) yet: the monitor's sampling is being built alongside.
-IO_STATUS = "not-measured"
 
 
 @pytest.fixture
@@ -94,19 +92,16 @@ async def test_the_acceptance_report_meets_every_checkpoint_and_agrees_with_the_
     # training jobs' device memory or their communication: a stand-in (the host's memory) never meets an item.
     items = {(c["task_type"], i["name"]): i for c in report["checkpoints"] for i in c["items"]}
     assert {key: item["status"] for key, item in items.items()} == {
-        **{key: "met" for key in items}, ("data-preprocessing", "io"): IO_STATUS,
+        **{key: "met" for key in items},
         ("training", "device-memory"): "not-measured", ("training", "communication"): "not-measured"}, items
     assert "nvidia-smi" in items["training", "device-memory"]["needs"]
     assert "collective_bandwidth_gbps" in items["training", "communication"]["needs"]
     assert all(item["needs"] is None for item in items.values() if item["status"] == "met")
     # Preprocessing's IO is the bytes its attempts read and wrote, as procfs measured them, never its archive.
     io = items["data-preprocessing", "io"]
-    if IO_STATUS == "met":
-        preprocessed = sorted(w["id"] for w in submitted[2:4])
-        assert re.fullmatch(rf"read [\d.]+ (B|kB|MB|GB), wrote [\d.]+ (B|kB|MB|GB) \(procfs\) in workloads "
-                            rf"{preprocessed[0]}, {preprocessed[1]}", io["evidence"]), io
-    else:
-        assert io["evidence"].startswith("no bytes read or written were measured"), io
+    preprocessed = sorted(w["id"] for w in submitted[2:4])
+    assert re.fullmatch(rf"read [\d.]+ (B|kB|MB|GB), wrote [\d.]+ (B|kB|MB|GB) \(procfs\) in workloads "
+                        rf"{preprocessed[0]}, {preprocessed[1]}", io["evidence"]), io
 
     # Per task type, the same figures the API gives of the same workloads.
     workloads = await api("workloads", as_user="root")

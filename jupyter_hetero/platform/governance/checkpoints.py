@@ -151,9 +151,10 @@ def _communication(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptR
         reported += [(row.id, name, value, source) for name, (value, source) in sorted(figures.items())
                      if name.startswith(COLLECTIVE_PREFIXES)]
         replicas = max((len((a.placement or {}).get("slots") or ()) for a in attempts.get(row.id, ())), default=0)
-        if replicas > 1 and ("net_rx_bytes" in figures or "net_tx_bytes" in figures):
-            network.append((row.id, sum(value for _n, value, _s in _figures(figures, ("net_rx_bytes", "net_tx_bytes"))),
-                            ", ".join(sorted({s for _n, _v, s in _figures(figures, ("net_rx_bytes", "net_tx_bytes"))}))))
+        moved = _figures(figures, ("net_rx_bytes", "net_tx_bytes"))
+        if replicas > 1 and moved:  # one replica's traffic is not communication between replicas
+            network.append((row.id, sum(value for _n, value, _s in moved),
+                            ", ".join(sorted({source for _n, _v, source in moved}))))
     if not reported and not network:
         return _item("communication", NOT_MEASURED,
                      f"no collective figure reported and no network bytes measured for {len(rows)} workloads")
@@ -203,7 +204,8 @@ def _cost(rows: list[WorkloadRow], costs: Mapping[str, float]) -> dict[str, Any]
 
 def _archived(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptRow]]) -> dict[str, Any]:
     archived = [row.id for row in rows for a in attempts.get(row.id, ()) if _has_outputs(a.archive_path)]
-    return _item("archived-results", MET if archived else NOT_MEASURED, f"results archived for workloads {_ids(archived)}")
+    return _item("archived-results", MET if archived else NOT_MEASURED,
+                 f"results archived for workloads {_ids(archived)}")
 
 
 def _figures(figures: Mapping[str, tuple[float, str]], names: Iterable[str]) -> list[tuple[str, float, str]]:

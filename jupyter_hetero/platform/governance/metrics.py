@@ -9,7 +9,8 @@ Three groups, each family named with its unit:
 - resource: devices, cores and memory per node (what it has, what is allocated, what is used where measured),
   the device-memory watermark per flavor and the queue wait per queue (a histogram);
 - task: submissions, workloads per state, attempts per outcome, failures per reason, run time (a histogram),
-  retries, preemptions, node losses, checkpoints and archives;
+  retries, preemptions, node losses, checkpoints and archives, and each running workload's latest figure of each
+  metric its template declares or the platform measures (``hetero_workload_metric``);
 - governance: device-seconds and cost per tenant and flavor (the catalog's price per device-hour, per
   core-hour for CPU flavors), quota and use per tenant and flavor, audit entries per outcome and the chain's
   sealed head, each onboarding checklist's state.
@@ -28,6 +29,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from ...catalog import Catalog
+from ...metric_names import MEASURED
 from ...store import Repository
 from ..clock import Clock
 from ..live_catalog import LiveCatalog
@@ -52,7 +54,8 @@ FAMILIES = {
                  "hetero_node_memory_used_bytes", "hetero_device_memory_watermark_bytes", "hetero_queue_wait_seconds"),
     "task": ("hetero_workloads_submitted", "hetero_workloads", "hetero_attempts", "hetero_attempt_failures",
              "hetero_attempt_run_seconds", "hetero_workload_retries", "hetero_workload_preemptions",
-             "hetero_workload_node_losses", "hetero_workloads_checkpointed", "hetero_attempts_archived"),
+             "hetero_workload_node_losses", "hetero_workloads_checkpointed", "hetero_attempts_archived",
+             "hetero_workload_metric"),
     "governance": ("hetero_tenant_device_seconds", "hetero_tenant_cost", "hetero_tenant_quota_devices",
                    "hetero_tenant_devices_in_use", "hetero_audit_entries", "hetero_audit_head",
                    "hetero_onboarding"),
@@ -186,6 +189,25 @@ class PlatformMetrics:
         yield _counter("hetero_workload_node_losses", "Attempts lost with their node", ["queue"], losses)
         yield _gauge_of("hetero_workloads_checkpointed", "Workloads that wrote a checkpoint", ["queue"], checkpointed)
         yield _counter("hetero_attempts_archived", "Ended attempts whose outputs were archived", ["queue"], archived)
+        yield self.workload_metrics()
+
+    def workload_metrics(self) -> GaugeMetricFamily:
+        """Each running workload's latest figure of each metric, in one read of the samples. Label values stay
+        bounded: the names are the platform's measured ones and those the workload's template declares (a
+        workload's other reported names are kept, and shown on its own page, but not exposed here)."""
+        family = _gauge("hetero_workload_metric", "A running workload's latest figure of a metric (in the metric's "
+                        "unit: see docs/governance.md)", ["workload", "tenant", "template", "name", "source"])
+        running = self.repository.workloads(states=("running",))
+        latest = self.repository.latest_metrics([row.id for row in running])
+        declared = {template.name: {m if isinstance(m, str) else m.name for m in template.metrics}
+                    for template in self.catalog.templates}
+        for row in running:
+            shown = declared.get(row.template, set()) | MEASURED.keys()
+            for name, (figure, source) in sorted(latest.get(row.id, {}).items()):
+                if name in shown:
+                    family.add_metric([str(row.id), row.tenant, row.template, name, source], figure)
+        return family
+
 
     # -- governance --------------------------------------------------------------------------
 

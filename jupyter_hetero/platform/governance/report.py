@@ -4,7 +4,8 @@
     report = reports.build(identity, since_s=30 * 86400)   # platform admins; blocking: call it off the event loop
 
 For each task type that ran: submissions, outcomes, retries and preemptions, the images and nodes (with their
-chips, drivers and runtimes) used, device utilisation and memory watermarks where measured, the errors; per
+chips, drivers and runtimes) used, device utilisation and memory watermarks where measured, the metrics its
+templates declare summarised over its workloads' latest figures, the errors; per
 queue the waits (p50, p95, against its max wait, as a histogram); usage and cost per tenant; device allocation
 over time per flavor; the alerts fired and the services' releases (each rollout and its verdict); the capacity
 advice (more nodes where a queue waits past its max wait, release where devices sit unused). Then the four
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...catalog import Catalog
+from ...metric_names import unit_of
 from ...store import Repository
 from ...store.tables import AttemptRow, WorkloadRow
 from ..access import Access
@@ -77,7 +79,9 @@ class Reports:
         by_template = usage_report(ran, self.catalog, since=since, until=now, now=now, by="template")
         releases = [{"service": service.name, "tenant": service.tenant, **entry}
                     for service in record["services"] for entry in service.revisions if entry.get("at", 0) >= since]
-        tasks = [self._task(task, rows, attempts, images) for task, rows in sorted(by_task.items())]
+        latest = self.repository.latest_metrics([row.id for row in record["workloads"]])
+        tasks = [{**self._task(task, rows, attempts, images), "metrics": self._declared(rows, latest)}
+                 for task, rows in sorted(by_task.items())]
         return {
             "since": since, "until": now, "generated_at": now,
             "task_types": tasks,
@@ -89,7 +93,7 @@ class Reports:
             "capacity": self.capacity(since_s),
             "checkpoints": judge_checkpoints(
                 by_task, attempts, releases, {row["key"]: row["cost"] for row in by_template["rows"]},
-                self.repository.latest_metrics([row.id for row in record["workloads"]])),
+                latest),
         }
 
     # -- sections ----------------------------------------------------------------------------
@@ -115,6 +119,26 @@ class Reports:
             "errors": [{"workload": a.workload_id, "attempt": a.number, "exit_code": a.exit_code, "reason": a.reason}
                        for a in ended if a.outcome == "failed"][:20],
         }
+
+    def _declared(self, rows: list[WorkloadRow], latest) -> list[dict[str, Any]]:
+        """Each metric the task type's templates declare, summarised over its workloads' latest figures (a byte
+        counter's latest is its attempt's total): how many workloads have one, their least, mean and most, and
+        where they came from; a name no workload has figures for is listed with none."""
+        declared = {}
+        for template in sorted({row.template for row in rows}):
+            found = self.catalog.template(template)
+            for metric in found.metrics if found else ():
+                declared.setdefault(metric if isinstance(metric, str) else metric.name, None)
+        summaries = []
+        for name in declared:
+            figures = [latest[row.id][name] for row in rows if name in latest.get(row.id, {})]
+            values = [value for value, _source in figures]
+            summaries.append({"name": name, "unit": unit_of(name), "workloads": len(values),
+                              "min": min(values) if values else None,
+                              "mean": round(sum(values) / len(values), 6) if values else None,
+                              "max": max(values) if values else None,
+                              "sources": sorted({source for _value, source in figures})})
+        return summaries
 
     def _node(self, name: str) -> dict[str, Any]:
         view = self.inventory.node(name)

@@ -11,6 +11,7 @@ export type Action =
   | 'resubmit'
   | 'explain'
   | 'evidence'
+  | 'metrics'
   | 'logs'
   | 'usage';
 

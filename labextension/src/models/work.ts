@@ -1,10 +1,12 @@
 import { isFinished } from '../format';
 import type { IHeteroService } from '../service';
-import type { IExplanation, IWorkload, IWorkloadEvidence, Lang } from '../types';
+import type { IExplanation, IWorkload, IWorkloadEvidence, IWorkloadMetrics, Lang } from '../types';
 import { ModelBase } from './base';
 
 /** How many workloads one refresh describes (blockers in the UI's language, attempts). */
 const MAX_DESCRIBED = 20;
+/** A running workload's shown metrics are fetched again at most this often (ms): the server samples every 10 s. */
+export const METRICS_EVERY_MS = 10_000;
 
 /**
  * The caller's own workloads ("My work") and the actions on them.
@@ -14,6 +16,7 @@ const MAX_DESCRIBED = 20;
  * await work.refresh();           // GET /workloads?mine=true, then each moving one in Chinese
  * await work.cancel(7);           // DELETE /workloads/7, then refresh
  * await work.showEvidence(7);     // GET /workloads/7/evidence in Chinese, kept until dismissed
+ * await work.showMetrics(7);      // GET /workloads/7/metrics, fetched again by refreshes while it runs
  * ```
  */
 export class WorkModel extends ModelBase {
@@ -21,6 +24,7 @@ export class WorkModel extends ModelBase {
     super();
     this._service = options.service;
     this._lang = options.lang;
+    this._now = options.now ?? Date.now;
   }
 
   /** The caller's workloads, newest first. */
@@ -36,6 +40,11 @@ export class WorkModel extends ModelBase {
   /** Evidence chains asked for, by workload id. */
   get evidences(): ReadonlyMap<number, IWorkloadEvidence> {
     return this._evidences;
+  }
+
+  /** Metrics asked for, by workload id: its declared metrics' series and what is not measured. */
+  get metrics(): ReadonlyMap<number, IWorkloadMetrics> {
+    return this._metrics;
   }
 
   /** Ids of workloads with an action in flight. */
@@ -57,6 +66,7 @@ export class WorkModel extends ModelBase {
       if (generation === this._generation) {
         this._workloads = shown;
         this._forgetGone(workloads);
+        await this._refreshMetrics(shown);
         // The list itself came back: a failed description leaves that row as listed.
         this._error = failure === null ? null : this.failOnce('refresh', failure, this._error);
         this.emitChanged();
@@ -129,6 +139,30 @@ export class WorkModel extends ModelBase {
     }
   }
 
+  /** Fetch a workload's metrics to show them; refreshes fetch them again, gently, while it runs. */
+  async showMetrics(id: number): Promise<IWorkloadMetrics | null> {
+    let metrics: IWorkloadMetrics | null = null;
+    await this._act(
+      id,
+      'metrics',
+      async () => {
+        metrics = await this._service.getWorkloadMetrics(id, this._lang);
+        this._metrics.set(id, metrics);
+        this._metricsAt.set(id, this._now());
+      },
+      false
+    );
+    return metrics;
+  }
+
+  /** Hide a workload's metrics again (and stop fetching them). */
+  dismissMetrics(id: number): void {
+    this._metricsAt.delete(id);
+    if (this._metrics.delete(id)) {
+      this.emitChanged();
+    }
+  }
+
   /** Where a workload's evidence chain is as one HTML page, in the UI's language. */
   evidencePageUrl(id: number): string {
     return this._service.evidencePageUrl(id, this._lang);
@@ -136,7 +170,7 @@ export class WorkModel extends ModelBase {
 
   private async _act(
     id: number,
-    action: 'cancel' | 'resubmit' | 'explain' | 'evidence',
+    action: 'cancel' | 'resubmit' | 'explain' | 'evidence' | 'metrics',
     call: () => Promise<unknown>,
     refreshAfter = true
   ): Promise<boolean> {
@@ -188,10 +222,33 @@ export class WorkModel extends ModelBase {
     return { shown, failure };
   }
 
+  /**
+   * The shown metrics of workloads that still run (or have not yet been fetched since they ended), at most every
+   * METRICS_EVERY_MS each; a failed fetch keeps the figures shown.
+   */
+  private async _refreshMetrics(shown: readonly IWorkload[]): Promise<void> {
+    const now = this._now();
+    const due = shown.filter(w => {
+      const at = this._metricsAt.get(w.id);
+      return at !== undefined && now - at >= METRICS_EVERY_MS && !(isFinished(w.state) && this._endedMetrics.has(w.id));
+    });
+    const answers = await Promise.allSettled(due.map(w => this._service.getWorkloadMetrics(w.id, this._lang)));
+    answers.forEach((answer, i) => {
+      const workload = due[i];
+      if (answer.status === 'fulfilled' && this._metricsAt.has(workload.id)) {
+        this._metrics.set(workload.id, answer.value);
+        this._metricsAt.set(workload.id, now);
+        if (isFinished(workload.state)) {
+          this._endedMetrics.add(workload.id); // its last figures: nothing more will come
+        }
+      }
+    });
+  }
+
   /** Drop what is kept for workloads no longer listed. */
   private _forgetGone(workloads: readonly IWorkload[]): void {
     const listed = new Set(workloads.map(w => w.id));
-    for (const kept of [this._final, this._explanations, this._evidences]) {
+    for (const kept of [this._final, this._explanations, this._evidences, this._metrics, this._metricsAt]) {
       for (const id of kept.keys()) {
         if (!listed.has(id)) {
           kept.delete(id);
@@ -204,6 +261,10 @@ export class WorkModel extends ModelBase {
   private readonly _lang: Lang;
   private readonly _explanations = new Map<number, IExplanation>();
   private readonly _evidences = new Map<number, IWorkloadEvidence>();
+  private readonly _metrics = new Map<number, IWorkloadMetrics>();
+  private readonly _metricsAt = new Map<number, number>();
+  private readonly _endedMetrics = new Set<number>();
+  private readonly _now: () => number;
   private readonly _busy = new Set<number>();
   private readonly _final = new Map<number, IWorkload>();
   private _workloads: IWorkload[] = [];
@@ -217,5 +278,7 @@ export namespace WorkModel {
     service: IHeteroService;
     /** The language blockers and explanations are asked in. */
     lang: Lang;
+    /** Milliseconds now (Date.now); tests pass their own. */
+    now?: () => number;
   }
 }

@@ -159,6 +159,7 @@ describe('MyWorkSection', () => {
       workloads: [build.workload()],
       explanations: new Map(),
       evidences: new Map(),
+      metrics: new Map(),
       busy: new Set(),
       trans,
       onLogs: vi.fn(),
@@ -168,6 +169,8 @@ describe('MyWorkSection', () => {
       onDismissExplanation: vi.fn(),
       onEvidence: vi.fn(),
       onDismissEvidence: vi.fn(),
+      onMetrics: vi.fn(),
+      onDismissMetrics: vi.fn(),
       evidencePageUrl: (id: number) => `/hetero/api/v1/workloads/${id}/evidence?format=html&lang=en`,
       ...overrides
     };
@@ -205,6 +208,30 @@ describe('MyWorkSection', () => {
     );
     click(view?.querySelector('.jp-hetero-dismiss') ?? null);
     expect(onDismissEvidence).toHaveBeenCalledWith(7);
+  });
+
+  it('asks for a workload\'s metrics and shows each as a sparkline with its latest figure, then what is not measured', () => {
+    const onMetrics = vi.fn();
+    const workload = build.workload({ state: 'running', blockers: [] });
+    rendered = render(<MyWorkSection {...section({ workloads: [workload], onMetrics })} />);
+    click(rendered.host.querySelector('.jp-hetero-action-metrics'));
+    expect(onMetrics).toHaveBeenCalledWith(7);
+    rendered.unmount();
+
+    const onDismissMetrics = vi.fn();
+    rendered = render(
+      <MyWorkSection {...section({ workloads: [workload], metrics: new Map([[7, build.metrics()]]), onDismissMetrics })} />
+    );
+    const view = rendered.host.querySelector('.jp-hetero-metrics');
+    const cards = [...(view?.querySelectorAll('li.jp-hetero-metric') ?? [])];
+    expect(cards.map(c => c.getAttribute('data-metric'))).toEqual(['loss', 'io_write_bytes']);
+    expect(cards.map(c => c.querySelector('.jp-hetero-metric-latest')?.textContent)).toEqual(['0.31', '8.39 MB']);
+    expect(cards.map(c => c.querySelector('.jp-hetero-metric-source')?.textContent)).toEqual(['reported', 'procfs']);
+    expect(cards[0].querySelector('svg.jp-hetero-sparkline path')?.getAttribute('d')).toMatch(/^M0,1 L60,[\d.]+ L120,27$/);
+    const missing = [...(view?.querySelectorAll('.jp-hetero-metric-missing li') ?? [])].map(li => li.textContent);
+    expect(missing[0]).toBe('not measured: device_util: needs NVIDIA, AMD, Ascend or Intel devices with their tool; this workload was given none');
+    click(view?.querySelector('.jp-hetero-dismiss') ?? null);
+    expect(onDismissMetrics).toHaveBeenCalledWith(7);
   });
 
   it('shows a waiting workload with its position, ETA and ranked blockers', () => {
@@ -332,12 +359,14 @@ describe('MyWorkSection', () => {
     expect(queued).toEqual([
       ['Logs', 'Logs of workload 7'],
       ['Explain', 'Explain workload 7'],
+      ['Metrics', 'Metrics of workload 7'],
       ['Evidence', 'Evidence of workload 7'],
       ['Cancel', 'Cancel workload 7']
     ]);
     expect(finished).toEqual([
       ['Logs', 'Logs of workload 7'],
       ['Explain', 'Explain workload 7'],
+      ['Metrics', 'Metrics of workload 7'],
       ['Evidence', 'Evidence of workload 7'],
       ['Re-submit', 'Re-submit workload 7']
     ]);

@@ -1,7 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import type { IExplanation, IWorkload, IWorkloadEvidence } from '../../types';
+import type { IExplanation, IWorkload, IWorkloadEvidence, IWorkloadMetrics } from '../../types';
 import { Section } from '../common/Section';
 import { IWorkloadActions, WorkloadRow } from './WorkloadRow';
 
@@ -10,6 +10,7 @@ export interface IMyWorkSectionProps extends IWorkloadActions {
   workloads: readonly IWorkload[];
   explanations: ReadonlyMap<number, IExplanation>;
   evidences: ReadonlyMap<number, IWorkloadEvidence>;
+  metrics: ReadonlyMap<number, IWorkloadMetrics>;
   busy: ReadonlySet<number>;
   trans: TranslationBundle;
 }
@@ -29,6 +30,7 @@ export function MyWorkSection(props: IMyWorkSectionProps): JSX.Element {
               workload={workload}
               explanation={props.explanations.get(workload.id) ?? null}
               evidence={props.evidences.get(workload.id) ?? null}
+              metrics={props.metrics.get(workload.id) ?? null}
               busy={props.busy.has(workload.id)}
               trans={trans}
               onLogs={props.onLogs}
@@ -38,6 +40,8 @@ export function MyWorkSection(props: IMyWorkSectionProps): JSX.Element {
               onDismissExplanation={props.onDismissExplanation}
               onEvidence={props.onEvidence}
               onDismissEvidence={props.onDismissEvidence}
+              onMetrics={props.onMetrics}
+              onDismissMetrics={props.onDismissMetrics}
               evidencePageUrl={props.evidencePageUrl}
             />
           ))}

@@ -2,11 +2,12 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatEta, formatMemory, formatPlacement, isFinished, kindLabel, num, secondsUntil } from '../../format';
-import type { IAttempt, IBlocker, IExplanation, IWorkload, IWorkloadEvidence } from '../../types';
+import type { IAttempt, IBlocker, IExplanation, IWorkload, IWorkloadEvidence, IWorkloadMetrics } from '../../types';
 import { ActionButton } from '../common/ActionButton';
 import { BlockerList } from './BlockerList';
 import { EvidenceView } from './EvidenceView';
 import { ExplanationView } from './ExplanationView';
+import { MetricsView } from './MetricsView';
 import { StateBadge } from './StateBadge';
 
 /** What the user can do with a workload. */
@@ -18,6 +19,8 @@ export interface IWorkloadActions {
   onDismissExplanation: (id: number) => void;
   onEvidence: (id: number) => void;
   onDismissEvidence: (id: number) => void;
+  onMetrics: (id: number) => void;
+  onDismissMetrics: (id: number) => void;
   /** Where a workload's evidence chain is as one HTML page. */
   evidencePageUrl: (id: number) => string;
 }
@@ -27,6 +30,7 @@ export interface IWorkloadRowProps extends IWorkloadActions {
   workload: IWorkload;
   explanation: IExplanation | null;
   evidence: IWorkloadEvidence | null;
+  metrics: IWorkloadMetrics | null;
   busy: boolean;
   trans: TranslationBundle;
 }
@@ -141,6 +145,9 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
           onDismiss={() => props.onDismissExplanation(w.id)}
         />
       )}
+      {props.metrics && (
+        <MetricsView metrics={props.metrics} trans={trans} onDismiss={() => props.onDismissMetrics(w.id)} />
+      )}
       {props.evidence && (
         <EvidenceView
           evidence={props.evidence}
@@ -162,6 +169,13 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
           ariaLabel={trans.__('Explain workload %1', w.id)}
           disabled={busy}
           onClick={() => props.onExplain(w.id)}
+        />
+        <ActionButton
+          className="jp-hetero-action-metrics"
+          label={trans.__('Metrics')}
+          ariaLabel={trans.__('Metrics of workload %1', w.id)}
+          disabled={busy}
+          onClick={() => props.onMetrics(w.id)}
         />
         <ActionButton
           className="jp-hetero-action-evidence"
