@@ -153,6 +153,8 @@ def test_a_vendor_tools_per_process_figures_are_matched_to_the_replicas_tree_by_
     handle = backend.launch(launch)
     try:
         _poll(pid_file.exists, what="the grandchild's pid")
+        # The tool is read by the sampler's own thread, not by the scan: its figures come within a pass or so.
+        _poll(lambda: "process_device_memory_mib" in backend.scan([handle])[handle], what="the tool's figures")
         sample = backend.scan([handle])[handle]
         assert (sample["process_device_memory_mib"], sample["process_device_util_pct"], sample["device_source"]) \
             == (30412.0, 87.0, "nvidia-smi")  # pid 1's figures are not the workload's

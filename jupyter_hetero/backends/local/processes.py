@@ -18,7 +18,7 @@ from ...capability import NodeCapability
 from ...i18n import N_
 from ..base import Exit, Launch, ProcessHandle
 from .isolation import WorkloadIsolation
-from .telemetry import SOURCE_OF, sample_devices, sample_each, sample_processes, summarise
+from .telemetry import SOURCE_OF, ProcessDeviceSampler, sample_devices, sample_each, summarise
 
 __all__ = ["LocalBackend", "tree_usage"]
 
@@ -54,6 +54,8 @@ class LocalBackend:
         self._scanned: dict[ProcessHandle, dict] = {}  # the latest scan's samples, for sample()
         self.usage_interval_s = usage_interval_s
         self._measured_at = float("-inf")  # monotonic time of the last pass over the process table
+        # Per-process device use, read off the tick by its own thread (a vendor's tool may take a second).
+        self.process_devices = ProcessDeviceSampler()
         psutil.cpu_percent(interval=None)  # the first reading only starts the measurement
 
     def start(self, *, wake=None) -> None:
@@ -229,8 +231,10 @@ class LocalBackend:
             if handle.measurable:
                 wanted.setdefault(handle.family, set()).update(handle.devices)
         devices = {family: sample_each(family, sorted(indexes)) for family, indexes in wanted.items()}
-        # And one ask per family of what each process uses: a workload's own figures, matched by its tree's pids.
-        per_process = {family: _by_pid(sample_processes(family)[0]) for family in wanted}
+        # What each process uses, per family, as the sampler's thread last read it: a workload's own figures,
+        # matched by its tree's pids.
+        self.process_devices.want(set(wanted))
+        per_process = {family: _by_pid(self.process_devices.latest(family) or []) for family in wanted}
         measured: dict[ProcessHandle, dict] = {}
         for handle in handles:
             if not self._alive_in(handle, table.get(handle.pid)):

@@ -18,7 +18,8 @@ from .discovery import vendor_module
 from .vendors import DeviceUsage, run_tool
 from .vendors.per_process import SOURCE_OF, ProcessUse, process_usage
 
-__all__ = ["QUIET_AFTER_TIMEOUT_S", "SOURCE_OF", "sample_devices", "sample_each", "sample_processes", "summarise"]
+__all__ = ["QUIET_AFTER_TIMEOUT_S", "SOURCE_OF", "ProcessDeviceSampler", "sample_devices", "sample_each",
+           "sample_processes", "summarise"]
 
 # After a tool timed out it is left alone this long: a hung driver would otherwise cost every sampling
 # pass (every few seconds, per running workload) the whole timeout.
@@ -72,6 +73,57 @@ def summarise(usage) -> dict[str, float]:
         **({"device_util_pct": round(sum(utils) / len(utils), 1)} if utils else {}),
         **({"device_memory_used_mib": round(sum(memory), 1)} if memory else {}),
     }
+
+
+class ProcessDeviceSampler:
+    """Each wanted family's per-process device use, read by a daemon thread every ``interval_s``, never by the
+    scheduler's tick: ``nvidia-smi pmon -c 1`` alone takes about a second to sample.
+
+        sampler.want({"nvidia"})            # from the tick: which families' processes to read
+        sampler.latest("nvidia")            # [ProcessUse, ...] of the last pass, or None (none yet, or too old)
+    """
+
+    def __init__(self, interval_s: float = 10.0, sample=None) -> None:
+        self.interval_s = interval_s
+        self._sample = sample or (lambda family: sample_processes(family)[0])
+        self._lock = threading.Lock()
+        self._wanted: set[str] = set()
+        self._latest: dict[str, tuple[float, list[ProcessUse]]] = {}
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def want(self, families: set[str]) -> None:
+        with self._lock:
+            new = families - self._wanted
+            self._wanted = set(families)
+            if families and self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="hetero-process-devices")
+                self._thread.start()
+        if new:
+            self._wake.set()  # a family just wanted is read now, not at the next interval
+
+    def latest(self, family: str) -> list[ProcessUse] | None:
+        """The last pass's readings of ``family``, unless older than three intervals (a tool that stopped answering
+        leaves the workload unmeasured, never measured by old figures)."""
+        with self._lock:
+            found = self._latest.get(family)
+        if found is None or time.monotonic() - found[0] > 3 * self.interval_s:
+            return None
+        return found[1]
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                wanted = sorted(self._wanted)
+            for family in wanted:
+                try:
+                    uses = self._sample(family)
+                except Exception:  # noqa: BLE001 - a bad pass must not end the sampling for good
+                    continue
+                with self._lock:
+                    self._latest[family] = (time.monotonic(), uses)
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
 
 
 def sample_processes(family: str, *, run=None, which=shutil.which) -> tuple[list[ProcessUse], str | None]:
