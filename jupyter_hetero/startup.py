@@ -71,6 +71,8 @@ def build_platform(app: HeteroApp) -> Platform:
         backend=backend, clock=clock, engine=build_engine(app, catalog),
         identity_provider=app.serverapp.identity_provider, stop_server=_hub_stop_server(app),
         jupyter_error=_http_error,
+        # A reload's catalog is prepared as the start's was: on this machine alone, its defaults fit the machine.
+        fit_catalog=lambda fresh: _fit_defaults(app, backend, fresh, seen.capabilities),
     )
 
 

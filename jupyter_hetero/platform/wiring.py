@@ -97,7 +97,8 @@ class Platform:
                  inventory: Inventory, backend: Backend, clock: Clock, engine: Engine | None = None,
                  identity_provider: Any = None, stop_server: Callable[[str, str], Awaitable[None]] | None = None,
                  jupyter_error: Callable[[HeteroError], Exception] = _as_is,
-                 inherited_environment: Mapping[str, str] | None = None) -> None:
+                 inherited_environment: Mapping[str, str] | None = None,
+                 fit_catalog: Callable[[Catalog], Catalog] | None = None) -> None:
         self.settings = settings
         # The one holder of the catalog the server runs with: every part reads it there (see live_catalog.py).
         self.live_catalog = LiveCatalog(catalog)
@@ -183,7 +184,8 @@ class Platform:
             held=lambda: self.scheduler.queue_status().held_by_tenant(),
             set_live={"onboarding": self._set_onboarding, "alerts": self._set_alerts},
             live_now=lambda section: self.onboarding.rules if section == "onboarding" else self.alerts.rules,
-            wake=self.loop.wake, ticking=lambda: self.loop.started)
+            wake=self.loop.wake, ticking=lambda: self.loop.started,
+            prepare=fit_catalog or (lambda fresh: fresh), unusable=self._unwatched_tenants)
         self._catalog_stamp: tuple[int, int] | None = None  # the catalog file's (mtime, size) as last read
         self._reloading: asyncio.Future | None = None
         self.serving = Services(catalog=catalog, repository=self.repository, workloads=self.workloads,
@@ -297,6 +299,17 @@ class Platform:
             return
         self.repository.record_audit(actor="server", action="catalog.applied", target="catalog", outcome="done",
                                      detail={"applied": applied, "because": "the file changed"})
+
+    def _unwatched_tenants(self, catalog: Catalog) -> list[str]:
+        """Tenants whose namespace the backend does not watch (Kubernetes, a namespace per tenant: the watched ones
+        are fixed at start), so whose pods it could not see."""
+        namespaces = getattr(self.backend, "namespaces", None)
+        config = getattr(self.backend, "config", None)
+        if self.backend.name != "kubernetes" or not getattr(config, "per_tenant", False) or namespaces is None:
+            return []
+        return [f"tenant {tenant.name}: its namespace {config.namespace_for(tenant.name)} is not watched by this "
+                "server (namespaces per tenant are set at start); add it with a restart"
+                for tenant in catalog.tenants if config.namespace_for(tenant.name) not in namespaces]
 
     def _set_onboarding(self, rules) -> None:
         self.onboarding.set_rules(rules)

@@ -232,3 +232,12 @@ async def test_a_catalog_that_takes_a_flavor_from_running_work_is_refused(team, 
     assert await audit(api, "flavor.changed") == []
     gate.open("g1")
     assert (await wait_for(job["id"], final, as_user="alice"))["state"] == "succeeded"
+
+
+async def test_a_reload_on_a_machine_that_is_the_whole_inventory_fits_defaults_as_the_start_did(team, hetero_config,
+                                                                                             api):
+    """Template defaults are fitted to this machine at start (catalog/fit.py); a reload of the same file fits them
+    the same way, so it changes nothing."""
+    hetero_config.update(emulated_nodes_file="", discover_local=True)
+    answer = await api("catalog/reload", "POST", {}, as_user="root")
+    assert (answer["changes"], answer["applied"]) == ([], []), answer

@@ -47,8 +47,12 @@ class CatalogReloads:
 
     def __init__(self, *, live: LiveCatalog, repository: Repository, inventory: Any,
                  held: Callable[[], dict[tuple[str, str], Held]], set_live: dict[str, Callable[[Any], None]],
-                 live_now: Callable[[str], Any], wake: Callable[[], None], ticking: Callable[[], bool]):
+                 live_now: Callable[[str], Any], wake: Callable[[], None], ticking: Callable[[], bool],
+                 prepare: Callable[[Catalog], Catalog] = lambda catalog: catalog,
+                 unusable: Callable[[Catalog], list[str]] = lambda catalog: []):
         self.live = live
+        self.prepare = prepare  # what the start does to the file's catalog (template defaults fitted to the machine)
+        self.unusable = unusable  # why the backend could not run a catalog's tenants (unwatched namespaces)
         self.repository = repository
         self.inventory = inventory
         self.held = held  # (tenant, flavor) -> what running work holds, as of the last tick
@@ -66,14 +70,14 @@ class CatalogReloads:
         return answer
 
     def _reload(self, path: str, actor: str) -> dict[str, Any]:
-        fresh = read_catalog(path)
+        fresh = self.prepare(read_catalog(path))
         # Onboarding and alerts as they run now: the file watcher may have applied them already.
         before = (self.live.staged or self.live.current).model_copy(
             update={section: self.live_now(section) for section in LIVE_SECTIONS})
         problems = running_conflicts(before, fresh, self.repository.workloads(states=ACTIVE_STATES),
-                                     self.inventory.nodes())
+                                     self.inventory.nodes()) + self.unusable(fresh)
         if problems:
-            raise InvalidRequest(Message(N_("the catalog would take capacity from running work; nothing was changed: "
+            raise InvalidRequest(Message(N_("the catalog cannot replace the one the server runs; nothing was changed: "
                                             "{problems}"), problems="; ".join(problems)), field="catalog")
         live_changed = self._apply_live(fresh)
         changes = diff_catalogs(before, fresh)
@@ -100,7 +104,7 @@ class CatalogReloads:
         """The file watcher's reload: onboarding and alerts only; the rest waits for a platform admin's reload,
         which audits who made each change."""
         with self._lock:
-            return self._apply_live(read_catalog(path))
+            return self._apply_live(self.prepare(read_catalog(path)))
 
     def _apply_live(self, fresh: Catalog) -> list[str]:
         applied = []
