@@ -27,6 +27,15 @@ def test_version():
     assert result.stdout.strip() == f"jupyter-hetero {__version__}"
 
 
+def test_admit_is_now_onboard_and_says_so():
+    """One word per concept: "admit" is the scheduler's (a workload may start); onboarding is "onboard"."""
+    result = hetero("admit", "node", "cpu-0")
+    assert result.returncode == 2
+    assert "`jupyter hetero admit` is now `jupyter hetero onboard` (onboard node cpu-0)" in result.stderr
+    listed = hetero("--help")
+    assert " onboard " in listed.stdout and " admit " not in listed.stdout, listed.stdout
+
+
 def test_validate_accepts_the_default_catalog():
     result = hetero("catalog", "validate", str(DEFAULT_CATALOG_PATH))
     assert result.returncode == 0, result.stderr
@@ -44,6 +53,20 @@ def test_validate_lists_every_error_and_exits_1(tmp_path):
     assert "2 error(s)" in result.stderr
     assert "templates[2](fine-tuning).request.memory" in result.stderr
     assert "queues[4](batch).max_wait_s" in result.stderr
+
+
+def test_the_old_onboarding_key_is_an_error_naming_the_new_one(tmp_path):
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    data["onboarding"] = {"nodes": "required", "pre_admit_emulated": False}
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    result = hetero("catalog", "validate", str(path))
+    assert result.returncode == 1
+    assert "onboarding" in result.stderr and "pre_admit_emulated is now accept_emulated: write 'accept_emulated: " \
+        "false' instead" in result.stderr, result.stderr
+    data["onboarding"] = {"nodes": "required", "accept_emulated": False}
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert hetero("catalog", "validate", str(path)).returncode == 0
 
 
 def test_nodes_prints_the_local_machine_and_emulated_nodes():

@@ -85,11 +85,11 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
         checkpoints = json.loads(hetero(server, "report", "--since", "1h", "--format", "json").stdout)["checkpoints"]
         assert [c["task_type"] for c in checkpoints] == ["data-preprocessing", "training", "online-inference",
                                                          "batch-inference"]
-        admitted = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "admit", "node", "--url",
-                                   server.base_url, "--token", server.token, "cpu-0"],
-                                  capture_output=True, text=True, timeout=120)
-        assert admitted.returncode == 0 and admitted.stdout.startswith("node cpu-0: admitted"), admitted.stdout
-        assert "ok   sample: exit code 0" in admitted.stdout and "ok   fault: " in admitted.stdout
+        onboarded = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "onboard", "node", "--url",
+                                    server.base_url, "--token", server.token, "cpu-0"],
+                                   capture_output=True, text=True, timeout=120)
+        assert onboarded.returncode == 0 and onboarded.stdout.startswith("node cpu-0: accepted"), onboarded.stdout
+        assert "ok   sample: exit code 0" in onboarded.stdout and "ok   fault: " in onboarded.stdout
         audit = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "audit", "list", "--url", server.base_url,
                                 "--token", server.token, "--action", "audit.", "--json"],
                                capture_output=True, text=True, timeout=120)

@@ -139,7 +139,9 @@ class OnboardingStep(Answer):
     name: str = Field(description="node: capability, driver, sample, fault, metrics; tenant: quota, permissions, "
                                   "member-submits, non-member-refused; chip: nodes, facts, flavor, onboarded; "
                                   "framework: variant, node, imports; model: node, run, outputs, latency, memory.")
-    ok: bool
+    ok: bool = Field(description="False only when the step failed (a skipped step is no failure).")
+    status: Literal["passed", "failed", "skipped"] = Field(
+        description="skipped: the check cannot run here; its evidence says what it needs ('skipped: needs ...').")
     evidence: str
     at: float
 

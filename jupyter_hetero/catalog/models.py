@@ -68,13 +68,23 @@ __all__ = [
 class Onboarding(CatalogModel):
     """How new nodes join: with ``nodes: required`` a node takes no work until it passed its checklist (capability
     recorded, driver at or above ``min_driver`` of its family, a sample job and a failing one run on it, its
-    metrics visible); emulated nodes are accepted at once when ``pre_admit_emulated``."""
+    metrics visible); emulated nodes are accepted at once when ``accept_emulated``."""
 
     nodes: Literal["off", "required"] = "off"
-    pre_admit_emulated: bool = True
+    accept_emulated: bool = Field(default=True, description="Emulated nodes (demos) are accepted at once, without "
+                                                            "their checklist.")
     min_driver: dict[str, str] = Field(default_factory=dict, description="Per accelerator family: nvidia, ascend, "
                                                                          "amd ...")
     sample_timeout_s: DurationS = Field(default=300, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        # One word per concept: "admit" is the engine's (a workload may start); a node is accepted by onboarding.
+        if isinstance(data, dict) and "pre_admit_emulated" in data:
+            raise ValueError("pre_admit_emulated is now accept_emulated: write "
+                             f"'accept_emulated: {str(data['pre_admit_emulated']).lower()}' instead")
+        return data
 
 
 class ModelEntry(CatalogModel):

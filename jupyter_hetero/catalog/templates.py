@@ -75,6 +75,10 @@ class RuntimeVariant(CatalogModel):
         default_factory=list, description="Frameworks or inference engines the node must provide on this family, "
         "e.g. 'torch_npu>=2.1' with min_runtime '8.0' (CANN 8)."
     )
+    python: str | None = Field(
+        default=None, pattern=r"^/", description="The interpreter of this variant's environment on the local backend "
+        "(an absolute path, e.g. /opt/envs/torch/bin/python): onboarding imports the frameworks with it. None: the "
+        "server's own environment stands in, and the onboarding check says so.")
 
 
 class AdvancedParameter(CatalogModel):

@@ -6,8 +6,8 @@ chain, checked on the database itself, and its entries; usage and cost over a pe
     jupyter hetero audit list --action workload. --outcome denied [--json]     (through a running server)
     jupyter hetero usage --since 30d --by cost_centre [--json]                (through a running server)
     jupyter hetero report --since 30d --format html -o report.html [--lang zh] (through a running server)
-    jupyter hetero admit node gpu-7 | tenant vision | chip A100-SXM4-80GB | framework training/nvidia | model NAME
-    jupyter hetero admit list | admit reload-catalog
+    jupyter hetero onboard node gpu-7 | tenant vision | chip A100-SXM4-80GB | framework training/nvidia | model NAME
+    jupyter hetero onboard list | onboard reload-catalog
 
 ``verify`` reads the database directly, not through a server: it is the check of a store someone may have
 edited. It exits 0 when the chain is intact, 1 naming the first entry that breaks it, 2 when there is no
@@ -25,7 +25,7 @@ from ..i18n import session_language
 from .export import emit
 from .client import connect, guarded, server_options
 
-__all__ = ["add_admit_parser", "add_audit_parser", "add_report_parser", "add_usage_parser", "reload_catalog"]
+__all__ = ["add_audit_parser", "add_onboard_parser", "add_report_parser", "add_usage_parser", "reload_catalog"]
 
 
 def add_audit_parser(commands) -> None:
@@ -93,15 +93,17 @@ def _report(args: argparse.Namespace) -> int:
     return emit(text, args.output, f"the acceptance report since {args.since} ago ({args.format})")
 
 
-def add_admit_parser(commands) -> None:
-    admit = commands.add_parser("admit", help="onboard a node or a tenant through its checklist; reload the catalog")
-    actions = admit.add_subparsers(dest="action", required=True)
+def add_onboard_parser(commands) -> None:
+    """``onboard``: "admission" is the engine's word for letting a workload start, so onboarding is not "admit"."""
+    onboard = commands.add_parser("onboard", help="run an onboarding checklist (node, tenant, chip, framework, "
+                                                  "model); reload the catalog")
+    actions = onboard.add_subparsers(dest="action", required=True)
     for kind, what in (("node", "NAME"), ("tenant", "NAME"), ("chip", "MODEL"), ("framework", "TEMPLATE/FAMILY"),
                        ("model", "NAME")):
         one = actions.add_parser(kind, parents=[server_options()], help=f"run a {kind}'s onboarding checklist now")
         one.add_argument("name", metavar=what)
         one.add_argument("--json", action="store_true")
-        one.set_defaults(run=guarded(_admit), kind=kind)
+        one.set_defaults(run=guarded(_onboard), kind=kind)
     listed = actions.add_parser("list", parents=[server_options()], help="every onboarding checklist")
     listed.add_argument("--json", action="store_true")
     listed.set_defaults(run=guarded(_checklists))
@@ -110,14 +112,20 @@ def add_admit_parser(commands) -> None:
     reload.set_defaults(run=guarded(reload_catalog))
 
 
-def _admit(args: argparse.Namespace) -> int:
+# A step's status as the command prints it: a skipped step could not run here, which is no failure.
+_MARKS = {"passed": "ok  ", "failed": "FAIL", "skipped": "SKIP"}
+
+
+def _onboard(args: argparse.Namespace) -> int:
     record = connect(args).request("POST", f"onboarding/{args.kind}s/{args.name}", {})
     if args.json:
         print(json.dumps(record, indent=2, ensure_ascii=False))
     else:
-        print(f"{record['kind']} {record['name']}: {record['state']}")
+        skipped = sum(step["status"] == "skipped" for step in record["steps"])
+        print(f"{record['kind']} {record['name']}: {record['state']}"
+              + (f" ({skipped} step(s) skipped: they cannot run here)" if skipped else ""))
         for step in record["steps"]:
-            print(f"  {'ok  ' if step['ok'] else 'FAIL'} {step['name']}: {step['evidence']}")
+            print(f"  {_MARKS[step['status']]} {step['name']}: {step['evidence']}")
     return 0 if record["state"] == "accepted" else 1
 
 

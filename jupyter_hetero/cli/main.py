@@ -11,7 +11,7 @@
     jupyter hetero report [--since 30d] [--format html|json] [-o FILE]
     jupyter hetero evidence ID [--format text|json|html] [--lang en|zh] [-o FILE]
     jupyter hetero metrics ID [--format table|json] [--lang en|zh]
-    jupyter hetero admit node|tenant NAME | admit list | admit reload-catalog
+    jupyter hetero onboard node|tenant|chip|framework|model NAME | onboard list | onboard reload-catalog
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
 
@@ -47,8 +47,8 @@ _LAZY_COMMANDS = {
               "verify the audit log's hash chain, or list its entries"),
     "usage": ("jupyter_hetero.cli.governance", "add_usage_parser",
               "device-hours, accelerator-hours, idle time and cost over a period"),
-    "admit": ("jupyter_hetero.cli.governance", "add_admit_parser",
-              "onboard a node or a tenant through its checklist; reload the catalog"),
+    "onboard": ("jupyter_hetero.cli.governance", "add_onboard_parser",
+                "run an onboarding checklist (node, tenant, chip, framework, model); reload the catalog"),
     "report": ("jupyter_hetero.cli.governance", "add_report_parser",
                "the acceptance report: per task type its evidence and checkpoints"),
     "evidence": ("jupyter_hetero.cli.evidence", "add_evidence_parser",
@@ -183,6 +183,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .hub_service import main as hub_service
 
         return hub_service(argv[1:])
+    if argv[:1] == ["admit"]:
+        # One word per concept: "admission" is the engine's (a workload may start); onboarding accepts a node.
+        print("error: `jupyter hetero admit` is now `jupyter hetero onboard` (" + " ".join(["onboard", *argv[1:]])
+              + "); 'admit' is the scheduler's word for letting a workload start", file=sys.stderr)
+        return 2
     args = build_parser(argv).parse_args(argv)
     return args.run(args)
 

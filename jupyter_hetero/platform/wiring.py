@@ -173,8 +173,8 @@ class Platform:
                                    device_memory=self.scheduler.device_memory, webhook=settings.alert_webhook,
                                    interval_s=settings.alert_interval_s)
         self.onboarding = OnboardingChecklist(
-            access=self.access, identify=lambda user, groups: self.identify(user, groups),
             catalog=catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
+            access=self.access, identify=lambda user, groups, owner=False: self.identify(user, groups, owner=owner),
             may_submit=self.workloads.check_access, metrics_nodes=self._metric_nodes, work_dir=settings.work_dir,
             wake=self.loop.wake)
         self.onboarding.attach()

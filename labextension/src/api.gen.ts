@@ -1887,7 +1887,13 @@ export interface components {
         OnboardingStep: {
             /** @description node: capability, driver, sample, fault, metrics; tenant: quota, permissions, member-submits, non-member-refused; chip: nodes, facts, flavor, onboarded; framework: variant, node, imports; model: node, run, outputs, latency, memory. */
             name: string;
+            /** @description False only when the step failed (a skipped step is no failure). */
             ok: boolean;
+            /**
+             * @description skipped: the check cannot run here; its evidence says what it needs ('skipped: needs ...').
+             * @enum {string}
+             */
+            status: "passed" | "failed" | "skipped";
             evidence: string;
             at: number;
         };
@@ -2304,6 +2310,11 @@ export interface components {
             frameworks: string[];
             /** @description Frameworks or inference engines the node must provide on this family, e.g. 'torch_npu>=2.1' with min_runtime '8.0' (CANN 8). */
             requires: string[];
+            /**
+             * @description The interpreter of this variant's environment on the local backend (an absolute path, e.g. /opt/envs/torch/bin/python): onboarding imports the frameworks with it. None: the server's own environment stands in, and the onboarding check says so.
+             * @default null
+             */
+            python: string | null;
         };
         /**
          * ScaleService

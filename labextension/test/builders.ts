@@ -401,8 +401,8 @@ export function onboarding(overrides: Partial<IOnboarding> = {}): IOnboarding {
     state: 'rejected',
     failed_step: 'driver',
     steps: [
-      { name: 'capability', ok: true, evidence: '1 x T4 (nvidia), 16384 MiB each', at: 0 },
-      { name: 'driver', ok: false, evidence: "driver 535.161.08 is below the catalog's minimum 540", at: 1 }
+      { name: 'capability', ok: true, status: 'passed', evidence: '1 x T4 (nvidia), 16384 MiB each', at: 0 },
+      { name: 'driver', ok: false, status: 'failed', evidence: "driver 535.161.08 is below the catalog's minimum 540", at: 1 }
     ],
     by: 'server',
     updated_at: 1,

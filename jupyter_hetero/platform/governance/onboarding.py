@@ -18,12 +18,17 @@ A node's checklist, each step run in a worker thread:
 
 Until the checklist passes the node takes no work (``NodeView.readiness`` is ``onboarding``). A node rejected for
 its driver is verified again when the catalog's minimum for its family changes (``POST /catalog/reload``).
-Emulated nodes are accepted at once with ``pre_admit_emulated`` (the demo's default).
+Emulated nodes are accepted at once with ``accept_emulated`` (the demo's default).
+
+A step that cannot run here is ``skipped`` with what it needs ("skipped: needs a ready amd node"), not failed:
+each step's ``status`` is ``passed``, ``failed`` or ``skipped``, and a checklist whose steps passed or were
+skipped is accepted.
 
 A tenant's checklist: quota set, permissions (queues, templates) set, a member may submit (the access check a
 submission makes, as that member), someone outside may not (the same check, refused). A chip model's: nodes of
 it with their facts, a flavor that maps it, one of them onboarded. A framework's (a template's runtime variant
-for a family): a ready node it can run on, and its frameworks imported there. A model's (from the catalog's
+for a family): a ready node it can run on, and its frameworks imported where the variant runs
+(``onboarding_frameworks.py``: its image, its environment, or the server's, which the evidence says). A model's (from the catalog's
 ``models``): run on a node of its template's flavors, its outputs within the tolerance of the reference, its
 p95 latency and peak memory within their bounds.
 """
@@ -56,14 +61,23 @@ from ..identity import Identity
 from ..live_catalog import LiveCatalog
 from ..scheduling.inventory import Inventory
 from ..workloads.environment import device_environment
-from .onboarding_probes import FAULT, FRAMEWORK_MODULES, IMPORTS, MODEL_HARNESS, SAMPLE, difference
+from .onboarding_frameworks import framework_probe, judge
+from .onboarding_probes import FAULT, MODEL_HARNESS, SAMPLE, difference
 
-__all__ = ["OnboardingChecklist", "onboarding_json"]
+__all__ = ["OnboardingChecklist", "Skipped", "onboarding_json", "probe_launch"]
 
 log = logging.getLogger(__name__)
 
 # Whether a node can run a variant at all is asked with the smallest request: no devices, so no device checks.
 _ANY_SIZE = Request(cpu=0, mem=0)
+
+
+class Skipped(Exception):
+    """A step that cannot run here, with what it needs: recorded as ``skipped: needs ...``, not as a failure."""
+
+    def __init__(self, needs: str):
+        super().__init__(needs)
+        self.needs = needs
 
 
 class OnboardingChecklist:
@@ -82,7 +96,7 @@ class OnboardingChecklist:
         self.inventory = inventory
         self.backend = backend
         self.access = access
-        self.identify = identify  # (user, groups) -> who they are to the catalog
+        self.identify = identify  # (user, groups, owner=) -> who they are to the catalog
         self.may_submit = may_submit  # raises Forbidden when the identity may not submit to (template, queue)
         self.metrics_nodes = metrics_nodes  # the nodes the metrics endpoint names
         self.work_dir = Path(work_dir)
@@ -100,7 +114,7 @@ class OnboardingChecklist:
 
     def onboarded(self, capability: NodeCapability) -> bool:
         rules = self.rules
-        if rules.nodes == "off" or (capability.emulated and rules.pre_admit_emulated):
+        if rules.nodes == "off" or (capability.emulated and rules.accept_emulated):
             return True
         return capability.name in self._accepted
 
@@ -149,10 +163,14 @@ class OnboardingChecklist:
         for step, check in checks:
             try:
                 ok, evidence = check()
+                status = "passed" if ok else "failed"
+            except Skipped as skipped:
+                ok, status, evidence = True, "skipped", f"skipped: needs {skipped.needs}"
             except Exception as exc:  # a step that breaks fails, with why
                 log.warning("jupyter-hetero: onboarding step %s of %s %s failed", step, kind, name, exc_info=True)
-                ok, evidence = False, f"{type(exc).__name__}: {exc}"
-            steps.append({"name": step, "ok": ok, "evidence": evidence, "at": time.time()})
+                ok, status, evidence = False, "failed", f"{type(exc).__name__}: {exc}"
+            # ok: the step did not fail (old readers of ``ok`` see a skipped step as no failure).
+            steps.append({"name": step, "ok": ok, "status": status, "evidence": evidence, "at": time.time()})
             if not ok:
                 return self._decided(kind, name, by, "rejected", steps, step)
         return self._decided(kind, name, by, "accepted", steps, None)
@@ -203,28 +221,19 @@ class OnboardingChecklist:
         named = view.name in self.metrics_nodes()
         return named, "in hetero_node_devices and the other node families" if named else "not in the metrics"
 
-    def _run(self, view, what: str, code: str) -> tuple[int | None, str]:
-        """Run ``code`` on the node through the backend, as a replica of no workload; its exit code and log."""
+    def _run(self, view, what: str, code: str, *, image: str | None = None,
+             python: str | None = None) -> tuple[int | None, str]:
+        """Run ``code`` on the node through the backend, as a replica of no workload (in ``image`` where pods run
+        it, with the interpreter ``python`` where this machine does); its exit code and log."""
         run = next(self._runs)
         folder = self.work_dir / "onboarding" / view.name / f"{what}-{run}"
         folder.mkdir(parents=True, exist_ok=True)
-        capability = view.capability
-        devices = ((0, 1000, 0),) if capability.accelerator else ()
-        env = {"PYTHONUNBUFFERED": "1", "HETERO_NODE": view.name, "HETERO_EMULATED": "1" if capability.emulated else "0",
-               **(device_environment(capability.family.value if capability.family else "cpu", devices)
-                  if self.backend.runs_here else {})}
-        # Where pods run it, what it is given: one device of the node, a small share of CPU and memory, the image
-        # of the first template variant for its family (the interpreter of a pod's image is "python").
-        family = capability.family.value if capability.family else "cpu"
-        image = next((v.image for t in self.catalog.templates for v in t.variants if v.family.value == family), "")
-        placed = Placed(kind="job", tenant="platform", user="onboarding", queue="onboarding", template="onboarding",
-                        flavor=view.flavor or "", replicas=1, image=image, cpu_milli=500, memory_mib=512,
-                        devices=((1000, 0),) if capability.accelerator else (), accelerator=capability.accelerator)
-        python = sys.executable if self.backend.runs_here else "python"
-        # Run numbers well apart from workloads' attempts, so a pod's name is never one a workload had.
-        launch = Launch(workload_id=0, attempt=run, replica=0, node=view.name,
-                        argv=["command", "--", python, "-c", code], env=env, cwd=folder, log_path=folder / "log.txt",
-                        exit_path=folder / "exit.json", devices=tuple(d[0] for d in devices), placed=placed)
+        # Where pods run it: the image asked for, else the first template variant's for the node's family.
+        family = view.capability.family.value if view.capability.family else "cpu"
+        image = image or next((v.image for t in self.catalog.templates for v in t.variants
+                               if v.family.value == family), "")
+        launch = probe_launch(view, run=run, folder=folder, code=code, image=image, python=python,
+                              runs_here=self.backend.runs_here)
         handle = self.backend.launch(launch)
         deadline = time.monotonic() + self.rules.sample_timeout_s
         while self.backend.running(handle):
@@ -247,16 +256,19 @@ class OnboardingChecklist:
         template = next((t.name for t in self.catalog.templates if tenant.allows_template(t.name)
                          and (queue is None or t.queue == queue or tenant.allows_queue(t.queue))), None)
         template_queue = self.catalog.template(template).queue if template else None
-        # A member by name, or one of its groups'; someone no tenant names.
+        # A member by name, or one of its groups'; the server's owner for the default tenant that names nobody
+        # (it is the owner's); someone no tenant names.
+        owners = name == self.catalog.default_tenant and not tenant.users and not tenant.groups
         member = (tenant.users[0], frozenset()) if tenant.users else \
-            (f"onboarding-member-of-{name}", frozenset(tenant.groups[:1])) if tenant.groups else None
+            (f"onboarding-member-of-{name}", frozenset(tenant.groups[:1])) if tenant.groups else \
+            ("the server's owner", frozenset()) if owners else None
         outsider = (f"onboarding-outsider-of-{name}", frozenset())
         row = self._checklist("tenant", name, identity.user, [
             ("quota", lambda: (bool(tenant.quotas), ", ".join(sorted(tenant.quotas)) or "no quota for any flavor")),
             ("permissions", lambda: (queue is not None and template is not None,
                                      f"queues {', '.join(tenant.queues) or 'none'}; "
                                      f"templates {', '.join(tenant.templates) or 'none'}")),
-            ("member-submits", lambda: self._may(member, template, template_queue, expect=True)),
+            ("member-submits", lambda: self._may(member, template, template_queue, expect=True, owner=owners)),
             ("non-member-refused", lambda: self._may(outsider, template, template_queue, expect=False)),
         ])
         return onboarding_json(row)
@@ -343,32 +355,42 @@ class OnboardingChecklist:
         # A node the engine would match for the variant: driver, runtime and firmware, what it requires, and the
         # template's frameworks, engines, network and labels (whatever the request's size).
         needs = constraints_for(found, (family,))
-        node = next((v for v in self.inventory.nodes() if v.capability.family.value == family
-                     and mismatch(node_state(v), _ANY_SIZE, needs) is None), None)
+        of_family = [v for v in self.inventory.nodes() if v.capability.family.value == family]
+        node = next((v for v in of_family if mismatch(node_state(v), _ANY_SIZE, needs) is None), None)
+        probe = framework_probe(found, variant, runs_here=self.backend.runs_here)
+
+        def runs_on() -> tuple[bool, str]:
+            if not of_family:
+                raise Skipped(f"a ready {family} node: the inventory has none")
+            return node is not None, f"runs on {node.name}" if node else f"no ready {family} node matches the template"
 
         def imports() -> tuple[bool, str]:
-            code = IMPORTS.format(modules=[FRAMEWORK_MODULES.get(f, f.replace("-", "_")) for f in variant.frameworks])
-            exit_code, text = self._run(node, "framework", code)
-            stand_in = " (the server's environment stands in for the image on the local backend)" \
-                if self.backend.runs_here else ""
-            return exit_code == 0, " | ".join(line for line in text.splitlines() if line.strip()) + stand_in
+            if node is None:
+                raise Skipped(f"a ready {family} node to import on")
+            exit_code, text = self._run(node, "framework", probe.code, image=variant.image, python=probe.python)
+            status, evidence = judge(probe, exit_code, text)
+            if status == "skipped":
+                raise Skipped(evidence)
+            return status == "passed", evidence
 
         row = self._checklist("framework", f"{template}/{family}", identity.user, [
             ("variant", lambda: (True, f"image {variant.image}, frameworks {', '.join(variant.frameworks) or 'none'}, "
-                                       f"driver >= {variant.min_driver or 'any'}, runtime >= {variant.min_runtime or 'any'}")),
-            ("node", lambda: (node is not None, f"runs on {node.name}" if node else f"no ready {family} node matches "
-                                                                                    f"the template")),
+                                       f"driver >= {variant.min_driver or 'any'}, runtime >= {variant.min_runtime or 'any'}"
+                                       + (f", environment {variant.python}" if variant.python else ""))),
+            ("node", runs_on),
             ("imports", imports),
         ])
         return onboarding_json(row)
 
     def _may(self, who: tuple[str, frozenset[str]] | None, template: str | None, queue: str | None, *,
-             expect: bool) -> tuple[bool, str]:
-        if who is None or template is None or queue is None:
-            return False, "no member named in the tenant" if who is None else "no template and queue to try"
+             expect: bool, owner: bool = False) -> tuple[bool, str]:
+        if who is None:
+            raise Skipped("a member to submit as: the tenant names no user or group")
+        if template is None or queue is None:
+            return False, "no template and queue to try"
         user = who[0]
         try:
-            self.may_submit(self.identify(*who), template, queue)
+            self.may_submit(self.identify(*who, owner=owner), template, queue)
         except Forbidden as exc:
             return not expect, f"{user} submitting {template} to {queue}: refused ({exc.message})"
         return expect, f"{user} submitting {template} to {queue}: allowed"
@@ -380,7 +402,28 @@ class OnboardingChecklist:
         return [onboarding_json(row) for row in self.repository.onboarding()]
 
 
+def probe_launch(view, *, run: int, folder: Path, code: str, image: str, python: str | None,
+                 runs_here: bool) -> Launch:
+    """What a check runs on a node, as a replica of no workload: one device of the node, a small share of CPU and
+    memory; where pods run it, ``image`` and its "python"; where this machine does, ``python`` or the server's."""
+    capability = view.capability
+    devices = ((0, 1000, 0),) if capability.accelerator else ()
+    env = {"PYTHONUNBUFFERED": "1", "HETERO_NODE": view.name, "HETERO_EMULATED": "1" if capability.emulated else "0",
+           **(device_environment(capability.family.value if capability.family else "cpu", devices)
+              if runs_here else {})}
+    placed = Placed(kind="job", tenant="platform", user="onboarding", queue="onboarding", template="onboarding",
+                    flavor=view.flavor or "", replicas=1, image=image, cpu_milli=500, memory_mib=512,
+                    devices=((1000, 0),) if capability.accelerator else (), accelerator=capability.accelerator)
+    interpreter = (python or sys.executable) if runs_here else "python"
+    # Run numbers well apart from workloads' attempts, so a pod's name is never one a workload had.
+    return Launch(workload_id=0, attempt=run, replica=0, node=view.name,
+                  argv=["command", "--", interpreter, "-c", code], env=env, cwd=folder, log_path=folder / "log.txt",
+                  exit_path=folder / "exit.json", devices=tuple(d[0] for d in devices), placed=placed)
+
+
 def onboarding_json(row: OnboardingRow) -> dict[str, Any]:
+    # Steps recorded before a step had a status were passed or failed.
+    steps = [{**step, "status": step.get("status") or ("passed" if step["ok"] else "failed")} for step in row.steps]
     return {"kind": row.kind, "name": row.name, "state": row.state, "failed_step": row.failed_step,
-            "steps": row.steps, "by": row.by, "updated_at": row.updated_at}
+            "steps": steps, "by": row.by, "updated_at": row.updated_at}
 

@@ -1,8 +1,7 @@
-"""What onboarding runs on a node to check it, as Python sources: a sample job, a failing one, a framework's imports,
-a model against its reference; and how far a model's answer is from the reference.
+"""What onboarding runs on a node to check it, as Python sources: a sample job, a failing one, a model against its
+reference; and how far a model's answer is from the reference (a framework's versions: onboarding_frameworks.py).
 
     SAMPLE                            # a matrix multiplication with the node's device variables; "hetero-sample ok"
-    IMPORTS.format(modules=["torch"]) # each module imported, with its version; exit 1 when one does not import
     MODEL_HARNESS.format(code=..., inputs=[...], repeats=20)   # prints "hetero-model {outputs, p95_ms, peak_mib}"
     difference([2.1, 6], [2, 6])      # 0.1 (up to float rounding)
 """
@@ -12,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["FAULT", "FRAMEWORK_MODULES", "IMPORTS", "MODEL_HARNESS", "SAMPLE", "difference"]
+__all__ = ["FAULT", "FRAMEWORK_MODULES", "MODEL_HARNESS", "SAMPLE", "difference"]
 
 SAMPLE = """
 import os, shutil, subprocess, sys
@@ -29,18 +28,6 @@ if os.environ.get("HETERO_EMULATED") != "1" and shutil.which("nvidia-smi"):
 print("hetero-sample ok")
 """
 FAULT = "print('hetero-fault-sample: exiting 3 on purpose'); import sys; sys.exit(3)"
-IMPORTS = """
-import importlib, sys
-failed = 0
-for name in {modules!r}:
-    try:
-        module = importlib.import_module(name)
-        print("imported", name, getattr(module, "__version__", ""))
-    except Exception as exc:
-        failed += 1
-        print("cannot import", name + ":", type(exc).__name__, exc)
-sys.exit(1 if failed else 0)
-"""
 # Runs a catalog model against its reference on a node: one JSON line of what it measured.
 MODEL_HARNESS = """
 import json, resource, sys, time

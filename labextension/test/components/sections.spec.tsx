@@ -538,6 +538,9 @@ describe('HeteroPanelView', () => {
     rendered = render(
       <HeteroPanelView version="0.1.0" error={null} loading={false} trans={trans} onRefresh={vi.fn()} tabs={tabs} current="queues" onSelect={vi.fn()} alerts={alerts} alertMessage={alert => alert.message} />
     );
+    // One closed line; opened, each alert (test/components/alerts.spec.tsx has the rest).
+    expect(rendered.host.querySelector('.jp-hetero-alerts-toggle')?.textContent).toBe('2 alerts ▸');
+    click(rendered.host.querySelector('.jp-hetero-alerts-toggle'));
     const shown = [...rendered.host.querySelectorAll('.jp-hetero-alert')];
     expect(shown.map(li => [li.getAttribute('data-severity'), li.getAttribute('role'), li.textContent])).toEqual([
       ['warning', 'alert', 'Warning queue batch: workload 7 has waited 90 s, past its max wait of 60 s'],

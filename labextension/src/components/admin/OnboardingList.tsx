@@ -3,6 +3,11 @@ import * as React from 'react';
 
 import type { IOnboarding } from '../../types';
 
+type IOnboardingStep = IOnboarding['steps'][number];
+
+// A skipped step is no failure: it could not run here, and its evidence says what it needs.
+const MARKS: Record<IOnboardingStep['status'], string> = { passed: '✓', failed: '✗', skipped: '–' };
+
 /** Props of `OnboardingList`. */
 export interface IOnboardingListProps {
   onboarding: readonly IOnboarding[];
@@ -18,6 +23,11 @@ export function OnboardingList(props: IOnboardingListProps): JSX.Element {
     accepted: trans.__('accepted'),
     rejected: trans.__('rejected')
   };
+  const statuses: Record<IOnboardingStep['status'], string> = {
+    passed: trans.__('passed'),
+    failed: trans.__('failed'),
+    skipped: trans.__('skipped: cannot run here')
+  };
   if (onboarding.length === 0) {
     return <div className="jp-hetero-empty">{trans.__('No onboarding yet: nodes take work as they are seen.')}</div>;
   }
@@ -29,11 +39,15 @@ export function OnboardingList(props: IOnboardingListProps): JSX.Element {
             <summary>
               {entry.kind} <strong>{entry.name}</strong>: {states[entry.state]}
               {entry.failed_step ? ` (${entry.failed_step})` : ''}
+              {skippedOf(entry) > 0 ? ` ${trans._n('(%1 step skipped)', '(%1 steps skipped)', skippedOf(entry), skippedOf(entry))}` : ''}
             </summary>
             <ol>
               {entry.steps.map(step => (
-                <li key={step.name} data-ok={step.ok}>
-                  {step.ok ? '✓' : '✗'} {step.name}: {step.evidence}
+                <li key={step.name} data-ok={step.ok} data-status={step.status}>
+                  <span title={statuses[step.status]} aria-label={statuses[step.status]}>
+                    {MARKS[step.status]}
+                  </span>{' '}
+                  {step.name}: {step.evidence}
                 </li>
               ))}
             </ol>
@@ -42,4 +56,8 @@ export function OnboardingList(props: IOnboardingListProps): JSX.Element {
       ))}
     </ul>
   );
+}
+
+function skippedOf(entry: IOnboarding): number {
+  return entry.steps.filter(step => step.status === 'skipped').length;
 }
