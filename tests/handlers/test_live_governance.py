@@ -143,8 +143,11 @@ async def test_an_invalid_file_changes_nothing_and_only_platform_admins_may_relo
     path = hetero_config["catalog_file"]
     good = open(path, encoding="utf-8").read()
     edit_catalog(path, lambda data: tenant(data, "vision")["quotas"]["a100-80g"]["nominal"].update(devices=5))
-    status, error = await api_error("catalog/reload", "POST", {}, as_user="alice")  # not a platform admin
-    assert status == 403 and "platform-admin" in error["message"], error
+    for who in ("alice", "carol"):  # a member, and vision's tenant admin: neither is a platform admin
+        status, error = await api_error("catalog/reload", "POST", {}, as_user=who)
+        assert status == 403 and "platform-admin" in error["message"], error
+    denied = [e for e in await audit(api, "catalog.reload") if e["outcome"] == "denied"]
+    assert [e["actor"] for e in denied] == ["alice", "carol"], denied
     assert await audit(api, "quota.changed") == []
 
     with open(path, "a", encoding="utf-8") as out:
