@@ -53,3 +53,35 @@ async def test_the_clusters_nodes_are_onboarded_by_sample_pods_before_they_take_
     done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), timeout=60)
     assert done["state"] == "succeeded" and done["attempts"][0]["node"] == CPU_NODE
     assert {node["name"]: node["state"] for node in await api("nodes")} == {CPU_NODE: "ready", GPU_NODE: "ready"}
+
+
+@pytest.fixture
+def variant_frameworks(tmp_path, hetero_config):
+    """The shipped catalog, the interactive template's CPU variant importing numpy and yaml from its own image (not
+    the first CPU variant's, which the node samples use)."""
+    data = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    template = next(t for t in data["templates"] if t["name"] == "interactive")
+    variant = next(v for v in template["variants"] if v["family"] == "cpu")
+    variant.update(image="registry.example/scipy:2024-10", frameworks=["numpy", "yaml"],
+                   python="/opt/envs/ignored-on-kubernetes/bin/python")
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    hetero_config["catalog_file"] = str(path)
+
+
+async def test_a_variants_frameworks_are_checked_by_a_pod_in_its_image(
+        variant_frameworks, cluster, api):  # noqa: F811 - the imported fixtures
+    """The check is a pod of the variant's image bound to the node (its python: is the local backend's only), and
+    its evidence names the image; the wire-level cluster's kubelet runs it here."""
+    seen: list[dict] = []
+    cluster.api.subscribe(lambda kind, obj: seen.append(obj) if obj.get("kind") == "Pod" else None)
+    record = await api("onboarding/frameworks/interactive/cpu", "POST", {})
+    assert record["state"] == "accepted", record["steps"]
+    imports = record["steps"][2]
+    assert imports["status"] == "passed" and imports["evidence"].startswith(
+        "in image registry.example/scipy:2024-10: numpy "), imports
+    checks = [pod for pod in seen if pod["metadata"]["labels"].get("hetero.jupyter.org/tenant") == "platform"]
+    container = checks[0]["spec"]["containers"][0]
+    assert container["image"] == "registry.example/scipy:2024-10"
+    assert container["command"][-3:-1] == ["python", "-c"] and "hetero-versions" in container["command"][-1]
+    assert CPU_NODE in str(checks[0]["spec"]["affinity"])
