@@ -21,7 +21,7 @@ from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
 from jupyter_hetero.backends.kubernetes.factory import PodFactory
 from jupyter_hetero.backends.local.discovery import load_emulated_nodes
 from jupyter_hetero.catalog import parse_catalog
-from jupyter_hetero.platform.governance.onboarding import probe_launch
+from jupyter_hetero.platform.governance.onboarding_runs import probe_launch
 from jupyter_hetero.platform.governance.onboarding_frameworks import framework_probe, judge
 
 from ..builders import TOKENS, team_catalog

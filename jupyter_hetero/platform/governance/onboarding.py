@@ -39,13 +39,12 @@ import asyncio
 import itertools
 import json
 import logging
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...backends.base import Backend, Launch, Placed
+from ...backends.base import Backend
 from ...capability import NodeCapability
 from ...catalog import Catalog
 from ...engine import Request
@@ -60,11 +59,11 @@ from ..access import Access
 from ..identity import Identity
 from ..live_catalog import LiveCatalog
 from ..scheduling.inventory import Inventory
-from ..workloads.environment import device_environment
 from .onboarding_frameworks import framework_probe, judge
 from .onboarding_probes import FAULT, MODEL_HARNESS, SAMPLE, difference
+from .onboarding_runs import probe_launch, run_probe
 
-__all__ = ["OnboardingChecklist", "Skipped", "onboarding_json", "probe_launch"]
+__all__ = ["OnboardingChecklist", "Skipped", "onboarding_json"]
 
 log = logging.getLogger(__name__)
 
@@ -234,16 +233,7 @@ class OnboardingChecklist:
                                if v.family.value == family), "")
         launch = probe_launch(view, run=run, folder=folder, code=code, image=image, python=python,
                               runs_here=self.backend.runs_here)
-        handle = self.backend.launch(launch)
-        deadline = time.monotonic() + self.rules.sample_timeout_s
-        while self.backend.running(handle):
-            if time.monotonic() > deadline:
-                self.backend.kill(handle)
-                return None, f"still running after {self.rules.sample_timeout_s} s: killed"
-            time.sleep(0.1)
-        ended = self.backend.exit(handle)
-        text = launch.log_path.read_text(encoding="utf-8", errors="replace") if launch.log_path.exists() else ""
-        return ended.code, text
+        return run_probe(self.backend, launch, timeout_s=self.rules.sample_timeout_s)
 
     # -- tenants -----------------------------------------------------------------------------
 
@@ -400,25 +390,6 @@ class OnboardingChecklist:
     def list(self, identity: Identity) -> list[dict[str, Any]]:
         self.access.require_platform_admin(identity, "onboarding.read", "onboarding")
         return [onboarding_json(row) for row in self.repository.onboarding()]
-
-
-def probe_launch(view, *, run: int, folder: Path, code: str, image: str, python: str | None,
-                 runs_here: bool) -> Launch:
-    """What a check runs on a node, as a replica of no workload: one device of the node, a small share of CPU and
-    memory; where pods run it, ``image`` and its "python"; where this machine does, ``python`` or the server's."""
-    capability = view.capability
-    devices = ((0, 1000, 0),) if capability.accelerator else ()
-    env = {"PYTHONUNBUFFERED": "1", "HETERO_NODE": view.name, "HETERO_EMULATED": "1" if capability.emulated else "0",
-           **(device_environment(capability.family.value if capability.family else "cpu", devices)
-              if runs_here else {})}
-    placed = Placed(kind="job", tenant="platform", user="onboarding", queue="onboarding", template="onboarding",
-                    flavor=view.flavor or "", replicas=1, image=image, cpu_milli=500, memory_mib=512,
-                    devices=((1000, 0),) if capability.accelerator else (), accelerator=capability.accelerator)
-    interpreter = (python or sys.executable) if runs_here else "python"
-    # Run numbers well apart from workloads' attempts, so a pod's name is never one a workload had.
-    return Launch(workload_id=0, attempt=run, replica=0, node=view.name,
-                  argv=["command", "--", interpreter, "-c", code], env=env, cwd=folder, log_path=folder / "log.txt",
-                  exit_path=folder / "exit.json", devices=tuple(d[0] for d in devices), placed=placed)
 
 
 def onboarding_json(row: OnboardingRow) -> dict[str, Any]:
