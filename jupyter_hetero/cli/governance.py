@@ -7,7 +7,7 @@ chain, checked on the database itself, and its entries; usage and cost over a pe
     jupyter hetero usage --since 30d --by cost_centre [--json]                (through a running server)
     jupyter hetero report --since 30d --format html -o report.html [--lang zh] (through a running server)
     jupyter hetero onboard node gpu-7 | tenant vision | chip A100-SXM4-80GB | framework training/nvidia | model NAME
-    jupyter hetero onboard list | onboard reload-catalog
+    jupyter hetero onboard list
 
 ``verify`` reads the database directly, not through a server: it is the check of a store someone may have
 edited. It exits 0 when the chain is intact, 1 naming the first entry that breaks it, 2 when there is no
@@ -107,9 +107,6 @@ def add_onboard_parser(commands) -> None:
     listed = actions.add_parser("list", parents=[server_options()], help="every onboarding checklist")
     listed.add_argument("--json", action="store_true")
     listed.set_defaults(run=guarded(_checklists))
-    reload = actions.add_parser("reload-catalog", parents=[server_options()],
-                                help="read the catalog file again; onboarding and alerts apply at once")
-    reload.set_defaults(run=guarded(reload_catalog))
 
 
 # A step's status as the command prints it: a skipped step could not run here, which is no failure.

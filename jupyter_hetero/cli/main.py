@@ -11,7 +11,7 @@
     jupyter hetero report [--since 30d] [--format html|json] [-o FILE]
     jupyter hetero evidence ID [--format text|json|html] [--lang en|zh] [-o FILE]
     jupyter hetero metrics ID [--format table|json] [--lang en|zh]
-    jupyter hetero onboard node|tenant|chip|framework|model NAME | onboard list | onboard reload-catalog
+    jupyter hetero onboard node|tenant|chip|framework|model NAME | onboard list | catalog reload
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
 
