@@ -177,6 +177,12 @@ class HeteroApp(ExtensionApp):
              "its processes' device use); each tick writes every workload's due samples in one transaction "
              "(see docs/governance.md#what-is-measured).",
     )
+    metric_retention_s = Float(
+        30 * 86400.0, config=True, min=0.0,
+        help="Seconds the metric samples of a workload that ended are kept; then the scheduler's thread deletes them "
+             "in batches of at most 50,000 rows, one write each, in a pass at most once an hour. The attempts' totals "
+             "(CPU seconds, IO bytes, peaks) stay. 0 keeps every sample (see docs/governance.md#what-is-measured).",
+    )
     alert_webhook = Unicode(
         "", config=True,
         help="URL each alert is POSTed to as JSON when it fires and when it resolves; empty: none.",

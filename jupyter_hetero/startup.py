@@ -99,6 +99,7 @@ def platform_settings(app: HeteroApp, backend: Backend) -> PlatformSettings:
         kernel_report_grace_s=app.kernel_report_grace,
         alert_interval_s=app.alert_interval,
         metric_interval_s=app.metric_interval_s,
+        metric_retention_s=app.metric_retention_s,
         alert_webhook=app.alert_webhook,
         catalog_path=app.catalog_file,
     )

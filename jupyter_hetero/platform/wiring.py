@@ -77,6 +77,7 @@ class PlatformSettings:
     kernel_report_grace_s: float = 30.0
     alert_interval_s: float = 10.0
     metric_interval_s: float = 10.0  # between two stored samples of a running workload's measured figures
+    metric_retention_s: float = 30 * 86400.0  # ended workloads' samples are kept this long; 0 keeps them all
     alert_webhook: str = ""
     catalog_path: str = ""  # the file the catalog was read from, read again by a reload
 
@@ -122,7 +123,7 @@ class Platform:
         self.scheduler = Scheduler(
             catalog=catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             engine=self.engine, clock=self.clock, work_dir=settings.work_dir,
-            metric_interval_s=settings.metric_interval_s,
+            metric_interval_s=settings.metric_interval_s, metric_retention_s=settings.metric_retention_s,
             engine_process=None if settings.engine_process_timeout_s is None
             else EngineProcess(self.engine, timeout_s=settings.engine_process_timeout_s,
                                start_s=settings.engine_process_start_s),

@@ -3,6 +3,7 @@
     repo.record_metric_samples([MetricSample(7, 1, "memory_rss", 812.0, at=1000.0, source="procfs")])
     repo.metric_series(7)["memory_rss"].points    # [(1000.0, 812.0, 1)]: (at, value, attempt)
     repo.latest_metrics([7, 8])                  # {7: {"memory_rss": (812.0, "procfs")}}
+    repo.delete_ended_metric_samples(ended_before=t, limit=50_000)  # rows deleted, in one write
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sqlalchemy import and_, delete, func, insert, select
 
 from ..metric_names import unit_of
 from .sessions import Sessions
-from .tables import MetricSampleRow
+from .tables import MetricSampleRow, WorkloadRow
 
 __all__ = ["MetricSample", "MetricSampleRecords", "MetricSeries"]
 
@@ -84,6 +85,19 @@ class MetricSampleRecords(Sessions):
                 {"workload_id": workload_id, "attempt": attempt, "name": name, "value": float(value), "at": at,
                  "source": "reported"} for name, value in values.items()])
         return thinned
+
+    def delete_ended_metric_samples(self, *, ended_before: float, limit: int) -> int:
+        """At most ``limit`` samples of workloads that ended before ``ended_before`` (wall time), in one write;
+        returns how many went. A running or requeued workload has no ``finished_at``, so its samples stay."""
+        ended = select(WorkloadRow.id).where(WorkloadRow.finished_at.is_not(None),
+                                             WorkloadRow.finished_at < ended_before)
+        # The ids first, bounded, in a subquery: one statement that never holds the writer for a whole backlog.
+        batch = (select(MetricSampleRow.id).where(MetricSampleRow.workload_id.in_(ended))
+                 .limit(max(int(limit), 1)).scalar_subquery())
+        with self.session(write=True) as session:
+            deleted = session.execute(delete(MetricSampleRow).where(MetricSampleRow.id.in_(batch))
+                                      .execution_options(synchronize_session=False))
+            return deleted.rowcount or 0
 
     def metric_series(self, workload_id: int, names: Collection[str] | None = None) -> dict[str, MetricSeries]:
         """Every metric of ``workload_id`` (or only ``names``) as a series, by name."""

@@ -80,3 +80,14 @@ def test_past_the_cap_the_oldest_half_is_thinned_and_the_newest_point_kept(repo,
     assert len(points) <= cap
     assert thinned and set(thinned) == {"loss"}
     assert points[0][0] == 0.0 and points[-1][0] == float(3 * cap - 1)  # the whole curve, at a coarser grain
+
+
+def test_ended_workloads_samples_are_deleted_a_bounded_batch_a_write(repo):
+    ended, running = _workload(repo, "ended"), _workload(repo, "running")
+    repo.update_workload(ended, event="succeeded", state="succeeded", finished_at=500.0)
+    repo.record_metric_samples([MetricSample(wid, 1, "cpu_util", float(i), at=float(i), source="procfs")
+                                for wid in (ended, running) for i in range(5)])
+    assert repo.delete_ended_metric_samples(ended_before=400.0, limit=3) == 0  # it ended after the cut-off
+    assert repo.delete_ended_metric_samples(ended_before=600.0, limit=3) == 3
+    assert repo.delete_ended_metric_samples(ended_before=600.0, limit=3) == 2
+    assert repo.metric_series(ended) == {} and len(repo.metric_series(running)["cpu_util"].points) == 5

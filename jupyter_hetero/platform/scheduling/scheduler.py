@@ -42,6 +42,7 @@ from .launch import Launcher
 from .lifecycle import may_stop
 from .monitor import METRIC_INTERVAL_S, RUN_BY_BACKEND, AttemptMonitor
 from .queue_status import WAIT_WINDOW_S, QueueStatus
+from .retention import METRIC_RETENTION_S, MetricRetention
 from .workload_copies import NodeStates, TemplateLookups, WorkloadCopies
 from .ticks import TickLog, TickTiming
 from .waiting import BlockerTrail
@@ -73,7 +74,8 @@ class Scheduler:
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
                  backend: Backend, engine: Engine, clock: Clock, work_dir: Path,
-                 engine_process: EngineProcess | None = None, metric_interval_s: float = METRIC_INTERVAL_S):
+                 engine_process: EngineProcess | None = None, metric_interval_s: float = METRIC_INTERVAL_S,
+                 metric_retention_s: float = METRIC_RETENTION_S):
         self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.inventory = inventory
@@ -124,6 +126,8 @@ class Scheduler:
             inadmissible=self.inadmissible,
             on_kernel_lost=lambda workload_id, reason: self.on_kernel_lost(workload_id, reason),
             metric_interval_s=metric_interval_s)
+        # Ended workloads' old samples go in bounded batches after a tick, in this thread (see retention.py).
+        self.retention = MetricRetention(repository, retention_s=metric_retention_s, wall=self.wall, now=self.clock)
         self.launcher = Launcher(
             catalog=self.live_catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
             wall=self.wall, paths=self.paths, running=self._running,
@@ -231,6 +235,7 @@ class Scheduler:
             running=running, pending=pending, admitted=len(decisions.admissions),
             changed=changed,
         ))
+        self.retention.after_tick()  # after the timing: a prune's batch is not the cycle's cost
         return decisions
 
     def _take_up_catalog(self) -> None:
