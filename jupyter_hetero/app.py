@@ -183,6 +183,16 @@ class HeteroApp(ExtensionApp):
              "in batches of at most 50,000 rows, one write each, in a pass at most once an hour. The attempts' totals "
              "(CPU seconds, IO bytes, peaks) stay. 0 keeps every sample (see docs/governance.md#what-is-measured).",
     )
+    metric_reports_per_s = Float(
+        5.0, config=True, min=0.0,
+        help="Reports of its own figures (jupyter_hetero.report(), POST /workloads/{id}/metrics) a workload may make "
+             "per second, after a burst of metric_report_burst; more are refused (429 with Retry-After) before "
+             "anything is written, so that one job reporting in a tight loop cannot hold the store's single writer. "
+             "0 for no limit.",
+    )
+    metric_report_burst = Int(
+        20, config=True, min=1, help="Reports a workload may make at once before metric_reports_per_s applies.",
+    )
     alert_webhook = Unicode(
         "", config=True,
         help="URL each alert is POSTed to as JSON when it fires and when it resolves; empty: none.",

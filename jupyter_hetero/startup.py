@@ -100,6 +100,8 @@ def platform_settings(app: HeteroApp, backend: Backend) -> PlatformSettings:
         alert_interval_s=app.alert_interval,
         metric_interval_s=app.metric_interval_s,
         metric_retention_s=app.metric_retention_s,
+        metric_reports_per_s=app.metric_reports_per_s,
+        metric_report_burst=app.metric_report_burst,
         alert_webhook=app.alert_webhook,
         catalog_path=app.catalog_file,
     )

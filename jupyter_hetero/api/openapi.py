@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
 from .responses import Error
-from .routes import BAD_REQUEST, ENGINE_RESTARTING, FORBIDDEN, NOT_FOUND, ROUTES, Route
+from .routes import BAD_REQUEST, ENGINE_RESTARTING, FORBIDDEN, NOT_FOUND, ROUTES, TOO_MANY_REQUESTS, Route
 
 __all__ = ["DOCUMENT_PATH", "build_document", "render_document"]
 
@@ -26,6 +26,8 @@ _SHARED_RESPONSES = {
     BAD_REQUEST: ("BadRequest", "Invalid input; `field` names it"),
     FORBIDDEN: ("Forbidden", "Not allowed; `reason` says why"),
     NOT_FOUND: ("NotFound", "Unknown name or id"),
+    TOO_MANY_REQUESTS: ("TooManyRequests", ("Faster than this server allows: `Retry-After` says in how many seconds "
+                        "to try again (`reason` rate-limited); nothing was done")),
     ENGINE_RESTARTING: ("EngineRestarting", ("A dry run met a dead or stuck engine process, which restarts: try again "
                         "in a few seconds (`message` in English, `message_zh` in Chinese, `reason` engine-unavailable)")),
 }

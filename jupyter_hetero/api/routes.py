@@ -49,7 +49,7 @@ from . import workloads as w
 __all__ = ["ROUTES", "Route"]
 
 # Error statuses every route may list; each names a shared response of the document.
-BAD_REQUEST, FORBIDDEN, NOT_FOUND, ENGINE_RESTARTING = 400, 403, 404, 503
+BAD_REQUEST, FORBIDDEN, NOT_FOUND, TOO_MANY_REQUESTS, ENGINE_RESTARTING = 400, 403, 404, 429, 503
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,10 @@ ROUTES: tuple[Route, ...] = (
           m.ReportedMetrics, body=ReportMetrics, path_parameters=_WORKLOAD, answer_description="What was stored",
           description="At most 50 names a call; one point per name and second (a later one replaces it); at most "
                       "10,000 points per name, past which the oldest half is thinned to every other point. "
-                      "jupyter_hetero.report(loss=0.31) sends one from inside a workload.",
-          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The workload is not running"),
+                      "jupyter_hetero.report(loss=0.31) sends one from inside a workload. Each workload may report "
+                      "c.HeteroApp.metric_reports_per_s times a second after a burst of metric_report_burst (5 and "
+                      "20 by default); past that, a 429 with Retry-After before anything is stored.",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND, TOO_MANY_REQUESTS), conflict="The workload is not running"),
     Route("/workloads/{workload_id}/files", "get", "getWorkloadFile",
           "A file an attempt archived (its outputs, an executed notebook)", None, query=FilesQuery,
           path_parameters=_WORKLOAD, media_type="application/octet-stream", answer_description="The file's bytes",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -21,6 +22,8 @@ __all__ = ["NotInWorkload", "ReportRefused", "report"]
 
 API = "hetero/api/v1"
 TIMEOUT_S = 10.0
+# How long one call waits out 429s (reports faster than the server's c.HeteroApp.metric_reports_per_s) in all.
+RATE_WAIT_S = 30.0
 
 
 class NotInWorkload(RuntimeError):
@@ -37,7 +40,8 @@ class ReportRefused(RuntimeError):
 
 def report(figures: Mapping[str, float] | None = None, /, *, at: float | None = None,
            environ: Mapping[str, str] | None = None, **named: float) -> dict[str, Any]:
-    """Send figures of this workload to its server; what the server stored."""
+    """Send figures of this workload to its server; what the server stored. Reporting faster than the server
+    allows, the call waits as long as its 429 says (up to ``RATE_WAIT_S`` in all) and sends again."""
     env = os.environ if environ is None else environ
     workload, url, token = env.get("HETERO_WORKLOAD_ID"), env.get("JUPYTER_HETERO_URL"), env.get("JUPYTER_HETERO_TOKEN")
     if not (workload and url and token):
@@ -51,12 +55,25 @@ def report(figures: Mapping[str, float] | None = None, /, *, at: float | None = 
     request = urllib.request.Request(
         f"{url.rstrip('/')}/{API}/workloads/{workload}/metrics", data=json.dumps(body).encode(), method="POST",
         headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:  # noqa: S310 - the server's own URL
-            return json.loads(answer.read() or b"{}")
-    except urllib.error.HTTPError as refusal:
+    give_up_at = time.monotonic() + RATE_WAIT_S
+    while True:
         try:
-            said = json.loads(refusal.read() or b"{}")
-        except ValueError:
-            said = {"message": refusal.reason}
-        raise ReportRefused(refusal.code, said if isinstance(said, dict) else {"message": said}) from None
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:  # noqa: S310 - the server's own URL
+                return json.loads(answer.read() or b"{}")
+        except urllib.error.HTTPError as refusal:
+            wait = _retry_after(refusal) if refusal.code == 429 else None
+            if wait is not None and time.monotonic() + wait <= give_up_at:
+                time.sleep(wait)  # in the workload's own process: a tight loop slows to the rate, it is not broken
+                continue
+            try:
+                said = json.loads(refusal.read() or b"{}")
+            except ValueError:
+                said = {"message": refusal.reason}
+            raise ReportRefused(refusal.code, said if isinstance(said, dict) else {"message": said}) from None
+
+
+def _retry_after(refusal: urllib.error.HTTPError) -> float | None:
+    try:
+        return max(0.0, float(refusal.headers.get("Retry-After", "")))
+    except (TypeError, ValueError):
+        return None

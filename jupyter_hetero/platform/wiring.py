@@ -34,6 +34,7 @@ from .governance.report import Reports
 from .governance.usage import UsageLedger
 from .identity import Identity, resolve_identity
 from .kernels.servers import Servers
+from .request_limits import ReportRate
 from .live_catalog import LiveCatalog
 from .kernels.service import Kernels
 from .kernels.hub_kernels import HubKernelPlacements
@@ -78,6 +79,8 @@ class PlatformSettings:
     alert_interval_s: float = 10.0
     metric_interval_s: float = 10.0  # between two stored samples of a running workload's measured figures
     metric_retention_s: float = 30 * 86400.0  # ended workloads' samples are kept this long; 0 keeps them all
+    metric_reports_per_s: float = 5.0  # a workload's reports of its own figures, after a burst; 0: no limit
+    metric_report_burst: int = 20
     alert_webhook: str = ""
     catalog_path: str = ""  # the file the catalog was read from, read again by a reload
 
@@ -153,7 +156,10 @@ class Platform:
         self.workload_metrics = WorkloadMetrics(catalog=self.live_catalog, repository=self.repository,
                                                 access=self.access, clock=self.clock.wall,
                                                 interval_s=settings.metric_interval_s,
-                                                unmeasured=getattr(self.backend, "unmeasured", None))
+                                                unmeasured=getattr(self.backend, "unmeasured", None),
+                                                rate=ReportRate(per_second=settings.metric_reports_per_s,
+                                                                burst=settings.metric_report_burst,
+                                                                clock=self.clock.monotonic))
         self.previews = Previews(catalog=catalog, scheduler=self.scheduler, workloads=self.workloads,
                                  access=self.access)
         launched = {"catalog": catalog, "repository": self.repository, "workloads": self.workloads,

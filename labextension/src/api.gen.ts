@@ -526,7 +526,7 @@ export interface paths {
         put?: never;
         /**
          * Figures a workload reports of itself (loss, throughput...): by its own credential or its owner
-         * @description At most 50 names a call; one point per name and second (a later one replaces it); at most 10,000 points per name, past which the oldest half is thinned to every other point. jupyter_hetero.report(loss=0.31) sends one from inside a workload.
+         * @description At most 50 names a call; one point per name and second (a later one replaces it); at most 10,000 points per name, past which the oldest half is thinned to every other point. jupyter_hetero.report(loss=0.31) sends one from inside a workload. Each workload may report c.HeteroApp.metric_reports_per_s times a second after a burst of metric_report_burst (5 and 20 by default); past that, a 429 with Retry-After before anything is stored.
          */
         post: operations["reportWorkloadMetrics"];
         delete?: never;
@@ -2866,6 +2866,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Faster than this server allows: `Retry-After` says in how many seconds to try again (`reason` rate-limited); nothing was done */
+        TooManyRequests: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A dry run met a dead or stuck engine process, which restarts: try again in a few seconds (`message` in English, `message_zh` in Chinese, `reason` engine-unavailable) */
         EngineRestarting: {
             headers: {
@@ -3710,6 +3719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getWorkloadFile: {

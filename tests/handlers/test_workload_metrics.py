@@ -231,3 +231,78 @@ async def test_a_kernels_figures_say_why_they_are_not_measured(kernelspecs, api,
     assert all("not measured for a kernel" in why[name] for name in answer["declared"]
                if name in ("cpu_util", "memory_rss", "device_util")), why
     await jp_fetch("api", "kernels", kernel_id, method="DELETE", headers={"Authorization": f"token {_token('alice')}"})
+
+
+@pytest.fixture
+def slow_reports(hetero_config):
+    """Three reports at once, then one every hundred seconds: the bucket does not refill during the test."""
+    hetero_config["metric_reports_per_s"] = 0.01
+    hetero_config["metric_report_burst"] = 3
+
+
+async def test_reports_past_a_workloads_bucket_are_a_429_before_any_write_and_other_workloads_are_unaffected(
+        slow_reports, api, gate, wait_for, jp_serverapp, jp_fetch):  # noqa: F811
+    from tornado.httpclient import HTTPClientError
+
+    first, second = [(await api("workloads", "POST", gate.job(f"rate-gate-{n}", template="data-preprocessing"),
+                                as_user="alice"))["id"] for n in (1, 2)]
+    for job in (first, second):
+        await wait_for(job, lambda w: w["state"] == "running", as_user="alice")
+    repository = jp_serverapp.web_app.settings["hetero_platform"].repository
+
+    async def post(job: int, user: str, loss: float):
+        try:
+            answer = await jp_fetch("hetero", "api", "v1", "workloads", str(job), "metrics", method="POST",
+                                    body=json.dumps({"metrics": {"loss": loss}, "at": time.time() - 10 + loss}),
+                                    headers={"Authorization": f"token {_token(user)}"})
+        except HTTPClientError as refusal:
+            return refusal.code, json.loads(refusal.response.body), refusal.response.headers
+        return answer.code, json.loads(answer.body), answer.headers
+
+    # Someone who may not report is refused first, and takes nothing from the workload's bucket.
+    for n in range(5):
+        assert (await post(first, "bob", n))[0] == 403
+    assert [(await post(first, "alice", n))[0] for n in range(3)] == [200, 200, 200]
+
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_rest):
+        if "metric_samples" in statement.lower() and not statement.lstrip().upper().startswith("SELECT"):
+            statements.append(statement)
+
+    event.listen(repository.engine, "before_cursor_execute", seen)
+    status, error, headers = await post(first, "alice", 4)
+    event.remove(repository.engine, "before_cursor_execute", seen)
+    assert status == 429 and error["reason"] == "rate-limited", error
+    assert int(headers["Retry-After"]) >= 1
+    assert f"workload {first} reported its figures more than 3 times at once" in error["message"]
+    assert statements == []  # refused before any write
+    assert len(repository.metric_series(first)["loss"].points) == 3
+
+    # Another workload of the same user has its own bucket.
+    assert [(await post(second, "alice", n))[0] for n in range(3)] == [200, 200, 200]
+    assert len(repository.metric_series(second)["loss"].points) == 3
+    for job in (first, second):
+        await api(f"workloads/{job}", "DELETE", as_user="alice")
+
+
+@pytest.fixture
+def brisk_reports(hetero_config):
+    hetero_config["metric_reports_per_s"] = 2.0
+    hetero_config["metric_report_burst"] = 2
+
+
+async def test_report_waits_out_a_429_so_a_tight_loop_slows_down_and_is_not_broken(
+        brisk_reports, api, wait_for):
+    code = ("import time\nfrom jupyter_hetero import report\nstart = time.time()\n"
+            "for step in range(5):\n    report(loss=1.0 / (step + 1), at=start - 10 + step)\n"
+            "print('REPORTED in', round(time.time() - start, 1), flush=True)\n")
+    job = await api("workloads", "POST", {"kind": "job", "template": "data-preprocessing", "code": code},
+                    as_user="alice")
+    done = await wait_for(job["id"], lambda w: w["state"] in ("succeeded", "failed"), as_user="alice", timeout=60)
+    log = await api.text(f"workloads/{job['id']}/logs", as_user="alice")
+    assert done["state"] == "succeeded", log
+    took = float(next(line for line in log.splitlines() if line.startswith("REPORTED in")).split()[-1])
+    assert took >= 1.0, log  # two at once, then it waited for the bucket at least once
+    series = _series(await api(f"workloads/{job['id']}/metrics", as_user="alice"))
+    assert len(series["loss"]["points"]) == 5

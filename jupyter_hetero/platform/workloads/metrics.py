@@ -23,6 +23,7 @@ from ...store import ACTIVE_STATES, Repository
 from ...store.tables import AttemptRow, WorkloadRow
 from ..access import Access
 from ..identity import Identity
+from ..request_limits import ReportRate
 
 __all__ = ["MAX_POINTS_PER_NAME", "WorkloadMetrics"]
 
@@ -46,7 +47,7 @@ class WorkloadMetrics:
 
     def __init__(self, *, catalog: Catalog | Any, repository: Repository, access: Access,
                  clock: Callable[[], float], interval_s: float = 10.0, max_points: int = MAX_POINTS_PER_NAME,
-                 unmeasured: Mapping[str, str] | None = None) -> None:
+                 unmeasured: Mapping[str, str] | None = None, rate: ReportRate | None = None) -> None:
         self._catalog = catalog
         self.repository = repository
         self.access = access
@@ -54,6 +55,7 @@ class WorkloadMetrics:
         self.interval_s = interval_s
         self.max_points = max_points
         self.unmeasured = dict(unmeasured or {})  # what the backend cannot measure of any workload, and why
+        self.rate = rate  # reports per workload and second: each is a write, and the store has one writer
 
     def report(self, identity: Identity, workload_id: int, body: ReportMetrics) -> dict[str, Any]:
         """Store figures a workload reports of itself: by its own credential or by its owner, while it runs."""
@@ -61,6 +63,8 @@ class WorkloadMetrics:
         if row is None:
             raise NotFound(Message(N_("workload {workload} does not exist"), workload=workload_id))
         self._require_reporter(identity, row)
+        if self.rate is not None:  # after the 403: no one else may drain a workload's bucket
+            self.rate.admit(workload_id)
         for name in body.metrics:
             if is_measured(name):
                 raise InvalidRequest(Message(N_("metrics.{name}: {name} is measured by the platform from the "
