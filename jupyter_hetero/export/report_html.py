@@ -57,8 +57,8 @@ svg text{font-size:10px;fill:#424a53}
 
 # Where a workload's evidence is, from the report's own address (``GET /report``); ``{id}`` is the workload's.
 EVIDENCE_HREF = "workloads/{id}/evidence?format=html&lang={lang}"
-# Workload ids named in a checkpoint's evidence: "workloads 3, 5, 8".
-_NAMED_IDS = re.compile(r"(workloads? )(\d+(?:, \d+)*)")
+# Workload ids named in a checkpoint's evidence: "workloads 3, 5, 8", in Chinese "工作负载 3, 5, 8".
+_NAMED_IDS = re.compile(r"((?:workloads?|工作负载) ?)(\d+(?:, \d+)*)")
 
 
 def render_report(report: dict[str, Any], lang: str = "en", evidence_href: str = EVIDENCE_HREF) -> str:

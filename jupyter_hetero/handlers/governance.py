@@ -78,7 +78,7 @@ class ReportHandler(HeteroHandler):
     async def get(self) -> None:
         query, identity = self.query(ReportQuery), self.identity
         # It reads every workload of the period and looks at their archives: in a worker thread.
-        report = await self.off_loop(lambda: self.platform.reports.build(identity, query.since))
+        report = await self.off_loop(lambda: self.platform.reports.build(identity, query.since, query.lang))
         if query.format == "json":
             self.reply(report)
             return

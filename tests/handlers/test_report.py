@@ -185,6 +185,13 @@ async def test_the_acceptance_report_meets_every_checkpoint_and_agrees_with_the_
     chinese = await jp_fetch("hetero", "api", "v1", "report", params={"since": "10m", "format": "html", "lang": "zh"},
                              headers={"Authorization": "token root-token"})
     assert "验收报告" in chinese.body.decode()
+    # The checkpoints in the report's language (each sentence's Chinese: tests/platform/governance/test_checkpoints.py),
+    # the workloads they name still linked to their evidence.
+    zh = await api("report", as_user="root", since="10m", lang="zh")
+    assert [(c["task_type"], i["name"]) for c in zh["checkpoints"] for i in c["items"]] == \
+        [(c["task_type"], i["name"]) for c in report["checkpoints"] for i in c["items"]]
+    assert all(re.search(r"[\u4e00-\u9fff]", i["needs"]) for c in zh["checkpoints"] for i in c["items"] if i["needs"])
+    assert f'<a href="workloads/{failed}/evidence?format=html&amp;lang=zh">{failed}</a>' in chinese.body.decode()
     await _render_in_chromium(body)
 
 

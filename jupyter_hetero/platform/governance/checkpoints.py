@@ -1,6 +1,6 @@
 """The acceptance report's checkpoints, each judged only by its own evidence: the quantity it names, measured.
 
-    found = judge_checkpoints(by_task, attempts, releases, costs, measured)
+    found = judge_checkpoints(by_task, attempts, releases, costs, measured, language="zh")
     # [{"task_type": "training", "items": [{"name": "device-memory", "status": "not-measured",
     #                                      "evidence": "...", "needs": "device memory per process from ..."}, ...]}]
 
@@ -10,7 +10,9 @@ retried), and ``not-measured`` when nothing measured it; then ``needs`` says wha
 file for IO, the host's memory for device memory) never meets an item.
 
 ``measured`` is the store's latest figure of each metric per workload, ``{id: {name: (value, source)}}``, as
-``Repository.latest_metrics`` answers it. Pure: no I/O, no clock, except for looking into archive directories.
+``Repository.latest_metrics`` answers it. Each evidence sentence is a catalog message with its figures as
+parameters, rendered (with ``needs``) in ``language``: a Chinese report says its evidence in Chinese too. Pure: no
+I/O, no clock, except for looking into archive directories.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ...i18n import N_
+from ...i18n import N_, Message, translate
 from ...store.tables import AttemptRow, WorkloadRow
 
 __all__ = ["CHECKPOINTS", "FAILED", "MET", "NEEDS", "NOT_MEASURED", "judge_checkpoints"]
@@ -55,11 +57,57 @@ COLLECTIVE_PREFIXES = ("collective_", "allreduce_", "allgather_", "reduce_scatte
 
 Measured = Mapping[int, Mapping[str, tuple[float, str]]]
 
+# The evidence sentences, each with its figures as parameters (translated where read).
+TEMPLATE_RUNS = N_("{count} submitted from {templates}, succeeded: workloads {ids}")
+NO_TEMPLATE = N_("no template")
+NONE = N_("none")
+IO_NOT_MEASURED = N_("no bytes read or written were measured for {count} workloads")
+IO_MEASURED = N_("read {read}, wrote {wrote} ({sources}) in workloads {ids}")
+RETRIES = N_("failed and retried: workloads {retried}; failed without a retry: workloads {not_retried}")
+DEVICE_MEMORY_NOT_MEASURED = N_("no device memory was measured for {attempts} ended attempts of {count} workloads")
+DEVICE_MEMORY_NOT_MEASURED_SAID = N_("no device memory was measured for {attempts} ended attempts of {count} "
+                                     "workloads; the nodes said: {notes}")
+DEVICE_MEMORY_PEAK = N_("device memory peak {peak} MiB ({sources}) in workloads {ids}")
+COMMUNICATION_NOT_MEASURED = N_("no collective figure reported and no network bytes measured for {count} workloads")
+COLLECTIVE_FIGURE = N_("{name} {value} ({measured_by}) in workload {workload}")
+NETWORK_BYTES = N_("{bytes} over the network ({measured_by}) in workload {workload}")
+CHECKPOINTS_WRITTEN = N_("checkpoints written by workloads {ids} of {count} training workloads")
+CANARY_LATENCY = N_("{service} r{revision} canary p95 {p95} ms")
+NO_LATENCY = N_("no rollout judged on latency")
+CANARY_THROUGHPUT = N_("{service} r{revision} canary {rate} requests/s")
+NO_THROUGHPUT = N_("no rollout judged on requests/s")
+ROLLED_BACK = {"rolled-back": N_("{service} r{revision} rolled-back"),
+               "rolled-back-to": N_("{service} r{revision} rolled-back-to")}
+NO_ROLLBACK = N_("no rollback")
+NO_WAIT = N_("no wait recorded for {count} workloads")
+WAITS = N_("waits of {shortest} s to {longest} s recorded for workloads {ids}")
+COST = N_("cost {cost} at the catalog's prices for {templates}")
+ARCHIVED = N_("results archived for workloads {ids}")
+
+
+class _Joined(Message):
+    """Several messages read as one, each in the reader's language: ``"a; b"``."""
+
+    def __init__(self, parts: list[Message], separator: str):
+        super().__init__("")
+        self.parts, self.separator = parts, separator
+
+    def text(self, language: str = "en") -> str:
+        return self.separator.join(part.text(language) for part in self.parts)
+
 
 def judge_checkpoints(by_task: Mapping[str, list[WorkloadRow]], attempts: Mapping[int, list[AttemptRow]],
                       releases: list[dict[str, Any]], costs: Mapping[str, float],
-                      measured: Measured) -> list[dict[str, Any]]:
-    """Per task type, its items, each met, failed or not measured from its own evidence."""
+                      measured: Measured, *, language: str = "en") -> list[dict[str, Any]]:
+    """Per task type, its items, each met, failed or not measured from its own evidence, said in ``language``."""
+    return [{**check, "items": [{**item, "evidence": item["evidence"].text(language),
+                                 "needs": translate(item["needs"], language) if item["needs"] else None}
+                                for item in check["items"]]}
+            for check in _judged(by_task, attempts, releases, costs, measured)]
+
+
+def _judged(by_task: Mapping[str, list[WorkloadRow]], attempts: Mapping[int, list[AttemptRow]],
+            releases: list[dict[str, Any]], costs: Mapping[str, float], measured: Measured) -> list[dict[str, Any]]:
     preprocessing = by_task.get("data-preprocessing", [])
     training = by_task.get("training", []) + by_task.get("fine-tuning", [])
     batch = by_task.get("batch-inference", [])
@@ -75,16 +123,16 @@ def judge_checkpoints(by_task: Mapping[str, list[WorkloadRow]], attempts: Mappin
     ]
 
 
-def _item(name: str, status: str, evidence: str) -> dict[str, Any]:
+def _item(name: str, status: str, evidence: Message) -> dict[str, Any]:
     return {"name": name, "status": status, "evidence": evidence,
             "needs": NEEDS[name] if status == NOT_MEASURED else None}
 
 
 def _template(rows: list[WorkloadRow]) -> dict[str, Any]:
-    templates = ", ".join(sorted({row.template for row in rows})) or "no template"
+    templates = ", ".join(sorted({row.template for row in rows})) or Message(NO_TEMPLATE)
     succeeded = [row.id for row in rows if row.state == "succeeded"]
     ended = [row.id for row in rows if row.state in ("succeeded", "failed", "cancelled", "lost")]
-    evidence = f"{len(rows)} submitted from {templates}, succeeded: workloads {_ids(succeeded)}"
+    evidence = Message(TEMPLATE_RUNS, count=len(rows), templates=templates, ids=_ids(succeeded))
     if succeeded:
         return _item("template", MET, evidence)
     return _item("template", FAILED if ended else NOT_MEASURED, evidence)
@@ -101,9 +149,9 @@ def _io(rows: list[WorkloadRow], measured: Measured) -> dict[str, Any]:
                 wrote += value if name == "io_write_bytes" else 0
                 sources.add(source)
     if not named:
-        return _item("io", NOT_MEASURED, f"no bytes read or written were measured for {len(rows)} workloads")
-    return _item("io", MET, f"read {_bytes(read)}, wrote {_bytes(wrote)} ({', '.join(sorted(sources))}) "
-                            f"in workloads {_ids(named)}")
+        return _item("io", NOT_MEASURED, Message(IO_NOT_MEASURED, count=len(rows)))
+    return _item("io", MET, Message(IO_MEASURED, read=_bytes(read), wrote=_bytes(wrote),
+                                    sources=", ".join(sorted(sources)), ids=_ids(named)))
 
 
 def _retries(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptRow]]) -> dict[str, Any]:
@@ -118,7 +166,7 @@ def _retries(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptRow]]) 
             retried.append(row.id)
         elif row.state == "failed":
             not_retried.append(row.id)
-    evidence = f"failed and retried: workloads {_ids(retried)}; failed without a retry: workloads {_ids(not_retried)}"
+    evidence = Message(RETRIES, retried=_ids(retried), not_retried=_ids(not_retried))
     if not_retried:
         return _item("retries", FAILED, evidence)
     return _item("retries", MET if retried else NOT_MEASURED, evidence)
@@ -134,13 +182,13 @@ def _device_memory(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptR
     ended = [a for row in rows for a in attempts.get(row.id, ()) if a.outcome]
     if not peaks:
         notes = sorted({(a.metrics or {}).get("device_note") for a in ended} - {None})
-        why = f"; the nodes said: {'; '.join(notes)}" if notes else ""
-        return _item("device-memory", NOT_MEASURED,
-                     f"no device memory was measured for {len(ended)} ended attempts of {len(rows)} workloads{why}")
+        said = Message(DEVICE_MEMORY_NOT_MEASURED_SAID if notes else DEVICE_MEMORY_NOT_MEASURED, attempts=len(ended),
+                       count=len(rows), notes="; ".join(notes))
+        return _item("device-memory", NOT_MEASURED, said)
     top = max(value for value, _source in peaks.values())
     sources = ", ".join(sorted({source for _value, source in peaks.values()}))
-    return _item("device-memory", MET,
-                 f"device memory peak {top:g} MiB ({sources}) in workloads {_ids(list(peaks))}")
+    return _item("device-memory", MET, Message(DEVICE_MEMORY_PEAK, peak=f"{top:g}", sources=sources,
+                                               ids=_ids(list(peaks))))
 
 
 def _communication(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptRow]],
@@ -156,17 +204,18 @@ def _communication(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptR
             network.append((row.id, sum(value for _n, value, _s in moved),
                             ", ".join(sorted({source for _n, _v, source in moved}))))
     if not reported and not network:
-        return _item("communication", NOT_MEASURED,
-                     f"no collective figure reported and no network bytes measured for {len(rows)} workloads")
-    said = [f"{name} {value:g} ({source}) in workload {wid}" for wid, name, value, source in reported]
-    said += [f"{_bytes(total)} over the network ({source}) in workload {wid}" for wid, total, source in network]
-    return _item("communication", MET, "; ".join(said))
+        return _item("communication", NOT_MEASURED, Message(COMMUNICATION_NOT_MEASURED, count=len(rows)))
+    said = [Message(COLLECTIVE_FIGURE, name=name, value=f"{value:g}", measured_by=source, workload=wid)
+            for wid, name, value, source in reported]
+    said += [Message(NETWORK_BYTES, bytes=_bytes(total), measured_by=source, workload=wid)
+             for wid, total, source in network]
+    return _item("communication", MET, _Joined(said, "; "))
 
 
 def _checkpoint(rows: list[WorkloadRow]) -> dict[str, Any]:
     written = [row.id for row in rows if row.checkpoint_at is not None]
     return _item("checkpoint", MET if written else NOT_MEASURED,
-                 f"checkpoints written by workloads {_ids(written)} of {len(rows)} training workloads")
+                 Message(CHECKPOINTS_WRITTEN, ids=_ids(written), count=len(rows)))
 
 
 def _online(releases: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -177,35 +226,36 @@ def _online(releases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rolled_back = [r for r in releases if r.get("outcome") in ("rolled-back", "rolled-back-to")]
     return [
         _item("latency", MET if latency else NOT_MEASURED,
-              "; ".join(f"{r['service']} r{r['revision']} canary p95 {figures['p95']:g} ms" for r, figures in latency)
-              or "no rollout judged on latency"),
+              _Joined([Message(CANARY_LATENCY, service=r["service"], revision=r["revision"], p95=f"{figures['p95']:g}")
+                       for r, figures in latency], "; ") if latency else Message(NO_LATENCY)),
         _item("throughput", MET if throughput else NOT_MEASURED,
-              "; ".join(f"{r['service']} r{r['revision']} canary {r['canary']['requests_per_s']:g} requests/s"
-                        for r in throughput) or "no rollout judged on requests/s"),
+              _Joined([Message(CANARY_THROUGHPUT, service=r["service"], revision=r["revision"],
+                               rate=f"{r['canary']['requests_per_s']:g}") for r in throughput], "; ")
+              if throughput else Message(NO_THROUGHPUT)),
         _item("rollback", MET if rolled_back else NOT_MEASURED,
-              ", ".join(f"{r['service']} r{r['revision']} {r['outcome']}" for r in rolled_back) or "no rollback"),
+              _Joined([Message(ROLLED_BACK[r["outcome"]], service=r["service"], revision=r["revision"])
+                       for r in rolled_back], ", ") if rolled_back else Message(NO_ROLLBACK)),
     ]
 
 
 def _queueing(rows: list[WorkloadRow]) -> dict[str, Any]:
     waits = sorted((row.admitted_at - row.created_at, row.id) for row in rows if row.admitted_at is not None)
     if not waits:
-        return _item("queueing", NOT_MEASURED, f"no wait recorded for {len(rows)} workloads")
-    return _item("queueing", MET, f"waits of {waits[0][0]:.1f} s to {waits[-1][0]:.1f} s recorded for "
-                                  f"workloads {_ids([wid for _wait, wid in waits])}")
+        return _item("queueing", NOT_MEASURED, Message(NO_WAIT, count=len(rows)))
+    return _item("queueing", MET, Message(WAITS, shortest=f"{waits[0][0]:.1f}", longest=f"{waits[-1][0]:.1f}",
+                                          ids=_ids([wid for _wait, wid in waits])))
 
 
 def _cost(rows: list[WorkloadRow], costs: Mapping[str, float]) -> dict[str, Any]:
     templates = sorted({row.template for row in rows})
     costed = sum(costs.get(template, 0.0) for template in templates)
-    evidence = f"cost {costed:.6g} at the catalog's prices for {', '.join(templates) or 'no template'}"
+    evidence = Message(COST, cost=f"{costed:.6g}", templates=", ".join(templates) or Message(NO_TEMPLATE))
     return _item("cost", MET if costed > 0 else NOT_MEASURED, evidence)
 
 
 def _archived(rows: list[WorkloadRow], attempts: Mapping[int, list[AttemptRow]]) -> dict[str, Any]:
     archived = [row.id for row in rows for a in attempts.get(row.id, ()) if _has_outputs(a.archive_path)]
-    return _item("archived-results", MET if archived else NOT_MEASURED,
-                 f"results archived for workloads {_ids(archived)}")
+    return _item("archived-results", MET if archived else NOT_MEASURED, Message(ARCHIVED, ids=_ids(archived)))
 
 
 def _figures(figures: Mapping[str, tuple[float, str]], names: Iterable[str]) -> list[tuple[str, float, str]]:
@@ -219,8 +269,8 @@ def _has_outputs(archive: str | None) -> bool:
     return outputs.is_dir() and any(outputs.iterdir())
 
 
-def _ids(ids: Iterable[int]) -> str:
-    return ", ".join(map(str, sorted(set(ids)))) or "none"
+def _ids(ids: Iterable[int]) -> str | Message:
+    return ", ".join(map(str, sorted(set(ids)))) or Message(NONE)
 
 
 def _bytes(value: float) -> str:

@@ -58,7 +58,8 @@ class Reports:
         self.access = access
         self.clock = clock
 
-    def build(self, identity: Identity, since_s: float) -> dict[str, Any]:
+    def build(self, identity: Identity, since_s: float, language: str = "en") -> dict[str, Any]:
+        """The report over the last ``since_s``; its checkpoints' evidence and needs said in ``language``."""
         self.access.require_platform_admin(identity, "report.read", "report")
         now = self.clock.wall()
         since = now - since_s
@@ -93,7 +94,7 @@ class Reports:
             "capacity": self.capacity(since_s),
             "checkpoints": judge_checkpoints(
                 by_task, attempts, releases, {row["key"]: row["cost"] for row in by_template["rows"]},
-                latest),
+                latest, language=language),
         }
 
     # -- sections ----------------------------------------------------------------------------

@@ -4,8 +4,12 @@ The report's whole run through a real server is tests/handlers/test_report.py; h
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from jupyter_hetero.i18n import translate
+from jupyter_hetero.platform.governance import checkpoints
 from jupyter_hetero.platform.governance.checkpoints import judge_checkpoints
 from jupyter_hetero.store.tables import AttemptRow, WorkloadRow
 
@@ -115,3 +119,62 @@ def test_every_item_not_measured_says_what_would_measure_it():
     assert {key: item["status"] for key, item in items.items()} == {key: "not-measured" for key in items}
     assert "nvidia-smi, amd-smi, npu-smi, xpu-smi" in items["training", "device-memory"]["needs"]
     assert "collective_bandwidth_gbps" in items["training", "communication"]["needs"]
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _every_branch() -> list[tuple[str, dict, dict]]:
+    """Each item's evidence once met (or failed) and once not measured, in English and in Chinese."""
+    rows = {"data-preprocessing": [workload(4, "data-preprocessing", attempts=2),
+                                   workload(5, "data-preprocessing", state="failed")],
+            "training": [workload(1, checkpoint_at=5.0), workload(2)],
+            "batch-inference": [workload(9, "batch-inference")]}
+    attempts = [attempt(4, 1, "failed"), attempt(4, 2), attempt(5, 1, "failed"), attempt(1), attempt(2, replicas=2),
+                attempt(9)]
+    measured = {4: {"io_read_bytes": (1.0e9, "procfs")}, 1: {"device_memory_peak": (2048.0, "nvidia-smi"),
+                                                            "collective_bandwidth_gbps": (80.0, "reported")},
+                2: {"net_rx_bytes": (5.0e9, "procfs")}}
+    releases = [{"service": "s", "revision": 2, "outcome": "rolled-back",
+                 "canary": {"latency_ms": {"p95": 41.0}, "requests_per_s": 12.5}},
+                {"service": "s", "revision": 1, "outcome": "rolled-back-to"}]
+    per_workload: dict[int, list[AttemptRow]] = {}
+    for one in attempts:
+        per_workload.setdefault(one.workload_id, []).append(one)
+    said = []
+    for case in ((rows, per_workload, releases, {"batch-inference": 2.5}, measured),
+                 ({}, {}, [], {}, {}),
+                 ({"training": [workload(1)]}, {1: [attempt(1, device_note="no nvidia-smi here")]}, [], {}, {})):
+        english, chinese = (judge_checkpoints(*case, language=language) for language in ("en", "zh"))
+        said += [(f"{check['task_type']}/{item['name']}", item, zh_item)
+                 for check, zh_check in zip(english, chinese)
+                 for item, zh_item in zip(check["items"], zh_check["items"])]
+    return said
+
+
+# The evidence sentences still without a Chinese entry in the shipped catalog (jupyter_hetero/locale, which its
+# owner updates): until there are none, the test below is expected to fail on exactly them.
+_UNTRANSLATED = [message for message in (
+    checkpoints.TEMPLATE_RUNS, checkpoints.NO_TEMPLATE, checkpoints.NONE, checkpoints.IO_NOT_MEASURED,
+    checkpoints.IO_MEASURED, checkpoints.RETRIES, checkpoints.DEVICE_MEMORY_NOT_MEASURED,
+    checkpoints.DEVICE_MEMORY_NOT_MEASURED_SAID, checkpoints.DEVICE_MEMORY_PEAK, checkpoints.COMMUNICATION_NOT_MEASURED,
+    checkpoints.COLLECTIVE_FIGURE, checkpoints.NETWORK_BYTES, checkpoints.CHECKPOINTS_WRITTEN,
+    checkpoints.CANARY_LATENCY, checkpoints.NO_LATENCY, checkpoints.CANARY_THROUGHPUT, checkpoints.NO_THROUGHPUT, *checkpoints.ROLLED_BACK.values(),
+    checkpoints.NO_ROLLBACK, checkpoints.NO_WAIT, checkpoints.WAITS, checkpoints.COST, checkpoints.ARCHIVED)
+    if translate(message, "zh") == message]
+
+
+@pytest.mark.xfail(bool(_UNTRANSLATED), strict=True,
+                   reason=f"{len(_UNTRANSLATED)} evidence msgids await their zh_CN entries in the shipped catalog")
+def test_every_evidence_sentence_is_said_in_chinese_in_a_chinese_report():
+    said = _every_branch()
+    assert {item["status"] for _key, item, _zh in said} == {"met", "failed", "not-measured"}
+    english_left = [(key, zh["evidence"]) for key, item, zh in said
+                    if zh["evidence"] == item["evidence"] or not _CJK.search(zh["evidence"])]
+    assert english_left == []
+    assert all(_CJK.search(zh["needs"]) for _key, item, zh in said if item["needs"])
+    # The figures stay as they are, whatever the language.
+    zh_of: dict[str, str] = {}
+    for key, _item, zh in said:
+        zh_of.setdefault(key, zh["evidence"])  # the first case's: everything met
+    assert "2048" in zh_of["training/device-memory"] and "1 GB" in zh_of["data-preprocessing/io"]
