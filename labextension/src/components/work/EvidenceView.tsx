@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import { formatDuration, num, stateLabel } from '../../format';
 import { EvidenceSectionKey, blockersOverTime, evidenceSections, seriesSummaries } from '../../models/evidence';
+import { formatFigure } from '../../models/metrics';
 import type { IWorkloadEvidence } from '../../types';
 
 /** Props of `EvidenceView`. */
@@ -136,8 +137,9 @@ function SectionBody(props: { section: EvidenceSectionKey; evidence: IWorkloadEv
                 '%1: %2 samples, last %3, peak %4',
                 series.name,
                 series.count,
-                series.last === null ? '–' : `${num(series.last)} ${series.unit}`.trim(),
-                series.peak === null ? '–' : `${num(series.peak)} ${series.unit}`.trim()
+                // As the Metrics view says them: a loss of 0.25 is not "0.3", 4096 bytes are "4.1 kB".
+                series.last === null ? '–' : formatFigure(series.last, series.unit || null),
+                series.peak === null ? '–' : formatFigure(series.peak, series.unit || null)
               )}
             </li>
           ))}
