@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from ...store import Repository
 
 __all__ = ["METRIC_RETENTION_S", "PRUNE_BATCH_ROWS", "PRUNE_EVERY_S", "MetricRetention"]
@@ -52,8 +54,14 @@ class MetricRetention:
             if self._next_pass is not None and now < self._next_pass:
                 return 0
             self._in_pass, self._next_pass = True, now + self.every_s
-        deleted = self.repository.delete_ended_metric_samples(ended_before=self.wall() - self.retention_s,
-                                                              limit=self.batch_rows)
+        try:
+            deleted = self.repository.delete_ended_metric_samples(ended_before=self.wall() - self.retention_s,
+                                                                  limit=self.batch_rows)
+        except SQLAlchemyError:
+            # Housekeeping must not fail the tick it follows: this pass ends, the next is due in an hour.
+            log.exception("jupyter-hetero: deleting old metric samples failed")
+            self._in_pass = False
+            return 0
         self.deleted += deleted
         if deleted < self.batch_rows:
             self._in_pass = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from jupyter_hetero.backends.local import load_emulated_nodes
 from jupyter_hetero.backends.local.processes import LocalBackend
@@ -109,5 +110,27 @@ def test_retention_zero_keeps_every_sample(tmp_path):
                         at=clock.wall() - 401 * DAY)
         retention = MetricRetention(repo, retention_s=0, wall=clock.wall, now=SteadyTime(clock).now)
         assert retention.after_tick() == 0 and _counts(repo, old) == [3]
+    finally:
+        repo.close()
+
+
+def test_a_failing_prune_does_not_fail_the_tick_and_waits_for_the_next_pass(tmp_path):
+    clock = FixedClock()
+    repo = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=clock.wall)
+    try:
+        old = _workload(repo, "old", state="succeeded", finished_at=clock.wall() - 40 * DAY, samples=3,
+                        at=clock.wall() - 41 * DAY)
+        retention = MetricRetention(repo, retention_s=30 * DAY, wall=clock.wall, now=SteadyTime(clock).now)
+
+        def locked(_connection, _cursor, statement, *_rest):
+            if statement.lstrip().upper().startswith("DELETE"):
+                raise OperationalError(statement, {}, Exception("database is locked"))
+
+        event.listen(repo.engine, "before_cursor_execute", locked)
+        assert retention.after_tick() == 0 and _counts(repo, old) == [3]
+        event.remove(repo.engine, "before_cursor_execute", locked)
+        assert retention.after_tick() == 0  # the failed pass ended; the next one is an hour away
+        clock.advance(3600)
+        assert retention.after_tick() == 3 and _counts(repo, old) == [0]
     finally:
         repo.close()
