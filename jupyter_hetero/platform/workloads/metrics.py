@@ -123,8 +123,8 @@ class WorkloadMetrics:
     def _why(self, name: str, row: WorkloadRow, attempts: list[AttemptRow], notes: dict[str, str],
              language: str) -> str:
         """Why ``name`` has no figures for this workload, in the reader's language."""
-        if name in notes:
-            return translate(notes[name], language)
+        if name in notes:  # a backend's or an attempt's note, said of several names at once: each line names its own
+            return Message(N_("{name}: {why}"), name=name, why=translate(notes[name], language)).text(language)
         if not is_measured(name):
             return Message(N_("{name}: reported by the workload through jupyter_hetero.report(); none yet"),
                            name=name).text(language)
