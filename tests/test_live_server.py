@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -85,6 +86,9 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
         checkpoints = json.loads(hetero(server, "report", "--since", "1h", "--format", "json").stdout)["checkpoints"]
         assert [c["task_type"] for c in checkpoints] == ["data-preprocessing", "training", "online-inference",
                                                          "batch-inference"]
+        chinese = json.loads(hetero(server, "report", "--since", "1h", "--format", "json", "--lang", "zh").stdout)
+        needs = [item["needs"] for c in chinese["checkpoints"] for item in c["items"] if item["needs"]]
+        assert needs and all(re.search(r"[\u4e00-\u9fff]", said) for said in needs), needs  # in the language asked
         onboarded = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "onboard", "node", "--url",
                                     server.base_url, "--token", server.token, "cpu-0"],
                                    capture_output=True, text=True, timeout=120)

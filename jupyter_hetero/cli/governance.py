@@ -87,7 +87,8 @@ def add_report_parser(commands) -> None:
 def _report(args: argparse.Namespace) -> int:
     client = connect(args)
     if args.format == "json":
-        text = json.dumps(client.request("GET", "report", since=args.since), indent=2, ensure_ascii=False) + "\n"
+        answer = client.request("GET", "report", since=args.since, lang=args.lang)  # its checkpoints in that language
+        text = json.dumps(answer, indent=2, ensure_ascii=False) + "\n"
     else:
         text = client.text("report", since=args.since, format="html", lang=args.lang)
     return emit(text, args.output, f"the acceptance report since {args.since} ago ({args.format})")
