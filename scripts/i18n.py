@@ -46,7 +46,9 @@ _PANEL_KEYWORDS = {
 }
 _SOURCES = (
     (ROOT / "jupyter_hetero", [("**.py", "python")], _PYTHON_KEYWORDS, {}),
-    (ROOT / PANEL_DIR / "src", [("**.ts", "javascript"), ("**.tsx", "javascript")], _PANEL_KEYWORDS, {}),
+    # Template literals too: a string inside `${...}` is as much the panel's as any other.
+    (ROOT / PANEL_DIR / "src", [("**.ts", "javascript"), ("**.tsx", "javascript")], _PANEL_KEYWORDS,
+     {"parse_template_string": "true"}),
 )
 # `{name}` / `{name!r}` in Python strings, `%1` in the panel's.
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\d+")

@@ -7,7 +7,7 @@
 //   node scripts/i18n.mjs --write  extract the strings into the catalogs (new ones untranslated, stale ones
 //                                  dropped) and compile them (then translate the empty ones and run it again)
 //
-// The Python tool runs with $PYTHON (default python3), which needs Babel. `sourceStrings` finds the calls
+// The Python tool runs with $PYTHON (default python3), which needs Babel. `sourceStrings` finds the calls (`__` and `_n`, whose first string is the key)
 // with a regular expression, independently of Babel, for the unit test that cross-checks the .json.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -18,7 +18,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const SOURCE_DIR = join(here, '..', 'src');
 export const CATALOG = join(here, '..', '..', 'jupyter_hetero', 'locale', 'zh_CN', 'LC_MESSAGES', 'jupyter_hetero.json');
 
-const CALL = /\btrans\.__\(\s*'((?:[^'\\]|\\.)*)'/g;
+const CALL = /\btrans\.(?:__|_n)\(\s*'((?:[^'\\]|\\.)*)'/g;
 
 function unescape(literal) {
   return literal.replace(/\\(.)/g, (_, c) => ({ n: '\n', t: '\t' })[c] ?? c);

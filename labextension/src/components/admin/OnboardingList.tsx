@@ -39,7 +39,7 @@ export function OnboardingList(props: IOnboardingListProps): JSX.Element {
             <summary>
               {entry.kind} <strong>{entry.name}</strong>: {states[entry.state]}
               {entry.failed_step ? ` (${entry.failed_step})` : ''}
-              {skippedOf(entry) > 0 ? ` ${trans._n('(%1 step skipped)', '(%1 steps skipped)', skippedOf(entry), skippedOf(entry))}` : ''}
+              {skippedOf(entry) > 0 ? ' ' + trans._n('(%1 step skipped)', '(%1 steps skipped)', skippedOf(entry), skippedOf(entry)) : ''}
             </summary>
             <ol>
               {entry.steps.map(step => (
