@@ -15,7 +15,7 @@ import threading
 
 from ..catalog import Catalog
 
-__all__ = ["LiveCatalog"]
+__all__ = ["LiveCatalog", "ReadsLiveCatalog"]
 
 
 class LiveCatalog:
@@ -67,3 +67,14 @@ class LiveCatalog:
         """Block (off the event loop) until ``version`` is current or ``timeout_s`` passed; whether it is."""
         with self._changed:
             return self._changed.wait_for(lambda: self.version >= version, timeout_s)
+
+
+class ReadsLiveCatalog:
+    """A part that reads the catalog as of now through the holder it keeps as ``live_catalog``, never a copy of
+    its own: a reload switches it between two ticks."""
+
+    live_catalog: LiveCatalog
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.live_catalog.current

@@ -35,7 +35,7 @@ from .governance.usage import UsageLedger
 from .identity import Identity, resolve_identity
 from .kernels.servers import Servers
 from .request_limits import ReportRate
-from .live_catalog import LiveCatalog
+from .live_catalog import LiveCatalog, ReadsLiveCatalog
 from .kernels.service import Kernels
 from .kernels.hub_kernels import HubKernelPlacements
 from .scheduling.engine_process import EngineProcess
@@ -90,7 +90,7 @@ def _as_is(error: HeteroError) -> Exception:
     return error
 
 
-class Platform:
+class Platform(ReadsLiveCatalog):
     """What the handlers reach through ``self.platform``.
 
         platform = Platform(PlatformSettings(work_dir=work, root_dir=root), catalog=catalog,
@@ -198,11 +198,6 @@ class Platform:
         self.serving = Services(catalog=catalog, repository=self.repository, workloads=self.workloads,
                                       clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
                                       usage_of=self.scheduler.usage)
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now (see live_catalog.py)."""
-        return self.live_catalog.current
 
     @property
     def mode(self) -> str:

@@ -27,7 +27,7 @@ from ...store import Repository
 from ...store.tables import AlertRow
 from ..clock import Clock
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..scheduling.inventory import Inventory
 from .alerting import Finding, Observed, findings, message_of
 
@@ -38,12 +38,7 @@ log = logging.getLogger(__name__)
 WEBHOOK_TIMEOUT_S = 5.0
 
 
-class Alerts:
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
-
+class Alerts(ReadsLiveCatalog):
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, clock: Clock,
                  quota_use: Callable, device_memory: Callable[[], list[tuple[int, str, float, float]]],
                  webhook: str = "", interval_s: float = 10.0):

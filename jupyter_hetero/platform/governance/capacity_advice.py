@@ -33,7 +33,7 @@ from ...store import Repository
 from ..access import Access
 from ..clock import Clock
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..scheduling.inventory import Inventory
 from .usage import usage_report
 
@@ -188,13 +188,8 @@ def _seconds(value: float | None) -> float | None:
     return None if value is None or math.isinf(value) else round(value, 3)
 
 
-class CapacityPlanning:
+class CapacityPlanning(ReadsLiveCatalog):
     """Capacity advice over the store's record of the last ``since`` seconds (platform admins)."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, access: Access,
                  clock: Clock, engine_factory: Callable[[], object] = lambda: Engine(eta=False)):

@@ -14,7 +14,7 @@ from ...capability import Held
 from ...catalog import Catalog, Queue, Template, Tenant
 from ...errors import NotFound
 from ...i18n import N_, Message
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..scheduling.queue_status import QueueStatus
 
 __all__ = ["CatalogViews"]
@@ -27,13 +27,8 @@ class _Parts:
     limits: dict[str, tuple[Tenant, list[dict[str, Any]]]]
 
 
-class CatalogViews:
+class CatalogViews(ReadsLiveCatalog):
     """Answers the read API: what can be requested, how busy each queue is, what a tenant uses."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, catalog: Catalog | LiveCatalog, status: Callable[[], QueueStatus]):
         self.live_catalog = LiveCatalog.of(catalog)

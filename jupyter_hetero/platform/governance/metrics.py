@@ -32,7 +32,7 @@ from ...catalog import Catalog
 from ...metric_names import MEASURED
 from ...store import Repository
 from ..clock import Clock
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..scheduling.inventory import Inventory
 from .usage import held, hourly_cost
 
@@ -62,12 +62,7 @@ FAMILIES = {
 }
 
 
-class PlatformMetrics:
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
-
+class PlatformMetrics(ReadsLiveCatalog):
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, backend,
                  clock: Clock,
                  quota_use=None):
@@ -207,7 +202,6 @@ class PlatformMetrics:
                 if name in shown:
                     family.add_metric([str(row.id), row.tenant, row.template, name, source], figure)
         return family
-
 
     # -- governance --------------------------------------------------------------------------
 

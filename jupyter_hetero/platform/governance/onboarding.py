@@ -57,7 +57,7 @@ from ...store.tables import OnboardingRow
 from ...units import compare_versions
 from ..access import Access
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..scheduling.inventory import Inventory
 from .onboarding_frameworks import framework_probe, judge
 from .onboarding_probes import FAULT, MODEL_HARNESS, SAMPLE, difference
@@ -79,12 +79,7 @@ class Skipped(Exception):
         self.needs = needs
 
 
-class OnboardingChecklist:
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
-
+class OnboardingChecklist(ReadsLiveCatalog):
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
                  backend: Backend,
                  access: Access, identify: Callable[[str, frozenset[str]], Identity], may_submit: Callable[[Identity, str, str], None],

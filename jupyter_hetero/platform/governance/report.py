@@ -32,7 +32,7 @@ from ...store.tables import AttemptRow, WorkloadRow
 from ..access import Access
 from ..clock import Clock
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..scheduling.inventory import Inventory
 from .alerts import alert_json
 from .checkpoints import CHECKPOINTS, judge_checkpoints
@@ -43,12 +43,7 @@ __all__ = ["CHECKPOINTS", "Reports", "WAIT_BUCKETS_S"]
 WAIT_BUCKETS_S = (1, 10, 60, 300, 900, 3600, 4 * 3600, 86400)
 
 
-class Reports:
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
-
+class Reports(ReadsLiveCatalog):
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory, access: Access,
                  clock: Clock, capacity: Callable[[float], dict]):
         self.live_catalog = LiveCatalog.of(catalog)

@@ -24,7 +24,7 @@ from ...models import UsageQuery
 from ...store import Repository
 from ..clock import Clock
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 
 __all__ = ["GROUPS", "UsageLedger", "held", "hourly_cost", "usage_report"]
 
@@ -84,14 +84,9 @@ def _rounded(row: dict[str, Any]) -> dict[str, Any]:
             for name, value in row.items()}
 
 
-class UsageLedger:
+class UsageLedger(ReadsLiveCatalog):
     """Usage as the caller may see it: everyone's for platform admins, their tenant's for tenant-admins, their
     own for members (each row then theirs)."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, catalog: Catalog | LiveCatalog, repository: Repository, clock: Clock):
         self.live_catalog = LiveCatalog.of(catalog)

@@ -37,7 +37,7 @@ from ...store.tables import WorkloadRow
 from ..access import Access
 from ..clock import Clock
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..scheduling.scheduler import Scheduler
 from ..workloads.enqueue import Checked, Enqueuer
 from .culling import IdleRules, ReportedKernel, in_user_server
@@ -86,12 +86,7 @@ def take_over_culling(kernel_manager) -> None:
     kernel_manager.cull_kernel_if_idle = cull_kernel_if_idle
 
 
-class Kernels(IdleRules):
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
-
+class Kernels(ReadsLiveCatalog, IdleRules):
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, scheduler: Scheduler,
                  clock: Clock, identify: Callable[[str | None, tuple[str, ...]], Identity],
                  wake: Callable[[], None], server_url: str = "", server_token: str = "",

@@ -10,20 +10,15 @@ from ...capability import Held, NodeCapability
 from ...catalog import Catalog
 from ...engine_inputs import NodeView
 from ...store import Repository
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 
 __all__ = ["Inventory"]
 
 NOTHING_HELD = Held()
 
 
-class Inventory:
+class Inventory(ReadsLiveCatalog):
     """Keeps the store's node table in line with what the backends report."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, catalog: Catalog | LiveCatalog, repository: Repository):
         self.live_catalog = LiveCatalog.of(catalog)

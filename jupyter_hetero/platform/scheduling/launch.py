@@ -19,7 +19,7 @@ from ...export.kueue import pod_admission
 from ...store import Repository
 from ...store.tables import AttemptRow, WorkloadRow
 from ..clock import SteadyTime
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..workloads.environment import device_environment
 from ..workloads.jobfiles import JobPaths, runner_argv
 from .attempts import RunningAttempt
@@ -53,13 +53,8 @@ def node_facts(view: NodeView | None) -> dict[str, Any]:
     }
 
 
-class Launcher:
+class Launcher(ReadsLiveCatalog):
     """Starts an admitted workload's replicas through the backend; one per scheduler."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
                  backend: Backend,

@@ -19,7 +19,7 @@ from ...catalog import Catalog
 from ...store import ACTIVE_STATES, MetricSample, Repository
 from ...store.tables import WorkloadRow
 from ..clock import SteadyTime
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..workloads.jobfiles import JobPaths, archive_attempt
 from .attempts import RunningAttempt
 from .inadmissible import InadmissibleWorkloads
@@ -42,13 +42,8 @@ METRIC_INTERVAL_S = 10.0
 RUN_BY_BACKEND = ("job", "service")
 
 
-class AttemptMonitor:
+class AttemptMonitor(ReadsLiveCatalog):
     """Watches the attempts the backend runs and records how they end; one per scheduler."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, inventory: Inventory,
                  backend: Backend,

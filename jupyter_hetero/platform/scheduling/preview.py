@@ -24,7 +24,7 @@ from ...i18n import N_, Message
 from ...models import PreviewWorkload
 from ..access import Access
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..workloads.resolve import known_template, resolve
 from ..workloads.service import Workloads
 from .scheduler import Scheduler
@@ -35,14 +35,9 @@ __all__ = ["Previews", "preemption_preview", "preview"]
 _PREVIEW_ID = -1
 
 
-class Previews:
+class Previews(ReadsLiveCatalog):
     """What the API asks the scheduler outside its ticks: a submission's preview and an admin's preemption
     (its dry run, or the preemption itself); the dry cycles in a worker thread."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, scheduler: Scheduler, workloads: Workloads, access: Access):
         self.live_catalog = LiveCatalog.of(catalog)

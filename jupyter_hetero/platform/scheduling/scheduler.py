@@ -39,8 +39,8 @@ from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
 from .launch import Launcher
-from .lifecycle import may_stop
 from .monitor import METRIC_INTERVAL_S, RUN_BY_BACKEND, AttemptMonitor
+from .preempting import Preempter
 from .queue_status import WAIT_WINDOW_S, QueueStatus
 from .retention import METRIC_RETENTION_S, MetricRetention
 from .workload_copies import NodeStates, TemplateLookups, WorkloadCopies
@@ -132,6 +132,7 @@ class Scheduler:
             catalog=self.live_catalog, repository=repository, inventory=inventory, backend=backend, times=self.times,
             wall=self.wall, paths=self.paths, running=self._running,
             seal_environment=lambda row, env: self.seal_environment(row, env), finish=self.monitor.finish)
+        self.preempter = Preempter(repository=repository, times=self.times, monitor=self.monitor, wall=self.wall)
 
     @property
     def held(self) -> dict[int, AdmissionWait]:
@@ -363,35 +364,7 @@ class Scheduler:
                 escalated=True, priority_boost=escalation.priority_boost,
             )
         for preemption in decisions.preemptions:
-            victim = self.repository.workload(preemption.victim)
-            preemptor = self.repository.workload(preemption.preemptor)
-            grace = int(preemption.grace_deadline - now)
-            why = {"priority": f"preempted by {preemptor.queue} workload {preemptor.id}",
-                   "reservation": f"capacity reserved for queue {preemptor.queue} taken back by workload {preemptor.id}",
-                   "reclaim": f"tenant {preemptor.tenant} reclaimed its lent quota for workload {preemptor.id}"}
-            deadline = self.times.to_wall(preemption.grace_deadline)
-            data = {"preemptor": preemptor.id, "reason": preemption.reason, "grace_deadline": deadline}
-            stopped = self.repository.update_workload_if(
-                victim.id, may_stop, event="preempting",
-                reason=f"{why[preemption.reason]} (grace {grace} s), will be requeued",
-                data=data, stopping="preempt", preempting_until=deadline, preempted_for=preemptor.id,
-            )
-            if stopped is None:
-                # Stopping already, by a cancel above all (one may have come after this cycle's snapshot):
-                # that stop stands; the victim still makes room for this preemptor.
-                current = self.repository.workload(victim.id)
-                already = "cancelled" if current.stopping == "cancel" else f"stopped ({current.stopping})"
-                self.repository.update_workload_if(
-                    victim.id, lambda row: row.state in ACTIVE_STATES, event="preempting",
-                    reason=f"{why[preemption.reason]}; it is being {already} already", data=data,
-                    preempted_for=preemptor.id,
-                )
-                continue
-            self.times.steady(victim.id, "preempting_until", deadline)
-            self.monitor.signal_stop(victim.id)
-            self.repository.record_audit(actor="scheduler", action="workload.preempt", target=f"workload/{victim.id}",
-                                         outcome="done", detail={**data, "tenant": victim.tenant,
-                                                                 "why": why[preemption.reason]})
+            self.preempter.by_engine(preemption, now)
         for admission in decisions.admissions:
             placement = admission.placement
             row = self.repository.workload(admission.workload)
@@ -415,21 +388,8 @@ class Scheduler:
                 self.on_kernel_admitted(row.id)  # its provisioner, waiting for this placement, starts it
 
     def preempt_by_admin(self, workload_id: int, admin: str) -> dict:
-        """Evict a running workload by hand; its queue's grace period and requeue rules apply."""
-        row = self.repository.workload(workload_id)
-        grace = self.monitor.grace(row)
-        deadline = self.wall() + grace
-        stopped = self.repository.update_workload_if(
-            workload_id, may_stop, event="preempting",
-            reason=f"preempted by platform admin {admin} (grace {grace} s), will be requeued",
-            stopping="preempt", preempting_until=deadline,
-        )
-        if stopped is None:  # already stopping (a cancel always wins): that stop stands
-            row = self.repository.workload(workload_id)
-            return {"id": workload_id, "stopping": row.stopping, "grace_deadline": row.preempting_until}
-        self.times.steady(workload_id, "preempting_until", deadline)
-        self.monitor.signal_stop(workload_id)
-        return {"id": workload_id, "stopping": "preempt", "grace_deadline": deadline}
+        """Evict a running workload by hand (see Preempter.by_admin)."""
+        return self.preempter.by_admin(workload_id, admin)
 
     def lose(self, lost: list[tuple[int, str]], now: float) -> None:
         """Workloads that cannot keep their placement are released at once (see AttemptMonitor.lose)."""

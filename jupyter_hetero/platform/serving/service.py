@@ -44,7 +44,7 @@ from ...store import Repository
 from ...store.tables import ServiceRow, WorkloadRow
 from ..clock import Clock
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..workloads.resolve import known_template, resolve
 from ..workloads.service import Workloads, event_json, workload_json
 from .reconcile import ServiceReconciler, replica_parameters
@@ -67,12 +67,7 @@ def endpoint_path(tenant: str, name: str) -> str:
     return f"/hetero/endpoints/{tenant}/{name}/"
 
 
-class Services(ServiceReconciler):
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
-
+class Services(ReadsLiveCatalog, ServiceReconciler):
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, workloads: Workloads, clock: Clock,
                  wake: Callable[[], None], address_of: Callable[[int], str | None],
                  usage_of: Callable[[int], dict]):

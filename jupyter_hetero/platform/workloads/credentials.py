@@ -26,7 +26,7 @@ from ...store import ACTIVE_STATES, Repository
 from ...store.credentials import CredentialStore
 from ...store.tables import WorkloadRow
 from ..identity import Identity, workload_identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 
 __all__ = ["CREDENTIAL_PREFIX", "DEFAULT_PASSTHROUGH", "Credentials", "inherited_environment"]
 
@@ -55,13 +55,8 @@ def inherited_environment(environ: Mapping[str, str], passthrough: Iterable[str]
             and not any(secret in value for secret in hidden)}
 
 
-class Credentials:
+class Credentials(ReadsLiveCatalog):
     """Issues, checks and revokes workload credentials, and builds the environment that carries one."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, server_url: str | Callable[[], str],
                  inherited: Mapping[str, str], passthrough: Iterable[str] = DEFAULT_PASSTHROUGH,

@@ -32,7 +32,7 @@ from ...store import Repository
 from ...store.tables import WorkloadRow
 from ..access import Access
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from .resolve import Resolved, known_template, resolve
 
 __all__ = ["Checked", "Enqueuer"]
@@ -53,13 +53,8 @@ class Checked:
     tenant: str
 
 
-class Enqueuer:
+class Enqueuer(ReadsLiveCatalog):
     """Check a request to queue a workload of any kind, and store it."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, access: Access,
                  wake: Callable[[], None]):

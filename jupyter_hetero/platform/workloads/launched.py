@@ -20,21 +20,16 @@ from ...store import ACTIVE_STATES, PENDING_STATES, Repository
 from ...store.tables import WorkloadRow
 from ..clock import Clock
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from .service import FINAL_STATES, Workloads, workload_json
 
 __all__ = ["CallerLaunched"]
 
 
-class CallerLaunched:
+class CallerLaunched(ReadsLiveCatalog):
     """Start and release one kind of caller-launched workload, always as its owner."""
 
     kind: WorkloadKind
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, workloads: Workloads, clock: Clock,
                  environment_of: Callable[[WorkloadRow], dict[str, str]], wake: Callable[[], None],

@@ -25,7 +25,7 @@ from ...store.tables import EventRow, WorkloadRow
 from ...units import parse_duration_s
 from ..access import Access, follow_up_of
 from ..identity import Identity
-from ..live_catalog import LiveCatalog
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from .enqueue import Enqueuer
 from .environment import VISIBILITY
 
@@ -38,13 +38,8 @@ _CANCEL_TRIES = 5
 _RESERVED_ENV = {name for names in VISIBILITY.values() for name in names}
 
 
-class Workloads:
+class Workloads(ReadsLiveCatalog):
     """The workloads API: everything but the scheduling loop."""
-
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a reload switches it between two ticks (see platform/live_catalog.py)."""
-        return self.live_catalog.current
 
     def __init__(self, catalog: Catalog | LiveCatalog, repository: Repository, access: Access, root_dir: Path,
                  pending_info: Callable[[int], Pending | None], wake: Callable[[], None], user_root_template: str = ""):
