@@ -63,6 +63,10 @@ def test_my_work_shows_a_jobs_reported_loss_and_its_evidence_chain(lab_server, l
         "not measured: throughput_samples_per_s: reported by the workload through jupyter_hetero.report(); none yet")
     expect(missing.locator("[data-metric='device_util']")).to_contain_text("emulated node's devices are never measured")
     expect(missing.locator("[data-metric='loss']")).to_have_count(0)
+    # A note said of two names at once still names each one in its line.
+    expect(missing.locator("[data-metric='net_rx_bytes']")).to_contain_text(
+        "not measured: net_rx_bytes: network bytes are not measured on this machine")
+    expect(missing.locator("[data-metric='net_tx_bytes']")).to_contain_text("not measured: net_tx_bytes: ")
     page.screenshot(path=str(ui_output / "work-metrics.png"))
 
     row.locator(".jp-hetero-action-evidence").click()
@@ -78,7 +82,9 @@ def test_my_work_shows_a_jobs_reported_loss_and_its_evidence_chain(lab_server, l
     expect(attempts.locator(".jp-hetero-evidence-attempt")).to_contain_text("Attempt 1 on")
     utilisation = evidence.locator("[data-section='utilisation']")
     utilisation.locator("summary").click()
-    expect(utilisation.locator(".jp-hetero-evidence-series", has_text="loss")).to_contain_text("loss: 3 samples")
+    # Said as the Metrics view says it: the last loss is 0.25, not 0.3.
+    expect(utilisation.locator(".jp-hetero-evidence-series", has_text="loss")).to_contain_text(
+        "loss: 3 samples, last 0.25, peak 0.9")
     audit = evidence.locator("[data-section='audit']")
     audit.locator("summary").click()
     expect(audit.locator(".jp-hetero-evidence-intact")).to_contain_text("Audit chain intact")
