@@ -113,9 +113,12 @@ async def test_a_jobs_cpu_memory_and_storage_io_are_measured_from_its_processes(
     second = await api("workloads", "POST", {"kind": "job", "template": "data-preprocessing", "code": code},
                        as_user="alice")
 
-    def measured(series):
-        return (max((v for _at, v, _a in series.get("io_write_bytes", {}).get("points", [])), default=0)
-                >= WRITTEN_MIB * MIB and "memory_rss" in series and "cpu_seconds" in series)
+    def most(series, name):
+        return max((v for _at, v, _a in series.get(name, {}).get("points", [])), default=0)
+
+    def measured(series):  # the job writes, then reads back: wait for both (a sample may fall between them)
+        return (most(series, "io_write_bytes") >= WRITTEN_MIB * MIB and most(series, "io_read_bytes") >= READ_MIB * MIB
+                and "memory_rss" in series and "cpu_seconds" in series)
 
     answers = [await _metrics_until(api, job["id"], measured, as_user="alice") for job in (first, second)]
     gate.write_text("open")
