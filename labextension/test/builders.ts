@@ -104,7 +104,8 @@ export function template(overrides: Partial<ITemplate> = {}): ITemplate {
         min_runtime: null,
         min_firmware: null,
         frameworks: ['pytorch'],
-        requires: []
+        requires: [],
+        python: null
       }
     ],
     metrics: [],

@@ -23,6 +23,7 @@ from ...store import ACTIVE_STATES, Repository
 from ...store.tables import AttemptRow, WorkloadRow
 from ..access import Access
 from ..identity import Identity
+from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from ..request_limits import ReportRate
 
 __all__ = ["MAX_POINTS_PER_NAME", "WorkloadMetrics"]
@@ -37,18 +38,13 @@ _DEVICE = ("device_util", "device_memory", "device_memory_peak")
 _SAMPLED_KINDS = ("job", "service")
 
 
-class WorkloadMetrics:
+class WorkloadMetrics(ReadsLiveCatalog):
     """The figures of workloads, for whoever may describe them, and reports from the workloads themselves."""
 
-    @property
-    def catalog(self) -> Catalog:
-        """The catalog as of now: a server's live one (which a reload switches) is read at each call."""
-        return getattr(self._catalog, "current", self._catalog)
-
-    def __init__(self, *, catalog: Catalog | Any, repository: Repository, access: Access,
+    def __init__(self, *, catalog: Catalog | LiveCatalog, repository: Repository, access: Access,
                  clock: Callable[[], float], interval_s: float = 10.0, max_points: int = MAX_POINTS_PER_NAME,
                  unmeasured: Mapping[str, str] | None = None, rate: ReportRate | None = None) -> None:
-        self._catalog = catalog
+        self.live_catalog = LiveCatalog.of(catalog)
         self.repository = repository
         self.access = access
         self.clock = clock  # wall time
