@@ -64,6 +64,10 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("get", "/workloads/{workload_id}/logs"): OWNERS,
     ("get", "/workloads/{workload_id}/explain"): OWNERS,
     ("get", "/workloads/{workload_id}/files"): OWNERS,
+    ("get", "/workloads/{workload_id}/evidence"): OWNERS,
+    ("get", "/workloads/{workload_id}/metrics"): OWNERS,
+    # A workload's figures are reported by the workload itself or by its owner: nobody reports for another.
+    ("post", "/workloads/{workload_id}/metrics"): frozenset({"alice"}),
     ("post", "/workloads/{workload_id}/resubmit"): OWNERS - {"root"},  # submitted again, as the caller
     ("post", "/workloads/{workload_id}/preempt"): frozenset({"root"}),
     ("post", "/previews"): EVERYONE - {"root"},  # a preview is of a submission into the caller's tenant
@@ -90,6 +94,7 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
 # A valid request where one is needed to reach the rule (a body or query that fails validation is a 400 first).
 BODIES = {("post", "/workloads"): {"kind": "job", "template": "data-preprocessing", "command": ["true"]},
           ("post", "/previews"): {"template": "training"},
+          ("post", "/workloads/{workload_id}/metrics"): {"metrics": {"loss": 0.5}},
           ("patch", "/services/{name}"): {"replicas": 1},
           ("post", "/services/{name}/rollouts"): {"env": {"MODEL_VERSION": "2"}}}
 # A service's name is per tenant: each call names alice's tenant, so that root (a platform admin) reaches her service

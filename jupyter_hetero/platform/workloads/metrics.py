@@ -88,7 +88,7 @@ class WorkloadMetrics(ReadsLiveCatalog):
                              Message(N_("a workload's credential reports only its own figures: this is workload "
                                         "{credential}'s, not workload {workload}'s"),
                                      credential=identity.workload, workload=row.id))
-        if identity.user == row.user and identity.tenant.name == row.tenant:
+        if identity.user == row.user and identity.tenant is not None and identity.tenant.name == row.tenant:
             return
         self.access.deny(identity, "workload.metrics.report", f"workload/{row.id}",
                          Message(N_("only workload {workload}'s owner {owner} or the workload itself may report its "
