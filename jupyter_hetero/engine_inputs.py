@@ -167,6 +167,7 @@ def node_state(view: NodeView) -> NodeState:
         rdma=capability.network.rdma,
         bandwidth_gbps=capability.network.bandwidth_gbps,
         largest_link_domain=_largest_link_domain(accelerator),
+        readiness=view.readiness,
     )
 
 

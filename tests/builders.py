@@ -99,6 +99,15 @@ class NodeBuilder:
         self._node.schedulable = False
         return self
 
+    def lost(self) -> NodeBuilder:
+        """Gone from its source (deleted): still in the inventory, never schedulable."""
+        self._node.schedulable, self._node.readiness = False, "lost"
+        return self
+
+    def cordoned(self) -> NodeBuilder:
+        self._node.schedulable, self._node.readiness = False, "cordoned"
+        return self
+
     def build(self) -> NodeState:
         return replace(self._node, devices=[replace(d) for d in self._node.devices])
 

@@ -266,3 +266,31 @@ def test_a_cells_function_is_served_reached_through_its_endpoint_and_shown_in_th
     from jupyter_hetero.notebook.client import HeteroClient
 
     HeteroClient(lab.base_url, lab.token).delete_service("tripler")
+
+
+def test_the_submit_form_offers_only_the_templates_the_users_tenant_may_use(tmp_path):
+    import yaml
+
+    from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH
+    from jupyter_hetero.notebook.client import HeteroClient
+    from jupyter_hetero.notebook.widgets import SubmitForm
+
+    # The owner's tenant may use two of the catalog's job templates; the server would refuse the others (403).
+    catalog = yaml.safe_load(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    next(t for t in catalog["tenants"] if t["name"] == catalog["default_tenant"])["templates"] = [
+        "data-preprocessing", "training"]
+    layout = ServerLayout.create(tmp_path / "form")
+    catalog_file = layout.state / "catalog.yaml"
+    catalog_file.write_text(yaml.safe_dump(catalog, allow_unicode=True), encoding="utf-8")
+    with LabServer.start(
+        layout, app="server", log_path=layout.root / "server.log",
+        extra_args=[f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
+                    f"--HeteroApp.work_dir={layout.state / 'work'}", f"--HeteroApp.emulated_nodes_file={DEMO_NODES}",
+                    f"--HeteroApp.catalog_file={catalog_file}"],
+    ) as lab:
+        client = HeteroClient(lab.base_url, lab.token)
+        form = SubmitForm(client)
+        assert sorted(form.templates) == ["data-preprocessing", "training"]
+        assert sorted(value for _label, value in form.template.options) == ["data-preprocessing", "training"]
+        assert "hpc" in [t["name"] for t in client.templates(kind="job")]  # the catalog has more; none offered
+    kill_runners_under(layout.root)

@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from .accounting import Accounting
-from .blockers import capacity_blocker, inadmissible, quota_blocker, static_blockers
+from .blockers import capacity_blocker, exceeds_quota_blocker, inadmissible, quota_blocker, static_blockers
 from .capacity import NodeScorer, Policy
 from .decisions import Admission, Blocker, Decisions, Escalation, Pending, Preemption
 from .explain import estimate_eta, rank
@@ -50,6 +50,10 @@ class _Head:
     # on the condition that they can be taken back.
     guaranteed: bool = False
     no_borrow: str | None = None  # why a queue that borrows may not now: not-preemptible | protected
+    # Whether its queue ever lets it borrow (now, or once escalated); a never-preempted queue never does, which
+    # ``never_borrows`` says ("not-preemptible") where the queue would borrow otherwise.
+    ever_borrows: bool = True
+    never_borrows: str | None = None
 
 
 class Engine:
@@ -131,6 +135,7 @@ class Engine:
             escalated = starving or workload.escalated
             boost = workload.priority_boost or (queue.priority_boost if escalated and queue.escalation == "raise-priority" else 0)
             would_borrow = queue.can_borrow or (escalated and queue.escalation == "allow-borrowing")
+            could_borrow = queue.can_borrow or queue.escalation == "allow-borrowing"  # now or once escalated
             protected = queue.preemptible and bool(workload.preempted_at) and self._protected(workload, snapshot.now) is not None
             guaranteed = not queue.preemptible or protected
             heads.append(_Head(
@@ -141,6 +146,8 @@ class Engine:
                 starving=starving,
                 guaranteed=guaranteed,
                 no_borrow=("protected" if protected else "not-preemptible") if guaranteed and would_borrow else None,
+                ever_borrows=queue.preemptible and could_borrow,
+                never_borrows=None if queue.preemptible or not could_borrow else "not-preemptible",
             ))
         return heads
 
@@ -193,6 +200,12 @@ class Engine:
                 blockers.append(Blocker("held", flavor, {"holder": claim.holder}, 0.5))
                 continue
             check = state.quotas.check(workload.tenant, flavor, total, may_borrow=head.may_borrow and not nominal_only)
+            if not check.ok and check.verdict != QuotaVerdict.NO_QUOTA and (resource := state.quotas.beyond_ceiling(
+                    workload.tenant, flavor, total, may_borrow=head.ever_borrows)):
+                # No wait and no preemption ever gives the tenant this much: say so, and preempt nobody for it.
+                blockers.append(exceeds_quota_blocker(state, workload, flavor, total, resource, head.ever_borrows,
+                                                      head.never_borrows))
+                continue
             if not check.ok:
                 blockers.append(quota_blocker(state, workload, flavor, check, total, head.no_borrow))
                 if check.verdict >= QuotaVerdict.OVER_LIMIT:

@@ -43,6 +43,14 @@ _MESSAGES: dict[str, str] = {
         "quota: tenant {tenant} uses {used}/{nominal} {resource} of flavor {flavor}; this workload was preempted "
         "too often lately and is protected from preemption, so it does not borrow quota until the protection ends"
     ),
+    "exceeds-quota": N_(
+        "request exceeds the tenant's quota: it can never run as asked (it asks {need} {resource} of flavor {flavor}; "
+        "tenant {tenant} has a quota of {nominal} and could borrow {borrowable} more)"
+    ),
+    "exceeds-quota-not-preemptible": N_(
+        "request exceeds the tenant's quota: it can never run as asked (it asks {need} {resource} of flavor {flavor}; "
+        "tenant {tenant} has a quota of {nominal}, and queue {queue} is never preempted, so it borrows none)"
+    ),
     "no-quota": N_("quota: tenant {tenant} has no quota for flavor {flavor}"),
     "cohort": N_(
         "quota: other tenants of cohort {cohort} borrowed the {resource} of flavor {flavor} ({used}/{limit} in use); "
@@ -82,6 +90,13 @@ _MESSAGES: dict[str, str] = {
     "no-accelerator": N_("capacity: flavor {flavor} has no accelerators"),
     "variant": N_("runtime: template has no runtime variant for the accelerators of flavor {flavor}"),
     "not-onboarded": N_("onboarding: nodes of flavor {flavor} are still onboarding and not schedulable yet"),
+    "cordoned": N_(
+        "cordoned: nodes of flavor {flavor} are cordoned and take no new work ({nodes} node(s), such as {have})"
+    ),
+    "node-lost": N_(
+        "node lost: the nodes of flavor {flavor} left the inventory ({nodes} node(s), such as {have}); the work waits "
+        "until one is back or another node joins the flavor"
+    ),
     "no-nodes": N_("capacity: no ready node belongs to flavor {flavor}"),
 
     # Lost running work (Decisions.lost), not blockers.

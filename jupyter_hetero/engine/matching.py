@@ -81,10 +81,15 @@ class Mismatch:
     have: str
 
 
+_UNSCHEDULABLE = {"lost": "node-lost", "cordoned": "cordoned"}
+
+
 def mismatch(node: NodeState, request: Request, constraints: Constraints) -> Mismatch | None:
     """The first reason ``node`` can never run the workload, or None when it could."""
     if not node.schedulable:
-        return Mismatch("not-onboarded", "a ready node", "onboarding")
+        # A lost or cordoned node is said as such: "still onboarding" of a deleted node misleads.
+        kind = _UNSCHEDULABLE.get(node.readiness, "not-onboarded")
+        return Mismatch(kind, "a ready node", "onboarding" if kind == "not-onboarded" else node.name)
     if request.uses_devices:
         found = _devices_mismatch(node, request, constraints)
         if found is not None:

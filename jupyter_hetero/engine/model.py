@@ -181,6 +181,8 @@ class NodeState:
     # The most devices that share one fast-link domain (NVLink island, HCCS ring, xGMI hive); None where the
     # node gives no per-device links, and then its interconnect links all its devices.
     largest_link_domain: int | None = None
+    # Why a node that is not schedulable is not (onboarding, cordoned, lost), so a blocker can say which.
+    readiness: str = "ready"
 
     def clone(self) -> NodeState:
         """A copy whose free capacity can change without touching this one (cheaper than deepcopy)."""

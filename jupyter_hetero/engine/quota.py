@@ -97,6 +97,21 @@ class QuotaBook:
         borrowing = self.quotas[tenant].borrowing_limit.get(flavor)
         return UNLIMITED if borrowing is None else self.nominal(tenant, flavor) + borrowing
 
+    def ceiling(self, tenant: str, flavor: str, *, may_borrow: bool = True) -> Res:
+        """The most the tenant could ever hold of the flavor, however long it waits: its nominal quota, or with
+        borrowing what it keeps to itself plus its cohort's whole pool, within its borrowing limit."""
+        nominal = self.nominal(tenant, flavor)
+        if not may_borrow or tenant not in self.quotas:
+            return nominal
+        pool = self._pool.get((self.quotas[tenant].cohort, flavor), ZERO)
+        reach = self._guaranteed(tenant, flavor) + pool
+        return Res(*(max(n, min(r, cap)) for n, r, cap in zip(nominal, reach, self.limit(tenant, flavor))))
+
+    def beyond_ceiling(self, tenant: str, flavor: str, need: Res, *, may_borrow: bool = True) -> str | None:
+        """The first resource of ``need`` that the tenant could never hold of the flavor (see :meth:`ceiling`)."""
+        ceiling = self.ceiling(tenant, flavor, may_borrow=may_borrow)
+        return next((name for name, r, cap in zip(_NAMES, need, ceiling) if r > cap), None)
+
     def check(self, tenant: str, flavor: str, need: Res, *, may_borrow: bool = True) -> QuotaCheck:
         """Whether ``need`` more of ``flavor`` fits the tenant's quota now."""
         quota = self.quotas.get(tenant)

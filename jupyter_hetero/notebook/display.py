@@ -129,6 +129,9 @@ def status_line(workload: dict) -> str:
     state = workload["state"]
     if state == "inadmissible":
         why = workload["blockers"][0]["message"] if workload.get("blockers") else workload.get("reason") or ""
+        if (workload.get("reason") or "").startswith("its tenant's quota can never give it"):  # exceeds-quota only
+            return (f"inadmissible in {workload['queue']} - its tenant's quota can never give it what it asks"
+                    + (f" ({why})" if why else "") + "; it is queued again when the catalog's quota grows")
         return (f"inadmissible in {workload['queue']} - no node can ever hold it" + (f" ({why})" if why else "")
                 + "; it is queued again when the inventory changes")
     if state in ("queued", "preempted") and "position" in workload:

@@ -102,7 +102,8 @@ class SubmitForm:
 
         self.client = client
         self.shell = shell
-        self.templates = {t["name"]: t for t in client.templates(kind="job")}
+        # Only the templates the caller's tenant may use: the form never offers one the server would refuse.
+        self.templates = {t["name"]: t for t in client.templates(kind="job", mine="true")}
         self.template = w.Dropdown(options=[(t["display"]["en"], name) for name, t in self.templates.items()],
                                    description="Template")
         self.template.add_class("jp-hetero-form-template")

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ..errors import Forbidden
@@ -22,9 +23,16 @@ from .identity import Identity
 __all__ = ["Access", "follow_up_of"]
 
 
+# A user in no tenant is refused every request; the same read (a panel polling) is recorded once in this long.
+STRANGER_READ_REPEAT_S = 300.0
+_STRANGERS_KEPT = 10_000
+
+
 class Access:
-    def __init__(self, repository: Repository):
+    def __init__(self, repository: Repository, clock=time.monotonic):
         self.repository = repository
+        self._clock = clock
+        self._strangers_told: dict[tuple[str, str], float] = {}  # (user, read action) -> when it was last recorded
 
     @staticmethod
     def may_see(identity: Identity, row: WorkloadRow) -> bool:
@@ -78,6 +86,21 @@ class Access:
                      N_("{action} needs the platform-admin role; you are {role}"))
             self.deny(identity, action, target, Message(needs, action=action, role=identity.role.value))
         self.record(identity, action, target)
+
+    def record_stranger(self, user: str, action: str, target: str, refusal: Forbidden, *, read: bool) -> None:
+        """Audit the refusal of a user who belongs to no tenant (there is no identity to deny): each change they
+        attempt, and each read once per ``STRANGER_READ_REPEAT_S``, so a polling panel does not flood the log."""
+        if read:
+            now, key = self._clock(), (user, action)
+            if now - self._strangers_told.get(key, float("-inf")) < STRANGER_READ_REPEAT_S:
+                return
+            if len(self._strangers_told) >= _STRANGERS_KEPT:  # forget the expired, so many paths cannot grow it
+                self._strangers_told = {k: at for k, at in self._strangers_told.items()
+                                        if now - at < STRANGER_READ_REPEAT_S}
+            self._strangers_told[key] = now
+        self.repository.record_audit(actor=user, action=action, target=target, outcome="denied",
+                                     detail={"reason": refusal.message, "reason_code": refusal.detail.get("reason"),
+                                             "tenant": None})
 
     def deny(self, identity: Identity, action: str, target: str, reason: str | Message) -> None:
         self.repository.record_audit(actor=identity.user, action=action, target=target, outcome="denied",

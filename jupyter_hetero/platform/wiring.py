@@ -241,9 +241,15 @@ class Platform(ReadsLiveCatalog):
             raise Forbidden(Message(N_("hub service {service!r} is not a user: the hetero API acts for people, each "
                                        "in a tenant; call it with a user's token"), service=service),
                             reason="hub-service")
-        if is_server_owner(self.identity_provider, user, handler):
-            return self.identify(self.owner, groups_of(user), owner=True)
-        return self.identify(user.username, groups_of(user))
+        owner = is_server_owner(self.identity_provider, user, handler)
+        name = self.owner if owner else user.username
+        try:
+            return self.identify(name, groups_of(user), owner=owner)
+        except Forbidden as refusal:
+            if refusal.detail.get("reason") == "no-tenant":  # a denial like any other: in the audit log
+                action, target = _attempt(handler)
+                self.access.record_stranger(name, action, target, refusal, read=action.startswith(("GET ", "HEAD ")))
+            raise
 
     def _kernel_requester(self, user: str | None, groups: tuple[str, ...]) -> Identity:
         """Who asked for a kernel: the user of the request that starts it (``/api/kernels``,
@@ -343,3 +349,13 @@ def _stamp(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_mtime_ns, found.st_size
+
+
+def _attempt(handler) -> tuple[str, str]:
+    """What a refused request tried, for the audit: its method and API path (``POST workloads``), and the path."""
+    request = getattr(handler, "request", None)
+    if request is None:
+        return "kernel.start", "kernel"
+    path = request.path.split("/hetero/api/v1/", 1)[-1].strip("/") or request.path
+    return f"{request.method} {path}", path
+

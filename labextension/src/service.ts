@@ -91,7 +91,8 @@ export class HeteroService implements IHeteroService {
   }
 
   listTemplates(): Promise<ITemplate[]> {
-    return this._get('templates');
+  /** The templates the caller's tenant may use: the panel never offers one the server would refuse (403). */
+    return this._get('templates?mine=true');
   }
 
   listQueues(): Promise<IQueueStatus[]> {

@@ -33,7 +33,7 @@ function serviceAnswering(answer: unknown = {}): { service: HeteroService; seen:
 describe('HeteroService', () => {
   it.each([
     ['getVersion', [], 'GET', 'version'],
-    ['listTemplates', [], 'GET', 'templates'],
+    ['listTemplates', [], 'GET', 'templates?mine=true'],
     ['listQueues', [], 'GET', 'queues'],
     ['getMyTenant', [], 'GET', 'tenants/me'],
     ['listTenants', [], 'GET', 'tenants'],

@@ -44,9 +44,19 @@ def test_queues_that_are_never_preempted_do_not_borrow_lent_quota(queue):
     decisions = Engine().cycle(snap)
     assert decisions.admissions == []
     [blocker] = decisions.pending[1].blockers
-    assert render(blocker) == (f"quota: tenant borrower uses 0/2 devices of flavor a100-80g; queue {queue} is never "
+    # Three devices against a quota of two, in a queue that never borrows: it can never run as asked (issue 37).
+    assert render(blocker) == ("request exceeds the tenant's quota: it can never run as asked (it asks 3 devices of "
+                               f"flavor a100-80g; tenant borrower has a quota of 2, and queue {queue} is never "
+                               "preempted, so it borrows none)")
+    assert decisions.pending[1].inadmissible
+    # Two, within its own quota but with the lender's work on the rest, wait for quota as before.
+    snap = snapshot(nodes=[node("a1").gpus(4)], pending=[job(1).tenant("borrower").queue(queue).gpus(2)],
+                    running=[job(9).tenant("borrower").queue("batch").gpus(1).on("a1", 0)],
+                    tenants=LENDER_BORROWER, queue_policies=queues(inference={"reserved": {}}))
+    blocker = next(b for b in Engine().cycle(snap).pending[1].blockers if b.kind == "quota-not-preemptible")
+    assert render(blocker) == (f"quota: tenant borrower uses 1/2 devices of flavor a100-80g; queue {queue} is never "
                                "preempted, so it does not borrow quota that would have to be given back")
-    assert render(blocker, "zh").startswith("配额：租户 borrower 已使用规格 a100-80g 的 devices 0/2；")
+    assert render(blocker, "zh").startswith("配额：租户 borrower 已使用规格 a100-80g 的 devices 1/2；")
 
 
 def test_queues_that_are_never_preempted_do_not_use_another_queues_reservation():

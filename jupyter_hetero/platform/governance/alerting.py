@@ -62,8 +62,19 @@ class Finding:
         return message_of(self.kind, self.figures)
 
 
+# Figures that are words of ours (a node's state, what failed onboarding), not names: said in the reader's language,
+# so a Chinese alert carries no English word but the names it quotes.
+_WORDS: dict[str, dict[str, str]] = {
+    "state": {"lost": N_("lost"), "cordoned": N_("cordoned"), "onboarding": N_("onboarding"), "ready": N_("ready")},
+    "kind": {"node": N_("node"), "tenant": N_("tenant"), "model": N_("model"), "chip": N_("chip"),
+             "framework": N_("framework")},
+}
+
+
 def message_of(kind: str, figures: dict[str, Any], language: str = "en") -> str:
-    return Message(MESSAGES[kind], **figures).text(language)
+    said = {name: Message(_WORDS[name][value]) if isinstance(value, str) and value in _WORDS.get(name, {}) else value
+            for name, value in figures.items()}
+    return Message(MESSAGES[kind], **said).text(language)
 
 
 def findings(rules: Iterable[AlertRule], seen: Observed) -> dict[tuple[str, str], Finding]:

@@ -1,4 +1,4 @@
-"""Inadmissible workloads: they wait for a node the inventory does not have.
+"""Inadmissible workloads: they wait for a node the inventory does not have, or for more quota than their tenant has.
 
     examined = workloads.due(inventory.version)   # stored inadmissible rows, only when the inventory changed
     changed = workloads.apply(decisions, examined)  # record who became inadmissible, requeue who no longer is
@@ -7,7 +7,9 @@ The engine flags a pending workload whose every eligible flavor fails statically
 Its row leaves the states the scheduler hands the engine every cycle, so a tick costs the same however
 many wait that way; only a change of the inventory (a node added, ready again or changed) brings them back
 into one cycle, and those the engine no longer flags go back to ``queued`` before anything else happens
-to them.
+to them. A request beyond all its tenant's quota and borrowing could ever give (``exceeds-quota``) waits here too,
+as Kueue leaves such a workload inadmissible: only a reload of the catalog can lift it, and each reload hands every
+inadmissible workload to the next cycle (``examine_again``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ REQUEUED_REASON = "the inventory now has a node that can hold it"
 
 def reason_of(pending: Pending) -> str:
     """The English reason stored on the workload: every flavor's static blocker, most telling first."""
+    if all(b.kind.startswith("exceeds-quota") for b in pending.blockers):
+        return "its tenant's quota can never give it what it asks: " + "; ".join(render(b) for b in pending.blockers)
+    if any(b.kind.startswith("exceeds-quota") for b in pending.blockers):
+        return "no node or quota can ever give it what it asks: " + "; ".join(render(b) for b in pending.blockers)
     return "no node in the inventory can ever hold it: " + "; ".join(render(b) for b in pending.blockers)
 
 
@@ -81,6 +87,10 @@ class InadmissibleWorkloads:
             self.repository.update_workload_if(workload_id, lambda r: r.state == INADMISSIBLE, event="requeued",
                                                reason=REQUEUED_REASON, state="queued")
         return became
+
+    def examine_again(self) -> None:
+        """Hand every inadmissible workload to the next cycle (a reload may have raised a quota it exceeded)."""
+        self._checked = None
 
     def waiting(self, workload_id: int) -> Pending | None:
         return self.info.get(workload_id)

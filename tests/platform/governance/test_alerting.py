@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from jupyter_hetero.catalog.models import DEFAULT_ALERTS, AlertRule
 from jupyter_hetero.platform.governance.alerting import Observed, findings, message_of
 
@@ -39,3 +41,23 @@ def test_a_rule_keeps_to_its_queues_and_needs_enough_attempts():
     assert list(findings([only_urgent], seen)) == [("urgent-wait", "queue/urgent")]
     picky = AlertRule(name="failures", kind="failure-rate", threshold=0.5, min_attempts=5)
     assert findings([picky], seen) == {}  # four attempts, all failed: not enough to judge
+
+
+def test_a_chinese_alert_carries_no_english_word_but_the_names_it_quotes():
+    # Issue 37: the node-lost alert said "状态为 lost"; the state is one of our words, said in the reader's language.
+    lost = message_of("node-lost", {"node": "gpu-1", "state": "lost"}, "zh")
+    assert re.search(r"[A-Za-z]{2,}", lost.replace("gpu-1", "")) is None, lost
+    for kind, figures in [
+        ("queue-wait", {"queue": "batch", "workload": 7, "waited_s": 90.0, "max_wait_s": 60}),
+        ("failure-rate", {"queue": "batch", "failed": 3, "ended": 5, "rate_pct": 60, "threshold_pct": 25,
+                          "window_s": 3600}),
+        ("quota-nearly-exhausted", {"tenant": "vision", "flavor": "a100-80g", "used": "4", "nominal": "4",
+                                    "share_pct": 100}),
+    ]:
+        said = message_of(kind, figures, "zh")
+        for name in ("batch", "vision", "a100-80g"):
+            said = said.replace(name, "")
+        assert re.search(r"[A-Za-z]{2,}", said) is None, said
+    # English stays as it was.
+    assert message_of("node-lost", {"node": "gpu-1", "state": "lost"}) == (
+        "node gpu-1 is lost: it takes no work, and work on it follows its queue's node-loss policy")
