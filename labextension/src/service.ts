@@ -90,8 +90,8 @@ export class HeteroService implements IHeteroService {
     return this._get('version');
   }
 
-  listTemplates(): Promise<ITemplate[]> {
   /** The templates the caller's tenant may use: the panel never offers one the server would refuse (403). */
+  listTemplates(): Promise<ITemplate[]> {
     return this._get('templates?mine=true');
   }
 

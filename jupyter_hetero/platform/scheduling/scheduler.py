@@ -255,6 +255,7 @@ class Scheduler:
             if row.kind == "kernel":
                 self.on_kernel_inadmissible(row.id)
         self._workloads.relist()
+        self.inadmissible.examine_again()  # a quota it exceeded may be larger now
         self._resync = True
         log.info("jupyter-hetero: catalog version %d taken up; %d waiting workloads stranded, %d queued again",
                  self._catalog_version, len(stranded), len(back))
@@ -270,7 +271,6 @@ class Scheduler:
             self._waits, self._waits_read_at = self.repository.waits(since=wall - WAIT_WINDOW_S), wall
         self._status = QueueStatus.of((row for row, _workload in self._workloads.entries()), self._waits, at=wall,
                                       also_pending=self.repository.count_by_queue(INADMISSIBLE))
-        self.inadmissible.examine_again()  # a quota it exceeded may be larger now
         return self._status
 
     def _engine_workload(self, row: WorkloadRow) -> Workload:
