@@ -104,7 +104,12 @@ class SubmitWorkload(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=dict, description="Advanced parameters of the template.")
     env: dict[str, str] = Field(default_factory=dict)
     runtime: str | int | None = Field(default=None, description="Expected run time, for ETAs ('2h', seconds).")
-    cwd: str | None = Field(default=None, description="Working directory, relative to the server's root.")
+    cwd: str | None = Field(default=None, max_length=4096, description=(
+        "Working directory: relative to the submitter's root (the server's, or theirs on a hub), or an absolute path "
+        "inside it; it must resolve there, links followed (else a 400 naming cwd). Default: the root."))
+    python: str | None = Field(default=None, min_length=1, max_length=4096, description=(
+        "The interpreter `python` means in the job, an absolute path: its folder goes first on the job's PATH. The "
+        "CLI sends its own (sys.executable), the magics their kernel's."))
 
     @model_validator(mode="after")
     def _one_payload(self) -> SubmitWorkload:

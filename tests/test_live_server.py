@@ -38,16 +38,16 @@ def layout(tmp_path) -> Iterator[ServerLayout]:
     kill_runners_under(layout.root)  # a service's replicas run until scaled down
 
 
-def hetero(server: LabServer, *args: str) -> subprocess.CompletedProcess:
+def hetero(server: LabServer, *args: str, cwd: os.PathLike | None = None) -> subprocess.CompletedProcess:
     command, *rest = args
     return subprocess.run([sys.executable, "-m", "jupyter", "hetero", command, "--url", server.base_url,
-                           "--token", server.token, *rest], capture_output=True, text=True, timeout=120)
+                           "--token", server.token, *rest], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def test_the_cli_submits_watches_explains_and_cancels(layout):
     with start(layout, "cli") as server:
-        submitted = hetero(server, "submit", "--template", "data-preprocessing", "--queue", "batch", "--",
-                           "python", "-c", "print('seven', 3 + 4)")
+        submitted = hetero(server, "submit", "--template", "data-preprocessing", "--queue", "batch", "--name", "sum",
+                           "--", "python", "-c", "print('seven', 3 + 4)", cwd=layout.notebooks)
         assert submitted.returncode == 0, submitted.stderr
         workload_id = int(submitted.stdout.strip().splitlines()[-1])
 
@@ -62,9 +62,18 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
         assert "seven 7" in hetero(server, "logs", str(workload_id)).stdout
         listed = json.loads(hetero(server, "ls", "--json").stdout)
         assert [w["id"] for w in listed] == [workload_id]
+        assert json.loads(hetero(server, "ls", "--format", "json").stdout) == listed
+        header, row = hetero(server, "ls").stdout.splitlines()
+        assert header.split() == ["ID", "STATE", "NAME", "SUBMITTED", "WAITED", "ELAPSED", "NODE", "WAITING", "ON"]
+        node = done["attempts"][-1]["node"]
+        assert row.split()[:3] == [str(workload_id), "succeeded", "sum"] and row.split()[-1] == node, row
+        assert listed[0]["node"] is None and listed[0]["last_node"] == node  # released, and the node still shown
+        assert re.fullmatch(r"\d\d:\d\d:\d\d", row.split()[4]) and re.fullmatch(r"\d\d:\d\d:\d\d", row.split()[5])
+        said = hetero(server, "explain", str(workload_id), "--lang", "zh").stdout
+        assert f"workload {workload_id}: 已成功" in said, said  # in the language asked, once it has ended
 
         held = hetero(server, "submit", "--template", "data-preprocessing", "--param", "cpu=64", "--",
-                      "python", "-c", "pass")
+                      "python", "-c", "pass", cwd=layout.notebooks)
         held_id = int(held.stdout.strip().splitlines()[-1])
         explained = until(lambda: "capacity" in (out := hetero(server, "explain", str(held_id)).stdout) and out,
                           "a blocker")
@@ -73,7 +82,7 @@ def test_the_cli_submits_watches_explains_and_cancels(layout):
         assert "规格 cpu-standard 最大的节点只有 32 CPU" in chinese
         cancelled = hetero(server, "cancel", str(held_id))
         assert "cancelled" in cancelled.stdout
-        bad = hetero(server, "submit", "--template", "nope", "--", "true")
+        bad = hetero(server, "submit", "--template", "nope", "--", "true", cwd=layout.notebooks)
         assert bad.returncode == 1 and "template 'nope' does not exist" in bad.stderr
 
         # Usage and the audit log, as the owner (a platform admin) reads them.
@@ -182,7 +191,13 @@ def test_the_cli_creates_scales_rolls_out_and_back_and_deletes_a_service(layout)
         listed = services(server, "list")
         assert listed.returncode == 0 and listed.stdout.splitlines()[1].startswith("echo "), listed.stdout
         assert [found["name"] for found in json.loads(services(server, "list", "--json").stdout)] == ["echo"]
-        assert json.loads(services(server, "delete", "--json", "echo").stdout)["state"] == "deleted"
+        deleted = services(server, "delete", "echo")
+        assert deleted.returncode == 0, deleted.stderr
+        assert deleted.stdout.splitlines()[0] == "service echo deleted; its replicas are stopping", deleted.stdout
+        assert not any(line.startswith("echo ") for line in deleted.stdout.splitlines()[1:]), deleted.stdout
+        gone = services(server, "show", "echo")
+        assert gone.returncode == 1 and "service echo was deleted at" in gone.stderr, gone.stdout + gone.stderr
+        assert json.loads(services(server, "list", "--json").stdout) == []
 
 
 def test_a_server_whose_kernel_failed_to_start_still_stops_on_sigterm(layout):

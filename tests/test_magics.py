@@ -76,7 +76,8 @@ def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
     notebook = run(server,
                    "%hetero_submit --template data-preprocessing --wait job.py 5 --six",
                    "job = %hetero_submit --template data-preprocessing --wait report.ipynb -p rows=21",
-                   "%hetero_status")
+                   "%hetero_status",
+                   "import sys\nprint('kernel', sys.executable)")
     assert "succeeded" in text(notebook.cells[1]) or "submitted workload" in text(notebook.cells[1])
     lab, _layout = server
     from jupyter_hetero.notebook.client import HeteroClient
@@ -87,6 +88,8 @@ def test_a_script_and_a_parameterised_notebook_run_as_jobs(server):
     executed = client.request("GET", f"workloads/{jobs['notebook']['id']}")
     assert executed["state"] == "succeeded"
     assert "Workloads" in text(notebook.cells[3])
+    kernel_python = text(notebook.cells[4]).split()[-1]
+    assert jobs["script"]["spec"]["python"] == jobs["notebook"]["spec"]["python"] == kernel_python  # the kernel's
 
 
 def test_logs_and_cancel(server):

@@ -87,7 +87,7 @@ def _cli(layout: ServerLayout, *args: str) -> subprocess.CompletedProcess:
     env = {name: value for name, value in layout.environ().items()
            if name not in ("JUPYTER_HETERO_URL", "JUPYTER_HETERO_TOKEN", "HETERO_WORKLOAD_ID")}
     return subprocess.run([sys.executable, "-m", "jupyter", "hetero", *args], capture_output=True, text=True,
-                          timeout=120, env=env)
+                          timeout=120, env=env, cwd=layout.notebooks)  # a job runs where it is submitted from
 
 
 def test_jobs_get_the_bound_address_and_the_cli_finds_the_hetero_server_by_itself(moved_server, newer_plain_server):

@@ -26,6 +26,8 @@ class EvidenceRequest(Answer):
     flavors: list[str] = Field(description="The eligible flavors the submission resolved to, in order.")
     resolved: dict[str, Any] = Field(description="The resolved request: resources, replicas, flavors, limits.")
     payload: str | None = Field(description="command, script, code or notebook.")
+    cwd: str | None = Field(default=None, description="Where it ran: its working directory.")
+    python: str | None = Field(default=None, description="The interpreter `python` meant in it (the submitter's).")
     submitter: str
     tenant: str
     submitted_at: float

@@ -99,7 +99,6 @@ class Version(Answer):
     backend: str
     schema_version: int
     database: str
-    scheduler: SchedulerStats | None = Field(default=None, description="Platform admins only.")
 
 
 class Template(Answer):

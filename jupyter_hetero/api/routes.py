@@ -84,6 +84,9 @@ _IDEMPOTENCY_KEY = {"Idempotency-Key": {
 ROUTES: tuple[Route, ...] = (
     Route("/version", "get", "getVersion", "Server version, mode and backend", r.Version,
           answer_description="The version"),
+    Route("/scheduler/ticks", "get", "getSchedulerTicks",
+          "The scheduling loop's ticks, wake-ups and last tick timings per phase (platform admins)",
+          r.SchedulerStats, answer_description="The loop's figures", errors=(FORBIDDEN,)),
     Route("/openapi.json", "get", "getOpenAPI", "This document", None, answer_description="The OpenAPI document"),
     Route("/templates", "get", "listTemplates", "List task templates", [r.Template], query=ListTemplatesQuery,
           answer_description="Templates in catalog order", errors=(BAD_REQUEST,)),

@@ -111,7 +111,9 @@ class Workload(Answer):
     spec: dict[str, Any] = Field(description="The payload: a command, script, code, notebook or kernel.")
     placement: Placement | None
     flavor: str | None
-    node: str | None
+    node: str | None = Field(description="Where it runs now; cleared when it ends and its devices are given back.")
+    last_node: str | None = Field(default=None, description=(
+        "The node of its latest attempt, kept after it ended (as sacct keeps it); null before it ever started."))
     attempt_count: int = Field(description="Attempts started so far, whatever ended them.")
     failures: int = Field(description="Attempts that failed by the job's own doing; only these use up retries.")
     preemptions: int = Field(description="Attempts ended by a preemption; they never use up retries.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from ..notebook.display import services_table
 from .client import connect, guarded, parse_params, server_options
@@ -34,7 +35,12 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    return _print(connect(args).service(args.name), args.json)
+    service = connect(args).service(args.name)
+    if service["state"] == "deleted":  # the API still describes it (its history); `show` is for live services
+        print(f"error: service {args.name} was deleted at {service['updated_at']}; `services list` shows the live ones",
+              file=sys.stderr)
+        return 1
+    return _print(service, args.json)
 
 
 def _command(args: argparse.Namespace) -> list[str]:
@@ -71,7 +77,12 @@ def _rollback(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    return _print(connect(args).delete_service(args.name), args.json)
+    client = connect(args)
+    deleted = client.delete_service(args.name)
+    if args.json:
+        return _print(deleted, True)
+    print(f"service {deleted['name']} deleted; its replicas are stopping")
+    return _print(client.services(), False)  # the table as it is now, without the deleted one
 
 
 def add_services_command(commands: argparse._SubParsersAction) -> None:

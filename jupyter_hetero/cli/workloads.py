@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 
 from ..notebook.display import attempts_line, eta_text, explanation_lines
 from .client import connect, guarded, parse_params, server_options
@@ -26,7 +28,9 @@ def _submit(args: argparse.Namespace) -> int:
         print("error: give the command to run after --", file=sys.stderr)
         return 2
     body = {"template": args.template, "command": command, "parameters": parse_params(args.param),
-            "queue": args.queue, "name": args.name, "runtime": args.runtime}
+            "queue": args.queue, "name": args.name, "runtime": args.runtime,
+            # Where and with what it runs: here (inside the root, or the server refuses naming cwd), with this Python.
+            "cwd": os.path.abspath(args.cwd or os.getcwd()), "python": args.python or sys.executable}
     created = connect(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
     print(f"submitted {created['kind']} to queue {created['queue']} ({created['template']}): state {created['state']}")
     print(created["id"])
@@ -35,16 +39,39 @@ def _submit(args: argparse.Namespace) -> int:
 
 def _ls(args: argparse.Namespace) -> int:
     rows = connect(args).workloads(mine=args.mine or None, state=args.state, queue=args.queue)
-    if args.json:
+    if args.json or args.format == "json":
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'ID':>6}  {'STATE':<12} {'QUEUE':<11} {'TEMPLATE':<19} {'USER':<12} {'PLACEMENT':<24} WAITING ON")
-    for row in rows:
-        placement = f"{row['node']} ({row['flavor']})" if row.get("node") else "-"
-        waiting = row["blockers"][0]["message"] if row.get("blockers") else ""
-        print(f"{row['id']:>6}  {row['state']:<12} {row['queue']:<11} {row['template']:<19} {row['user'][:12]:<12} "
-              f"{placement:<24} {waiting}")
+    print("\n".join(_ls_lines(rows, time.time())))
     return 0
+
+
+def _ls_lines(rows: list[dict], now: float) -> list[str]:
+    """``GET /workloads`` as ``ls`` prints it, as sacct would: the node is kept after the end, waits and run times
+    in ``[D-]HH:MM:SS``, a waiting workload's first blocker last. The state stays the second column, where scripts
+    reading ``ls`` find it.
+
+        _ls_lines([...], now=time.time())   # ["    ID  STATE  NAME  SUBMITTED  WAITED  ELAPSED  NODE  WAITING ON", ...]
+    """
+    lines = [f"{'ID':>6}  {'STATE':<12} {'NAME':<16} {'SUBMITTED':<19} {'WAITED':>11} {'ELAPSED':>11}  {'NODE':<16} "
+             "WAITING ON"]
+    for row in rows:
+        started, finished = row.get("started_at"), row.get("finished_at")
+        waited = (started if started is not None else finished if finished is not None else now) - row["created_at"]
+        elapsed = _clock((finished if finished is not None else now) - started) if started is not None else "-"
+        submitted = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(row["created_at"]))
+        node = row.get("node") or row.get("last_node") or "-"
+        waiting = row["blockers"][0]["message"] if row.get("blockers") else ""
+        lines.append(f"{row['id']:>6}  {row['state']:<12} {(row.get('name') or '-')[:16]:<16} {submitted:<19} "
+                     f"{_clock(waited):>11} {elapsed:>11}  {node:<16} {waiting}".rstrip())
+    return lines
+
+
+def _clock(seconds: float) -> str:
+    """Seconds as sacct writes a duration: ``00:01:05``, ``1-02:03:04``."""
+    days, rest = divmod(max(0, int(seconds)), 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -56,6 +83,9 @@ def _status(args: argparse.Namespace) -> int:
     print(f"workload {workload['id']}: {workload['state']}" + (f" ({workload['reason']})" if workload["reason"] else ""))
     print(f"  queue {workload['queue']}, template {workload['template']}, tenant {workload['tenant']}, "
           f"user {workload['user']}")
+    spec = workload.get("spec") or {}
+    if spec.get("cwd") or spec.get("python"):
+        print(f"  in {spec.get('cwd') or 'its attempt folder'}, python {spec.get('python') or 'as the server finds it'}")
     if workload.get("placement"):
         for slot in workload["placement"]["slots"]:
             devices = ",".join(str(d["index"]) for d in slot["devices"]) or "no devices"
@@ -116,6 +146,10 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     submit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="an advanced parameter of the template, e.g. devices=2 (repeatable)")
     submit.add_argument("--runtime", help="expected run time, e.g. 2h, for ETAs")
+    submit.add_argument("--cwd", metavar="DIR", help="where the job runs (default: this directory); it must be "
+                                                    "inside your root on the server, or the server refuses it")
+    submit.add_argument("--python", metavar="PATH", help="the interpreter `python` means in the job "
+                                                         "(default: the one running this command)")
     submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     submit.set_defaults(run=guarded(_submit))
 
@@ -123,7 +157,9 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     ls.add_argument("--mine", action="store_true")
     ls.add_argument("--state")
     ls.add_argument("--queue")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="the same as --format json")
+    ls.add_argument("--format", choices=("table", "json"), default="table",
+                    help="table: id, name, state, submitted, waited, elapsed, node; json: GET /workloads as it answers")
     ls.set_defaults(run=guarded(_ls))
 
     for name, run, text in (("status", _status, "one workload"), ("cancel", _cancel, "cancel a workload"),

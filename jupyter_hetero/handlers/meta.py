@@ -33,6 +33,15 @@ class VersionHandler(HeteroHandler):
         self.reply(self.platform.version(self.identity))
 
 
+class SchedulerTicksHandler(HeteroHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        identity = self.identity
+        # The access check writes to the audit log: in a worker thread, not on the event loop.
+        self.reply(await self.off_loop(lambda: self.platform.scheduler_ticks(identity)))
+
+
 class OpenAPIHandler(HeteroHandler):
     @web.authenticated
     @authorized
@@ -57,5 +66,6 @@ service_handlers = [(r"/", SignInHandler)]
 
 default_handlers = [
     (rf"/{API_PREFIX}/version", VersionHandler),
+    (rf"/{API_PREFIX}/scheduler/ticks", SchedulerTicksHandler),
     (rf"/{API_PREFIX}/openapi.json", OpenAPIHandler),
 ]

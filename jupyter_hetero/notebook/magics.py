@@ -186,6 +186,7 @@ class HeteroMagics(Magics):
         if args.template is None:
             raise _usage("hetero_submit", _say(N_("needs --template, one of those %hetero_templates lists")))
         fields = self._fields(args)
+        fields["python"] = sys.executable  # the kernel's interpreter: `python` in the job is this one
         if cell is not None:
             if args.target:
                 raise _usage("hetero_submit",

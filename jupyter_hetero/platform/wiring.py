@@ -46,6 +46,7 @@ from .scheduling.preview import Previews
 from .scheduling.scheduler import Scheduler
 from .serving.service import Services
 from .workloads.credentials import DEFAULT_PASSTHROUGH, Credentials
+from .workloads.interpreter import with_interpreter
 from .workloads.metrics import WorkloadMetrics
 from .workloads.service import Workloads
 
@@ -212,8 +213,8 @@ class Platform(ReadsLiveCatalog):
         return self.backend.name
 
     def version(self, identity: Identity) -> dict[str, Any]:
-        """The server's version, mode, backend and database; the scheduling loop's figures for admins."""
-        answer = {
+        """The server's version, mode, backend and database: a small answer anyone asks first."""
+        return {
             "version": __version__,
             "api": "v1",
             "mode": self.mode,
@@ -221,9 +222,11 @@ class Platform(ReadsLiveCatalog):
             "schema_version": SCHEMA_VERSION,
             "database": self.repository.engine.dialect.name,
         }
-        if identity.is_platform_admin:  # operations detail, like the metrics: admins only
-            answer["scheduler"] = self.loop.stats()
-        return answer
+
+    def scheduler_ticks(self, identity: Identity) -> dict[str, Any]:
+        """The scheduling loop's ticks, wake-ups and recent tick timings (platform admins, like the metrics)."""
+        self.access.require_platform_admin(identity, "scheduler.ticks", "scheduler")
+        return self.loop.stats()
 
     def identify(self, user: str, groups: frozenset[str] = frozenset(), *, owner: bool = False) -> Identity:
         admins = self.settings.platform_admins | ({user} if owner and self.settings.owner_is_platform_admin else set())
@@ -262,7 +265,8 @@ class Platform(ReadsLiveCatalog):
         return self.identify(user or self.owner, frozenset(groups), owner=user is None)
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
-        return self.credentials.environment(row.id, env)
+        # The submitter's interpreter first on the PATH: `python` in a job is the one they submitted from.
+        return with_interpreter(self.credentials.environment(row.id, env), (row.spec or {}).get("python"))
 
     def _hub_kernel_environment(self, row) -> dict[str, str]:
         # The user's server adds its own base environment; this one's (paths, home) means nothing there.

@@ -212,6 +212,16 @@ class _Server:
             self.process.wait(30)
 
 
+def _scheduler_ticks(server) -> dict | None:
+    """The loop's figures: ``GET /scheduler/ticks``, or ``scheduler`` on ``GET /version`` for a commit before it."""
+    try:
+        return server.call("GET", "hetero/api/v1/scheduler/ticks")
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:
+            raise
+        return server.call("GET", "hetero/api/v1/version").get("scheduler")
+
+
 def _kill_jobs(work_dir: Path) -> int:
     """Kill the job process groups this run started: jobs outlive their server by design."""
     killed = 0
@@ -365,17 +375,17 @@ def run_api_load(repo: Path, *, nodes: int = 5000, workloads: int = 5000, durati
         start_s = time.monotonic() - started_at
         running, waited_s = _wait_running(server, EXPECTED_RUNNING, timeout=240)
         time.sleep(settle_s)  # let the launch burst's tick finish before measuring steady state
-        ticks_before = (server.call("GET", "hetero/api/v1/version").get("scheduler") or {}).get("ticks")
+        ticks_before = (_scheduler_ticks(server) or {}).get("ticks")
         load_started = time.time()
         driven = asyncio.run(drive(server.url, range(seeded["first"], seeded["last"] + 1), duration_s, clients,
                                     pollers=pollers, poll_interval_s=poll_interval_s, submissions=submissions))
-        version = server.call("GET", "hetero/api/v1/version")
+        version = {"scheduler": _scheduler_ticks(server)}
         submitted = None
         if submit_s > 0:
             submit_started = time.time()
             posted = asyncio.run(drive(server.url, range(seeded["first"], seeded["last"] + 1), submit_s, clients,
                                         endpoints=("POST /workloads",)))
-            after = server.call("GET", "hetero/api/v1/version")
+            after = {"scheduler": _scheduler_ticks(server)}
             submitted = _submissions(posted, clients, (version.get("scheduler") or {}).get("ticks"),
                                      after.get("scheduler"), submit_started)
     finally:

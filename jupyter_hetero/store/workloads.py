@@ -12,6 +12,9 @@ from sqlalchemy.orm import Session
 from .sessions import Sessions
 from .tables import AttemptRow, EventRow, WorkloadRow
 
+# Ids bound in one IN list: far under SQLite's and PostgreSQL's limits on a statement's parameters.
+_IDS_PER_QUERY = 500
+
 __all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "WorkloadRecords", "WorkloadTransaction"]
 
 # Waiting states the scheduler hands the engine every cycle.
@@ -66,6 +69,20 @@ class WorkloadRecords(Sessions):
             query = query.limit(limit)
         with self.session() as session:
             return list(session.scalars(query))
+
+    def last_attempt_nodes(self, workload_ids: Sequence[int]) -> dict[int, str]:
+        """Each workload's latest attempt's node, for those that ever started one: kept after the workload ended,
+        when the workload's own node (what the scheduler reads as held) is cleared."""
+        found: dict[int, str] = {}
+        with self.session() as session:
+            for start in range(0, len(workload_ids), _IDS_PER_QUERY):
+                ids = workload_ids[start:start + _IDS_PER_QUERY]
+                latest = (select(AttemptRow.workload_id, func.max(AttemptRow.number).label("number"))
+                          .where(AttemptRow.workload_id.in_(ids)).group_by(AttemptRow.workload_id).subquery())
+                rows = session.execute(select(AttemptRow.workload_id, AttemptRow.node).join(
+                    latest, (AttemptRow.workload_id == latest.c.workload_id) & (AttemptRow.number == latest.c.number)))
+                found.update((workload_id, node) for workload_id, node in rows)
+        return found
 
     def workload_changes(self, after: int | None, states: tuple[str, ...]) -> tuple[int, list[WorkloadRow]]:
         """The change feed: ``(cursor, rows)``, the workloads changed since event ``after`` (every

@@ -21,6 +21,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scheduler/ticks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The scheduling loop's ticks, wake-ups and last tick timings per phase (platform admins) */
+        get: operations["getSchedulerTicks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -1415,6 +1432,16 @@ export interface components {
             };
             /** @description command, script, code or notebook. */
             payload: string | null;
+            /**
+             * @description Where it ran: its working directory.
+             * @default null
+             */
+            cwd?: string | null;
+            /**
+             * @description The interpreter `python` meant in it (the submitter's).
+             * @default null
+             */
+            python?: string | null;
             submitter: string;
             tenant: string;
             submitted_at: number;
@@ -2549,10 +2576,15 @@ export interface components {
              */
             runtime?: string | number | null;
             /**
-             * @description Working directory, relative to the server's root.
+             * @description Working directory: relative to the submitter's root (the server's, or theirs on a hub), or an absolute path inside it; it must resolve there, links followed (else a 400 naming cwd). Default: the root.
              * @default null
              */
             cwd?: string | null;
+            /**
+             * @description The interpreter `python` means in the job, an absolute path: its folder goes first on the job's PATH. The CLI sends its own (sys.executable), the magics their kernel's.
+             * @default null
+             */
+            python?: string | null;
         };
         /**
          * TaskType
@@ -2692,11 +2724,6 @@ export interface components {
             backend: string;
             schema_version: number;
             database: string;
-            /**
-             * @description Platform admins only.
-             * @default null
-             */
-            scheduler?: components["schemas"]["SchedulerStats"] | null;
         };
         /** Victim */
         Victim: {
@@ -2740,7 +2767,13 @@ export interface components {
             };
             placement: components["schemas"]["Placement"] | null;
             flavor: string | null;
+            /** @description Where it runs now; cleared when it ends and its devices are given back. */
             node: string | null;
+            /**
+             * @description The node of its latest attempt, kept after it ended (as sacct keeps it); null before it ever started.
+             * @default null
+             */
+            last_node?: string | null;
             /** @description Attempts started so far, whatever ended them. */
             attempt_count: number;
             /** @description Attempts that failed by the job's own doing; only these use up retries. */
@@ -2910,6 +2943,27 @@ export interface operations {
                     "application/json": components["schemas"]["Version"];
                 };
             };
+        };
+    };
+    getSchedulerTicks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The loop's figures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SchedulerStats"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
         };
     };
     getOpenAPI: {

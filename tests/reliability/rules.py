@@ -33,6 +33,7 @@ READERS = OWNERS | {"credential"}
 
 RULES: dict[tuple[str, str], frozenset[str]] = {
     ("get", "/version"): EVERYONE,
+    ("get", "/scheduler/ticks"): frozenset({"root"}),
     ("get", "/openapi.json"): EVERYONE,
     ("get", "/templates"): EVERYONE,
     ("get", "/templates/{name}"): EVERYONE,

@@ -118,6 +118,7 @@ def evidence_of(record: EvidenceRecord, verdict: dict[str, Any], tails: dict[int
             "parameters": recorded.get("parameters", resolved.get("parameters") or {}),
             "flavors": recorded.get("flavors") or resolved.get("flavors") or [],
             "resolved": row.request, "payload": (row.spec or {}).get("payload"), "submitter": row.user,
+            "cwd": (row.spec or {}).get("cwd") or None, "python": (row.spec or {}).get("python"),
             "tenant": row.tenant, "submitted_at": row.created_at,
             # The key is the submitter's own, like their env values.
             "idempotency_key": row.request_key if viewer == row.user else (None if row.request_key is None else ""),

@@ -20,7 +20,7 @@ from ...engine import Pending, render
 from ...errors import Conflict, InvalidRequest, NotFound
 from ...i18n import N_, Message
 from ...models import ListWorkloadsQuery, SubmitWorkload
-from ...store import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, Repository
+from ...store import ACTIVE_STATES, PENDING_STATES, Repository
 from ...store.tables import EventRow, WorkloadRow
 from ...units import parse_duration_s
 from ..access import Access, follow_up_of
@@ -28,6 +28,8 @@ from ..identity import Identity
 from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from .enqueue import Enqueuer
 from .environment import VISIBILITY
+from .explain import explanation
+from .interpreter import checked_interpreter
 
 __all__ = ["Workloads", "event_json", "workload_json"]
 
@@ -95,6 +97,8 @@ class Workloads(ReadsLiveCatalog):
         env = (spec.get("env") or {}) if identity.user == row.user else {}
         body = {"kind": "job", "template": row.template, "queue": row.queue, "name": row.name,
                 "parameters": row.request.get("parameters") or {}, "env": env}
+        if identity.user == row.user:  # where and with which Python: the submitter's, inside their own root
+            body.update({"cwd": spec.get("cwd") or None, "python": spec.get("python")})
         if "command" in spec:
             body["command"] = spec["command"]
         elif "script" in spec:
@@ -156,6 +160,8 @@ class Workloads(ReadsLiveCatalog):
         else:  # the root; on the hub service a user who never started a server has none: the attempt's folder
             cwd = root if root.is_dir() else None
         spec: dict[str, Any] = {"payload": body.payload, "env": body.env, "cwd": str(cwd) if cwd else ""}
+        if (python := checked_interpreter(body.python)) is not None:
+            spec["python"] = python
         if body.command is not None:
             spec["command"] = body.command
         elif body.script is not None:
@@ -216,7 +222,9 @@ class Workloads(ReadsLiveCatalog):
         if identity.own_work_only:  # its own workload and its follow-ups, newest first when limited, as the query's
             rows = [row for row in rows if self.access.may_see(identity, row)]
             rows = sorted(rows, key=lambda row: -row.id)[:query.limit] if query.limit else rows
-        return [workload_json(row, pending=self.pending_info(row.id), viewer=identity.user) for row in rows]
+        last_nodes = self.repository.last_attempt_nodes([row.id for row in rows])
+        return [workload_json(row, pending=self.pending_info(row.id), viewer=identity.user, last_node=last_nodes.get(row.id))
+                for row in rows]
 
     def describe(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
         found, attempted = self.repository.workload_with_attempts(workload_id)  # one transaction, not two
@@ -228,25 +236,11 @@ class Workloads(ReadsLiveCatalog):
             for a in attempted
         ]
         return workload_json(row, attempts=attempts, pending=self.pending_info(row.id), language=language,
-                             viewer=identity.user)
+                             viewer=identity.user, last_node=attempted[-1].node if attempted else None)
 
     def explain(self, identity: Identity, workload_id: int, language: str = "en") -> dict[str, Any]:
-        """Why the workload waits, as numbered lines of its blockers, or what it is doing."""
-        workload = self.describe(identity, workload_id, language)
-        if workload["state"] in PENDING_STATES or workload.get("held_by"):
-            lines = [f"{i}. {b['message']}" for i, b in enumerate(workload.get("blockers", []), 1)]
-            summary = "waiting" if lines else "waiting for the next scheduling cycle"
-            if workload["state"] == INADMISSIBLE:
-                summary = INADMISSIBLE  # the lines say why: every flavor, in the caller's language
-            elif workload.get("held_by"):
-                summary = f"waiting for {workload['held_by']} to admit it"
-        else:
-            lines, summary = [], f"{workload['state']}" + (f": {workload['reason']}" if workload["reason"] else "")
-        return {
-            "id": workload["id"], "state": workload["state"], "summary": summary, "lines": lines,
-            "position": workload.get("position"), "eta": workload.get("eta"), "eta_because": workload.get("eta_because"),
-            "blockers": workload.get("blockers", []), "placement": workload["placement"],
-        }
+        """Why the workload waits, as numbered lines of its blockers, or what it is doing or how it ended."""
+        return explanation(self.describe(identity, workload_id, language), language)
 
     def events(self, identity: Identity, workload_id: int) -> list[dict[str, Any]]:
         self.get(identity, workload_id, "workload.events")
@@ -368,9 +362,10 @@ def event_json(event: EventRow) -> dict[str, Any]:
 
 
 def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pending: Pending | None = None,
-                  language: str = "en", viewer: str | None = None) -> dict[str, Any]:
+                  language: str = "en", viewer: str | None = None, last_node: str | None = None) -> dict[str, Any]:
     """A workload as ``viewer`` (a user name) sees it through the API: the values of its env only if they
-    submitted it (they may be their secrets); anyone else sees the names, each with a null value."""
+    submitted it (they may be their secrets); anyone else sees the names, each with a null value. ``last_node``:
+    its latest attempt's node, which a list shows after the workload ended (its own ``node`` is cleared then)."""
     spec = row.spec
     if viewer != row.user and (spec or {}).get("env"):
         spec = {**spec, "env": dict.fromkeys(spec["env"])}
@@ -378,7 +373,7 @@ def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pendi
         "id": row.id, "kind": row.kind, "name": row.name, "tenant": row.tenant, "user": row.user,
         "template": row.template, "queue": row.queue, "state": row.state, "reason": row.reason,
         "request": row.request, "spec": spec,
-        "placement": row.placement, "flavor": row.flavor, "node": row.node,
+        "placement": row.placement, "flavor": row.flavor, "node": row.node, "last_node": last_node,
         "attempt_count": row.attempts, "failures": row.failures or 0, "preemptions": row.preemptions or 0,
         "node_losses": row.node_losses or 0, "created_at": row.created_at, "updated_at": row.updated_at,
         "admitted_at": row.admitted_at, "started_at": row.started_at, "finished_at": row.finished_at,
