@@ -5,6 +5,7 @@ tenant may use, and every denial (a user in no tenant's included) leaves one aud
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from jupyter_hetero.notebook.display import status_line
 
@@ -95,3 +96,20 @@ async def test_a_job_whose_node_was_deleted_waits_on_node_lost(team, api, wait_f
     requeued = await wait_for(job["id"], lambda w: w["state"] == "inadmissible", as_user="alice")
     assert "node lost: the nodes of flavor t4 left the inventory (1 node(s), such as gpu-t4-0)" in requeued["reason"]
     assert "onboarding" not in requeued["reason"], requeued["reason"]
+
+
+async def test_a_reload_that_raises_the_quota_queues_the_request_again(team, api, wait_for, hetero_config):
+    job = await api("workloads", "POST", {**PREPROCESS, "template": "training",
+                                          "parameters": {"devices": 2, "flavor": "a100-80g"}}, as_user="alice")
+    await wait_for(job["id"], lambda w: w["state"] == "inadmissible", as_user="alice")
+    path = hetero_config["catalog_file"]
+    with open(path, encoding="utf-8") as source:
+        data = yaml.safe_load(source)
+    next(t for t in data["tenants"] if t["name"] == "vision")["quotas"]["a100-80g"]["nominal"]["devices"] = 2
+    with open(path, "w", encoding="utf-8") as out:
+        yaml.safe_dump(data, out, allow_unicode=True)
+    await api("catalog/reload", "POST", {}, as_user="root")
+    # The inventory did not change: only the reload hands the inadmissible job to a cycle again, which admits it.
+    placed = await wait_for(job["id"], lambda w: w["state"] in ("admitted", "starting", "running", "succeeded"),
+                            as_user="alice")
+    assert placed["node"] == "gpu-a100-0"
