@@ -13,6 +13,7 @@ from .units import DurationS
 
 __all__ = [
     "MAX_STORED_INT",
+    "AfterWorkload",
     "EvidenceQuery",
     "ExplainQuery",
     "ListNodesQuery",
@@ -80,6 +81,16 @@ class ScriptSpec(BaseModel):
     args: list[Argument] = Field(default_factory=list)
 
 
+class AfterWorkload(BaseModel):
+    """One workload a job waits for, and how it must end (Slurm's afterok, afterany, afternotok)."""
+
+    model_config = ConfigDict(extra="forbid")
+    workload: int = Field(ge=1, le=MAX_STORED_INT, description="The awaited workload's id.")
+    condition: Literal["ok", "any", "failed"] = Field(default="ok", description=(
+        "ok: it must succeed; any: it must end, however; failed: it must fail (or be lost). A condition that can "
+        "no longer hold fails the waiting job with the reason."))
+
+
 class NotebookSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1, description="An .ipynb file under the server's root.")
@@ -110,6 +121,8 @@ class SubmitWorkload(BaseModel):
     python: str | None = Field(default=None, min_length=1, max_length=4096, description=(
         "The interpreter `python` means in the job, an absolute path: its folder goes first on the job's PATH. The "
         "CLI sends its own (sys.executable), the magics their kernel's."))
+    after: list[AfterWorkload] = Field(default_factory=list, max_length=64, description=(
+        "Workloads this job waits for, each with its condition; it is not admitted until all hold."))
 
     @model_validator(mode="after")
     def _one_payload(self) -> SubmitWorkload:

@@ -457,12 +457,17 @@ def demo_nodes_file(path, *, without: str | None = None, devices: dict[str, int]
     return path
 
 
-def stored_kernel(scheduler, name: str = "k", template: str = "data-preprocessing", **parameters):
-    """A queued kernel workload of ``template`` with ``parameters``, stored as a submission would be."""
+def stored_kernel(scheduler, name: str = "k", template: str = "data-preprocessing", *, after: tuple = (),
+                  **parameters):
+    """A queued kernel workload of ``template`` with ``parameters``, stored as a submission would be;
+    ``after``: (workload, condition) pairs it waits for, as a job's submission stores them."""
     found = scheduler.catalog.template(template)
     resolved = resolve(found, parameters, scheduler.catalog)
+    spec = {"payload": "kernel", "env": {}}
+    if after:
+        spec["after"] = [{"workload": workload, "condition": condition} for workload, condition in after]
     return scheduler.repository.add_workload(WorkloadRow(
         kind="kernel", name=name, tenant="default", user="ada", template=found.name, queue=found.queue,
-        request=resolved.to_json(), spec={"payload": "kernel", "env": {}}, state="queued", held_cpu_milli=0,
+        request=resolved.to_json(), spec=spec, state="queued", held_cpu_milli=0,
         held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
     ), reason="submitted")

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from jupyter_hetero import __version__
@@ -115,3 +116,40 @@ def test_the_help_of_a_command_built_on_demand_is_its_own():
 
     assert summaries(build_parser(["--help"])) == summaries(build_parser())
     assert _SHIPPED_CATALOG == str(DEFAULT_CATALOG_PATH.resolve())
+
+def test_a_malformed_after_is_refused_before_anything_is_sent():
+    result = hetero("submit", "--url", "http://127.0.0.1:9/", "--template", "t", "--after", "12:soon", "--", "true")
+    assert result.returncode == 2
+    assert "argument --after: '12:soon' is not ID, ID:ok, ID:any or ID:failed" in result.stderr
+
+
+@pytest.mark.slow
+def test_submit_after_waits_for_the_awaited_job_and_says_so(tmp_path):
+    from .harness import ServerLayout, start_hetero_server, until
+
+    layout = ServerLayout.create(tmp_path)
+    gate = layout.notebooks / "gate"
+    (layout.notebooks / "hold.py").write_text(
+        "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)\n", encoding="utf-8")
+    with start_hetero_server(layout, "cli-after", DEMO_NODES) as server:
+        login = ("--url", server.base_url, "--token", server.token)
+
+        def submit(*args: str) -> int:
+            # From the server's root: where a job runs by default when it is submitted from there.
+            result = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "submit", *login, "--template",
+                                     "data-preprocessing", "--queue", "experiment", *args],
+                                    capture_output=True, text=True, timeout=120, cwd=layout.notebooks)
+            assert result.returncode == 0, result.stderr
+            return int(result.stdout.strip().splitlines()[-1])
+
+        first = submit("--", "python", str(layout.notebooks / "hold.py"), str(gate))
+        second = submit("--after", str(first), "--after", f"{first}:any", "--", "python", "-c", "print('second')")
+        blocker = f"dependency: waits for workload {first} (running) to succeed"
+        listed = until(lambda: blocker in (out := hetero("ls", *login).stdout) and out, "the blocker in ls")
+        assert [line for line in listed.splitlines() if line.split()[:2] == [str(second), "queued"]]
+        status = json.loads(hetero("status", str(second), "--json", *login).stdout)
+        assert status["spec"]["after"] == [{"workload": first, "condition": "ok"},
+                                           {"workload": first, "condition": "any"}]
+        gate.write_text("open")
+        until(lambda: json.loads(hetero("status", str(second), "--json", *login).stdout)["state"] == "succeeded",
+              "the second job to run after the first", timeout=60)

@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 from .conftest import DEMO_NODES
-from .harness import LabServer, ServerLayout, kill_runners_under
+from .harness import LabServer, ServerLayout, kill_runners_under, until
 
 pytestmark = pytest.mark.slow
 
@@ -105,6 +105,27 @@ def test_logs_and_cancel(server):
     assert "cancel" in text(notebook.cells[3])
     assert "'cancelled'" in text(notebook.cells[4])
     assert "attempts 1: 0 failed, 0 preempted, 0 lost with their node" in text(notebook.cells[5])
+
+
+def test_a_job_submitted_after_another_waits_for_it_to_succeed(server):
+    lab, layout = server
+    gate = layout.notebooks / "after-gate"
+    (layout.notebooks / "hold.py").write_text(
+        "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)\n", encoding="utf-8")
+    from jupyter_hetero.notebook.client import HeteroClient
+
+    client = HeteroClient(lab.base_url, lab.token)
+    notebook = run(server,
+                   f"first = %hetero_submit --template data-preprocessing hold.py {gate}",
+                   "second = %hetero_submit --template data-preprocessing --after {first.id} job.py after",
+                   "print('ids', first.id, second.id)")
+    first, second = (int(word) for word in text(notebook.cells[3]).split()[1:3])
+    assert client.workload(second)["spec"]["after"] == [{"workload": first, "condition": "ok"}]
+    blocker = f"dependency: waits for workload {first} (running) to succeed"
+    until(lambda: blocker in [b["message"] for b in client.workload(second).get("blockers") or ()], "the blocker")
+    gate.write_text("open")
+    until(lambda: client.workload(second)["state"] == "succeeded", "the second job to run", timeout=60)
+    assert client.workload(first)["state"] == "succeeded"
 
 
 @pytest.mark.parametrize(
@@ -219,6 +240,8 @@ def test_the_help_of_a_magic_lists_its_arguments(shell, magic, expected):
                      id="a parameter without a value"),
         pytest.param("hetero_submit", "--template t report.ipynb -p rows=1 more.ipynb", None,
                      "a notebook takes -p key=value, not 'more.ipynb'", id="a second file after a notebook"),
+        pytest.param("hetero_submit", "--template t --after 12:soon", "x = 1",
+                     "--after expects ID, ID:ok, ID:any or ID:failed, got '12:soon'", id="a malformed dependency"),
         pytest.param("hetero_status", "abc", None, "argument id: invalid int value: 'abc'", id="status of a non-id"),
         pytest.param("hetero_cancel", "", None, "the following arguments are required: id", id="cancel of nothing"),
         pytest.param("hetero_connect", "", None, "the following arguments are required: url", id="connect to nothing"),

@@ -99,6 +99,12 @@ _MESSAGES: dict[str, str] = {
     ),
     "no-nodes": N_("capacity: no ready node belongs to flavor {flavor}"),
 
+    # A job held before the engine until a workload it awaits ends as asked (platform/scheduling/dependencies.py);
+    # {state} is the awaited workload's state now.
+    "after-ok": N_("dependency: waits for workload {workload} ({state}) to succeed"),
+    "after-any": N_("dependency: waits for workload {workload} ({state}) to end"),
+    "after-failed": N_("dependency: waits for workload {workload} ({state}) to fail"),
+
     # Lost running work (Decisions.lost), not blockers.
     "node-gone": N_("node {node} is no longer in the inventory"),
     "device-gone": N_("node {node} has {devices} devices now; the placement uses device {index}"),

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ApiError", "HeteroClient", "ServerNotFound", "Workload", "WorkloadFailed", "submit"]
+__all__ = ["ApiError", "HeteroClient", "ServerNotFound", "Workload", "WorkloadFailed", "parse_after", "submit"]
 
 API = "hetero/api/v1"
 
@@ -343,6 +343,17 @@ class Workload:
         if not self.pull:
             return {}
         return read_pulled(self.file(f"outputs/{PULL_FILE}"))
+
+
+def parse_after(text: str) -> dict[str, Any]:
+    """``ID[:ok|:any|:failed]``, as ``--after`` takes it, as the API's ``after`` entry:
+
+        parse_after("12:any")   # {"workload": 12, "condition": "any"}
+    """
+    workload, _, condition = text.strip().partition(":")
+    if not workload.isdigit() or int(workload) < 1 or condition not in ("", "ok", "any", "failed"):
+        raise ValueError(f"{text!r} is not ID, ID:ok, ID:any or ID:failed")
+    return {"workload": int(workload), "condition": condition or "ok"}
 
 
 def submit(*, template: str, code: str | None = None, command: list[str] | None = None,

@@ -26,7 +26,7 @@ from IPython.display import display
 from . import display as tables
 from ..i18n import N_, Message, session_language
 from .cellcode import PushError
-from .client import ApiError, HeteroClient, ServerNotFound, Workload, WorkloadFailed, submit
+from .client import ApiError, HeteroClient, ServerNotFound, Workload, WorkloadFailed, parse_after, submit
 
 __all__ = ["HeteroMagics", "load_ipython_extension"]
 
@@ -168,6 +168,8 @@ class HeteroMagics(Magics):
     @argument("--files", default="", help="Local files to send along, comma-separated.")
     @argument("--wait", action="store_true", help="Wait for the end and show the outcome.")
     @argument("--runtime", help="Runtime to run in (see the template's variants).")
+    @argument("--after", action="append", default=[], metavar="ID[:ok|:any|:failed]",
+              help="Start only after workload ID succeeded (ok, the default), ended (any) or failed; repeatable.")
     @argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
               help="A notebook parameter; repeatable.")
     @argument("target", nargs=argparse.REMAINDER,
@@ -229,8 +231,15 @@ class HeteroMagics(Magics):
                              ("cpus", "cpu"), ("memory", "memory"), ("time_limit", "time_limit")):
             if getattr(args, option) is not None:
                 parameters[name] = getattr(args, option)
+        after = []
+        for text in args.after:
+            try:
+                after.append(parse_after(text))
+            except ValueError:
+                raise _usage("hetero_submit", _say(N_("--after expects ID, ID:ok, ID:any or ID:failed, got {value!r}"),
+                                                   value=text)) from None
         return {"template": args.template, "queue": args.queue, "name": args.name, "runtime": args.runtime,
-                "parameters": parameters or None}
+                "parameters": parameters or None, "after": after or None}
 
     def _follow(self, job: Workload, wait: bool):
         from .widgets import StatusWidget, widgets_available  # noqa: PLC0415

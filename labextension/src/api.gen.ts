@@ -956,6 +956,20 @@ export interface components {
             description: components["schemas"]["Localized"] | null;
         };
         /**
+         * AfterWorkload
+         * @description One workload a job waits for, and how it must end (Slurm's afterok, afterany, afternotok).
+         */
+        AfterWorkload: {
+            /** @description The awaited workload's id. */
+            workload: number;
+            /**
+             * @description ok: it must succeed; any: it must end, however; failed: it must fail (or be lost). A condition that can no longer hold fails the waiting job with the reason.
+             * @default ok
+             * @enum {string}
+             */
+            condition?: "ok" | "any" | "failed";
+        };
+        /**
          * Alert
          * @description A rule that found something wrong with a subject, from when it fired until it resolved.
          */
@@ -2585,6 +2599,8 @@ export interface components {
              * @default null
              */
             python?: string | null;
+            /** @description Workloads this job waits for, each with its condition; it is not admitted until all hold. */
+            after?: components["schemas"]["AfterWorkload"][];
         };
         /**
          * TaskType

@@ -164,6 +164,8 @@ export class HeteroPanel extends ReactWidget {
             previewError={launch.previewError}
             path={launch.path}
             pathProblem={launch.pathProblem}
+            after={launch.after}
+            afterMalformed={launch.afterMalformed}
             canStartKernel={launch.canStartKernel}
             canSubmitJob={launch.canSubmitJob}
             starting={launch.starting}
@@ -173,6 +175,7 @@ export class HeteroPanel extends ReactWidget {
             onSelect={name => launch.select(name)}
             onValue={(name, value) => launch.setValue(name, value)}
             onPath={path => launch.setPath(path)}
+            onAfter={after => launch.setAfter(after)}
             onUseSelection={() => {
               const path = this._actions.selectedPath();
               if (path !== null) {

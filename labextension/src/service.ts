@@ -3,6 +3,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import type { components } from './api.gen';
 import { apiPageUrl, requestAPI, streamAPI } from './handler';
 import type {
+  IAfter,
   IAlert,
   IExplanation,
   IKernelUsage,
@@ -40,7 +41,7 @@ export interface IPreviewWorkload {
 }
 
 /** A job submission from the panel (`SubmitWorkload` of kind job, the kind added on sending): a template, its parameters and the file to run. */
-export type SubmitJob = { template: string; parameters: ParameterValues } & JobPayload;
+export type SubmitJob = { template: string; parameters: ParameterValues; after?: IAfter[] } & JobPayload;
 
 /** `Sent`, which compiles only while it is a body the API accepts (`Body`, generated from its schema). */
 type Accepted<Sent extends Body, Body> = Sent;

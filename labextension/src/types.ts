@@ -117,6 +117,12 @@ export type ParameterValues = Record<string, number | string>;
 /** The file a job runs. */
 export type JobPayload = { script: { path: string } } | { notebook: { path: string } };
 
+/** One workload a job waits for, and how it must end (`after` of a submission; `--after ID:condition`). */
+export interface IAfter {
+  workload: number;
+  condition: 'ok' | 'any' | 'failed';
+}
+
 /** What `POST /kernels` answers. */
 export type IStartedKernel = Schemas['StartedKernel'];
 

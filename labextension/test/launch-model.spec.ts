@@ -93,6 +93,30 @@ describe('LaunchModel', () => {
     expect(submitted.map(w => w.id)).toEqual([8, 8]);
   });
 
+  it('submits a job to run after other workloads, and not while the field is malformed', async () => {
+    const { launch, service } = model();
+    launch.setPath('train.py');
+    launch.setAfter('12, 13:any 14:failed');
+    expect(launch.afterMalformed).toBe(false);
+    await launch.submitJob();
+    launch.setAfter('12:soon');
+    expect(launch.afterMalformed).toBe(true);
+    expect(launch.canSubmitJob).toBe(false);
+    await expect(launch.submitJob()).resolves.toBeNull();
+    expect(service.callsOf('submitWorkload').map(c => c[1])).toEqual([
+      {
+        template: 'fine-tuning',
+        parameters: {},
+        script: { path: 'train.py' },
+        after: [
+          { workload: 12, condition: 'ok' },
+          { workload: 13, condition: 'any' },
+          { workload: 14, condition: 'failed' }
+        ]
+      }
+    ]);
+  });
+
   it('cannot submit a job with a template that only runs kernels', () => {
     const service = new FakeService();
     service.templates = [build.template({ name: 'interactive', kinds: ['kernel'] })];

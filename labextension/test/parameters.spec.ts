@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 
-import { checkJobPath, checkParameter, isNumeric, jobPayload, parameterValues, runsJobs, runsKernels } from '../src/models';
+import {
+  checkJobPath,
+  checkParameter,
+  isNumeric,
+  jobPayload,
+  parameterValues,
+  parseAfter,
+  runsJobs,
+  runsKernels
+} from '../src/models';
 import type { IAdvancedParameter } from '../src/types';
 import * as build from './builders';
 
@@ -63,5 +72,23 @@ describe('template kinds', () => {
     expect(runsKernels(build.template({ kinds: ['job'], interactive: true }))).toBe(true);
     expect(runsKernels(build.template({ kinds: ['job'], interactive: false }))).toBe(false);
     expect(runsJobs(build.template({ kinds: ['kernel'] }))).toBe(false);
+  });
+});
+
+describe('parseAfter', () => {
+  it.each([
+    ['nothing waits for nothing', '  ', []],
+    ['an id waits for it to succeed', '12', [{ workload: 12, condition: 'ok' }]],
+    ['commas or spaces between', '12:any, 13:failed 14:ok', [
+      { workload: 12, condition: 'any' },
+      { workload: 13, condition: 'failed' },
+      { workload: 14, condition: 'ok' }
+    ]],
+    ['an unknown condition', '12:soon', null],
+    ['no id', ':ok', null],
+    ['an id of 0', '0', null],
+    ['words', 'twelve', null]
+  ])('%s', (_name, text, expected) => {
+    expect(parseAfter(text)).toEqual(expected);
   });
 });

@@ -35,6 +35,7 @@ from ..workloads.jobfiles import JobPaths
 from .attempts import RunningAttempt
 from .engine_mirror import MirroredWorkload, SnapshotDelta
 from .catalog_switch import strand_waiting, stranded_by
+from .dependencies import Dependencies
 from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
@@ -116,6 +117,9 @@ class Scheduler:
         self._waits: dict[str, list[float]] = {}
         self._waits_read_at = float("-inf")
         self.inadmissible = InadmissibleWorkloads(repository)
+        # Jobs waiting for others to end: out of every cycle, with their own blockers (see dependencies.py).
+        self.dependencies = Dependencies(repository)
+        self._held: dict[int, Pending] = {}
         # Each waiting workload's top blocker over time, as `waiting` events (see waiting.py).
         self.blocker_trail = BlockerTrail(repository)
         self._exposed: frozenset[tuple[str, str]] | None = None  # (tenant, service) given a network name
@@ -206,6 +210,7 @@ class Scheduler:
         self.monitor.watch(now)
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
+        changed += self._hold_dependents()
         if not self.backend.runs_here and (changed or self._exposed is None):
             self._expose()  # a cluster's names for services; on this machine the endpoint is the only way in
         # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
@@ -224,7 +229,7 @@ class Scheduler:
             decisions, running, pending = reply.value.decisions, reply.value.running, reply.value.pending
         decided = time.perf_counter()
         self._apply(decisions, now, examined)
-        self.pending = dict(decisions.pending)
+        self.pending = {**decisions.pending, **self._held}
         self.blocker_trail.observe(self.pending, now)  # one write, only when some top blocker changed
         self.last_decisions = decisions
         # Synced again first: the views then show this cycle's own admissions and releases.
@@ -238,6 +243,16 @@ class Scheduler:
         ))
         self.retention.after_tick()  # after the timing: a prune's batch is not the cycle's cost
         return decisions
+
+    def _hold_dependents(self) -> int:
+        """Hold the jobs whose awaited workloads have not ended as asked, fail those whose never will; the rows
+        read again (the failed ones leave the copies)."""
+        held, failed = self.dependencies.hold(
+            (row for row, _workload in self._workloads.entries() if row.spec and row.spec.get("after")), self.wall())
+        # The engine process's mirror holds each copy with its start time: those whose hold changed are sent again.
+        self._workloads.touch(set(held).symmetric_difference(self._held))
+        self._held = held
+        return self._workloads.sync() if failed else 0
 
     def _take_up_catalog(self) -> None:
         """A reload's catalog becomes current: the engine's queues and tenants, every workload's engine copy (its
@@ -282,6 +297,8 @@ class Scheduler:
         """How a scheduled workload enters a snapshot: holding capacity, or waiting (and from when)."""
         if row.state in ACTIVE_STATES:
             return MirroredWorkload(workload, running=True)
+        if row.id in self._held:  # no candidate until what it awaits has ended as asked
+            return MirroredWorkload(workload, running=False, not_before=float("inf"))
         return MirroredWorkload(workload, running=False,
                                 not_before=self.times.steady(row.id, "not_before", row.not_before))
 

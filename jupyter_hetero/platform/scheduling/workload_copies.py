@@ -82,6 +82,13 @@ class WorkloadCopies:
         with self._lock:
             self._cursor = None
 
+    def touch(self, ids) -> None:
+        """Count these copies as changed at the next take: what the taker derives from them changed, not their
+        rows (a dependency's hold, lifted or placed)."""
+        with self._lock:
+            if self.track_changes and not self._replaced:
+                self._changed.update(i for i in ids if i in self._entries)
+
     def entries(self) -> list[tuple[WorkloadRow, Workload]]:
         """Every copy as of the last sync, ordered by workload id."""
         with self._lock:

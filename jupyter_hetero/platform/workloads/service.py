@@ -65,6 +65,8 @@ class Workloads(ReadsLiveCatalog):
         a second try answers with the workload the first stored."""
         checked = self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
         spec = self._spec(body, self._root_of(identity))
+        if body.after:
+            spec["after"] = self._awaited(identity, body)
         if identity.own_work_only:  # a follow-up of the workload whose credential submitted it: it ends with that one
             spec["parent"] = identity.workload
             self._follow_ups_live = True
@@ -108,6 +110,17 @@ class Workloads(ReadsLiveCatalog):
         else:
             body["notebook"] = {"path": spec["notebook"]["path"], "parameters": spec["notebook"]["parameters"]}
         return self.submit(identity, SubmitWorkload.model_validate({k: v for k, v in body.items() if v is not None}))
+
+    def _awaited(self, identity: Identity, body: SubmitWorkload) -> list[dict[str, Any]]:
+        """The workloads a job waits for, as stored in its spec: each must exist (404) and be one the submitter may
+        see (403, audited), as describing it would ask, each named by its place in ``after``."""
+        for index, after in enumerate(body.after):
+            field = f"after.{index}.workload"
+            row = self.repository.workload(after.workload)
+            if row is None:
+                raise NotFound(Message(N_("workload {workload} does not exist"), workload=after.workload), field=field)
+            self.access.require_see(identity, row, "workload.read")
+        return [{"workload": after.workload, "condition": after.condition} for after in body.after]
 
     def check_access(self, identity: Identity, template: str, queue: str) -> None:
         """404 for an unknown queue; 403 (audited) for a template or queue the tenant may not use."""

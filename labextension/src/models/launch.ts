@@ -6,6 +6,7 @@ import { ModelBase } from './base';
 import {
   checkJobPath,
   jobPayload,
+  parseAfter,
   ParameterProblem,
   parameterValues,
   PathProblem,
@@ -72,6 +73,16 @@ export class LaunchModel extends ModelBase {
     return checkJobPath(this._path);
   }
 
+  /** The "Run after" field as typed: workloads the job waits for (`12, 13:any`). */
+  get after(): string {
+    return this._after;
+  }
+
+  /** Whether the "Run after" field cannot be sent as it is. */
+  get afterMalformed(): boolean {
+    return parseAfter(this._after) === null;
+  }
+
   get preview(): IPreview | null {
     return this._preview;
   }
@@ -95,7 +106,14 @@ export class LaunchModel extends ModelBase {
 
   get canSubmitJob(): boolean {
     const template = this.template;
-    return !!template && runsJobs(template) && !this.submitting && this._valid() && this.pathProblem === null;
+    return (
+      !!template &&
+      runsJobs(template) &&
+      !this.submitting &&
+      this._valid() &&
+      this.pathProblem === null &&
+      !this.afterMalformed
+    );
   }
 
   /** The template preselected until the user picks one (the `defaultTemplate` setting). */
@@ -131,6 +149,11 @@ export class LaunchModel extends ModelBase {
 
   setPath(path: string): void {
     this._path = path;
+    this.emitChanged();
+  }
+
+  setAfter(after: string): void {
+    this._after = after;
     this.emitChanged();
   }
 
@@ -196,7 +219,12 @@ export class LaunchModel extends ModelBase {
       return null;
     }
     const parameters = request ? {} : this.parameters.values;
-    return this._run('submit', () => this._service.submitWorkload({ template, parameters, ...jobPayload(path) }), this._submitted);
+    const after = request ? [] : parseAfter(this._after);
+    if (after === null) {
+      return null;
+    }
+    const job = { template, parameters, ...jobPayload(path), ...(after.length > 0 ? { after } : {}) };
+    return this._run('submit', () => this._service.submitWorkload(job), this._submitted);
   }
 
   dispose(): void {
@@ -256,6 +284,7 @@ export class LaunchModel extends ModelBase {
   private _userChose = false;
   private _raw: Record<string, string> = {};
   private _path = '';
+  private _after = '';
   private _preview: IPreview | null = null;
   private _previewError: string | null = null;
   private _previewGeneration = 0;

@@ -1,4 +1,4 @@
-import type { ITemplate, IAdvancedParameter, ParameterValues } from '../types';
+import type { IAfter, ITemplate, IAdvancedParameter, ParameterValues } from '../types';
 
 /** Why a typed parameter value cannot be sent; the UI words it. */
 export type ParameterProblem = 'not-a-number' | 'not-whole' | 'below-min' | 'above-max' | 'not-a-choice';
@@ -85,6 +85,24 @@ export function checkJobPath(path: string): PathProblem | null {
     return 'empty';
   }
   return RUNNABLE.test(text) ? null : 'not-runnable';
+}
+
+const AFTER = /^([1-9]\d*)(?::(ok|any|failed))?$/;
+
+/**
+ * The "Run after" field: workload ids, each with an optional condition, separated by commas or spaces
+ * (`"12, 13:any"`), as the API's `after`; null when a part is not `ID`, `ID:ok`, `ID:any` or `ID:failed`.
+ */
+export function parseAfter(text: string): IAfter[] | null {
+  const after: IAfter[] = [];
+  for (const part of text.split(/[\s,]+/).filter(p => p !== '')) {
+    const match = AFTER.exec(part);
+    if (!match) {
+      return null;
+    }
+    after.push({ workload: Number(match[1]), condition: (match[2] ?? 'ok') as IAfter['condition'] });
+  }
+  return after;
 }
 
 /** The job payload for a path: notebooks run as notebooks, anything else as a script. */

@@ -22,6 +22,8 @@ function props(overrides: Partial<ILaunchSectionProps> = {}): ILaunchSectionProp
     previewError: null,
     path: '',
     pathProblem: 'empty',
+    after: '',
+    afterMalformed: false,
     canStartKernel: true,
     canSubmitJob: false,
     starting: false,
@@ -31,6 +33,7 @@ function props(overrides: Partial<ILaunchSectionProps> = {}): ILaunchSectionProp
     onSelect: vi.fn(),
     onValue: vi.fn(),
     onPath: vi.fn(),
+    onAfter: vi.fn(),
     onUseSelection: vi.fn(),
     onStartKernel: vi.fn(),
     onSubmitJob: vi.fn(),
@@ -185,6 +188,22 @@ describe('LaunchSection', () => {
     expect(p.onStartKernel).toHaveBeenCalledTimes(1);
     expect(p.onSubmitJob).toHaveBeenCalledTimes(1);
     expect(p.onUseSelection).toHaveBeenCalledTimes(1);
+  });
+
+  it('takes the workloads a job runs after, and says what is wrong with them', () => {
+    const p = props();
+    rendered = render(<LaunchSection {...p} />);
+    const input = rendered.host.querySelector('#jp-hetero-run-after');
+    expect(rendered.host.querySelector('label[for="jp-hetero-run-after"]')?.textContent).toBe('Run after');
+    expect(input?.getAttribute('aria-invalid')).toBe('false');
+    change(input, '12, 13:any');
+    expect(p.onAfter).toHaveBeenCalledWith('12, 13:any');
+    rendered.unmount();
+    rendered = render(<LaunchSection {...props({ after: '12:soon', afterMalformed: true })} />);
+    expect(rendered.host.querySelector('#jp-hetero-run-after')?.getAttribute('aria-invalid')).toBe('true');
+    expect(rendered.host.querySelector('.jp-hetero-run-after [role="alert"]')?.textContent).toBe(
+      'Give workload ids, each as ID, ID:ok, ID:any or ID:failed.'
+    );
   });
 
   it('offers a file dialog only when the application has one', () => {

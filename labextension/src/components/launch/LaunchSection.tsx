@@ -8,6 +8,7 @@ import { Section } from '../common/Section';
 import { AdvancedParameters } from './AdvancedParameters';
 import { FlavorChoices } from './FlavorChoices';
 import { JobPathPicker } from './JobPathPicker';
+import { RunAfterField } from './RunAfterField';
 import { TemplatePicker } from './TemplatePicker';
 import { TemplateSummary } from './TemplateSummary';
 
@@ -21,6 +22,9 @@ export interface ILaunchSectionProps {
   previewError: string | null;
   path: string;
   pathProblem: PathProblem | null;
+  /** The "Run after" field as typed, and whether it cannot be sent. */
+  after: string;
+  afterMalformed: boolean;
   canStartKernel: boolean;
   canSubmitJob: boolean;
   starting: boolean;
@@ -30,6 +34,7 @@ export interface ILaunchSectionProps {
   onSelect: (name: string) => void;
   onValue: (name: string, value: string) => void;
   onPath: (path: string) => void;
+  onAfter: (after: string) => void;
   onUseSelection: () => void;
   /** Choose the path in a file dialog; absent when the application has none. */
   onBrowse?: () => void;
@@ -92,6 +97,12 @@ export function LaunchSection(props: ILaunchSectionProps): JSX.Element {
             onChange={props.onPath}
             onUseSelection={props.onUseSelection}
             onBrowse={props.onBrowse}
+          />
+          <RunAfterField
+            value={props.after}
+            malformed={props.afterMalformed}
+            trans={trans}
+            onChange={props.onAfter}
           />
           <div className="jp-hetero-actions">
             <ActionButton
