@@ -106,7 +106,6 @@ def test_an_unschedulable_node_is_said_as_what_it_is(nodes, kind, said):
 _ENGLISH_WORDS = re.compile(r"\b(?:request|quota|never|node|lost|cordoned|borrow)\b")
 
 
-@pytest.mark.xfail(strict=True, reason="zh_CN for the new blockers is the locale owner's (jupyter_hetero/locale)")
 @pytest.mark.parametrize(
     ("workload", "nodes"),
     [
