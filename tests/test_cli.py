@@ -117,6 +117,7 @@ def test_the_help_of_a_command_built_on_demand_is_its_own():
     assert summaries(build_parser(["--help"])) == summaries(build_parser())
     assert _SHIPPED_CATALOG == str(DEFAULT_CATALOG_PATH.resolve())
 
+
 def test_a_malformed_after_is_refused_before_anything_is_sent():
     result = hetero("submit", "--url", "http://127.0.0.1:9/", "--template", "t", "--after", "12:soon", "--", "true")
     assert result.returncode == 2
