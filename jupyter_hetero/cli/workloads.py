@@ -29,9 +29,9 @@ def _submit(args: argparse.Namespace) -> int:
         print("error: give the command to run after --", file=sys.stderr)
         return 2
     body = {"template": args.template, "command": command, "parameters": parse_params(args.param),
-            "queue": args.queue, "name": args.name, "runtime": args.runtime, "after": args.after or None,
+            "queue": args.queue, "name": args.name, "runtime": args.runtime,
             # Where and with what it runs: here (inside the root, or the server refuses naming cwd), with this Python.
-            "cwd": os.path.abspath(args.cwd or os.getcwd()), "python": args.python or sys.executable}
+            "cwd": os.path.abspath(args.cwd or os.getcwd()), "python": args.python or sys.executable, "after": args.after or None}
     created = connect(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
     print(f"submitted {created['kind']} to queue {created['queue']} ({created['template']}): state {created['state']}")
     print(created["id"])
@@ -154,13 +154,13 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     submit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="an advanced parameter of the template, e.g. devices=2 (repeatable)")
     submit.add_argument("--runtime", help="expected run time, e.g. 2h, for ETAs")
-    submit.add_argument("--after", action="append", default=[], type=_after, metavar="ID[:ok|:any|:failed]",
-                        help="wait until workload ID has succeeded (ok, the default), ended however (any) or failed; "
-                             "repeatable, all must hold; a condition that can no longer hold fails the job")
     submit.add_argument("--cwd", metavar="DIR", help="where the job runs (default: this directory); it must be "
                                                     "inside your root on the server, or the server refuses it")
     submit.add_argument("--python", metavar="PATH", help="the interpreter `python` means in the job "
                                                          "(default: the one running this command)")
+    submit.add_argument("--after", action="append", default=[], type=_after, metavar="ID[:ok|:any|:failed]",
+                        help="wait until workload ID has succeeded (ok, the default), ended however (any) or failed; "
+                             "repeatable, all must hold; a condition that can no longer hold fails the job")
     submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     submit.set_defaults(run=guarded(_submit))
 
