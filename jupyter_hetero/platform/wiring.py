@@ -167,19 +167,19 @@ class Platform(ReadsLiveCatalog):
                     "clock": self.clock, "wake": self.loop.wake, "now": self.scheduler.times.now}
         # A server gets its credential from the hub; a kernel in a user's server, one for this server's API.
         self.servers = Servers(environment_of=self.scheduler.placed_environment,
-                                     reported=self.kernels.reported, **launched)
+                               reported=self.kernels.reported, **launched)
         self.hub_kernels = HubKernelPlacements(kernels=self.kernels, environment_of=self._hub_kernel_environment,
-                                              **launched)
+                                               **launched)
         self.usage = UsageLedger(catalog, self.repository, self.clock)
         self.capacity = CapacityPlanning(catalog=catalog, repository=self.repository, inventory=self.inventory,
-                                        access=self.access, clock=self.clock)
+                                         access=self.access, clock=self.clock)
         self.reports = Reports(catalog=catalog, repository=self.repository, inventory=self.inventory,
-                                     access=self.access, clock=self.clock, capacity=self.capacity.advise)
+                               access=self.access, clock=self.clock, capacity=self.capacity.advise)
         self.evidence = EvidenceChains(repository=self.repository, access=self.access, clock=self.clock)
         self.alerts = Alerts(catalog=catalog, repository=self.repository, inventory=self.inventory,
-                                   clock=self.clock, quota_use=self.catalog_service.tenant_usage,
-                                   device_memory=self.scheduler.device_memory, webhook=settings.alert_webhook,
-                                   interval_s=settings.alert_interval_s)
+                             clock=self.clock, quota_use=self.catalog_service.tenant_usage,
+                             device_memory=self.scheduler.monitor.device_memory, webhook=settings.alert_webhook,
+                             interval_s=settings.alert_interval_s)
         self.onboarding = OnboardingChecklist(
             catalog=catalog, repository=self.repository, inventory=self.inventory, backend=self.backend,
             access=self.access, identify=lambda user, groups, owner=False: self.identify(user, groups, owner=owner),
@@ -197,8 +197,8 @@ class Platform(ReadsLiveCatalog):
         self._catalog_stamp: tuple[int, int] | None = None  # the catalog file's (mtime, size) as last read
         self._reloading: asyncio.Future | None = None
         self.serving = Services(catalog=catalog, repository=self.repository, workloads=self.workloads,
-                                      clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.address,
-                                      usage_of=self.scheduler.usage)
+                                clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.monitor.address,
+                                usage_of=self.scheduler.monitor.usage)
 
     @property
     def mode(self) -> str:

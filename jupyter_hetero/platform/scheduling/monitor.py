@@ -16,6 +16,7 @@ from typing import Any
 
 from ...backends.base import AdmissionWait, Backend, ProcessHandle
 from ...catalog import Catalog
+from ...engine_inputs import placement_from_json
 from ...store import ACTIVE_STATES, MetricSample, Repository
 from ...store.tables import WorkloadRow
 from ..clock import SteadyTime
@@ -295,6 +296,35 @@ class AttemptMonitor(ReadsLiveCatalog):
                 final = True
         if final:
             self.times.forget(row.id)
+
+
+    # -- what running attempts show ----------------------------------------------------------
+
+    def address(self, workload_id: int) -> str | None:
+        """Where a running service replica is reached, as its backend says; None until it has an address."""
+        running = self._running.get(workload_id)
+        return self.backend.address(running.handles[0]) if running is not None and running.handles else None
+
+    def usage(self, workload_id: int) -> dict:
+        """A running replica's latest usage sample (memory, device use where measured); {} when none."""
+        running = self._running.get(workload_id)
+        return dict(running.latest) if running is not None else {}
+
+    def device_memory(self) -> list[tuple[int, str, float, float]]:
+        """(workload, tenant, device memory used, its devices' memory) of each running attempt whose devices are
+        measured; MiB."""
+        found = []
+        for workload_id, running in list(self._running.items()):
+            used = running.latest.get("device_memory_used_mib")
+            row = self._workloads.row(workload_id)
+            if used is None or row is None or not row.placement:
+                continue
+            placement = placement_from_json(row.placement)
+            view = self.inventory.node(placement.slots[0].node)
+            whole = view.capability.accelerator.memory_mib if view and view.capability.accelerator else 0
+            limit = sum(mem or whole for slot in placement.slots for _index, _milli, mem in slot.devices)
+            found.append((workload_id, row.tenant, used, limit))
+        return found
 
 
 def _freed(row: WorkloadRow, state: str, *, final: bool, wall: float, not_before: float | None = None) -> dict:
