@@ -98,8 +98,12 @@ def test_between_usage_passes_a_scan_sees_exits_at_once_without_reading_the_proc
     backend = LocalBackend(usage_interval_s=3600)
     keeper, quitter = (backend.launch(_launch(tmp_path, n, "import time; time.sleep(60)")) for n in range(2))
     try:
+        assert backend.measured_at == float("-inf")
+        before = time.monotonic()
         first = backend.scan([keeper, quitter])  # the first scan measures usage
         assert set(first) == {keeper, quitter} and first[keeper]["rss_mib"] > 0
+        measured = backend.measured_at  # public: the metric sampling benchmark tells measuring ticks by it
+        assert before <= measured <= time.monotonic()
         passes = []
         real_iter = psutil.process_iter
         monkeypatch.setattr(psutil, "process_iter", lambda *a, **k: passes.append(1) or real_iter(*a, **k))
@@ -107,6 +111,7 @@ def test_between_usage_passes_a_scan_sees_exits_at_once_without_reading_the_proc
         _poll(lambda: quitter not in backend.scan([keeper, quitter]), what="the killed replica's end")
         again = backend.scan([keeper, quitter])
         assert passes == [], "a scan between usage passes read the whole process table"
+        assert backend.measured_at == measured
         assert again == {keeper: first[keeper]} and backend.sample(keeper) == first[keeper]  # its last sample
     finally:
         monkeypatch.undo()

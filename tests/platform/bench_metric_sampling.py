@@ -159,9 +159,9 @@ def _adopted(platform: Platform) -> int:
 
 
 def _walked_at(platform: Platform) -> float:
-    """When the local backend last walked the process table for usage (every ``usage_interval_s``). Read only, to
-    tell the ticks that did from those that did not: the backend keeps it private, and says it nowhere else."""
-    return platform.backend._measured_at
+    """When the local backend last walked the process table for usage (every ``usage_interval_s``), to tell the
+    ticks that did from those that did not."""
+    return platform.backend.measured_at
 
 
 def _rows(platform: Platform) -> int:

@@ -58,6 +58,12 @@ class LocalBackend:
         self.process_devices = ProcessDeviceSampler()
         psutil.cpu_percent(interval=None)  # the first reading only starts the measurement
 
+    @property
+    def measured_at(self) -> float:
+        """When (``time.monotonic()``) usage was last measured over the process table; ``-inf`` before the first
+        pass. A tick between passes reuses the last samples, so this tells the ticks that measured from the rest."""
+        return self._measured_at
+
     def start(self, *, wake=None) -> None:
         pass  # its node was discovered when the server started; its processes are its own children
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,15 @@ log = logging.getLogger(__name__)
 MAX_NODES_RECORDED = 16
 MAX_LABELS = 48
 _MAX_LABEL_CHARS = 256
+
+
+class _Unread(Enum):
+    """A node not yet looked up (None is a node the inventory no longer has)."""
+
+    UNREAD = 0
+
+
+_UNREAD = _Unread.UNREAD
 
 
 def node_facts(view: NodeView | None) -> dict[str, Any]:
@@ -107,12 +117,16 @@ class Launcher(ReadsLiveCatalog):
             started_at=started, log_path=str(attempt_dir / "log.txt"), metrics={},
         ))
         running = self._running[row.id] = RunningAttempt([], attempt.id)
+        # Each node of the placement looked up once: every replica's environment and unit and the record read these.
+        nodes = sorted({slot.node for slot in placement.slots})
+        views = {name: self.inventory.node(name) for name in nodes}
         argv = runner_argv(row.spec, attempt_dir)
         # A service's replica listens where PORT says (serving platforms' convention); its endpoint finds it there.
         port = self.backend.service_port() if row.kind == "service" else None
         for replica, slot in enumerate(placement.slots):
             env, measured = self.replica_environment(row, placement.flavor, slot, replica, len(placement.slots),
-                                                     template=template, attempt=number, checkpoint=checkpoint)
+                                                     template=template, attempt=number, checkpoint=checkpoint,
+                                                     view=views[slot.node])
             if port is not None:
                 env["PORT"] = str(port)
             running.handles.append(self.backend.launch(Launch(
@@ -121,22 +135,21 @@ class Launcher(ReadsLiveCatalog):
                 log_path=attempt_dir / "log.txt", exit_path=attempt_dir / f"exit-{replica}.json",
                 devices=tuple(index for index, _milli, _mem in slot.devices), measurable=bool(measured), family=measured,
                 placed=self.placed(row, placement.flavor, slot, len(placement.slots), template=template,
-                                   port=port),
+                                   port=port, view=views[slot.node]),
             )))
         # Recorded once every replica runs: a restart adopts only an attempt whose launch was recorded whole (the
         # `started` below); one cut off before that is found by its folder and stopped (see reconcile).
         handles = running.handles
         self.repository.update_attempt(attempt.id, processes=[h.to_json() for h in handles])
-        image = template.variant_for(self.inventory.node(placement.slots[0].node).capability.family).image \
-            if template and self.inventory.node(placement.slots[0].node) else None
-        nodes = sorted({slot.node for slot in placement.slots})
+        first = views[placement.slots[0].node]
+        image = template.variant_for(first.capability.family).image if template and first else None
         self.repository.update_workload(
             row.id, event="started",
             reason=f"attempt {number} running as {', '.join(h.label for h in handles)}"
             + (f", resuming from {checkpoint[0].name}" if checkpoint else ""),
             data={"attempt": number, "pids": [h.pid for h in handles], "image": image,
-                  "runtime": self._runtime_of(template, nodes[0]),
-                  "nodes": {name: node_facts(self.inventory.node(name)) for name in nodes[:MAX_NODES_RECORDED]},
+                  "runtime": self._runtime_of(template, views[nodes[0]]),
+                  "nodes": {name: node_facts(views[name]) for name in nodes[:MAX_NODES_RECORDED]},
                   **({"pods": [h.pod for h in handles]} if any(h.pod for h in handles) else {}),
                   "resume_from": str(checkpoint[0]) if checkpoint else None,
                   **({"port": port} if port is not None else {})},
@@ -144,9 +157,9 @@ class Launcher(ReadsLiveCatalog):
         )
         self.times.steady(row.id, "started_at", started)
 
-    def _runtime_of(self, template: Template | None, node: str) -> dict[str, Any] | None:
-        """The runtime variant the replicas on ``node`` run: its image, family and frameworks."""
-        view = self.inventory.node(node)
+    @staticmethod
+    def _runtime_of(template: Template | None, view: NodeView | None) -> dict[str, Any] | None:
+        """The runtime variant the replicas on the node ``view`` shows run: its image, family and frameworks."""
         variant = template.variant_for(view.capability.family) if (template and view) else None
         if variant is None:
             return None
@@ -155,11 +168,12 @@ class Launcher(ReadsLiveCatalog):
 
     def replica_environment(self, row: WorkloadRow, flavor: str, slot, replica: int, replicas: int, *,
                             template: Template | None, attempt: int,
-                            checkpoint: tuple[Path, float] | None = None) -> tuple[dict[str, str], str]:
+                            checkpoint: tuple[Path, float] | None = None,
+                            view: NodeView | None | _Unread = _UNREAD) -> tuple[dict[str, str], str]:
         """One replica's environment (variant env, the job's env, device pinning, HETERO_*), and the
         family whose vendor tool measures its devices ("" where none can: an emulated or CPU-only node);
-        ``template``: the row's, as the catalog resolved it."""
-        view = self.inventory.node(slot.node)
+        ``template``: the row's, as the catalog resolved it; ``view``: its node, where the caller looked it up."""
+        view = self.inventory.node(slot.node) if view is _UNREAD else view
         family = view.capability.family if view else None
         variant = template.variant_for(family) if (template and family) else None
         paths = self.paths(row.id)
@@ -201,10 +215,10 @@ class Launcher(ReadsLiveCatalog):
         return env
 
     def placed(self, row: WorkloadRow, flavor: str, slot, replicas: int, *, template: Template | None,
-               port: int | None = None) -> Placed:
+               port: int | None = None, view: NodeView | None | _Unread = _UNREAD) -> Placed:
         """What a backend that sizes and labels its units needs to know of one replica (``template``: the row's, as
-        the catalog resolved it; ``port``: a service's)."""
-        view = self.inventory.node(slot.node)
+        the catalog resolved it; ``port``: a service's; ``view``: its node, where the caller looked it up)."""
+        view = self.inventory.node(slot.node) if view is _UNREAD else view
         accelerator = view.capability.accelerator if view else None
         variant = template.variant_for(view.capability.family) if (template and view) else None
         queue = self.catalog.queue(row.queue)
