@@ -5,7 +5,7 @@
 8: a submission's Idempotency-Key, unique per user; 9: a service's name unique per tenant among its active
 services (a deleted one's name is free again); 10: one word per concept in stored values (attempt metrics
 ``device_*``, node states ``ready``/``onboarding``, onboarding states ``requested``/``accepted``, node event
-``node-ready``); 11: metric samples, each workload's figures over time."""
+``node-ready``); 11: metric samples, each workload's figures over time; 12: recurring schedules."""
 
 from __future__ import annotations
 
@@ -188,12 +188,16 @@ def _v11_metric_samples(connection: Connection) -> None:
     Base.metadata.tables["metric_samples"].create(connection, checkfirst=True)
 
 
+def _v12_schedules(connection: Connection) -> None:
+    Base.metadata.tables["schedules"].create(connection, checkfirst=True)
+
+
 # (version, step). A new schema appends a step; released steps are never edited.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial), (2, _v2_attempts_and_lifecycle), (3, _v3_attempt_outcome_counts), (4, _v4_credentials),
     (5, _v5_services), (6, _v6_alerts), (7, _v7_onboarding), (8, _v8_request_keys),
     (9, _v9_service_names_per_tenant), (10, _v10_one_word_per_concept),
-    (11, _v11_metric_samples),
+    (11, _v11_metric_samples), (12, _v12_schedules),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -15,6 +15,7 @@ from .evidence import EvidenceRecords
 from .metric_samples import MetricSample, MetricSampleRecords, MetricSeries
 from .nodes import NodeRecords
 from .queries import Queries
+from .schedules import ScheduleRecords
 from .services import ServiceRecords
 from .sessions import default_db_url
 from .workloads import ACTIVE_STATES, INADMISSIBLE, PENDING_STATES, QUEUED_STATES, WorkloadRecords
@@ -23,6 +24,6 @@ __all__ = ["ACTIVE_STATES", "INADMISSIBLE", "PENDING_STATES", "QUEUED_STATES", "
            "default_db_url"]
 
 
-class Repository(WorkloadRecords, NodeRecords, EventRecords, EvidenceRecords, MetricSampleRecords, ServiceRecords, Queries,
-                 AuditChain):
+class Repository(WorkloadRecords, NodeRecords, EventRecords, EvidenceRecords, MetricSampleRecords, ServiceRecords,
+                 ScheduleRecords, Queries, AuditChain):
     """Reads and writes the store; every method is one transaction."""

@@ -1,5 +1,5 @@
-"""SQLAlchemy tables: nodes, workloads, events (append-only), the audit chain, workload credentials, services and
-metric samples."""
+"""SQLAlchemy tables: nodes, workloads, events (append-only), the audit chain, workload credentials, services,
+metric samples and recurring schedules."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String,
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 __all__ = ["AlertRow", "OnboardingRow", "AttemptRow", "AuditRow", "Base", "CredentialRow", "EventRow", "MetricSampleRow",
-           "NodeRow", "SchemaVersionRow", "ServiceRow", "WorkloadRow"]
+           "NodeRow", "ScheduleRow", "SchemaVersionRow", "ServiceRow", "WorkloadRow"]
 
 
 class Base(DeclarativeBase):
@@ -232,3 +232,30 @@ class MetricSampleRow(Base):
     source: Mapped[str] = mapped_column(String(32))  # procfs | nvidia-smi | ... | exporter:<name> | reported
 
     __table_args__ = (Index("ix_metric_samples_workload_name_at", "workload_id", "name", "at"),)
+
+
+class ScheduleRow(Base):
+    """A recurring job: its cron and time zone, the job it submits as its owner, and when it is next due. Its runs
+    are workloads whose spec names it; the latest are listed here too, so that they outlive a restart."""
+
+    __tablename__ = "schedules"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100))
+    tenant: Mapped[str] = mapped_column(String(63), index=True)
+    user: Mapped[str] = mapped_column(String(253), index=True)
+    # The owner's groups when they last defined it: each run is submitted as them, their tenant found as at a request.
+    groups: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    cron: Mapped[str] = mapped_column(String(200))
+    timezone: Mapped[str] = mapped_column(String(64))
+    missed: Mapped[str] = mapped_column(String(16))  # run-once | skip
+    state: Mapped[str] = mapped_column(String(16))  # active | paused | deleted
+    job: Mapped[dict[str, Any]] = mapped_column(JSON)  # a POST /workloads body
+    next_run_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # None unless active
+    last_run_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    runs: Mapped[list[Any]] = mapped_column(JSON, default=list)  # {workload, due_at, submitted_at, late}, newest first
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_schedules_state_next_run_at", "state", "next_run_at"),)
