@@ -175,7 +175,10 @@ def _same_placeholders(source: str | tuple, translated: str | tuple) -> bool:
 
 
 # The errors a client reads (errors.py), by name; and Access.deny, whose fourth argument is the reason.
-_ERRORS = {"HeteroError", "InvalidRequest", "Forbidden", "NotFound", "Conflict"}
+_ERRORS = {"HeteroError", "InvalidRequest", "Forbidden", "NotFound", "Conflict", "PayloadTooLarge", "TooManyRequests",
+           "Unavailable", "GatewayTimeout"}
+# Calls that turn something into English text a catalog never sees (``str(exc)``, ``"...".format(...)``).
+_TEXT_CALLS = {"str", "repr", "format", "join"}
 
 
 def unmarked_errors(package: Path = ROOT / "jupyter_hetero") -> list[str]:
@@ -187,20 +190,73 @@ def unmarked_errors(package: Path = ROOT / "jupyter_hetero") -> list[str]:
 
 
 def unmarked_errors_in(source: str, filename: str) -> list[str]:
+    """Where ``source`` gives a client error (or ``deny``) a text that is not ``Message(N_("..."))``: a plain, f- or
+    concatenated string, another error's ``str()``, a name bound to one in the same function; and where a
+    ``Message`` is made of such a text, or ``N_`` marks anything but one literal string.
+
+        unmarked_errors_in('raise NotFound(f"workload {w} does not exist")', "m.py")   # ['m.py:1: NotFound() ...']
+    """
+    tree = ast.parse(source, filename)
     found = []
-    for node in ast.walk(ast.parse(source, filename)):
-        if not isinstance(node, ast.Call):
-            continue
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-        position = 0 if name in _ERRORS else 3 if name == "deny" else None
-        if position is not None and len(node.args) > position and _is_text(node.args[position]):
-            found.append(f"{filename}:{node.lineno}: {name}() with a plain string; give it Message(N_(...))")
+    for scope in [tree, *(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        bound = _bindings(scope)
+        for node in _own_nodes(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _called(node)
+            if name in _ERRORS or name == "deny":
+                text = _argument(node, 0 if name in _ERRORS else 3, "message" if name in _ERRORS else "reason")
+                if text is not None and _untranslatable(text, bound):
+                    found.append(f"{filename}:{node.lineno}: {name}() with a plain string; give it Message(N_(...))")
+            elif name == "Message" and node.args and _untranslatable(node.args[0], bound):
+                found.append(f"{filename}:{node.lineno}: Message() of a plain string; mark it N_(...)")
+            elif name == "N_" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+                                       and isinstance(node.args[0].value, str)):
+                found.append(f"{filename}:{node.lineno}: N_() of something other than one literal string")
     return found
 
 
-def _is_text(node: ast.expr) -> bool:
+def _called(node: ast.Call) -> str | None:
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+
+
+def _argument(node: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    if len(node.args) > position:
+        return node.args[position]
+    return next((k.value for k in node.keywords if k.arg == keyword), None)
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope`` outside the functions defined in it (those are scopes of their own)."""
+    for child in ast.iter_child_nodes(scope):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield child
+            yield from _own_nodes(child)
+
+
+def _bindings(scope: ast.AST) -> dict[str, list[ast.expr]]:
+    """Every value each plain name is assigned in ``scope`` (not in the functions inside it)."""
+    bound: dict[str, list[ast.expr]] = {}
+    for node in _own_nodes(scope):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) and node.value:
+            bound.setdefault(node.target.id, []).append(node.value)
+    return bound
+
+
+def _untranslatable(node: ast.expr, bound: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether ``node`` is text a catalog cannot translate (directly, or through a name bound to it)."""
     if isinstance(node, ast.BinOp):  # "..." + f"..."
-        return _is_text(node.left) or _is_text(node.right)
+        return _untranslatable(node.left, bound, seen) or _untranslatable(node.right, bound, seen)
+    if isinstance(node, ast.IfExp):
+        return _untranslatable(node.body, bound, seen) or _untranslatable(node.orelse, bound, seen)
+    if isinstance(node, ast.Call):
+        return _called(node) in _TEXT_CALLS
+    if isinstance(node, ast.Name) and node.id in bound and node.id not in seen:
+        return any(_untranslatable(value, bound, seen | {node.id}) for value in bound[node.id])
     return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 

@@ -147,8 +147,21 @@ def test_a_user_whose_groups_match_no_tenant_is_told_the_groups_in_chinese_too()
         pytest.param('raise errors.InvalidRequest("a: " + str(x), field="a")', True, id="concatenated string"),
         pytest.param('self.access.deny(identity, "x", "t", f"tenant {t} may not")', True, id="plain denial"),
         pytest.param('raise NotFound(Message(N_("workload {w} does not exist"), w=1))', False, id="message"),
-        pytest.param('raise Conflict(str(exc), reason="no-placement")', False, id="another error's text"),
+        pytest.param('raise Conflict(str(exc), reason="no-placement")', True, id="another error's English text"),
+        pytest.param('raise Conflict(exc.message, reason="no-placement")', False, id="another error's Message"),
         pytest.param('raise ValueError(f"must be {x}")', False, id="not a client error"),
+        pytest.param('raise NotFound(Message(f"workload {w} does not exist"))', True, id="a Message of an f-string"),
+        pytest.param('raise Forbidden(Message("not yours"), reason="x")', True, id="a Message of an unmarked string"),
+        pytest.param('raise InvalidRequest(Message(N_(f"bad {x}")), field="x")', True, id="N_ of an f-string"),
+        pytest.param('raise InvalidRequest(message=f"bad {x}", field="x")', True, id="an f-string by keyword"),
+        pytest.param('def f(x):\n    why = f"bad {x}"\n    raise InvalidRequest(why, field="x")', True,
+                     id="a name bound to an f-string"),
+        pytest.param('def f(x):\n    why = Message(N_("bad {x}"), x=x) if x else Message(N_("none"))\n'
+                     '    raise InvalidRequest(why, field="x")', False, id="a name bound to messages"),
+        pytest.param('def f(x):\n    why = "bad"\ndef g(why):\n    raise NotFound(why)', False,
+                     id="a parameter of the same name elsewhere"),
+        pytest.param('CHANGE = field(default_factory=lambda: Message(""))', True, id="an empty Message"),
+        pytest.param('raise Conflict(Message(TEXTS[kind], kind=kind))', False, id="a message marked elsewhere"),
     ],
 )
 def test_the_check_finds_client_errors_raised_with_plain_strings(source, flagged):

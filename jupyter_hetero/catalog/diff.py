@@ -32,8 +32,9 @@ class CatalogChange:
 
     action: str
     target: str
-    detail: dict[str, Any] = field(default_factory=dict)
-    message: Message = field(default_factory=lambda: Message(""), compare=False)
+    detail: dict[str, Any]
+    # Always given: an empty Message would read the catalog's header through gettext.
+    message: Message = field(compare=False)
 
     def as_json(self, language: str = "en") -> dict[str, Any]:
         return {"action": self.action, "target": self.target, "detail": self.detail,

@@ -144,7 +144,7 @@ async def start_kernel(handler: ApiHandler, body: StartKernel, kernel_id: str | 
                     "wait_timeout": body.wait_timeout, **who},
         )
     except KernelWaitTimeout as exc:  # the provisioner has ended the workload and forgotten the kernel
-        raise Conflict(str(exc), reason="no-placement") from None
+        raise Conflict(exc.message, reason="no-placement") from None
     except HeteroError:  # a bad parameter found at launch: the client's mistake, answered as such
         raise
     except Exception as exc:  # noqa: BLE001 - answered as the server's failure, with its reason

@@ -26,6 +26,7 @@ from urllib.parse import quote
 from tornado import httpclient
 
 from ..errors import Conflict, Forbidden, HeteroError, InvalidRequest, NotFound
+from ..i18n import N_, Message
 from ..platform.workloads.credentials import inherited_environment
 from ..store import ACTIVE_STATES, INADMISSIBLE, QUEUED_STATES
 from ..platform.kernels.service import KernelWaitTimeout, is_hetero, take_over_culling, use_kernels
@@ -149,9 +150,11 @@ class HubKernels:
                     break
                 if workload["state"] == INADMISSIBLE:
                     await self._release(workload_id, failed=workload.get("reason") or "inadmissible")
-                    raise KernelWaitTimeout(f"no {workload['template']} kernel can be placed: {workload.get('reason')}")
+                    raise KernelWaitTimeout(Message(N_("no {template} kernel can be placed: {reason}"),
+                                                    template=workload["template"], reason=workload.get("reason")))
                 if workload["state"] not in QUEUED_STATES:
-                    raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {workload.get('reason')}")
+                    raise KernelWaitTimeout(Message(N_("kernel workload {workload} ended while waiting: {reason}"),
+                                                    workload=workload_id, reason=workload.get("reason")))
                 if time.monotonic() >= deadline:
                     await self._release(workload_id)
                     raise KernelWaitTimeout(_why_waiting(workload, timeout))
@@ -247,10 +250,14 @@ class HubKernels:
         return held
 
 
-def _why_waiting(workload: dict[str, Any], timeout: float) -> str:
-    blockers = "; ".join(blocker["message"] for blocker in (workload.get("blockers") or [])[:3]) or "not scheduled yet"
-    eta = f"~{max(0, round((workload['eta'] - time.time()) / 60))} min" if workload.get("eta") else "unknown"
-    return f"no {workload['template']} kernel could be placed within {timeout:g} s: {blockers}. ETA {eta}"
+def _why_waiting(workload: dict[str, Any], timeout: float) -> Message:
+    """The same sentence as the service's own kernels say; the blockers as the service wrote them (in English)."""
+    blockers = "; ".join(blocker["message"] for blocker in (workload.get("blockers") or [])[:3])
+    eta = (Message(N_("~{minutes} min"), minutes=max(0, round((workload["eta"] - time.time()) / 60)))
+           if workload.get("eta") else Message(N_("unknown")))
+    return Message(N_("no {template} kernel could be placed within {timeout} s: {blockers}. ETA {eta}"),
+                   template=workload["template"], timeout=f"{timeout:g}",
+                   blockers=blockers or Message(N_("not scheduled yet")), eta=eta)
 
 
 def _wall(value) -> float | None:

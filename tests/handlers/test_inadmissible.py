@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from jupyter_hetero.i18n import N_, Message
 from jupyter_hetero.notebook.client import HeteroClient
 
 from ..builders import demo_nodes_file
@@ -63,6 +64,10 @@ async def test_a_kernel_no_node_can_hold_fails_its_start_at_once_with_the_reason
                                 "capacity: a replica needs 2 devices on one node, nodes of flavor t4 have 1")
     [kernel] = await api("workloads", kind="kernel")
     assert kernel["state"] == "failed" and kernel["reason"] == error["message"]
+    # Said in Chinese too, around the reason the store keeps in English.
+    assert error["message_zh"] == Message(N_("no {template} kernel can be placed: {reason}"), template="interactive",
+                                          reason=kernel["reason"].removeprefix("no interactive kernel can be placed: "),
+                                          ).text("zh")
 
 
 def _cli(*args: str, server: LabServer) -> str:

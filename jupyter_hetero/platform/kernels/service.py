@@ -54,7 +54,23 @@ _current: dict[str, Any] = {}
 
 
 class KernelWaitTimeout(RuntimeError):
-    """A kernel could not be placed in time; the message says what blocks it and its ETA."""
+    """A kernel could not be placed in time; the message says what blocks it and its ETA, in English (``str``) or in
+    any language (``message.text("zh")``): the route that started the kernel answers it in the caller's."""
+
+    def __init__(self, message: Message):
+        super().__init__(message.text("en"))
+        self.message = message
+
+
+class _Blockers(Message):
+    """The first blockers of a waiting workload, in the reader's language."""
+
+    def __init__(self, blockers):
+        super().__init__(N_("not scheduled yet"))
+        self.blockers = blockers
+
+    def text(self, language: str = "en") -> str:
+        return "; ".join(render(b, language) for b in self.blockers) if self.blockers else super().text(language)
 
 
 def current_kernels():
@@ -213,18 +229,21 @@ class Kernels(ReadsLiveCatalog, IdleRules):
                 return self._environment(row)
             if row.state == INADMISSIBLE:
                 # No node could ever hold it: waiting out the timeout would tell the user nothing more.
-                message = f"no {row.template} kernel can be placed: {row.reason}"
-                self.start_failed(workload_id, message)
+                # Its reason is stored in English, as every event's is, and quoted so in any language.
+                message = Message(N_("no {template} kernel can be placed: {reason}"), template=row.template,
+                                  reason=row.reason)
+                self.start_failed(workload_id, str(message))
                 raise KernelWaitTimeout(message)
             if row.state not in QUEUED_STATES:
-                raise KernelWaitTimeout(f"kernel workload {workload_id} ended while waiting: {row.reason}")
+                raise KernelWaitTimeout(Message(N_("kernel workload {workload} ended while waiting: {reason}"),
+                                                workload=workload_id, reason=row.reason))
             if self.clock.monotonic() >= deadline:
                 message = self._why_waiting(row, timeout)
                 # Only if still waiting: an admission the tick wrote since the read is taken, not left held by
                 # a cancelled row.
                 if self.repository.update_workload_if(
                         workload_id, lambda current: current.state in QUEUED_STATES, event="cancelled",
-                        reason=message, state="cancelled", finished_at=self.clock.wall()) is None:
+                        reason=str(message), state="cancelled", finished_at=self.clock.wall()) is None:
                     continue
                 raise KernelWaitTimeout(message)
             # Woken at once on admission; the timeout only bounds how stale a missed wake-up can be.
@@ -235,15 +254,17 @@ class Kernels(ReadsLiveCatalog, IdleRules):
                 pass
             event.clear()
 
-    def _why_waiting(self, row: WorkloadRow, timeout: float) -> str:
+    def _why_waiting(self, row: WorkloadRow, timeout: float) -> Message:
         pending = self.scheduler.pending.get(row.id)
-        blockers = "; ".join(render(b) for b in pending.blockers[:3]) if pending else "not scheduled yet"
-        eta = "unknown"
+        eta = Message(N_("unknown"))
         if pending and pending.eta is not None:
-            eta = f"~{max(0, round((pending.eta - self.scheduler.clock()) / 60))} min"
-            if pending.eta_because:
-                eta += f" (when workload {pending.eta_because} ends)"
-        return f"no {row.template} kernel could be placed within {timeout:g} s: {blockers}. ETA {eta}"
+            minutes = max(0, round((pending.eta - self.scheduler.clock()) / 60))
+            eta = (Message(N_("~{minutes} min (when workload {workload} ends)"), minutes=minutes,
+                           workload=pending.eta_because) if pending.eta_because else
+                   Message(N_("~{minutes} min"), minutes=minutes))
+        return Message(N_("no {template} kernel could be placed within {timeout} s: {blockers}. ETA {eta}"),
+                       template=row.template, timeout=f"{timeout:g}",
+                       blockers=_Blockers(pending.blockers[:3] if pending else ()), eta=eta)
 
     def _environment(self, row: WorkloadRow) -> dict[str, str]:
         return self.seal_environment(row, self.scheduler.placed_environment(row))
@@ -279,8 +300,9 @@ class Kernels(ReadsLiveCatalog, IdleRules):
         row = self.repository.workload(workload_id)
         if row is None or row.state not in ACTIVE_STATES:
             # Lost or cancelled between placement and launch: the new kernel must not run unaccounted.
-            raise KernelWaitTimeout(f"kernel workload {workload_id} ended before its kernel started: "
-                                    f"{row.reason if row else 'it no longer exists'}")
+            raise KernelWaitTimeout(Message(N_("kernel workload {workload} ended before its kernel started: {reason}"),
+                                            workload=workload_id,
+                                            reason=row.reason if row else Message(N_("it no longer exists"))))
         started = self.clock.wall()
         self.repository.update_workload(
             workload_id, event="started", reason=f"kernel {row.spec.get('kernel_id')} running as {where or f'pid {pid}'}",
