@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from jupyter_server.base.call_context import CallContext
 
@@ -245,11 +246,14 @@ class Platform(ReadsLiveCatalog):
                                        "in a tenant; call it with a user's token"), service=service),
                             reason="hub-service")
         owner = is_server_owner(self.identity_provider, user, handler)
-        name = self.owner if owner else user.username
+        return self._identify_audited(self.owner if owner else user.username, groups_of(user), owner, handler)
+
+    def _identify_audited(self, name: str, groups: frozenset[str], owner: bool, handler) -> Identity:
+        """:meth:`identify`, a user in no tenant refused as a denial like any other: in the audit log."""
         try:
-            return self.identify(name, groups_of(user), owner=owner)
+            return self.identify(name, groups, owner=owner)
         except Forbidden as refusal:
-            if refusal.detail.get("reason") == "no-tenant":  # a denial like any other: in the audit log
+            if refusal.detail.get("reason") == "no-tenant":
                 action, target = _attempt(handler)
                 self.access.record_stranger(name, action, target, refusal, read=action.startswith(("GET ", "HEAD ")))
             raise
@@ -262,7 +266,7 @@ class Platform(ReadsLiveCatalog):
         current = getattr(handler, "current_user", None)
         if current is not None:
             return self.identity_of(current, handler)  # a refusal is answered as its handler's (Kernels)
-        return self.identify(user or self.owner, frozenset(groups), owner=user is None)
+        return self._identify_audited(user or self.owner, frozenset(groups), user is None, None)
 
     def _workload_environment(self, row, env: dict[str, str]) -> dict[str, str]:
         # The submitter's interpreter first on the PATH: `python` in a job is the one they submitted from.
@@ -360,6 +364,11 @@ def _attempt(handler) -> tuple[str, str]:
     request = getattr(handler, "request", None)
     if request is None:
         return "kernel.start", "kernel"
-    path = request.path.split("/hetero/api/v1/", 1)[-1].strip("/") or request.path
+    path = unquote(request.path)
+    if "/hetero/api/v1/" in path:
+        path = path.split("/hetero/api/v1/", 1)[1]
+    else:  # one of Jupyter's own routes (a hetero kernel started by POST /api/kernels or /api/sessions)
+        path = path.removeprefix(unquote(getattr(handler, "base_url", "/")))
+    path = path.strip("/") or request.path
     return f"{request.method} {path}", path
 

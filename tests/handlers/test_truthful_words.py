@@ -4,12 +4,16 @@ tenant may use, and every denial (a user in no tenant's included) leaves one aud
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
+from tornado.httpclient import HTTPClientError
 
 from jupyter_hetero.notebook.display import status_line
 
 from ..builders import TOKENS
+from .test_kernels import kernelspecs  # noqa: F401 - the fixture
 from .test_lifecycle import gate, running  # noqa: F401 - the gate fixture
 
 MALLORY = {"Authorization": "token mallory-token"}  # a user the identity provider knows, in no tenant
@@ -50,14 +54,28 @@ async def _denied(api) -> list[tuple]:
         pytest.param("alice", "POST", "workloads", {**PREPROCESS, "template": "hpc"},
                      ("alice", "workload.submit", "template/hpc"), id="a template the tenant may not use"),
         pytest.param("alice", "GET", "audit", None, ("alice", "audit.read", "audit"), id="a member on an admin route"),
+        pytest.param(None, "POST", "kernels", {"template": "interactive"}, ("mallory", "POST kernels", "kernels"),
+                     id="a user in no tenant starts a kernel"),
+        pytest.param(None, "POST", "/api/kernels", {"name": "hetero-interactive"},
+                     ("mallory", "POST api/kernels", "api/kernels"),
+                     id="a user in no tenant starts a hetero kernel through Jupyter's own route"),
+        pytest.param(None, "POST", "kernels/placements", {"template": "interactive"},
+                     ("mallory", "POST kernels/placements", "kernels/placements"),
+                     id="a user in no tenant asks for a hub kernel's placement"),
     ],
 )
-async def test_every_denial_leaves_one_audit_entry(mallory, api, api_error, user, method, route, body, entry):
+async def test_every_denial_leaves_one_audit_entry(kernelspecs, mallory, api, api_error, jp_fetch, user, method,  # noqa: F811
+                                                   route, body, entry):
     alices = (await api("workloads", "POST", PREPROCESS, as_user="alice"))["id"]
     before = await _denied(api)
     headers = MALLORY if user is None else None
-    status, error = await api_error(route.format(alices=alices), method, body, as_user=user, headers=headers)
-    assert status == 403 and error["reason"], error
+    if route.startswith("/"):  # Jupyter's own route, which answers a refusal as Jupyter does (no reason of ours)
+        with pytest.raises(HTTPClientError) as refused:
+            await jp_fetch(*route.strip("/").split("/"), method=method, body=json.dumps(body), headers=headers)
+        assert refused.value.code == 403 and "belongs to no tenant" in refused.value.response.body.decode()
+    else:
+        status, error = await api_error(route.format(alices=alices), method, body, as_user=user, headers=headers)
+        assert status == 403 and error["reason"], error
     after = await _denied(api)
     assert after[:len(before)] == before
     assert after[len(before):] == [tuple(part.format(alices=alices) for part in entry)]
