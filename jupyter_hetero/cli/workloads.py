@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from ..notebook.display import attempts_line, eta_text, explanation_lines
+from ..notebook.display import attempts_line, eta_text, explanation_lines, inadmissible_words
 from ..notebook.client import parse_after
 from .client import connect, guarded, parse_params, server_options
 
@@ -99,7 +99,8 @@ def _status(args: argparse.Namespace) -> int:
             devices = ",".join(str(d["index"]) for d in slot["devices"]) or "no devices"
             print(f"  on {slot['node']} ({workload['placement']['flavor']}): devices {devices}")
     if workload["state"] == "inadmissible":
-        print(f"  no node can ever hold it; it is queued again in {workload['queue']} when the inventory changes:")
+        headline, lifted = inadmissible_words(workload, args.lang)  # from its blockers, as the panel says it
+        print(f"  {headline}; {lifted} (queue {workload['queue']}):")
         for blocker in workload.get("blockers", []):
             print(f"  - {blocker['message']}")
     elif "position" in workload:

@@ -6,6 +6,7 @@ The sentences are English source strings; ``render`` reads them through the gett
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from .decisions import Blocker, Lost
 from .model import Workload
 from .preemption import WhatIf
 
-__all__ = ["estimate_eta", "rank", "render"]
+__all__ = ["STATE_WORDS", "estimate_eta", "rank", "render"]
 
 # How many upcoming releases an ETA looks through before it answers "unknown".
 ETA_HORIZON = 256
@@ -111,11 +112,40 @@ _MESSAGES: dict[str, str] = {
 }
 
 
+# A workload's states as people read them (the panel's words too), for a sentence that names one.
+STATE_WORDS = {
+    "queued": N_("queued"), "inadmissible": N_("inadmissible"), "admitted": N_("admitted"),
+    "starting": N_("starting"), "running": N_("running"), "succeeded": N_("succeeded"), "failed": N_("failed"),
+    "cancelled": N_("cancelled"), "preempted": N_("preempted"), "lost": N_("lost"),
+}
+# Figures that are words of ours, not names (a resource, a state, no limit), by the parameter that holds them: said in
+# the reader's language, so a Chinese sentence carries no English word but the names, ids and units it quotes. A
+# blocker keeps them in English (its events store them so, and read the same later in any language).
+_WORDS: dict[str, dict[str, str]] = {
+    "resource": {"devices": N_("devices"), "CPU": N_("CPU"), "GiB memory": N_("GiB memory")},
+    "borrowing_limit": {"unlimited": N_("unlimited")},
+    "state": STATE_WORDS,
+}
+# A count of devices as blockers.py writes one ("2 devices"), in the parameters that hold an amount.
+_DEVICES = re.compile(r"(?P<devices>\d+(?:\.\d+)?) devices")
+_AMOUNTS = ("free", "need", "have", "reserved")
+
+
+def _said(name: str, value: Any, language: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value in _WORDS.get(name, {}):
+        return translate(_WORDS[name][value], language)
+    if name in _AMOUNTS and (count := _DEVICES.fullmatch(value)):
+        return translate(N_("{devices} devices"), language).format(devices=count["devices"])
+    return value
+
+
 def render(blocker: Blocker | Lost, language: str = "en") -> str:
     """The blocker (or lost workload) as one sentence; ``language`` ``zh*`` gives Simplified Chinese."""
     text = translate(_MESSAGES.get(blocker.kind, _UNKNOWN), language)
     params: dict[str, Any] = {"kind": blocker.kind, "flavor": getattr(blocker, "flavor", None), "params": blocker.params}
-    params.update(blocker.params)
+    params.update({name: _said(name, value, language) for name, value in blocker.params.items()})
     try:
         return text.format(**params)
     except (KeyError, IndexError):

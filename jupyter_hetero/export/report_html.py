@@ -33,7 +33,7 @@ _TEXT = {
     "queue_waits": N_("Queue waits"),
     "wait_distribution": N_("Wait distribution"),
     "device_allocation_over_time": N_("Device allocation over time"),
-    "devices": N_("devices"),
+    "devices": N_("{devices} devices"),
     "usage_and_cost_per_tenant": N_("Usage and cost per tenant"),
     "alerts": N_("Alerts"),
     "none": N_("none"),
@@ -125,8 +125,8 @@ def render_report(report: dict[str, Any], lang: str = "en", evidence_href: str =
         for q in report["queues"] if q["workloads"]) + "</div>")
 
     parts.append(f"<h2 id=\"utilisation\">{t(_TEXT['device_allocation_over_time'])}</h2><div class=\"charts\">")
-    parts += [_figure(_timeline(f["timeline"], f["devices"]), f"{html.escape(f['flavor'])}: {f['devices']} "
-                      f"{t(_TEXT['devices'])}") for f in report["utilisation"]]
+    parts += [_figure(_timeline(f["timeline"], f["devices"]), f"{html.escape(f['flavor'])}: "
+                      + t(_TEXT["devices"]).format(devices=f["devices"])) for f in report["utilisation"]]
     parts.append("</div>")
 
     usage = report["usage"]

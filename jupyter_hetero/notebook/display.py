@@ -17,6 +17,7 @@ __all__ = [
     "attempts_line",
     "eta_text",
     "explanation_lines",
+    "inadmissible_words",
     "nodes_table",
     "queues_table",
     "quota_table",
@@ -123,17 +124,58 @@ def eta_text(eta: float | None, now: float | None = None) -> str:
     return f"ETA ~{minutes} min" if minutes else "ETA now"
 
 
+# Why an inadmissible workload waits, by what its blockers have in common, and what lifts it: the headline above its
+# blockers (which give the figures), as the server's reason (platform/scheduling/inadmissible.py) tells them apart.
+_INADMISSIBLE = {
+    "exceeds-quota": (N_("request exceeds the tenant's quota: it can never run as asked"),
+                      N_("it is queued again when the catalog's quota grows")),
+    "node-lost": (N_("the nodes of its flavor were lost"),
+                  N_("it waits until one is back or another node joins the flavor")),
+    "cordoned": (N_("the nodes of its flavor are cordoned"),
+                 N_("it waits until one is uncordoned or another node joins the flavor")),
+    "lost-or-cordoned": (N_("the nodes of its flavors are lost or cordoned"),
+                         N_("it waits until one is back or uncordoned, or another node joins")),
+    "nodes-and-quota": (N_("no node or quota can ever give it what it asks"),
+                        N_("it is queued again when the inventory or the catalog's quota changes")),
+    "nodes": (N_("no node can ever hold it"), N_("it is queued again when the inventory changes")),
+    "stranded": (N_("the reloaded catalog no longer has its queue, tenant or template"),
+                 N_("it waits until they are back, or until it is cancelled")),
+}
+# The reason's first words where the blockers are not at hand (a list of workloads answers without them).
+_REASON_STARTS = (("its tenant's quota can never give it", "exceeds-quota"),
+                  ("no node or quota can ever give it", "nodes-and-quota"), ("its nodes were lost", "node-lost"),
+                  ("its nodes are cordoned", "cordoned"), ("its nodes are lost or cordoned", "lost-or-cordoned"),
+                  ("the reloaded catalog has no ", "stranded"))
+
+
+def inadmissible_words(workload: dict, language: str = "en") -> tuple[str, str]:
+    """Why an inadmissible workload waits and what lifts it, in ``language``, from its blockers' kinds (else its
+    reason): ``("request exceeds the tenant's quota: it can never run as asked", "it is queued again when ...")``."""
+    kinds = {blocker["kind"] for blocker in workload.get("blockers") or ()}
+    if not kinds:
+        reason = workload.get("reason") or ""
+        case = next((case for start, case in _REASON_STARTS if reason.startswith(start)), "nodes")
+    elif all(kind.startswith("exceeds-quota") for kind in kinds):
+        case = "exceeds-quota"
+    elif any(kind.startswith("exceeds-quota") for kind in kinds):
+        case = "nodes-and-quota"
+    elif kinds & {"node-lost", "cordoned"}:  # a node back (or uncordoned) lifts it, whatever the other flavors lack
+        back = kinds & {"node-lost", "cordoned"}
+        case = back.pop() if len(back) == 1 else "lost-or-cordoned"
+    else:
+        case = "nodes"
+    headline, lifted = _INADMISSIBLE[case]
+    return translate(headline, language), translate(lifted, language)
+
+
 def status_line(workload: dict) -> str:
     """One line a person can read: "queued in training - position 3, ETA ~12 min; quota: ..."; for work
     no node could ever hold, "inadmissible in training - no node can ever hold it (capacity: ...); ..."."""
     state = workload["state"]
     if state == "inadmissible":
         why = workload["blockers"][0]["message"] if workload.get("blockers") else workload.get("reason") or ""
-        if (workload.get("reason") or "").startswith("its tenant's quota can never give it"):  # exceeds-quota only
-            return (f"inadmissible in {workload['queue']} - its tenant's quota can never give it what it asks"
-                    + (f" ({why})" if why else "") + "; it is queued again when the catalog's quota grows")
-        return (f"inadmissible in {workload['queue']} - no node can ever hold it" + (f" ({why})" if why else "")
-                + "; it is queued again when the inventory changes")
+        headline, lifted = inadmissible_words(workload)
+        return f"inadmissible in {workload['queue']} - {headline}" + (f" ({why})" if why else "") + f"; {lifted}"
     if state in ("queued", "preempted") and "position" in workload:
         line = f"{state} in {workload['queue']} - position {workload['position']}, {eta_text(workload.get('eta'))}"
         if workload.get("blockers"):

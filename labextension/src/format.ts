@@ -167,6 +167,78 @@ export function stateLabel(state: WorkloadState | string, trans: TranslationBund
   }
 }
 
+/** The first words of an inadmissible workload's stored reason, for when its blockers are not at hand (after a
+ * restart, before the scheduler looked at it again), as the server writes them (platform/scheduling/inadmissible.py). */
+const INADMISSIBLE_REASONS: [string, InadmissibleCase][] = [
+  ["its tenant's quota can never give it", 'exceeds-quota'],
+  ['no node or quota can ever give it', 'nodes-and-quota'],
+  ['its nodes were lost', 'node-lost'],
+  ['its nodes are cordoned', 'cordoned'],
+  ['its nodes are lost or cordoned', 'lost-or-cordoned'],
+  ['the reloaded catalog has no ', 'stranded']
+];
+
+type InadmissibleCase =
+  | 'exceeds-quota'
+  | 'nodes-and-quota'
+  | 'node-lost'
+  | 'cordoned'
+  | 'lost-or-cordoned'
+  | 'stranded'
+  | 'nodes';
+
+/**
+ * Why an inadmissible workload waits and what lifts it, from what its blockers have in common (else its stored
+ * reason): a request beyond its tenant's quota, nodes lost or cordoned, a reloaded catalog, or no node at all. The
+ * blockers below it give the figures.
+ */
+export function inadmissibleText(
+  workload: { blockers?: readonly { kind: string }[] | null; reason?: string | null },
+  trans: TranslationBundle
+): string {
+  const kinds = new Set((workload.blockers ?? []).map(blocker => blocker.kind));
+  const quota = [...kinds].filter(kind => kind.startsWith('exceeds-quota')).length;
+  const lostOrCordoned = [...kinds].filter(kind => kind === 'node-lost' || kind === 'cordoned').length;
+  let found: InadmissibleCase = 'nodes';
+  if (kinds.size === 0) {
+    const reason = workload.reason ?? '';
+    found = INADMISSIBLE_REASONS.find(([start]) => reason.startsWith(start))?.[1] ?? 'nodes';
+  } else if (quota === kinds.size) {
+    found = 'exceeds-quota';
+  } else if (quota > 0) {
+    found = 'nodes-and-quota';
+  } else if (lostOrCordoned > 0) {
+    // A node back (or uncordoned) lifts it, whatever the other flavors lack.
+    found = lostOrCordoned === 2 ? 'lost-or-cordoned' : kinds.has('node-lost') ? 'node-lost' : 'cordoned';
+  }
+  switch (found) {
+    case 'exceeds-quota':
+      return trans.__(
+        "Request exceeds the tenant's quota: it can never run as asked; it is queued again when the catalog's quota grows."
+      );
+    case 'nodes-and-quota':
+      return trans.__(
+        "No node or quota can ever give it what it asks; it is queued again when the inventory or the catalog's quota changes."
+      );
+    case 'node-lost':
+      return trans.__('The nodes of its flavor were lost; it waits until one is back or another node joins the flavor.');
+    case 'cordoned':
+      return trans.__(
+        'The nodes of its flavor are cordoned; it waits until one is uncordoned or another node joins the flavor.'
+      );
+    case 'lost-or-cordoned':
+      return trans.__(
+        'The nodes of its flavors are lost or cordoned; it waits until one is back or uncordoned, or another node joins.'
+      );
+    case 'stranded':
+      return trans.__(
+        'The reloaded catalog no longer has its queue, tenant or template; it waits until they are back, or until it is cancelled.'
+      );
+    default:
+      return trans.__('No node can ever hold it; it is queued again when the inventory changes.');
+  }
+}
+
 /** Whether a workload has ended and will not change any more by itself. */
 export function isFinished(state: WorkloadState | string): boolean {
   return ['succeeded', 'failed', 'cancelled', 'lost'].includes(state);

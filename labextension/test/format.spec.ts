@@ -9,6 +9,7 @@ import {
   formatIndexes,
   formatPlacement,
   formatRequest,
+  inadmissibleText,
   localized,
   secondsUntil
 } from '../src/format';
@@ -76,5 +77,27 @@ describe('formatIndexes', () => {
     expect(formatIndexes([4])).toBe('4');
     expect(formatIndexes([1, 3, 5])).toBe('1, 3, 5');
     expect(formatIndexes([])).toBe('');
+  });
+});
+
+describe('inadmissibleText', () => {
+  const kinds = (...names: string[]) => ({ blockers: names.map(kind => ({ kind })), reason: null });
+  it.each([
+    [kinds('exceeds-quota'), "Request exceeds the tenant's quota: it can never run as asked;"],
+    [kinds('exceeds-quota-not-preemptible', 'exceeds-quota'), "Request exceeds the tenant's quota: it can never run"],
+    [kinds('exceeds-quota', 'device-count'), 'No node or quota can ever give it what it asks;'],
+    [kinds('node-lost'), 'The nodes of its flavor were lost;'],
+    [kinds('cordoned'), 'The nodes of its flavor are cordoned;'],
+    [kinds('node-lost', 'cordoned'), 'The nodes of its flavors are lost or cordoned;'],
+    [kinds('node-lost', 'device-count', 'no-nodes'), 'The nodes of its flavor were lost;'],
+    [kinds('cordoned', 'no-nodes'), 'The nodes of its flavor are cordoned;'],
+    [kinds('device-count', 'no-nodes'), 'No node can ever hold it;'],
+    // Before the scheduler looked at it again (a restart), only the stored reason says which it is.
+    [{ blockers: [], reason: "its tenant's quota can never give it what it asks: ..." }, 'Request exceeds'],
+    [{ blockers: [], reason: 'its nodes were lost: node lost: ...' }, 'The nodes of its flavor were lost;'],
+    [{ blockers: [], reason: 'the reloaded catalog has no queue q; ...' }, 'The reloaded catalog no longer has its'],
+    [{ blockers: [], reason: null }, 'No node can ever hold it;']
+  ])('says why from what its blockers have in common (%#)', (workload, start) => {
+    expect(inadmissibleText(workload, trans).startsWith(start)).toBe(true);
   });
 });

@@ -85,7 +85,7 @@ def test_when_a_restart_brings_a_node_that_can_hold_it_it_is_queued_again_and_ru
         job = client.submit(**EIGHT_NVIDIA, command=["python", "-c", "print('eight devices')"])["id"]
         until(lambda: client.workload(job)["state"] == "inadmissible", "the job to be inadmissible")
         status = _cli("status", str(job), server=server)
-        assert "no node can ever hold it; it is queued again in training when the inventory changes:" in status
+        assert "  no node can ever hold it; it is queued again when the inventory changes (queue training):" in status
         assert f"  - {A100_TOO_SMALL}" in status
         listed = _cli("ls", server=server).splitlines()[1]
         assert listed.split()[1] == "inadmissible" and A100_TOO_SMALL in listed

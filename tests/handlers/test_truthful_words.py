@@ -10,11 +10,13 @@ import pytest
 import yaml
 from tornado.httpclient import HTTPClientError
 
+from jupyter_hetero.i18n import translate
 from jupyter_hetero.notebook.display import status_line
 
 from ..builders import TOKENS
 from .test_kernels import kernelspecs  # noqa: F401 - the fixture
 from .test_lifecycle import gate, running  # noqa: F401 - the gate fixture
+from .test_metric_faces import hetero_cli
 
 MALLORY = {"Authorization": "token mallory-token"}  # a user the identity provider knows, in no tenant
 PREPROCESS = {"kind": "job", "template": "data-preprocessing", "command": ["true"]}
@@ -92,7 +94,8 @@ async def test_a_user_in_no_tenant_is_audited_for_each_change_and_once_for_a_rep
     assert first["reason"].startswith("user 'mallory' belongs to no tenant") and first["reason_code"] == "no-tenant"
 
 
-async def test_a_request_beyond_the_quota_says_it_can_never_run_as_asked(team, api, wait_for):
+async def test_a_request_beyond_the_quota_says_it_can_never_run_as_asked(team, api, wait_for, jp_http_port,
+                                                                         jp_base_url):
     # vision has one A100 and may borrow none: two can never be its.
     job = await api("workloads", "POST", {**PREPROCESS, "template": "training",
                                           "parameters": {"devices": 2, "flavor": "a100-80g"}}, as_user="alice")
@@ -101,19 +104,38 @@ async def test_a_request_beyond_the_quota_says_it_can_never_run_as_asked(team, a
         "its tenant's quota can never give it what it asks: request exceeds the tenant's quota: it can never run as "
         "asked (it asks 2 devices of flavor a100-80g; tenant vision has a quota of 1 and could borrow 0 more)")
     assert status_line(waiting).startswith(
-        "inadmissible in training - its tenant's quota can never give it what it asks (request exceeds")
+        "inadmissible in training - request exceeds the tenant's quota: it can never run as asked (request exceeds")
     explained = await api(f"workloads/{job['id']}/explain", as_user="alice", lang="en")
     assert "exceeds-quota" in str(explained) and "uses 0/1" not in str(explained), explained
+    # `jupyter hetero status` says the same, with the figures, in either language; never that no node can hold it.
+    for lang, headline in (("en", "request exceeds the tenant's quota: it can never run as asked"),
+                           ("zh", translate("request exceeds the tenant's quota: it can never run as asked", "zh"))):
+        code, out, err = await hetero_cli("status", str(job["id"]), "--lang", lang, port=jp_http_port,
+                                          base_url=jp_base_url, token="alice-token")
+        lines = out.splitlines()
+        said = next(i for i, line in enumerate(lines) if line.startswith(f"  {headline}; "))
+        assert code == 0 and lines[said + 1].startswith("  - "), (out, err)
+        assert lines[said + 1].endswith("tenant vision has a quota of 1 and could borrow 0 more)" if lang == "en"
+                                        else "0）")
+        assert "no node" not in out, out
 
 
-async def test_a_job_whose_node_was_deleted_waits_on_node_lost(team, api, wait_for, gate):  # noqa: F811
+async def test_a_job_whose_node_was_deleted_waits_on_node_lost(team, api, wait_for, gate, jp_http_port,  # noqa: F811
+                                                                jp_base_url):
     job = await api("workloads", "POST", gate.job("never", template="vision"), as_user="alice")
     placed = await wait_for(job["id"], running, as_user="alice")
     assert placed["node"] == "gpu-t4-0"
     await api("nodes/gpu-t4-0", "DELETE", as_user="root")
     requeued = await wait_for(job["id"], lambda w: w["state"] == "inadmissible", as_user="alice")
-    assert "node lost: the nodes of flavor t4 left the inventory (1 node(s), such as gpu-t4-0)" in requeued["reason"]
+    assert requeued["reason"].startswith(
+        "its nodes were lost: node lost: the nodes of flavor t4 left the inventory (1 node(s), such as gpu-t4-0)")
     assert "onboarding" not in requeued["reason"], requeued["reason"]
+    assert status_line(requeued).startswith("inadmissible in batch - the nodes of its flavor were lost (node lost:")
+    code, out, err = await hetero_cli("status", str(job["id"]), port=jp_http_port, base_url=jp_base_url,
+                                      token="alice-token")
+    assert code == 0 and (
+        "  the nodes of its flavor were lost; it waits until one is back or another node joins the flavor "
+        "(queue batch):") in out.splitlines(), (out, err)
 
 
 async def test_a_reload_that_raises_the_quota_queues_the_request_again(team, api, wait_for, hetero_config):

@@ -25,12 +25,23 @@ REQUEUED_REASON = "the inventory now has a node that can hold it"
 
 
 def reason_of(pending: Pending) -> str:
-    """The English reason stored on the workload: every flavor's static blocker, most telling first."""
-    if all(b.kind.startswith("exceeds-quota") for b in pending.blockers):
-        return "its tenant's quota can never give it what it asks: " + "; ".join(render(b) for b in pending.blockers)
-    if any(b.kind.startswith("exceeds-quota") for b in pending.blockers):
-        return "no node or quota can ever give it what it asks: " + "; ".join(render(b) for b in pending.blockers)
-    return "no node in the inventory can ever hold it: " + "; ".join(render(b) for b in pending.blockers)
+    """The English reason stored on the workload: what its blockers have in common (the quota, nodes lost or
+    cordoned, or no node at all), then every flavor's static blocker, most telling first."""
+    kinds = {b.kind for b in pending.blockers}
+    blockers = "; ".join(render(b) for b in pending.blockers)
+    if all(kind.startswith("exceeds-quota") for kind in kinds):
+        return "its tenant's quota can never give it what it asks: " + blockers
+    if any(kind.startswith("exceeds-quota") for kind in kinds):
+        return "no node or quota can ever give it what it asks: " + blockers
+    # A node that comes back (or is uncordoned) lifts it, whatever its other flavors lack: for now, not for ever.
+    back = kinds & {"node-lost", "cordoned"}
+    if back == {"node-lost"}:
+        return "its nodes were lost: " + blockers
+    if back == {"cordoned"}:
+        return "its nodes are cordoned: " + blockers
+    if back:
+        return "its nodes are lost or cordoned: " + blockers
+    return "no node in the inventory can ever hold it: " + blockers
 
 
 class InadmissibleWorkloads:

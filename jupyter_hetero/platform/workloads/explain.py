@@ -3,24 +3,36 @@
     explanation(workload, "zh")   # workload: what ``Workloads.describe`` answers, its blockers already in zh
 
 Every sentence is a catalog message; the only text that is not is the reason the store recorded for the
-workload's state, quoted as recorded (translated where it is itself a catalog message, such as "cancelled").
+workload's state: read back into the catalog's words where it is one of the reasons work most often ends with (an
+exit code, a user's cancel, a dependency that can no longer hold) or itself a catalog message, quoted as recorded
+otherwise.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ...engine.explain import STATE_WORDS
 from ...i18n import N_, Message, translate
 from ...store import INADMISSIBLE, PENDING_STATES
 
 __all__ = ["explanation"]
 
 # The states' words as the panel shows them (its catalog entries), so a summary reads the same in both.
-_STATE_WORDS = {
-    "queued": N_("queued"), "inadmissible": N_("inadmissible"), "admitted": N_("admitted"),
-    "starting": N_("starting"), "running": N_("running"), "succeeded": N_("succeeded"), "failed": N_("failed"),
-    "cancelled": N_("cancelled"), "preempted": N_("preempted"), "lost": N_("lost"),
-}
+_STATE_WORDS = STATE_WORDS
+# The reasons the store records (in English, as every event's) for how work most often ends, as the monitor
+# (``exit code 3``), a cancel (workloads/service.py) and a dependency (scheduling/dependencies.py) write them, each
+# with its catalog message; a {state} is said in the reader's words.
+_RECORDED = (
+    (re.compile(r"exit code (?P<code>-?\d+)"), N_("exit code {code}")),
+    (re.compile(r"cancelled by (?P<user>\S+) while waiting"), N_("cancelled by {user} while waiting")),
+    (re.compile(r"cancelled by (?P<user>\S+)"), N_("cancelled by {user}")),
+    (re.compile(r"dependency not met: workload (?P<workload>\d+) no longer exists"),
+     N_("dependency not met: workload {workload} no longer exists")),
+    (re.compile(r"dependency not met: workload (?P<workload>\d+) (?P<state>[a-z]+)"),
+     N_("dependency not met: workload {workload} {state}")),
+)
 
 
 def explanation(workload: dict[str, Any], language: str = "en") -> dict[str, Any]:
@@ -70,7 +82,13 @@ def _not_waiting(workload: dict[str, Any]) -> tuple[Message, list[Message]]:
 
 
 class _Recorded(Message):
-    """A reason as the store recorded it: in the reader's language where it is a catalog message, else as is."""
+    """A reason as the store recorded it: in the reader's language where it is a catalog message or one of
+    ``_RECORDED``'s, else as is."""
 
     def text(self, language: str = "en") -> str:
+        for pattern, message in _RECORDED:
+            if found := pattern.fullmatch(self.source):
+                said = {name: Message(_STATE_WORDS[value]) if name == "state" and value in _STATE_WORDS else value
+                        for name, value in found.groupdict().items()}
+                return Message(message, **said).text(language)
         return translate(self.source, language)

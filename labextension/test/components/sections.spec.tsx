@@ -273,6 +273,31 @@ describe('MyWorkSection', () => {
     expect(p.onCancel).toHaveBeenCalledWith(7);
   });
 
+  it('says a request beyond its quota can never run as asked, and work on lost nodes waits for them', () => {
+    const beyond = {
+      kind: 'exceeds-quota',
+      flavor: 'a100-80g',
+      message:
+        "request exceeds the tenant's quota: it can never run as asked (it asks 2 devices of flavor a100-80g; tenant " +
+        'vision has a quota of 1 and could borrow 0 more)',
+      params: {}
+    };
+    const lost = { kind: 'node-lost', flavor: 't4', message: 'node lost: the nodes of flavor t4 left the inventory', params: {} };
+    const workloads = [
+      build.workload({ state: 'inadmissible', reason: '', blockers: [beyond] }),
+      build.workload({ id: 8, state: 'inadmissible', reason: '', blockers: [lost] })
+    ];
+    rendered = render(<MyWorkSection {...section({ workloads })} />);
+    const wait = (id: number) =>
+      rendered?.host.querySelector(`.jp-hetero-workload[data-workload-id="${id}"] .jp-hetero-workload-wait`)?.textContent;
+    expect(wait(7)).toBe(
+      "Request exceeds the tenant's quota: it can never run as asked; it is queued again when the catalog's quota grows."
+    );
+    expect(wait(8)).toBe(
+      'The nodes of its flavor were lost; it waits until one is back or another node joins the flavor.'
+    );
+  });
+
   it('shows a running job that Kueue still holds with its place in the LocalQueue and Kueue\'s reason', () => {
     const blocker = {
       kind: 'kueue-pending',

@@ -1,7 +1,16 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatEta, formatMemory, formatPlacement, isFinished, kindLabel, num, secondsUntil } from '../../format';
+import {
+  formatEta,
+  formatMemory,
+  formatPlacement,
+  inadmissibleText,
+  isFinished,
+  kindLabel,
+  num,
+  secondsUntil
+} from '../../format';
 import type { IAttempt, IBlocker, IExplanation, IWorkload, IWorkloadEvidence, IWorkloadMetrics } from '../../types';
 import { ActionButton } from '../common/ActionButton';
 import { BlockerList } from './BlockerList';
@@ -119,7 +128,7 @@ export function WorkloadRow(props: IWorkloadRowProps): JSX.Element {
       )}
       {inadmissible && (
         <div className="jp-hetero-workload-wait jp-hetero-mod-inadmissible">
-          {trans.__('No node can ever hold it; it is queued again when the inventory changes.')}
+          {inadmissibleText(w, trans)}
         </div>
       )}
       {!finished && <BlockerList blockers={inadmissible ? inadmissibleBlockers(w) : w.blockers ?? []} trans={trans} />}
