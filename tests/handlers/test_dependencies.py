@@ -69,6 +69,44 @@ async def test_a_condition_that_can_no_longer_hold_fails_the_job_with_the_reason
     assert done["reason"] == f"dependency not met: workload {succeeded['id']} succeeded"
 
 
+@pytest.mark.team
+async def test_a_resubmitted_job_waits_again_for_what_it_waited_for(team, api, api_error, wait_for, gate,  # noqa: F811
+                                                                    tmp_path):
+    first = await api("workloads", "POST", {**CPU, **gate.job("r")}, as_user="alice")
+    second = await api("workloads", "POST", _job([{"workload": first["id"]}]), as_user="alice")
+    await wait_for(second["id"], lambda w: w.get("blockers"), as_user="alice")
+    await api(f"workloads/{second['id']}", "DELETE", as_user="alice")
+    # Its submitter's re-submission waits for the same workload, as Slurm's requeue keeps a job's dependencies.
+    again = await api(f"workloads/{second['id']}/resubmit", "POST", {}, as_user="alice")
+    assert again["spec"]["after"] == [{"workload": first["id"], "condition": "ok"}]
+    waiting = await wait_for(again["id"], lambda w: w.get("blockers"), as_user="alice")
+    assert (waiting["state"], waiting["blockers"][0]["kind"]) == ("queued", "after-ok")
+    # A teammate's re-submission is their own job: it awaits nothing of alice's.
+    teammates = await api(f"workloads/{second['id']}/resubmit", "POST", {}, as_user="carol")
+    assert "after" not in teammates["spec"]
+    gate.open("r")
+    assert (await wait_for(again["id"], final, timeout=60, as_user="alice"))["state"] == "succeeded"
+    # A condition that can no longer hold is evaluated again: the re-submitted job fails with the reason.
+    never = await api("workloads", "POST", _job([{"workload": first["id"], "condition": "failed"}]), as_user="alice")
+    reason = f"dependency not met: workload {first['id']} succeeded"
+    assert (await wait_for(never["id"], final, timeout=60, as_user="alice"))["reason"] == reason
+    retried = await api(f"workloads/{never['id']}/resubmit", "POST", {}, as_user="alice")
+    done = await wait_for(retried["id"], final, timeout=60, as_user="alice")
+    assert (done["state"], done["reason"], done["attempt_count"]) == ("failed", reason, 0)
+    # An awaited workload gone from the store since (a database restored from before it) is refused as a
+    # submission naming it is, and nothing is submitted.
+    database = sqlite3.connect(tmp_path / "hetero.sqlite")
+    with database:
+        database.execute("PRAGMA foreign_keys = OFF")
+        for table, column in (("events", "workload_id"), ("attempts", "workload_id"), ("workloads", "id")):
+            database.execute(f"DELETE FROM {table} WHERE {column} = ?", (first["id"],))
+    database.close()
+    count = len(await api("workloads", as_user="root"))
+    status, error = await api_error(f"workloads/{second['id']}/resubmit", "POST", {}, as_user="alice")
+    assert (status, error["field"]) == (404, "after.0.workload"), error
+    assert len(await api("workloads", as_user="root")) == count
+
+
 async def test_every_awaited_workload_must_hold(api, wait_for, gate):  # noqa: F811
     one = await api("workloads", "POST", {**CPU, **gate.job("one")})
     two = await api("workloads", "POST", {**CPU, **gate.job("two")})

@@ -89,7 +89,10 @@ class Workloads(ReadsLiveCatalog):
         return submitted
 
     def resubmit(self, identity: Identity, workload_id: int) -> dict[str, Any]:
-        """A new job with the same template, queue, parameters and payload, submitted by the caller."""
+        """A new job with the same template, queue, parameters and payload, submitted by the caller; for the job's own
+        submitter, also where it ran, its Python and what it waited for (``after``, checked again as a submission's
+        is: a workload gone since is a 404 naming ``after.N.workload``, one that ended the wrong way fails the new job
+        at its first tick with the reason, as Slurm's requeue keeps a job's dependencies and evaluates them again)."""
         row = self.get(identity, workload_id, "workload.resubmit")
         if row.kind != "job":
             raise InvalidRequest(Message(N_("workload {workload} is a {kind}; only jobs can be re-submitted"),
@@ -99,8 +102,9 @@ class Workloads(ReadsLiveCatalog):
         env = (spec.get("env") or {}) if identity.user == row.user else {}
         body = {"kind": "job", "template": row.template, "queue": row.queue, "name": row.name,
                 "parameters": row.request.get("parameters") or {}, "env": env}
-        if identity.user == row.user:  # where and with which Python: the submitter's, inside their own root
-            body.update({"cwd": spec.get("cwd") or None, "python": spec.get("python")})
+        if identity.user == row.user:  # where, with which Python and after what: the submitter's, inside their root
+            body.update({"cwd": spec.get("cwd") or None, "python": spec.get("python"),
+                         "after": spec.get("after") or None})
         if "command" in spec:
             body["command"] = spec["command"]
         elif "script" in spec:
