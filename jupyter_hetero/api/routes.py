@@ -43,6 +43,7 @@ from . import audit as a
 from . import evidence as ev
 from . import metrics as m
 from . import responses as r
+from . import schedules as sc
 from . import services as s
 from . import workloads as w
 
@@ -75,6 +76,7 @@ class Route:
 
 
 _WORKLOAD = {"workload_id": "integer"}
+_SCHEDULE = {"schedule_id": "integer"}
 _IDEMPOTENCY_KEY = {"Idempotency-Key": {
     "description": "Names this submission, the same on every try of it: a try whose first was stored answers with "
                    "the workload stored then, not a second one. Keys are the submitter's own.",
@@ -309,6 +311,40 @@ ROUTES: tuple[Route, ...] = (
           "the canary under trial ends, or with none, back to the revision stable before this one", s.Service, body=RollBack, path_parameters={"name": "string"}, query=ServiceQuery,
           answer_description="The service", errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
           conflict="The service was deleted"),
+    Route("/schedules", "get", "listSchedules",
+          "Recurring schedules: the caller's own (a tenant-admin's, their tenant's; a platform admin's, every one)",
+          [sc.Schedule], query=ExplainQuery, answer_description="Schedules, oldest first, each with its latest runs",
+          errors=(BAD_REQUEST,)),
+    Route("/schedules", "post", "createSchedule",
+          "A job submitted as the caller at each due time of a cron expression in a time zone; nothing is submitted "
+          "now", sc.Schedule, status=201, body=sc.CreateSchedule, query=ExplainQuery,
+          answer_description="Stored, with its next due time",
+          description="The job is checked as POST /workloads checks a submission (each problem named job.<field>), "
+                      "and again, as its owner, at each run: a refusal then is the schedule's last_error, and it tries "
+                      "again at its next due time. See docs/jobs.md#recurring-schedules.",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/schedules/{schedule_id}", "get", "getSchedule", "A schedule, its cron in words and its latest runs",
+          sc.Schedule, query=ExplainQuery, path_parameters=_SCHEDULE, answer_description="The schedule",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
+    Route("/schedules/{schedule_id}", "patch", "updateSchedule",
+          "Edit a schedule (its owner, a tenant-admin): its next due time is worked out again from now", sc.Schedule,
+          body=sc.UpdateSchedule, query=ExplainQuery, path_parameters=_SCHEDULE, answer_description="The schedule",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The schedule was deleted"),
+    Route("/schedules/{schedule_id}", "delete", "deleteSchedule",
+          "End a schedule; the workloads it submitted stay", sc.Schedule, query=ExplainQuery,
+          path_parameters=_SCHEDULE, answer_description="The schedule as it was, its state deleted",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The schedule was deleted already"),
+    Route("/schedules/{schedule_id}/pause", "post", "pauseSchedule", "Pause a schedule: nothing runs until it resumes",
+          sc.Schedule, query=ExplainQuery, path_parameters=_SCHEDULE, answer_description="The schedule, paused",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The schedule was deleted"),
+    Route("/schedules/{schedule_id}/resume", "post", "resumeSchedule",
+          "Resume a schedule from now on: the due times it spent paused are not made up", sc.Schedule,
+          query=ExplainQuery, path_parameters=_SCHEDULE, answer_description="The schedule, active, its next due time",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND), conflict="The schedule was deleted"),
+    Route("/schedules/{schedule_id}/run", "post", "runSchedule",
+          "Submit a schedule's job now, as its owner and under their quotas, out of cadence (its due times stay)",
+          w.Workload, status=201, path_parameters=_SCHEDULE, answer_description="The workload submitted",
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND, TOO_MANY_REQUESTS), conflict="The schedule was deleted"),
     Route("/kernels/{kernel_id}/usage", "get", "getKernelUsage",
           "CPU, memory and (where measurable) device use of exactly this kernel's devices", w.KernelUsage,
           path_parameters={"kernel_id": "string"}, answer_description="Usage", errors=(NOT_FOUND,)),

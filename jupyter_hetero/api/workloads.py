@@ -129,6 +129,7 @@ class Workload(Answer):
     stopping: Literal["cancel", "preempt", "time-limit", "node-lost", "replica-failed"] | None = Field(
         description="Why a running workload is being stopped; a cancel replaces any other.")
     not_before: float | None = Field(description="A retry waits for its backoff until then.")
+    schedule: int | None = Field(default=None, description="The schedule that submitted it, when one did.")
     active: bool
     attempts: list[Attempt] = Field(default=None, description="One workload's answer only.")
     position: int | None = Field(default=None, description="Place among the waiting workloads of its queue.")

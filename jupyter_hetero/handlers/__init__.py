@@ -1,6 +1,6 @@
 """Thin REST handlers, one module per resource, under ``/hetero/api/v1``."""
 
-from . import catalog, governance, kernels, meta, nodes, servers, services, tenants, workloads
+from . import catalog, governance, kernels, meta, nodes, schedules, servers, services, tenants, workloads
 
 __all__ = ["default_handlers", "endpoint_handlers", "service_handlers"]
 
@@ -13,6 +13,7 @@ default_handlers = [
     *kernels.default_handlers,
     *servers.default_handlers,
     *services.default_handlers,
+    *schedules.default_handlers,
     *governance.default_handlers,
 ]
 

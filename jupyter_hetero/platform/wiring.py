@@ -49,6 +49,7 @@ from .serving.service import Services
 from .workloads.credentials import DEFAULT_PASSTHROUGH, Credentials
 from .workloads.interpreter import with_interpreter
 from .workloads.metrics import WorkloadMetrics
+from .workloads.schedules import Schedules
 from .workloads.service import Workloads
 
 __all__ = ["Platform", "PlatformSettings"]
@@ -200,6 +201,11 @@ class Platform(ReadsLiveCatalog):
         self.serving = Services(catalog=catalog, repository=self.repository, workloads=self.workloads,
                                 clock=self.clock, wake=self.loop.wake, address_of=self.scheduler.monitor.address,
                                 usage_of=self.scheduler.monitor.usage)
+        # Each run of a schedule is submitted as its owner, found as a request of theirs would find them.
+        self.schedules = Schedules(catalog=catalog, repository=self.repository, workloads=self.workloads,
+                                   access=self.access, clock=self.clock,
+                                   person=lambda user, groups: self.identify(user, groups,
+                                                                             owner=user == self.owner))
 
     @property
     def mode(self) -> str:
@@ -344,6 +350,7 @@ class Platform(ReadsLiveCatalog):
             self.serving.probe()
             self.kernels.sweep(now)
             self.workloads.end_orphaned_follow_ups(self.clock.wall())  # nothing a credential creates outlives it
+            self.schedules.tick()
             self.alerts.tick()
             self.onboarding.tick()
             self._watch_catalog()

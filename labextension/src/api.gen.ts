@@ -861,6 +861,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Recurring schedules: the caller's own (a tenant-admin's, their tenant's; a platform admin's, every one) */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * A job submitted as the caller at each due time of a cron expression in a time zone; nothing is submitted now
+         * @description The job is checked as POST /workloads checks a submission (each problem named job.<field>), and again, as its owner, at each run: a refusal then is the schedule's last_error, and it tries again at its next due time. See docs/jobs.md#recurring-schedules.
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schedule, its cron in words and its latest runs */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /** End a schedule; the workloads it submitted stay */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        /** Edit a schedule (its owner, a tenant-admin): its next due time is worked out again from now */
+        patch: operations["updateSchedule"];
+        trace?: never;
+    };
+    "/schedules/{schedule_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a schedule: nothing runs until it resumes */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{schedule_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a schedule from now on: the due times it spent paused are not made up */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{schedule_id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit a schedule's job now, as its owner and under their quotas, out of cadence (its due times stay) */
+        post: operations["runSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/kernels/{kernel_id}/usage": {
         parameters: {
             query?: never;
@@ -1173,6 +1264,36 @@ export interface components {
             } | null;
             /** @default null */
             readiness_path?: string | null;
+        };
+        /**
+         * CreateSchedule
+         * @description ``POST /schedules``: a job submitted as its owner at each due time of a cron expression.
+         */
+        CreateSchedule: {
+            name: string;
+            /**
+             * @description Five fields, minute hour day-of-month month day-of-week, as Vixie cron reads them: values, lists (1,15), ranges (MON-FRI), steps (*\/15), month and day names; or @hourly, @daily, @weekly, @monthly, @yearly. When both day fields are restricted, a day matches when either does.
+             * @example 0 2 * * *
+             */
+            cron: string;
+            /**
+             * @description The IANA zone the cron's times are read in (Asia/Shanghai). A time a spring-forward gap skips runs at the gap's end; one an autumn night repeats runs once.
+             * @default UTC
+             */
+            timezone?: string;
+            /**
+             * @description run-once: due times missed while the server was down (or could not submit) make one late run; skip: none; either way the next due time is the next one to come.
+             * @default run-once
+             * @enum {string}
+             */
+            missed?: "run-once" | "skip";
+            /**
+             * @description Created paused: nothing runs until it is resumed.
+             * @default false
+             */
+            paused?: boolean;
+            /** @description What each run submits: the body of POST /workloads, checked now as a submission is (each problem named job.<field>) and again at each run. */
+            job: components["schemas"]["SubmitWorkload"];
         };
         /**
          * CreateService
@@ -1562,6 +1683,41 @@ export interface components {
             cpu_milli: number;
             memory_mib: number;
             devices: number;
+        };
+        /**
+         * JobChanges
+         * @description What an edit changes of a schedule's job: each field given replaces the stored one (a payload replaces the
+         *     payload, null resets a field); what is left out stays, env values included.
+         */
+        JobChanges: {
+            /** @default null */
+            template?: string | null;
+            /** @default null */
+            queue?: string | null;
+            /** @default null */
+            name?: string | null;
+            /** @default null */
+            command?: string[] | null;
+            /** @default null */
+            script?: components["schemas"]["ScriptSpec"] | null;
+            /** @default null */
+            code?: string | null;
+            /** @default null */
+            notebook?: components["schemas"]["NotebookSpec"] | null;
+            /** @default null */
+            parameters?: {
+                [key: string]: unknown;
+            } | null;
+            /** @default null */
+            env?: {
+                [key: string]: string;
+            } | null;
+            /** @default null */
+            runtime?: string | number | null;
+            /** @default null */
+            cwd?: string | null;
+            /** @default null */
+            python?: string | null;
         };
         /**
          * KernelActivity
@@ -2365,6 +2521,76 @@ export interface components {
             replicas: number;
         };
         /**
+         * Schedule
+         * @description A recurring job: when it runs, what it submits as its owner, and its latest runs.
+         */
+        Schedule: {
+            id: number;
+            name: string;
+            /** @description Its owner: each run is submitted as them, under their tenant's quotas. */
+            user: string;
+            tenant: string;
+            cron: string;
+            timezone: string;
+            /** @enum {string} */
+            missed: "run-once" | "skip";
+            /** @enum {string} */
+            state: "active" | "paused" | "deleted";
+            /** @description When it is next due (Unix time); null unless active. */
+            next_run_at: number | null;
+            /** @description When its latest run was submitted. */
+            last_run_at: number | null;
+            created_at: number;
+            updated_at: number;
+            job: components["schemas"]["ScheduleJob"];
+            /** @description The cron in words, in the request's language. */
+            description: string;
+            /** @description The latest 20, newest first. */
+            runs: components["schemas"]["ScheduleRun"][];
+            /** @description Why its last due run could not be submitted; it tries again at the next due time. */
+            last_error: string | null;
+        };
+        /**
+         * ScheduleJob
+         * @description A schedule's job as its runs submit it (its env is not shown: its values may be secrets).
+         */
+        ScheduleJob: {
+            template: string;
+            /** @description Null: the template's queue at each run. */
+            queue: string | null;
+            /** @enum {string} */
+            payload: "notebook" | "script" | "code" | "command";
+            parameters: {
+                [key: string]: unknown;
+            };
+            name: string | null;
+            /** @default null */
+            notebook?: components["schemas"]["NotebookSpec"] | null;
+            /** @default null */
+            script?: components["schemas"]["ScriptSpec"] | null;
+            /** @default null */
+            code?: string | null;
+            /** @default null */
+            command?: string[] | null;
+            /** @description As given: read inside the owner's root at each run. */
+            cwd: string | null;
+            python: string | null;
+        };
+        /**
+         * ScheduleRun
+         * @description A workload a schedule submitted.
+         */
+        ScheduleRun: {
+            workload: number;
+            /** @description The due time it was submitted for (Unix time); the moment it was asked for, for a run out of cadence. */
+            due_at: number;
+            submitted_at: number;
+            /** @description Its workload's state now. */
+            state: string;
+            /** @description Submitted after the server missed its due time (one run for all those missed). */
+            late: boolean;
+        };
+        /**
          * SchedulerStats
          * @description The scheduling loop's ticks, wake-ups and recent tick timings.
          */
@@ -2686,6 +2912,31 @@ export interface components {
             error_rate: number | null;
             latency_ms: components["schemas"]["Latency"] | null;
         };
+        /**
+         * UpdateSchedule
+         * @description ``PATCH /schedules/{id}``: what changes; the next due time is worked out again from now.
+         */
+        UpdateSchedule: {
+            /** @default null */
+            name?: string | null;
+            /**
+             * @description Five fields, minute hour day-of-month month day-of-week, as Vixie cron reads them: values, lists (1,15), ranges (MON-FRI), steps (*\/15), month and day names; or @hourly, @daily, @weekly, @monthly, @yearly. When both day fields are restricted, a day matches when either does.
+             * @default null
+             */
+            cron?: string | null;
+            /**
+             * @description The IANA zone the cron's times are read in (Asia/Shanghai). A time a spring-forward gap skips runs at the gap's end; one an autumn night repeats runs once.
+             * @default null
+             */
+            timezone?: string | null;
+            /**
+             * @description run-once: due times missed while the server was down (or could not submit) make one late run; skip: none; either way the next due time is the next one to come.
+             * @default null
+             */
+            missed?: ("run-once" | "skip") | null;
+            /** @default null */
+            job?: components["schemas"]["JobChanges"] | null;
+        };
         /** Usage */
         Usage: {
             /** @enum {string} */
@@ -2810,6 +3061,11 @@ export interface components {
             stopping: ("cancel" | "preempt" | "time-limit" | "node-lost" | "replica-failed") | null;
             /** @description A retry waits for its backoff until then. */
             not_before: number | null;
+            /**
+             * @description The schedule that submitted it, when one did.
+             * @default null
+             */
+            schedule?: number | null;
             active: boolean;
             /**
              * @description One workload's answer only.
@@ -4457,6 +4713,275 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Schedules, oldest first, each with its latest runs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSchedule"];
+            };
+        };
+        responses: {
+            /** @description Stored, with its next due time */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path: {
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path: {
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule as it was, its state deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The schedule was deleted already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateSchedule: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path: {
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSchedule"];
+            };
+        };
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The schedule was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path: {
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule, paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The schedule was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: {
+                /** @description en or zh, for blocker messages. */
+                lang?: string;
+            };
+            header?: never;
+            path: {
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule, active, its next due time */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The schedule was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schedule_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workload submitted */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The schedule was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getKernelUsage: {

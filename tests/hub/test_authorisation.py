@@ -115,6 +115,8 @@ def test_every_operation_as_every_hub_caller_gets_past_its_rule_or_is_refused(hu
     status, created = call(hub, "post", "services", alice, {"name": "matrix", "command": MODEL,
                                                            "parameters": {"devices": 1}})
     assert status == 201, created
+    status, schedule = call(hub, "post", "schedules", alice, BODIES[("post", "/schedules")])
+    assert status == 201, schedule
     no_access = hub.api("users/alice/tokens", "POST", {"note": "no hetero access",
                                                         "scopes": ["read:users:name!user=alice"]})["token"]
     tokens = {"anonymous": "", **{user: hub.tokens[user] for user in PEOPLE}, "credential": credential,
@@ -123,7 +125,7 @@ def test_every_operation_as_every_hub_caller_gets_past_its_rule_or_is_refused(hu
     wrong, calls = [], 0
     try:
         for method, path in operations():
-            route = fill(path, workload_id=str(target["id"]))
+            route = fill(path, workload_id=str(target["id"]), schedule_id=str(schedule["id"]))
             for caller in CALLERS:
                 status, answer = call(hub, method, route, tokens[caller], BODIES.get((method, path)),
                                       QUERIES.get((method, path)))

@@ -91,13 +91,27 @@ RULES: dict[tuple[str, str], frozenset[str]] = {
     ("post", "/services/{name}/rollouts"): OWNERS,
     ("post", "/services/{name}/rollback"): OWNERS,
     ("get", "/kernels/{kernel_id}/usage"): EVERYONE,
+    # A schedule is its owner's (their tenant's admin's, a platform admin's): a member lists their own. Its runs are
+    # submitted as its owner, so a platform admin in no tenant defines none; a credential reads its user's, and
+    # changes none: a schedule outlives the job.
+    ("get", "/schedules"): EVERYONE,
+    ("post", "/schedules"): PEOPLE - {"root"},
+    ("get", "/schedules/{schedule_id}"): READERS,
+    ("patch", "/schedules/{schedule_id}"): OWNERS,
+    ("delete", "/schedules/{schedule_id}"): OWNERS,
+    ("post", "/schedules/{schedule_id}/pause"): OWNERS,
+    ("post", "/schedules/{schedule_id}/resume"): OWNERS,
+    ("post", "/schedules/{schedule_id}/run"): OWNERS,
 }
 # A valid request where one is needed to reach the rule (a body or query that fails validation is a 400 first).
 BODIES = {("post", "/workloads"): {"kind": "job", "template": "data-preprocessing", "command": ["true"]},
           ("post", "/previews"): {"template": "training"},
           ("post", "/workloads/{workload_id}/metrics"): {"metrics": {"loss": 0.5}},
           ("patch", "/services/{name}"): {"replicas": 1},
-          ("post", "/services/{name}/rollouts"): {"env": {"MODEL_VERSION": "2"}}}
+          ("post", "/services/{name}/rollouts"): {"env": {"MODEL_VERSION": "2"}},
+          ("post", "/schedules"): {"name": "matrix", "cron": "0 2 * * *",
+                                   "job": {"template": "data-preprocessing", "command": ["true"]}},
+          ("patch", "/schedules/{schedule_id}"): {"name": "renamed"}}
 # A service's name is per tenant: each call names alice's tenant, so that root (a platform admin) reaches her service
 # and bob, of another tenant, is refused for naming vision (without it he would look in his own: a 404).
 _ALICES_TENANT = {"tenant": "vision"}
@@ -131,9 +145,11 @@ def operations() -> list[tuple[str, str]]:
     return sorted((method, path) for path, methods in build_document()["paths"].items() for method in methods)
 
 
-def fill(path: str, *, workload_id: str) -> str:
-    """``path`` with its parameters named: alice's workload ``workload_id``, and the values above."""
-    values = {**_VALUES, "workload_id": workload_id, "name": _NAMES.get(path, _VALUES["name"])}
+def fill(path: str, *, workload_id: str, schedule_id: str = "1") -> str:
+    """``path`` with its parameters named: alice's workload ``workload_id`` and schedule ``schedule_id``, and the
+    values above."""
+    values = {**_VALUES, "workload_id": workload_id, "schedule_id": schedule_id,
+              "name": _NAMES.get(path, _VALUES["name"])}
     for key, value in values.items():
         path = path.replace(f"{{{key}}}", value)
     return path

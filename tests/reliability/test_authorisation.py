@@ -43,12 +43,13 @@ async def test_every_operation_as_every_caller_gets_past_its_rule_or_is_refused(
     log = await until_async(lambda: _token_in(api, holder["id"]), "the job's credential in its log")
     await api("services", "POST", {"name": "matrix", "command": MODEL, "parameters": {"devices": 1}},
               as_user="alice")
+    schedule = await api("schedules", "POST", BODIES[("post", "/schedules")], as_user="alice")
     tokens = {"anonymous": "", "credential": f"token {log}",
               **{user: f"token {_token(user)}" for user in PEOPLE}}
     wrong = []
     try:
         for method, path in operations():
-            route = fill(path, workload_id=str(target["id"]))
+            route = fill(path, workload_id=str(target["id"]), schedule_id=str(schedule["id"]))
             for caller in CALLERS:
                 status = await _status(jp_fetch, method, route, tokens[caller], BODIES.get((method, path), {}),
                                        QUERIES.get((method, path)))

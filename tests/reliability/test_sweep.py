@@ -68,9 +68,10 @@ def test_every_parameter_refuses_text_that_is_not_utf8_and_numbers_that_are_not_
     assert not (unruled := sorted(f"{m.upper()} {p}" for m, p, _ in served if (m, p) not in RULES)), \
         f"operations without a rule in rules.py: {unruled}"
 
-    # What the paths name (rules.fill): alice's workload and her service "matrix".
+    # What the paths name (rules.fill): alice's workload, her service "matrix" and her schedule.
     workload = _post(session, api, "workloads", {"kind": "job", "template": "data-preprocessing", "command": ["true"]})
     _post(session, api, "services", {"name": "matrix", "command": MODEL, "parameters": {"devices": 1}})
+    schedule = _post(session, api, "schedules", BODIES[("post", "/schedules")])
     store = Repository(team_server.store_url, clock=time.time)
     until(lambda: session.get(f"{api}/workloads/{workload['id']}", headers=_auth("alice"), timeout=30)
           .json()["state"] == "succeeded", "alice's job to end")
@@ -84,7 +85,7 @@ def test_every_parameter_refuses_text_that_is_not_utf8_and_numbers_that_are_not_
         for parameter in _parameters(operation, document["components"]["schemas"]):
             covered[(method, path)] += 1
             for hostile in TEXT + (NOT_FINITE if parameter.numeric else ()):
-                url, body = _request(api, method, path, workload["id"], parameter, hostile)
+                url, body = _request(api, method, path, workload["id"], parameter, hostile, schedule["id"])
                 headers = _auth(caller)
                 if parameter.where == "header":  # the bytes themselves: HTTP has no escape for them
                     headers[parameter.name] = urllib.parse.unquote_to_bytes(hostile.in_url)
@@ -166,13 +167,14 @@ def _numeric(alternatives: list[dict]) -> bool:
 
 
 def _request(api: str, method: str, path: str, workload_id: int, parameter: Parameter,
-             hostile: Hostile) -> tuple[str, bytes | None]:
+             hostile: Hostile, schedule_id: int) -> tuple[str, bytes | None]:
     """The URL and body of a call of an otherwise valid request (rules.py's) with ``hostile`` in ``parameter``."""
     route = path.replace(f"{{{parameter.name}}}", hostile.in_url) if parameter.where == "path" else path
     query = urllib.parse.urlencode(QUERIES.get((method, path), {}))
     if parameter.where == "query":
         query = "&".join(filter(None, (query, f"{parameter.name}={hostile.in_url}")))
-    url = f"{api}{fill(route, workload_id=str(workload_id))}" + (f"?{query}" if query else "")
+    url = f"{api}{fill(route, workload_id=str(workload_id), schedule_id=str(schedule_id))}" + (
+        f"?{query}" if query else "")
     if method not in ("post", "patch"):
         return url, None
     body = dict(BODIES.get((method, path), {}))

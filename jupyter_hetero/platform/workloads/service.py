@@ -60,11 +60,14 @@ class Workloads(ReadsLiveCatalog):
 
     # -- submit ------------------------------------------------------------------------------
 
-    def submit(self, identity: Identity, body: SubmitWorkload, request_key: str | None = None) -> dict[str, Any]:
+    def submit(self, identity: Identity, body: SubmitWorkload, request_key: str | None = None, *,
+               schedule: int | None = None) -> dict[str, Any]:
         """Store the submission; ``request_key`` (the caller's Idempotency-Key) makes sending it again store it once:
-        a second try answers with the workload the first stored."""
+        a second try answers with the workload the first stored. ``schedule``: the schedule whose run it is."""
         checked = self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
         spec = self._spec(body, self._root_of(identity))
+        if schedule is not None:
+            spec["schedule"] = schedule
         if body.after:
             spec["after"] = self._awaited(identity, body)
         if identity.own_work_only:  # a follow-up of the workload whose credential submitted it: it ends with that one
@@ -77,6 +80,12 @@ class Workloads(ReadsLiveCatalog):
                   "flavors": list(checked.resolved.flavors)},
         )
         return workload_json(stored, viewer=identity.user)
+
+    def check(self, identity: Identity, body: SubmitWorkload) -> None:
+        """Every check :meth:`submit` makes of ``body``, nothing stored: a schedule's job, when it is defined."""
+        self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
+        self._spec(body, self._root_of(identity))
+        self._duration(body.runtime, "runtime")
 
     async def submit_off_loop(self, identity: Identity, body: SubmitWorkload,
                               request_key: str | None = None) -> dict[str, Any]:
@@ -396,6 +405,7 @@ def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pendi
         "admitted_at": row.admitted_at, "started_at": row.started_at, "finished_at": row.finished_at,
         "time_limit_s": row.time_limit_s, "priority_boost": row.priority_boost, "escalated": row.escalated,
         "stopping": row.stopping, "not_before": row.not_before,
+        "schedule": (row.spec or {}).get("schedule"),
         "active": row.state in ACTIVE_STATES,
     }
     if attempts is not None:
