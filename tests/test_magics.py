@@ -320,3 +320,36 @@ def test_the_submit_form_offers_only_the_templates_the_users_tenant_may_use(tmp_
         assert sorted(value for _label, value in form.template.options) == ["data-preprocessing", "training"]
         assert "hpc" in [t["name"] for t in client.templates(kind="job")]  # the catalog has more; none offered
     kill_runners_under(layout.root)
+
+
+def test_the_submit_form_runs_after_the_workloads_given_in_the_panels_words(server):
+    from jupyter_hetero.i18n import translate
+    from jupyter_hetero.notebook.client import HeteroClient
+    from jupyter_hetero.notebook.widgets import SubmitForm
+
+    lab, _layout = server
+    client = HeteroClient(lab.base_url, lab.token)
+    # The same field as the panel's Launch form, in its words, English and Chinese.
+    for language in ("en", "zh"):
+        form = SubmitForm(client, language=language)
+        said = (form.after.description, form.after.placeholder, form.after_hint.value)
+        assert said == tuple(translate(text, language) for text in (
+            "Run after", "e.g. 12 or 12:any, 13:failed",
+            "Optional: workloads this job waits for; :ok (succeeded, the default), :any (ended) or :failed.")), said
+    assert form.after.description == "在其后运行"
+    first = client.submit(template="data-preprocessing", command=["python", "-c", "pass"])["id"]
+    form = SubmitForm(client, language="en")
+    form.template.value = "data-preprocessing"
+    form.command.value = "python -c 'print(1)'"
+    form.after.value = f"{first}:any"
+    before = len(client.workloads())
+    form._submit()
+    assert form.message.value.startswith("submitted workload "), form.message.value
+    job = int(form.message.value.rsplit(" ", 1)[1])
+    assert client.workload(job)["spec"]["after"] == [{"workload": first, "condition": "any"}]
+    until(lambda: client.workload(job)["state"] == "succeeded", "the job to run after the first", timeout=60)
+    # A malformed entry is said in the form, and nothing is submitted.
+    form.after.value = f"{first}:soon"
+    form._submit()
+    assert "Give workload ids, each as ID, ID:ok, ID:any or ID:failed." in form.message.value
+    assert len(client.workloads()) == before + 1

@@ -1,22 +1,24 @@
 """ipywidgets for the notebook: a submission form with live capacity per flavor, and a live status.
 
-    SubmitForm(client, shell)   # template picker, per-flavor capacity and ETA, bounded advanced parameters
+    SubmitForm(client, shell)   # template picker, per-flavor capacity and ETA, bounded parameters, what to run after
     StatusWidget(workload)      # state, queue position, ETA, progress through the states, log tail, Cancel
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
+from ..i18n import N_, session_language, translate
 from . import display as tables
-from .client import ApiError, HeteroClient, Workload, submit
+from .client import ApiError, HeteroClient, Workload, parse_after, submit
 
 __all__ = ["StatusWidget", "SubmitForm", "widgets_available"]
 
 STATES = ["queued", "admitted", "starting", "running", "succeeded"]
 _FINAL = ("succeeded", "failed", "cancelled", "lost")
-# No node of the inventory could ever hold it: the widget stops waiting for an admission and says why.
+# Only a change of the inventory or of the quota can admit it: the widget stops waiting and says why.
 _INADMISSIBLE = "inadmissible"
 
 
@@ -85,7 +87,7 @@ class StatusWidget:
                 except (ApiError, OSError):
                     return
                 if description["state"] in (*_FINAL, _INADMISSIBLE):
-                    return  # inadmissible: only the inventory can change that; the header says why
+                    return  # inadmissible: only an admin can change that; the header says why
                 time.sleep(self.poll_s)
 
         thread = threading.Thread(target=poll, name=f"hetero-status-{self.workload.id}", daemon=True)
@@ -93,15 +95,26 @@ class StatusWidget:
         return thread
 
 
+def parse_run_after(text: str) -> list[dict]:
+    """The "Run after" field as the panel's Launch form reads it: ids, each ``ID[:ok|:any|:failed]``, separated by
+    commas or spaces, as the API's ``after`` (``ValueError`` for a part that is not one).
+
+        parse_run_after("12, 13:any")   # [{"workload": 12, "condition": "ok"}, {"workload": 13, "condition": "any"}]
+    """
+    return [parse_after(part) for part in re.split(r"[\s,]+", text) if part]
+
+
 class SubmitForm:
     """Choose a template, see where it would run (free capacity and ETA per flavor), set bounded
-    parameters, and submit a command or script; the form becomes the job's status view."""
+    parameters and what it runs after, and submit a command or script; the form becomes the job's status view.
+    ``language``: the words of the fields that the panel's Launch form shares (default: the session's)."""
 
-    def __init__(self, client: HeteroClient, shell=None):
+    def __init__(self, client: HeteroClient, shell=None, language: str | None = None):
         import ipywidgets as w  # noqa: PLC0415
 
         self.client = client
         self.shell = shell
+        self.language = language or session_language()
         # Only the templates the caller's tenant may use: the form never offers one the server would refuse.
         self.templates = {t["name"]: t for t in client.templates(kind="job", mine="true")}
         self.template = w.Dropdown(options=[(t["display"]["en"], name) for name, t in self.templates.items()],
@@ -112,6 +125,12 @@ class SubmitForm:
         self.flavors.add_class("jp-hetero-form-flavors")
         self.command = w.Text(placeholder="python train.py --lr 0.1", description="Command")
         self.command.add_class("jp-hetero-form-command")
+        # The panel's "Run after" field, in its words: the workloads this job waits for (Slurm's --dependency).
+        self.after = w.Text(description=self._say(N_("Run after")),
+                            placeholder=self._say(N_("e.g. 12 or 12:any, 13:failed")))
+        self.after.add_class("jp-hetero-form-after")
+        self.after_hint = w.HTML(self._say(N_("Optional: workloads this job waits for; :ok (succeeded, the default), "
+                                               ":any (ended) or :failed.")))
         self.parameters: dict[str, w.Widget] = {}
         self.advanced = w.VBox()
         self.accordion = w.Accordion(children=[self.advanced], titles=("Advanced",))
@@ -120,8 +139,8 @@ class SubmitForm:
         self.message = w.HTML()
         self.message.add_class("jp-hetero-form-message")
         self.status_area = w.VBox()
-        self.box = w.VBox([self.template, self.request, self.flavors, self.command, self.accordion,
-                           w.HBox([self.submit, self.message]), self.status_area])
+        self.box = w.VBox([self.template, self.request, self.flavors, self.command, self.after, self.after_hint,
+                           self.accordion, w.HBox([self.submit, self.message]), self.status_area])
         self.box.add_class("jp-hetero-form")
         self.template.observe(lambda _change: self._choose(), names="value")
         self.submit.on_click(lambda _button: self._submit())
@@ -131,6 +150,9 @@ class SubmitForm:
         bundle = self.box._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = "jupyter-hetero submission form (needs a frontend that renders ipywidgets)"
         return bundle
+
+    def _say(self, message: str) -> str:
+        return translate(message, self.language)
 
     def _choose(self) -> None:
         import ipywidgets as w  # noqa: PLC0415
@@ -192,8 +214,14 @@ class SubmitForm:
         import shlex  # noqa: PLC0415
 
         try:
+            after = parse_run_after(self.after.value)
+        except ValueError:
+            self.message.value = ("<span class='jp-hetero-form-error'>"
+                                  + self._say(N_("Give workload ids, each as ID, ID:ok, ID:any or ID:failed.")) + "</span>")
+            return
+        try:
             job = submit(client=self.client, template=self.template.value, command=shlex.split(command),
-                         parameters=self._values() or None)
+                         parameters=self._values() or None, after=after or None)
         except ApiError as exc:
             self.message.value = f"<span class='jp-hetero-form-error'>{exc.body.get('message', exc)}</span>"
             return
