@@ -35,6 +35,7 @@ __all__ = [
     "LabServer",
     "ServerLayout",
     "free_port",
+    "isolated_server_args",
     "open_sidebar_tab",
     "start_hetero_server",
     "until",
@@ -158,6 +159,19 @@ class ServerLayout:
         return {**env, **(extra or {})}
 
 
+def isolated_server_args(layout: ServerLayout, *, lab: bool = True) -> list[str]:
+    """What every test server adds to its command line: this harness's token, no other port than its own, and
+    (for JupyterLab) ``layout``'s workspaces and settings, no extension manager and no update checks."""
+    server_args = ["--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}"]
+    lab_args = [
+        f"--LabApp.workspaces_dir={layout.workspaces}",
+        f"--LabApp.user_settings_dir={layout.user_settings}",
+        "--LabApp.extension_manager=readonly",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    return server_args + (lab_args if lab else [])
+
+
 class LabServer:
     """A ``jupyter lab`` subprocess in its own process group, reachable with a fixed token."""
 
@@ -184,12 +198,6 @@ class LabServer:
         ``app="server"`` starts a plain ``jupyter server`` (no JupyterLab) for API-only tests; ``env`` adds to
         its environment (e.g. a PATH with recorded vendor tools)."""
         port = free_port()
-        lab_args = [
-            f"--LabApp.workspaces_dir={layout.workspaces}",
-            f"--LabApp.user_settings_dir={layout.user_settings}",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ]
         command = [
             sys.executable,
             "-m",
@@ -199,16 +207,29 @@ class LabServer:
             "--allow-root",
             "--ip=127.0.0.1",
             f"--port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={layout.notebooks}",
-            *(lab_args if app == "lab" else []),
+            *isolated_server_args(layout, lab=app == "lab"),
             *extra_args,
         ]
+        return cls.launch(command, layout, port=port, log_path=log_path, startup_timeout=startup_timeout, env=env)
+
+    @classmethod
+    def launch(
+        cls,
+        command: Sequence[str],
+        layout: ServerLayout,
+        *,
+        port: int,
+        log_path: Path,
+        startup_timeout: float = 120.0,
+        env: dict[str, str] | None = None,
+    ) -> LabServer:
+        """Run ``command``, a Jupyter server that listens on ``port`` with this harness's token (see
+        :func:`isolated_server_args`), in ``layout.notebooks`` and ``layout``'s environment; return once it answers."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                command,
+                list(command),
                 cwd=layout.notebooks,
                 env=layout.environ(env),
                 stdin=subprocess.DEVNULL,

@@ -12,8 +12,9 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
+from ..demo import start_demo
 from ..harness import LabServer, ServerLayout, wait_for_lab_shell
-from .conftest import REPO, _save_failure_evidence
+from .conftest import _save_failure_evidence
 from .test_panel_sections import open_panel
 
 pytestmark = pytest.mark.ui
@@ -23,10 +24,10 @@ API = "hetero/api/v1"
 
 @pytest.fixture(scope="module")
 def demo_lab(tmp_path_factory, ui_output) -> Iterator[LabServer]:
-    """``make demo``'s server: no catalog of its own, the demo's nodes; a store and alerts checked often."""
+    """``make demo``'s server (its own command, on a fresh clone): no catalog of its own, the demo's nodes; a store
+    and alerts checked often."""
     layout = ServerLayout.create(tmp_path_factory.mktemp("demo-lab"))
-    lab = LabServer.start(layout, log_path=ui_output / "jupyter-lab-first-run.log", extra_args=[
-        f"--HeteroApp.emulated_nodes_file={REPO / 'binder' / 'demo-nodes.yaml'}",
+    lab = start_demo(layout, log_path=ui_output / "jupyter-lab-first-run.log", extra_args=[
         f"--HeteroApp.db_url=sqlite:///{layout.state / 'hetero.sqlite'}",
         f"--HeteroApp.work_dir={layout.state / 'work'}",
         "--HeteroApp.schedule_interval=0.5",
