@@ -1,5 +1,6 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { INotebookTracker } from '@jupyterlab/notebook';
@@ -76,7 +77,9 @@ export function addCommands(context: ICommandContext): void {
         await current.context.save();
       }
       const template = context.defaultTemplate();
-      await model.launch.submitJob({ template, path: current.context.path });
+      // In the notebook's own folder, where its kernel runs when it is opened.
+      const path = current.context.path;
+      await model.launch.submitJob({ template, path, cwd: PathExt.dirname(path) });
     }
   });
 

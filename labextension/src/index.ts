@@ -98,6 +98,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     app.shell.add(panel, 'left', { rank: 600 });
     restorer?.add(panel, 'jupyter-hetero');
+    // A job launched from the panel runs in the folder the file browser shows.
+    model.launch.currentFolder = () => fileBrowser?.model.path ?? '';
 
     model.launch.kernelStarted.connect((_, kernel) => {
       Notification.success(trans.__('Kernel placed; opening a notebook on it.'), { autoClose: 4000 });

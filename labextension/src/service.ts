@@ -40,8 +40,11 @@ export interface IPreviewWorkload {
   lang: Lang;
 }
 
-/** A job submission from the panel (`SubmitWorkload` of kind job, the kind added on sending): a template, its parameters and the file to run. */
-export type SubmitJob = { template: string; parameters: ParameterValues; after?: IAfter[] } & JobPayload;
+/**
+ * A job submission from the panel (`SubmitWorkload` of kind job, the kind added on sending): a template, its
+ * parameters, the file to run, what it runs after and the folder it runs in (relative to the server's root).
+ */
+export type SubmitJob = { template: string; parameters: ParameterValues; after?: IAfter[]; cwd?: string } & JobPayload;
 
 /** `Sent`, which compiles only while it is a body the API accepts (`Body`, generated from its schema). */
 type Accepted<Sent extends Body, Body> = Sent;

@@ -117,6 +117,28 @@ describe('LaunchModel', () => {
     ]);
   });
 
+  it('submits a job to run in the folder the file browser shows, and never names the interpreter', async () => {
+    const { launch, service } = model();
+    launch.setPath('projects/mnist/train.py');
+    await launch.submitJob(); // the browser at the root: the server's default, nothing sent
+    let folder = 'projects/mnist';
+    launch.currentFolder = () => folder;
+    await launch.submitJob();
+    folder = '/projects/';
+    await launch.submitJob();
+    // The current notebook runs in its own folder, whatever the browser shows.
+    await launch.submitJob({ template: 'training', path: 'reports/weekly.ipynb', cwd: 'reports' });
+    const sent = service.callsOf('submitWorkload').map(c => c[1] as Record<string, unknown>);
+    expect(sent.map(body => body.cwd)).toEqual([undefined, 'projects/mnist', 'projects', 'reports']);
+    expect(sent[1]).toEqual({
+      template: 'fine-tuning',
+      parameters: {},
+      script: { path: 'projects/mnist/train.py' },
+      cwd: 'projects/mnist'
+    });
+    expect(sent.some(body => 'python' in body)).toBe(false);
+  });
+
   it('cannot submit a job with a template that only runs kernels', () => {
     const service = new FakeService();
     service.templates = [build.template({ name: 'interactive', kinds: ['kernel'] })];

@@ -35,6 +35,15 @@ export class LaunchModel extends ModelBase {
     this._previewDelayMs = options.previewDelayMs ?? 300;
   }
 
+  /**
+   * The folder the file browser shows, relative to the server's root (`''` for the root itself): a job launched
+   * from the Launch form runs there, as a notebook opened there would run, so its relative paths read from the
+   * folder the user was looking at. The panel sends no `python`: the server's default interpreter (the
+   * environment JupyterLab and its kernels run in) is the one its user works in, whereas the command line sends
+   * the interpreter of the shell it was typed in. The plugin points this at the file browser.
+   */
+  currentFolder: () => string = () => '';
+
   /** Emitted with the answer of `POST /kernels` once a kernel runs. */
   get kernelStarted(): ISignal<this, IStartedKernel> {
     return this._kernelStarted;
@@ -209,10 +218,10 @@ export class LaunchModel extends ModelBase {
   }
 
   /**
-   * Submit the chosen file as a job of the chosen template and parameters, or
-   * `request` (the current notebook, with a template's defaults); null when it failed.
+   * Submit the chosen file as a job of the chosen template and parameters, in the file browser's folder, or
+   * `request` (the current notebook, with a template's defaults, in its `cwd`); null when it failed.
    */
-  async submitJob(request?: { template: string; path: string }): Promise<IWorkload | null> {
+  async submitJob(request?: { template: string; path: string; cwd?: string }): Promise<IWorkload | null> {
     const template = request?.template ?? this.template?.name;
     const path = request?.path ?? this._path;
     if (!template || this.submitting || checkJobPath(path) !== null) {
@@ -223,7 +232,15 @@ export class LaunchModel extends ModelBase {
     if (after === null) {
       return null;
     }
-    const job = { template, parameters, ...jobPayload(path), ...(after.length > 0 ? { after } : {}) };
+    // The root is the server's default: only another folder is sent.
+    const cwd = (request ? (request.cwd ?? '') : this.currentFolder()).replace(/^\/+|\/+$/g, '');
+    const job = {
+      template,
+      parameters,
+      ...jobPayload(path),
+      ...(after.length > 0 ? { after } : {}),
+      ...(cwd !== '' ? { cwd } : {})
+    };
     return this._run('submit', () => this._service.submitWorkload(job), this._submitted);
   }
 
