@@ -168,11 +168,17 @@ def check_version(run: Run, words: list[str], shown: Shown) -> None:
 
 
 def check_k8s_render(run: Run, words: list[str], shown: Shown) -> None:
-    """The template's pod as the Kubernetes backend would create it."""
+    """The template's pod as the Kubernetes backend would create it (a kernel's with its connection Secret), in the
+    namespace asked for."""
     objects = [o for o in yaml.safe_load_all(shown.stdout) if o]
     pods = [o for o in objects if o["kind"] == "Pod"]
-    assert pods and all('"template": "fine-tuning"' in p["metadata"]["annotations"]["hetero.jupyter.org/workload"]
-                        for p in pods), shown.stdout[:2000]
+    described = [json.loads(p["metadata"]["annotations"]["hetero.jupyter.org/workload"]) for p in pods]
+    kind = "kernel" if "--kernel" in words else "job"
+    assert described and all(d["template"] == _option(words, "--template") and d["kind"] == kind
+                             for d in described), shown.stdout[:2000]
+    assert kind == "job" or [o for o in objects if o["kind"] == "Secret"], "a kernel's connection Secret is missing"
+    namespace = _option(words, "--namespace") or "hetero"
+    assert {o["metadata"]["namespace"] for o in objects} == {namespace}, shown.stdout[:2000]
 
 
 def check_export_kueue(run: Run, words: list[str], shown: Shown) -> None:
@@ -181,6 +187,22 @@ def check_export_kueue(run: Run, words: list[str], shown: Shown) -> None:
     kinds = {o["kind"] for path in files for o in yaml.safe_load_all(path.read_text()) if o}
     assert {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"} <= kinds, kinds
     assert len(files) == len(kinds) and all(path.name in shown.stdout for path in files), shown.stdout
+
+
+def check_export_kueue_stream(run: Run, words: list[str], shown: Shown) -> None:
+    """One YAML stream; each tenant's LocalQueues, one per queue, in the tenant's namespace."""
+    objects = [o for o in yaml.safe_load_all(shown.stdout) if o]
+    local = [o for o in objects if o["kind"] == "LocalQueue"]
+    queues = {q["name"] for q in run.api("queues")}
+    tenant = run.api("tenants/me")["tenant"]
+    namespace = _option(words, "--namespace").replace("{tenant}", tenant)
+    assert {q["metadata"]["name"] for q in local if q["metadata"]["namespace"] == namespace} == queues, local
+
+
+def check_hub_config(run: Run, words: list[str], shown: Shown) -> None:
+    """Python a hub's config can take: the hetero service among its services."""
+    compile(shown.stdout, "jupyterhub_config.py", "exec")
+    assert "c.JupyterHub.services.append(" in shown.stdout and '"name": "hetero"' in shown.stdout, shown.stdout
 
 
 def check_export_prometheus(run: Run, words: list[str], shown: Shown) -> None:
@@ -232,8 +254,10 @@ COMMAND_CHECKS: list[tuple[str, Check]] = [
     (r"cp \S+ \S+", check_copy),
     (r"hetero catalog validate \S+", check_catalog_validate),
     (r"hetero version", check_version),
-    (r"hetero k8s render --template fine-tuning", check_k8s_render),
+    (r"hetero k8s render --template \S+( --kernel)?( --namespace \S+)?", check_k8s_render),
     (r"hetero export kueue -o \S+", check_export_kueue),
+    (r"hetero export kueue --namespace \S+", check_export_kueue_stream),
+    (r"hetero hub-config", check_hub_config),
     (r"hetero export prometheus-rules", check_export_prometheus),
     (r"hetero audit verify", check_audit_verify),
     (r"hetero usage --by cost_centre", check_usage),
