@@ -17,6 +17,7 @@ the only place fakes live (builders are in builders.py).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -37,8 +38,8 @@ from jupyter_hetero.engine import Decisions, Engine, Snapshot
 from jupyter_hetero.platform.clock import Clock
 from jupyter_hetero.store import Repository
 
-__all__ = ["CutOffGang", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
-           "HubUser", "InterposingRepository", "JoiningNodes", "ListedNodes", "SecondReplicaFails", "SteppingClock",
+__all__ = ["CutOffGang", "DiesBeforeScheduleRecord", "FileClock", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
+           "HubUser", "InterposingRepository", "JoiningNodes", "KilledHere", "ListedNodes", "SecondReplicaFails", "SteppingClock",
            "TroubledEngine", "installed", "recorded_tool", "replay"]
 
 
@@ -113,6 +114,37 @@ class FixedClock(Clock):
 
     def monotonic(self) -> float:
         return self.at - self._start
+
+
+class FileClock(Clock):
+    """The system's clocks, except that the wall clock runs ahead by the seconds written in the file that
+    ``HETERO_TEST_WALL_OFFSET`` names: a server in a process of its own, stepped by its test, the same after a
+    restart (``start_hetero_server(..., "--HeteroApp.clock_class=tests.fakes.FileClock", env={...})``)."""
+
+    def wall(self) -> float:
+        path = os.environ.get("HETERO_TEST_WALL_OFFSET")
+        try:
+            offset = float(Path(path).read_text(encoding="utf-8")) if path else 0.0
+        except (OSError, ValueError):
+            offset = 0.0
+        return time.time() + offset
+
+
+class KilledHere(BaseException):
+    """A process dying at this point: no ``except Exception`` stops it."""
+
+
+class DiesBeforeScheduleRecord(Repository):
+    """The store, except that the first run of a schedule recorded after its submission kills the process at that
+    point (:class:`KilledHere`): its workload stored, its run and next due time not."""
+
+    died = False
+
+    def record_schedule_run(self, schedule_id: int, **fields):
+        if fields.get("run") is not None and not type(self).died:
+            type(self).died = True
+            raise KilledHere(f"killed before schedule {schedule_id}'s run was recorded")
+        return super().record_schedule_run(schedule_id, **fields)
 
 
 class TroubledEngine(Engine):
