@@ -129,6 +129,11 @@ class HeteroApp(ExtensionApp):
     schedule_interval = Float(
         2.0, config=True, help="Seconds between scheduling cycles when nothing changes (changes trigger one at once)."
     )
+    max_array_tasks = Int(
+        10_000, config=True, min=1,
+        help="The most tasks one job array may have (POST /workloads with array, `jupyter hetero submit --array`); "
+             "each task is a workload of its own, all stored in one write. A larger array is a 400 naming array.",
+    )
     placement_policy = Unicode(
         Policy.FRAGMENTATION, config=True,
         help="How a node and its devices are chosen inside a flavor: binpack, spread or fragmentation-aware "

@@ -14,6 +14,7 @@ from .units import DurationS
 __all__ = [
     "MAX_STORED_INT",
     "AfterWorkload",
+    "CancelQuery",
     "EvidenceQuery",
     "ExplainQuery",
     "ListNodesQuery",
@@ -123,6 +124,8 @@ class SubmitWorkload(BaseModel):
         "CLI sends its own (sys.executable), the magics their kernel's."))
     after: list[AfterWorkload] = Field(default_factory=list, max_length=64, description=(
         "Workloads this job waits for, each with its condition; it is not admitted until all hold."))
+    array: str | None = Field(default=None, min_length=1, max_length=1024, description=(
+        "Slurm's --array: one job per index, '0-99', '0-99:2', '1,3,7-9', with '%N' last at most N at once."))
 
     @model_validator(mode="after")
     def _one_payload(self) -> SubmitWorkload:
@@ -285,6 +288,7 @@ class ListWorkloadsQuery(_Query):
     state: Literal["queued", "inadmissible", "admitted", "starting", "running", "succeeded", "failed", "cancelled",
                    "preempted", "lost"] | None = None
     kind: WorkloadKind | None = None
+    array: int | None = Field(default=None, ge=1, le=MAX_STORED_INT, description="Only that array's tasks (its id).")
     limit: int = Field(default=200, ge=1, le=5000)
 
 
@@ -296,6 +300,10 @@ class LogsQuery(_Query):
 
 class ExplainQuery(_Query):
     lang: str = Field(default="en", description="en or zh, for blocker messages.")
+
+
+class CancelQuery(_Query):
+    array: bool = Field(default=False, description="Cancel every unfinished task of the workload's array.")
 
 
 class PreemptQuery(_Query):

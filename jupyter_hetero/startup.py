@@ -92,6 +92,7 @@ def platform_settings(app: HeteroApp, backend: Backend) -> PlatformSettings:
         server_token=serverapp.identity_provider.token,
         workload_env_passthrough=tuple(app.workload_env_passthrough),
         interval_s=app.schedule_interval,
+        max_array_tasks=app.max_array_tasks,
         engine_process_timeout_s=app.engine_process_timeout if app.engine_process else None,
         engine_process_start_s=app.engine_process_start_timeout,
         device_idle_pct=app.cull_device_idle_pct,

@@ -471,3 +471,22 @@ def stored_kernel(scheduler, name: str = "k", template: str = "data-preprocessin
         request=resolved.to_json(), spec=spec, state="queued", held_cpu_milli=0,
         held_memory_mib=0, held_device_milli=0, attempts=0, time_limit_s=resolved.time_limit_s,
     ), reason="submitted")
+
+
+def stored_array(scheduler, text: str, *, name: str | None = None, template: str = "data-preprocessing",
+                 after: tuple = (), **parameters) -> list[WorkloadRow]:
+    """An array's tasks (Slurm's syntax: ``"0-4%2"``), queued kernels of ``template`` stored in one write as a
+    submission with ``array`` stores them, by index; ``after`` as ``stored_kernel``'s."""
+    from jupyter_hetero.catalog import WorkloadKind as Kind
+    from jupyter_hetero.platform.workloads.arrays import parse_array
+    from jupyter_hetero.platform.workloads.enqueue import Checked, Enqueuer
+
+    found = scheduler.catalog.template(template)
+    checked = Checked(Kind.KERNEL, found, found.queue, resolve(found, parameters, scheduler.catalog), "ada", "default")
+    spec = {"payload": "kernel", "env": {}}
+    if after:
+        spec["after"] = [{"workload": workload, "condition": condition} for workload, condition in after]
+    enqueuer = Enqueuer(catalog=scheduler.catalog, repository=scheduler.repository, access=None, wake=lambda: None)
+    first = enqueuer.enqueue_array(checked, parse_array(text, max_tasks=10_000), name=name, spec=spec,
+                                   reason="submitted", data={})
+    return sorted(scheduler.repository.workloads(array=first.id), key=lambda row: row.spec["array"]["index"])

@@ -154,3 +154,73 @@ def test_submit_after_waits_for_the_awaited_job_and_says_so(tmp_path):
         gate.write_text("open")
         until(lambda: json.loads(hetero("status", str(second), "--json", *login).stdout)["state"] == "succeeded",
               "the second job to run after the first", timeout=60)
+
+
+def _task(workload: int, index: int, state: str, **fields) -> dict:
+    """A task of array 12 (``0-3%2``) as GET /workloads answers it."""
+    return {"id": workload, "state": state, "name": f"shard[{index}]", "created_at": 1000.0, "started_at": None,
+            "finished_at": None, "node": None, "last_node": None, "blockers": [],
+            "array": {"id": 12, "index": index, "size": 4, "limit": 2, "indices": "0-3"}, **fields}
+
+
+def test_ls_shows_an_array_on_one_line_and_its_tasks_when_asked():
+    from jupyter_hetero.cli.workloads import _ls_lines
+
+    held = {"message": "array limit: array 12 runs at most 2 tasks at once (2 running, 0 next in line)"}
+    rows = [_task(15, 3, "queued", blockers=[held]), _task(14, 2, "succeeded", started_at=1002.0, finished_at=1010.0,
+                                                          last_node="cpu-0"),
+            _task(13, 1, "running", started_at=1003.0, node="cpu-1"), _task(12, 0, "running", started_at=1001.0,
+                                                                            node="cpu-0"),
+            {**_task(11, 0, "succeeded"), "array": None, "name": "single"}]
+    header, array, single = _ls_lines(rows, now=1020.0)
+    assert array.split()[:5] == ["12[0-3%2]", "running", "2,", "queued", "1,"]
+    assert "succeeded 1" in array and "shard" in array and "2 nodes" in array
+    assert " 00:00:01 " in array and " 00:00:19 " in array  # waited until its first start, elapsed since then
+    assert array.endswith(held["message"])
+    assert single.split()[:3] == ["11", "succeeded", "single"]
+    tasks = _ls_lines(rows, now=1020.0, tasks=True)[1:]
+    assert [line.split()[:3] for line in tasks[:2]] == [["15", "queued", "shard[3]"], ["14", "succeeded", "shard[2]"]]
+    assert len(tasks) == 5
+
+
+@pytest.mark.slow
+def test_submit_an_array_list_it_and_cancel_it(tmp_path):
+    from .harness import ServerLayout, start_hetero_server, until
+
+    layout = ServerLayout.create(tmp_path)
+    gate = layout.notebooks / "gate"
+    (layout.notebooks / "shard.py").write_text(
+        "import os, sys, time\nopen(f\"index-{os.environ['HETERO_ARRAY_INDEX']}\", 'w').write('ran')\n"
+        "while not os.path.exists(sys.argv[1]): time.sleep(0.05)\n", encoding="utf-8")
+    with start_hetero_server(layout, "cli-array", DEMO_NODES) as server:
+        login = ("--url", server.base_url, "--token", server.token)
+
+        def submit(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "jupyter", "hetero", "submit", *login, "--template",
+                                   "data-preprocessing", "--queue", "experiment", *args],
+                                  capture_output=True, text=True, timeout=120, cwd=layout.notebooks)
+
+        refused = submit("--array", "9-0", "--", "python", "shard.py", str(gate))
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == "error: array: '9-0' runs backwards: 9 is above 0"
+        submitted = submit("--array", "0-3%2", "--name", "shard", "--", "python", "shard.py", str(gate))
+        assert submitted.returncode == 0, submitted.stderr
+        array = int(submitted.stdout.strip().splitlines()[-1])
+        assert submitted.stdout.startswith(f"submitted array {array}[0-3%2] of 4 tasks to queue experiment")
+        until(lambda: sorted(path.name for path in layout.notebooks.glob("index-*")) == ["index-0", "index-1"],
+              "the first two tasks to run")
+        line = until(lambda: next((line for line in hetero("ls", *login).stdout.splitlines()
+                                   if line.startswith(f"{array}[0-3%2]") and "running 2, queued 2" in line), None),
+                     "the array's one line in ls")
+        assert "shard" in line and f"array limit: array {array} runs at most 2 tasks at once" in line
+        for listed in (hetero("ls", "--tasks", *login).stdout, hetero("ls", "--array", str(array), *login).stdout):
+            assert sorted(row.split()[2] for row in listed.splitlines()[1:]) == [f"shard[{i}]" for i in range(4)]
+        tasks = json.loads(hetero("ls", "--array", str(array), "--format", "json", *login).stdout)
+        assert sorted(task["array"]["index"] for task in tasks) == [0, 1, 2, 3]
+        assert {task["array"]["id"] for task in tasks} == {array}
+        cancelled = hetero("cancel", str(array), "--array", *login)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert cancelled.stdout.startswith(f"array {array}[0-3%2]: ") and "cancelled 2" in cancelled.stdout
+        until(lambda: f"{array}[0-3%2]  cancelled 4" in hetero("ls", *login).stdout, "every task cancelled",
+              timeout=60)
+        assert sorted(path.name for path in layout.notebooks.glob("index-*")) == ["index-0", "index-1"]

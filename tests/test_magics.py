@@ -226,6 +226,28 @@ def test_the_help_of_a_magic_lists_its_arguments(shell, magic, expected):
         assert line in help_text, help_text
 
 
+def test_an_array_of_a_notebook_runs_each_index_which_it_reads_from_its_environment(server):
+    lab, layout = server
+    shard = nbformat.v4.new_notebook()
+    shard.cells = [nbformat.v4.new_code_cell(
+        "import os\nopen(f\"shard-{os.environ['HETERO_ARRAY_ID']}-{os.environ['HETERO_ARRAY_INDEX']}\", 'w')"
+        ".write(os.environ['HETERO_ARRAY_SIZE'])")]
+    nbformat.write(shard, layout.notebooks / "shard.ipynb")
+    from jupyter_hetero.notebook.client import HeteroClient
+
+    client = HeteroClient(lab.base_url, lab.token)
+    notebook = run(server, "job = %hetero_submit --template data-preprocessing --array 0-2%1 --name shard shard.ipynb",
+                   "print('id', job.id)")
+    array = int(text(notebook.cells[2]).split()[-1])
+    assert f"submitted array {array} of 3 tasks" in text(notebook.cells[1])
+    tasks = client.workloads(array=array)
+    assert sorted((task["array"]["index"], task["name"]) for task in tasks) == [(i, f"shard[{i}]") for i in range(3)]
+    until(lambda: all(t["state"] == "succeeded" for t in client.workloads(array=array)), "every task to run",
+          timeout=90)
+    assert {path.name: path.read_text() for path in layout.notebooks.glob(f"shard-{array}-*")} == {
+        f"shard-{array}-{index}": "3" for index in range(3)}
+
+
 @pytest.mark.parametrize(
     ("magic", "line", "cell", "message"),
     [
@@ -242,6 +264,9 @@ def test_the_help_of_a_magic_lists_its_arguments(shell, magic, expected):
                      "a notebook takes -p key=value, not 'more.ipynb'", id="a second file after a notebook"),
         pytest.param("hetero_submit", "--template t --after 12:soon", "x = 1",
                      "--after expects ID, ID:ok, ID:any or ID:failed, got '12:soon'", id="a malformed dependency"),
+        pytest.param("hetero_submit", "--template t --array 0-3 --wait", "x = 1",
+                     "--wait follows one workload: an array's tasks are listed by %hetero_status",
+                     id="an array waited for"),
         pytest.param("hetero_status", "abc", None, "argument id: invalid int value: 'abc'", id="status of a non-id"),
         pytest.param("hetero_cancel", "", None, "the following arguments are required: id", id="cancel of nothing"),
         pytest.param("hetero_connect", "", None, "the following arguments are required: url", id="connect to nothing"),

@@ -14,6 +14,7 @@ from ..models import (
     ActivityReport,
     AlertsQuery,
     AuditQuery,
+    CancelQuery,
     CapacityQuery,
     ReportQuery,
     UsageQuery,
@@ -167,8 +168,10 @@ ROUTES: tuple[Route, ...] = (
     Route("/workloads", "get", "listWorkloads",
           "Workloads the caller may see (their tenant's; everything for platform admins)", [w.Workload],
           query=ListWorkloadsQuery, answer_description="Newest first", errors=(BAD_REQUEST, FORBIDDEN)),
-    Route("/workloads", "post", "submitWorkload", "Submit a job; it is stored before this answers", w.Workload,
-          status=201, body=SubmitWorkload, answer_description="Accepted and stored; state is queued",
+    Route("/workloads", "post", "submitWorkload", "Submit a job, or with array one job per index; it is stored "
+          "before this answers", w.Workload,
+          status=201, body=SubmitWorkload, answer_description="Accepted and stored; state is queued (an array's first "
+                                                               "task, whose id is the array's)",
           headers=_IDEMPOTENCY_KEY, errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND),
           conflict="The Idempotency-Key was used before for a submission that asked for other work"),
     Route("/workloads/{workload_id}", "get", "getWorkload",
@@ -176,9 +179,10 @@ ROUTES: tuple[Route, ...] = (
           query=ExplainQuery, path_parameters=_WORKLOAD, answer_description="The workload",
           errors=(FORBIDDEN, NOT_FOUND)),
     Route("/workloads/{workload_id}", "delete", "cancelWorkload",
-          "Cancel (SIGTERM, the queue's grace period, then SIGKILL; capacity released)", w.Workload,
+          "Cancel (SIGTERM, the queue's grace period, then SIGKILL; capacity released); with array, every unfinished "
+          "task of its array", w.Workload, query=CancelQuery,
           path_parameters=_WORKLOAD, answer_description="The workload, cancelled or cancelling",
-          errors=(FORBIDDEN, NOT_FOUND)),
+          errors=(BAD_REQUEST, FORBIDDEN, NOT_FOUND)),
     Route("/workloads/{workload_id}/events", "get", "listWorkloadEvents", "Every transition of the workload, oldest first",
           [w.Event], path_parameters=_WORKLOAD, answer_description="Events", errors=(FORBIDDEN, NOT_FOUND)),
     Route("/workloads/{workload_id}/logs", "get", "getWorkloadLogs",

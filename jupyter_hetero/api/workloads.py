@@ -11,6 +11,7 @@ from ..catalog.models import Localized, ResourceRequest, WorkloadKind
 from .responses import Answer
 
 __all__ = [
+    "ArrayTask",
     "Attempt",
     "Blocker",
     "Event",
@@ -92,6 +93,16 @@ class WorkloadRequest(Answer):
     parameters: dict[str, Any]
 
 
+class ArrayTask(Answer):
+    """A job's place in its array (``POST /workloads`` with ``array``): each task is a workload of its own."""
+
+    id: int = Field(description="The array's id: its first task's workload id, as Slurm's array job id.")
+    index: int = Field(description="This task's index; the job reads it as HETERO_ARRAY_INDEX.")
+    size: int = Field(description="How many tasks the array has.")
+    limit: int | None = Field(description="How many of its tasks may be admitted or run at once; null: no limit.")
+    indices: str = Field(description="The indices as submitted, without the limit ('0-99:2').")
+
+
 class Workload(Answer):
     """A submitted kernel, job or service; one workload's answer adds attempts, position, ETA and blockers."""
 
@@ -131,6 +142,7 @@ class Workload(Answer):
     not_before: float | None = Field(description="A retry waits for its backoff until then.")
     schedule: int | None = Field(default=None, description="The schedule that submitted it, when one did.")
     active: bool
+    array: ArrayTask | None = Field(default=None, description="Its array, when it is one of an array's tasks.")
     attempts: list[Attempt] = Field(default=None, description="One workload's answer only.")
     position: int | None = Field(default=None, description="Place among the waiting workloads of its queue.")
     eta: float | None = None

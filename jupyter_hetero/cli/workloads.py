@@ -6,6 +6,9 @@
     jupyter hetero logs 42 --follow
     jupyter hetero explain 42 --lang zh
     jupyter hetero cancel 42
+    jupyter hetero submit --template data-preprocessing --array 0-99%10 -- python shard.py
+    jupyter hetero ls --array 12
+    jupyter hetero cancel 12 --array
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ from .client import connect, guarded, parse_params, server_options
 
 __all__ = ["add_workload_commands"]
 
+# The order an array's line counts its tasks' states in: what runs, what waits, how they ended.
+_STATE_ORDER = ("running", "starting", "admitted", "queued", "preempted", "inadmissible", "succeeded", "failed",
+                "cancelled", "lost")
+# The most workloads one GET /workloads answers (ListWorkloadsQuery.limit).
+_MOST_LISTED = 5000
+
 
 def _submit(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -31,8 +40,15 @@ def _submit(args: argparse.Namespace) -> int:
     body = {"template": args.template, "command": command, "parameters": parse_params(args.param),
             "queue": args.queue, "name": args.name, "runtime": args.runtime,
             # Where and with what it runs: here (inside the root, or the server refuses naming cwd), with this Python.
-            "cwd": os.path.abspath(args.cwd or os.getcwd()), "python": args.python or sys.executable, "after": args.after or None}
+            "cwd": os.path.abspath(args.cwd or os.getcwd()), "python": args.python or sys.executable,
+            "array": args.array, "after": args.after or None}
     created = connect(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
+    array = created.get("array")
+    if array:  # the array's id last, as a job's: `cancel ID --array` and `ls --array ID` take it
+        print(f"submitted array {_label(array)} of {array['size']} tasks to queue {created['queue']} "
+              f"({created['template']}): state {created['state']}")
+        print(array["id"])
+        return 0
     print(f"submitted {created['kind']} to queue {created['queue']} ({created['template']}): state {created['state']}")
     print(created["id"])
     return 0
@@ -46,33 +62,86 @@ def _after(text: str) -> dict:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    rows = connect(args).workloads(mine=args.mine or None, state=args.state, queue=args.queue)
+    client = connect(args)
+    rows = client.workloads(mine=args.mine or None, state=args.state, queue=args.queue, array=args.array,
+                            limit=_MOST_LISTED if args.array else None)
     if args.json or args.format == "json":
         print(json.dumps(rows, indent=2))
         return 0
-    print("\n".join(_ls_lines(rows, time.time())))
+    if not (args.tasks or args.array):
+        # An array cut off by the list's limit is read whole (up to the most one list gives) for its line.
+        for array in {row["array"]["id"]: row["array"] for row in rows if row.get("array")}.values():
+            listed = [row for row in rows if (row.get("array") or {}).get("id") == array["id"]]
+            if len(listed) < array["size"] and not (args.state or args.queue):
+                known = {row["id"] for row in rows}
+                rows += [row for row in client.workloads(array=array["id"], limit=min(array["size"], _MOST_LISTED))
+                         if row["id"] not in known]
+    print("\n".join(_ls_lines(rows, time.time(), tasks=bool(args.tasks or args.array))))
     return 0
 
 
-def _ls_lines(rows: list[dict], now: float) -> list[str]:
+def _ls_lines(rows: list[dict], now: float, *, tasks: bool = False) -> list[str]:
     """``GET /workloads`` as ``ls`` prints it, as sacct would: the node is kept after the end, waits and run times
-    in ``[D-]HH:MM:SS``, a waiting workload's first blocker last. The state stays the second column, where scripts
-    reading ``ls`` find it.
+    in ``[D-]HH:MM:SS``, a waiting workload's first blocker last; an array on one line (squeue's way), its tasks'
+    states counted, unless ``tasks`` asks for a line per task (squeue -r). The state stays the second column, where
+    scripts reading ``ls`` find it.
 
         _ls_lines([...], now=time.time())   # ["    ID  STATE  NAME  SUBMITTED  WAITED  ELAPSED  NODE  WAITING ON", ...]
     """
     lines = [f"{'ID':>6}  {'STATE':<12} {'NAME':<16} {'SUBMITTED':<19} {'WAITED':>11} {'ELAPSED':>11}  {'NODE':<16} "
              "WAITING ON"]
+    arrays: dict[int, list[dict]] = {}
     for row in rows:
+        if row.get("array") and not tasks:
+            arrays.setdefault(row["array"]["id"], []).append(row)
+    shown: set[int] = set()
+    for row in rows:
+        array = row.get("array")
+        if array and not tasks:
+            if array["id"] not in shown:
+                shown.add(array["id"])
+                lines.append(_array_line(arrays[array["id"]], now))
+            continue
         started, finished = row.get("started_at"), row.get("finished_at")
-        waited = (started if started is not None else finished if finished is not None else now) - row["created_at"]
-        elapsed = _clock((finished if finished is not None else now) - started) if started is not None else "-"
-        submitted = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(row["created_at"]))
-        node = row.get("node") or row.get("last_node") or "-"
-        waiting = row["blockers"][0]["message"] if row.get("blockers") else ""
-        lines.append(f"{row['id']:>6}  {row['state']:<12} {(row.get('name') or '-')[:16]:<16} {submitted:<19} "
-                     f"{_clock(waited):>11} {elapsed:>11}  {node:<16} {waiting}".rstrip())
+        name = row.get("name") or (f"{array['id']}[{array['index']}]" if array else "-")
+        lines.append(_line(row["id"], row["state"], name, row["created_at"], started, finished, now,
+                           row.get("node") or row.get("last_node") or "-",
+                           row["blockers"][0]["message"] if row.get("blockers") else ""))
     return lines
+
+
+def _line(identifier: object, state: str, name: str, created: float, started: float | None,
+          finished: float | None, now: float, node: str, waiting: str) -> str:
+    waited = (started if started is not None else finished if finished is not None else now) - created
+    elapsed = _clock((finished if finished is not None else now) - started) if started is not None else "-"
+    submitted = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(created))
+    return (f"{identifier!s:>6}  {state:<12} {name[:16]:<16} {submitted:<19} {_clock(waited):>11} {elapsed:>11}  "
+            f"{node:<16} {waiting}").rstrip()
+
+
+def _array_line(tasks: list[dict], now: float) -> str:
+    """One array as one line: ``12[0-99%10]``, its tasks' states counted (``running 10, queued 80, succeeded 10``),
+    waited from its submission to its first start, elapsed from then to its last end, and its nodes."""
+    tasks = sorted(tasks, key=lambda row: row["array"]["index"])
+    array = tasks[0]["array"]
+    counts = {state: sum(row["state"] == state for row in tasks) for state in _STATE_ORDER}
+    state = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+    if len(tasks) < array["size"]:
+        state += f" ({len(tasks)} of {array['size']} tasks listed)"
+    starts = [row["started_at"] for row in tasks if row.get("started_at") is not None]
+    ends = [row["finished_at"] for row in tasks if row.get("finished_at") is not None]
+    ended = len(ends) == len(tasks) and len(tasks) == array["size"]
+    nodes = sorted({node for row in tasks if (node := row.get("node") or row.get("last_node"))})
+    name = (tasks[0].get("name") or "").rpartition("[")[0] or "-"
+    waiting = next((row["blockers"][0]["message"] for row in tasks if row.get("blockers")), "")
+    return _line(_label(array), state, name, min(row["created_at"] for row in tasks), min(starts, default=None),
+                 max(ends) if ended else None, now,
+                 nodes[0] if len(nodes) == 1 else f"{len(nodes)} nodes" if nodes else "-", waiting)
+
+
+def _label(array: dict) -> str:
+    """An array as Slurm names it: its id, its indices and its limit, ``12[0-99%10]``."""
+    return f"{array['id']}[{array['indices']}" + (f"%{array['limit']}" if array.get("limit") else "") + "]"
 
 
 def _clock(seconds: float) -> str:
@@ -128,7 +197,16 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    workload = connect(args).cancel(args.id)
+    client = connect(args)
+    workload = client.cancel(args.id, array=args.array)
+    if args.array:
+        array = workload["array"]
+        tasks = client.workloads(array=array["id"], limit=min(array["size"], _MOST_LISTED))
+        counts = {state: sum(row["state"] == state for row in tasks) for state in _STATE_ORDER}
+        stopping = sum(1 for row in tasks if row.get("stopping") == "cancel")
+        print(f"array {_label(array)}: " + ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+              + (f" ({stopping} stopping)" if stopping else ""))
+        return 0
     print(f"workload {workload['id']}: {workload['state']}" + (" (stopping)" if workload.get("stopping") else ""))
     return 0
 
@@ -162,6 +240,9 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     submit.add_argument("--after", action="append", default=[], type=_after, metavar="ID[:ok|:any|:failed]",
                         help="wait until workload ID has succeeded (ok, the default), ended however (any) or failed; "
                              "repeatable, all must hold; a condition that can no longer hold fails the job")
+    submit.add_argument("--array", metavar="INDICES[%N]",
+                        help="one job per index, as Slurm's sbatch --array: 0-99, 0-99:2, 1,3,7-9; %%N last runs at "
+                             "most N at once; each reads its index as HETERO_ARRAY_INDEX; prints the array's id last")
     submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     submit.set_defaults(run=guarded(_submit))
 
@@ -169,6 +250,9 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     ls.add_argument("--mine", action="store_true")
     ls.add_argument("--state")
     ls.add_argument("--queue")
+    ls.add_argument("--tasks", "-r", action="store_true", help="a line per task of an array (squeue -r), not one "
+                                                               "per array")
+    ls.add_argument("--array", type=int, metavar="ID", help="only the tasks of array ID, a line each")
     ls.add_argument("--json", action="store_true", help="the same as --format json")
     ls.add_argument("--format", choices=("table", "json"), default="table",
                     help="table: id, name, state, submitted, waited, elapsed, node; json: GET /workloads as it answers")
@@ -184,6 +268,8 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
             sub.add_argument("--lang", default="en", help="en or zh")
         if name == "explain":
             sub.add_argument("--preempt", action="store_true", help="also show what a preemption would evict (admins)")
+        if name == "cancel":
+            sub.add_argument("--array", action="store_true", help="every unfinished task of the array ID is one of")
         if name == "logs":
             sub.add_argument("--attempt", type=int)
             sub.add_argument("--follow", "-f", action="store_true")

@@ -105,6 +105,10 @@ _MESSAGES: dict[str, str] = {
     "after-ok": N_("dependency: waits for workload {workload} ({state}) to succeed"),
     "after-any": N_("dependency: waits for workload {workload} ({state}) to end"),
     "after-failed": N_("dependency: waits for workload {workload} ({state}) to fail"),
+    # An array's task held before the engine while as many of its tasks as its limit allows run or are next in line,
+    # lowest index first (platform/scheduling/holds.py).
+    "array-limit": N_("array limit: array {array} runs at most {limit} tasks at once ({running} running, {next} next "
+                      "in line)"),
 
     # Lost running work (Decisions.lost), not blockers.
     "node-gone": N_("node {node} is no longer in the inventory"),

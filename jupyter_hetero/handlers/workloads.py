@@ -14,6 +14,7 @@ from tornado.iostream import StreamClosedError
 
 from ..export.evidence import render_evidence_html
 from ..models import (
+    CancelQuery,
     EvidenceQuery,
     ExplainQuery,
     FilesQuery,
@@ -44,10 +45,11 @@ class WorkloadsHandler(HeteroHandler):
     async def post(self) -> None:
         body, key = self.body(SubmitWorkload), self.request_key()
         self.admit_submission(self.identity.user)
-        if body.notebook is None:
+        if body.notebook is None and body.array is None:
             self.reply(self.platform.workloads.submit(self.identity, body, key), status=201)
             return
-        # A notebook is read and parsed to be checked, which takes as long as the file is big: not on the loop.
+        # A notebook is read and parsed to be checked, which takes as long as the file is big, and an array's tasks
+        # are stored in one write as long as it has tasks: not on the loop.
         self.reply(await self.platform.workloads.submit_off_loop(self.identity, body, key), status=201)
 
 
@@ -60,9 +62,14 @@ class WorkloadHandler(HeteroHandler):
 
     @web.authenticated
     @authorized
-    def delete(self, workload_id: str) -> None:
-        self.reply(self.platform.workloads.cancel(self.identity, parse_workload_id(workload_id),
-                                                  self.platform.clock.wall()))
+    async def delete(self, workload_id: str) -> None:
+        query, workloads, wid = self.query(CancelQuery), self.platform.workloads, parse_workload_id(workload_id)
+        if not query.array:
+            self.reply(workloads.cancel(self.identity, wid, self.platform.clock.wall()))
+            return
+        # Every task of an array, as many writes as it has running tasks: not on the loop.
+        now = self.platform.clock.wall()
+        self.reply(await self.off_loop(partial(workloads.cancel_array, self.identity, wid, now)))
 
 
 class EventsHandler(HeteroHandler):

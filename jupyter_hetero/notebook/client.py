@@ -212,8 +212,9 @@ class HeteroClient:
     def workload(self, workload_id: int, lang: str | None = None) -> dict:
         return self.request("GET", f"workloads/{workload_id}", lang=lang)
 
-    def cancel(self, workload_id: int) -> dict:
-        return self.request("DELETE", f"workloads/{workload_id}")
+    def cancel(self, workload_id: int, *, array: bool = False) -> dict:
+        """Cancel a workload; with ``array``, every unfinished task of the array it is one of."""
+        return self.request("DELETE", f"workloads/{workload_id}", array=array or None)
 
     def events(self, workload_id: int) -> list[dict]:
         return self.request("GET", f"workloads/{workload_id}/events")

@@ -170,6 +170,9 @@ class HeteroMagics(Magics):
     @argument("--runtime", help="Runtime to run in (see the template's variants).")
     @argument("--after", action="append", default=[], metavar="ID[:ok|:any|:failed]",
               help="Start only after workload ID succeeded (ok, the default), ended (any) or failed; repeatable.")
+    @argument("--array", metavar="INDICES[%N]",
+              help="One job per index, as Slurm's --array: 0-99, 0-99:2, 1,3,7-9; %%N last runs at most N at once; "
+                   "each reads its index as HETERO_ARRAY_INDEX.")
     @argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
               help="A notebook parameter; repeatable.")
     @argument("target", nargs=argparse.REMAINDER,
@@ -187,6 +190,9 @@ class HeteroMagics(Magics):
         args = _parse_submit(self.hetero_submit, line)
         if args.template is None:
             raise _usage("hetero_submit", _say(N_("needs --template, one of those %hetero_templates lists")))
+        if args.array and args.wait:
+            raise _usage("hetero_submit", _say(N_("--wait follows one workload: an array's tasks are listed by "
+                                                  "%hetero_status")))
         fields = self._fields(args)
         fields["python"] = sys.executable  # the kernel's interpreter: `python` in the job is this one
         if cell is not None:
@@ -223,6 +229,10 @@ class HeteroMagics(Magics):
         else:
             raise _usage("hetero_submit",
                          _say(N_("give a .py script or an .ipynb notebook, or use %%hetero_submit on a cell")))
+        if args.array:  # the handle of its first task, whose id is the array's
+            array = self._call(job.status)["array"]
+            print(_say(N_("submitted array {array} of {size} tasks"), array=array["id"], size=array["size"]))
+            return job
         return self._follow(job, args.wait)
 
     def _fields(self, args) -> dict:
@@ -239,7 +249,7 @@ class HeteroMagics(Magics):
                 raise _usage("hetero_submit", _say(N_("--after expects ID, ID:ok, ID:any or ID:failed, got {value!r}"),
                                                    value=text)) from None
         return {"template": args.template, "queue": args.queue, "name": args.name, "runtime": args.runtime,
-                "parameters": parameters or None, "after": after or None}
+                "parameters": parameters or None, "after": after or None, "array": args.array}
 
     def _follow(self, job: Workload, wait: bool):
         from .widgets import StatusWidget, widgets_available  # noqa: PLC0415

@@ -50,7 +50,7 @@ from .workloads.credentials import DEFAULT_PASSTHROUGH, Credentials
 from .workloads.interpreter import with_interpreter
 from .workloads.metrics import WorkloadMetrics
 from .workloads.schedules import Schedules
-from .workloads.service import Workloads
+from .workloads.service import MAX_ARRAY_TASKS, Workloads
 
 __all__ = ["Platform", "PlatformSettings"]
 
@@ -72,6 +72,7 @@ class PlatformSettings:
     server_token: str = ""
     workload_env_passthrough: tuple[str, ...] = DEFAULT_PASSTHROUGH
     interval_s: float = 2.0
+    max_array_tasks: int = MAX_ARRAY_TASKS  # the most tasks one job array may have
     # Cycles run in a child process that must answer within this many seconds (see engine_process.py);
     # None runs them in this process, in the scheduler's thread.
     engine_process_timeout_s: float | None = None
@@ -155,6 +156,7 @@ class Platform(ReadsLiveCatalog):
         self.workloads = Workloads(
             catalog, self.repository, self.access, settings.root_dir,
             pending_info=self.scheduler.waiting, wake=self.loop.wake, user_root_template=settings.user_root_template,
+            max_array_tasks=settings.max_array_tasks,
         )
         self.workload_metrics = WorkloadMetrics(catalog=self.live_catalog, repository=self.repository,
                                                 access=self.access, clock=self.clock.wall,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -38,26 +38,53 @@ class WorkloadRecords(Sessions):
 
         A row whose ``request_key`` its user stored before is not inserted: the stored row is returned instead
         (write transactions are serial, so two tries of one submission cannot both insert)."""
+        return self.add_workloads([row], reason=reason, data=data)[0]
+
+    def add_workloads(self, rows: Sequence[WorkloadRow], *, reason: str, data: dict[str, Any] | None = None,
+                      complete: Callable[[WorkloadRow, int], None] = lambda row, first: None) -> list[WorkloadRow]:
+        """Insert several workloads, each with its `submitted` event, in one transaction (an array's tasks): once
+        this returns, all are durable; none is if it fails. The first row goes in first, and ``complete(row,
+        first_id)`` then finishes every row (an array's tasks name their array by the first one's id).
+
+        A first row whose ``request_key`` its user stored before inserts nothing: ``[stored row]`` is returned."""
         now = self.clock()
+        first, *rest = rows
         with self.session(write=True) as session:
-            if row.request_key is not None:
+            if first.request_key is not None:
                 stored = session.scalars(select(WorkloadRow).where(
-                    WorkloadRow.user == row.user, WorkloadRow.request_key == row.request_key)).first()
+                    WorkloadRow.user == first.user, WorkloadRow.request_key == first.request_key)).first()
                 if stored is not None:
-                    return stored
-            row.created_at = row.updated_at = now
-            session.add(row)
+                    return [stored]
+            for row in rows:
+                row.created_at = row.updated_at = now
+            session.add(first)
             session.flush()
-            session.add(EventRow(workload_id=row.id, at=now, type="submitted", reason=reason, data=data or {}))
-            return row
+            for row in rows:
+                complete(row, first.id)
+            session.add_all(rest)
+            session.flush()
+            session.add_all([EventRow(workload_id=row.id, at=now, type="submitted", reason=reason, data=data or {})
+                             for row in rows])
+            return list(rows)
 
     def workload(self, workload_id: int) -> WorkloadRow | None:
         with self.session() as session:
             return session.get(WorkloadRow, workload_id)
 
+    def workload_states(self, workload_ids: Iterable[int]) -> dict[int, str]:
+        """Each workload's state, in one read (a few queries for many ids); an id that names none is left out."""
+        ids, found = sorted(set(workload_ids)), {}
+        with self.session() as session:
+            for start in range(0, len(ids), _IDS_PER_QUERY):
+                found.update((workload_id, state) for workload_id, state in session.execute(
+                    select(WorkloadRow.id, WorkloadRow.state).where(WorkloadRow.id.in_(ids[start:start + _IDS_PER_QUERY]))))
+        return found
+
     def workloads(self, *, tenant: str | None = None, user: str | None = None, queue: str | None = None,
                   states: tuple[str, ...] | None = None, kind: str | None = None,
-                  limit: int | None = None) -> list[WorkloadRow]:
+                  limit: int | None = None, array: int | None = None) -> list[WorkloadRow]:
+        """Workloads matching every filter given, by id (newest first with a ``limit``); ``array``: the tasks of the
+        array of that id (none below it: an array's id is its first task's)."""
         query = select(WorkloadRow).order_by(WorkloadRow.id.desc() if limit else WorkloadRow.id)
         for column, value in ((WorkloadRow.tenant, tenant), (WorkloadRow.user, user), (WorkloadRow.queue, queue),
                               (WorkloadRow.kind, kind)):
@@ -65,6 +92,8 @@ class WorkloadRecords(Sessions):
                 query = query.where(column == value)
         if states is not None:
             query = query.where(WorkloadRow.state.in_(states))
+        if array is not None:
+            query = query.where(WorkloadRow.id >= array, WorkloadRow.spec[("array", "id")].as_integer() == array)
         if limit:
             query = query.limit(limit)
         with self.session() as session:
@@ -104,6 +133,24 @@ class WorkloadRecords(Sessions):
                                                              EventRow.type.not_in(_OBSERVATIONS))
                 query = select(WorkloadRow).where(WorkloadRow.id.in_(changed))
             return max(cursor, after or 0), list(session.scalars(query.order_by(WorkloadRow.id)))
+
+    def update_workloads_if(self, workload_ids: Sequence[int], when: Callable[[WorkloadRow], bool], *, event: str,
+                            reason: str | None = None, **fields: Any) -> list[WorkloadRow]:
+        """:meth:`update_workload_if` for many workloads in one transaction (an array's waiting tasks cancelled at
+        once): those ``when`` held for and were changed, each with its event."""
+        changed, ids = [], list(workload_ids)
+        with self.session(write=True) as session:
+            now = self.clock()
+            # Read in a few queries, not one per row (and held here: the session keeps only weak references).
+            found = {row.id: row for start in range(0, len(ids), _IDS_PER_QUERY) for row in session.scalars(
+                select(WorkloadRow).where(WorkloadRow.id.in_(ids[start:start + _IDS_PER_QUERY])))}
+            for workload_id in ids:
+                if workload_id in found:
+                    row = WorkloadTransaction(session, workload_id, now).update_if(when, event=event, reason=reason,
+                                                                                  **fields)
+                    if row is not None:
+                        changed.append(row)
+        return changed
 
     def update_workload(self, workload_id: int, *, event: str, reason: str | None = None,
                         data: dict[str, Any] | None = None, **fields: Any) -> WorkloadRow:

@@ -431,7 +431,7 @@ export interface paths {
         /** Workloads the caller may see (their tenant's; everything for platform admins) */
         get: operations["listWorkloads"];
         put?: never;
-        /** Submit a job; it is stored before this answers */
+        /** Submit a job, or with array one job per index; it is stored before this answers */
         post: operations["submitWorkload"];
         delete?: never;
         options?: never;
@@ -450,7 +450,7 @@ export interface paths {
         get: operations["getWorkload"];
         put?: never;
         post?: never;
-        /** Cancel (SIGTERM, the queue's grace period, then SIGKILL; capacity released) */
+        /** Cancel (SIGTERM, the queue's grace period, then SIGKILL; capacity released); with array, every unfinished task of its array */
         delete: operations["cancelWorkload"];
         options?: never;
         head?: never;
@@ -1103,6 +1103,22 @@ export interface components {
                 [key: string]: unknown;
             }[];
             workloads: number;
+        };
+        /**
+         * ArrayTask
+         * @description A job's place in its array (``POST /workloads`` with ``array``): each task is a workload of its own.
+         */
+        ArrayTask: {
+            /** @description The array's id: its first task's workload id, as Slurm's array job id. */
+            id: number;
+            /** @description This task's index; the job reads it as HETERO_ARRAY_INDEX. */
+            index: number;
+            /** @description How many tasks the array has. */
+            size: number;
+            /** @description How many of its tasks may be admitted or run at once; null: no limit. */
+            limit: number | null;
+            /** @description The indices as submitted, without the limit ('0-99:2'). */
+            indices: string;
         };
         /**
          * Attempt
@@ -2827,6 +2843,11 @@ export interface components {
             python?: string | null;
             /** @description Workloads this job waits for, each with its condition; it is not admitted until all hold. */
             after?: components["schemas"]["AfterWorkload"][];
+            /**
+             * @description Slurm's --array: one job per index, '0-99', '0-99:2', '1,3,7-9', with '%N' last at most N at once.
+             * @default null
+             */
+            array?: string | null;
         };
         /**
          * TaskType
@@ -3067,6 +3088,11 @@ export interface components {
              */
             schedule?: number | null;
             active: boolean;
+            /**
+             * @description Its array, when it is one of an array's tasks.
+             * @default null
+             */
+            array?: components["schemas"]["ArrayTask"] | null;
             /**
              * @description One workload's answer only.
              * @default null
@@ -3761,6 +3787,8 @@ export interface operations {
                 queue?: string | null;
                 state?: ("queued" | "inadmissible" | "admitted" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "preempted" | "lost") | null;
                 kind?: components["schemas"]["WorkloadKind"] | null;
+                /** @description Only that array's tasks (its id). */
+                array?: number | null;
                 limit?: number;
             };
             header?: never;
@@ -3798,7 +3826,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Accepted and stored; state is queued */
+            /** @description Accepted and stored; state is queued (an array's first task, whose id is the array's) */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -3850,7 +3878,10 @@ export interface operations {
     };
     cancelWorkload: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Cancel every unfinished task of the workload's array. */
+                array?: boolean;
+            };
             header?: never;
             path: {
                 workload_id: number;
@@ -3868,6 +3899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workload"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };

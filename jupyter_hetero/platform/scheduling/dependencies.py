@@ -53,20 +53,15 @@ class Dependencies:
 
     def hold(self, rows: Iterable[WorkloadRow], wall: float) -> tuple[dict[int, Pending], list[int]]:
         """Of the waiting ``rows``, those still held, each with its blockers, and the ids just failed because a
-        condition of theirs can no longer hold."""
+        condition of theirs can no longer hold. The awaited workloads' states are read once, in one read."""
+        dependents = [(row, after) for row in rows if row.state in QUEUED_STATES and (after := awaited(row))]
+        states = self.repository.workload_states({workload for _row, after in dependents for workload, _ in after})
         held: dict[int, Pending] = {}
         failed: list[int] = []
-        states: dict[int, str | None] = {}
-        for row in rows:
-            after = awaited(row)
-            if not after or row.state not in QUEUED_STATES:
-                continue
+        for row, after in dependents:
             blockers, broken = [], None
             for workload, condition in after:
-                if workload not in states:
-                    found = self.repository.workload(workload)
-                    states[workload] = found.state if found is not None else None
-                state = states[workload]
+                state = states.get(workload)
                 met = verdict(condition, state)
                 if met is False:
                     broken = (workload, condition, state)

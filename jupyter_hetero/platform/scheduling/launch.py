@@ -21,7 +21,7 @@ from ...store import Repository
 from ...store.tables import AttemptRow, WorkloadRow
 from ..clock import SteadyTime
 from ..live_catalog import LiveCatalog, ReadsLiveCatalog
-from ..workloads.environment import device_environment
+from ..workloads.environment import array_environment, device_environment
 from ..workloads.jobfiles import JobPaths, runner_argv
 from .attempts import RunningAttempt
 from .inventory import Inventory
@@ -183,6 +183,7 @@ class Launcher(ReadsLiveCatalog):
             # A device plugin (the Kubernetes backend's) makes a replica's devices visible itself.
             **(device_environment(family.value if family else "cpu", slot.devices) if self.backend.runs_here
                else {}),
+            **array_environment(row.spec),
             "HETERO_WORKLOAD_ID": str(row.id),
             "HETERO_TENANT": row.tenant,
             "HETERO_USER": row.user,

@@ -34,8 +34,8 @@ from ..workloads.jobfiles import JobPaths
 from .attempts import RunningAttempt
 from .engine_mirror import MirroredWorkload, SnapshotDelta
 from .catalog_switch import strand_waiting, stranded_by
-from .dependencies import Dependencies
 from .engine_process import Cycle, DryRuns, EngineProcess, only_pending_of
+from .holds import Holds
 from .inadmissible import InadmissibleWorkloads
 from .inventory import Inventory
 from .launch import Launcher
@@ -116,8 +116,8 @@ class Scheduler:
         self._waits: dict[str, list[float]] = {}
         self._waits_read_at = float("-inf")
         self.inadmissible = InadmissibleWorkloads(repository)
-        # Jobs waiting for others to end: out of every cycle, with their own blockers (see dependencies.py).
-        self.dependencies = Dependencies(repository)
+        # Jobs waiting for others to end, and arrays' tasks past their limit: out of every cycle (see holds.py).
+        self.holds = Holds(repository, self.inadmissible)
         self._held: dict[int, Pending] = {}
         # Each waiting workload's top blocker over time, as `waiting` events (see waiting.py).
         self.blocker_trail = BlockerTrail(repository)
@@ -209,13 +209,14 @@ class Scheduler:
         self.monitor.watch(now)
         monitored = time.perf_counter()
         changed += self._workloads.sync()  # what the monitor just recorded (exits, stops)
-        changed += self._hold_dependents()
-        if not self.backend.runs_here and (changed or self._exposed is None):
-            self._expose()  # a cluster's names for services; on this machine the endpoint is the only way in
         # Inadmissible work joins the cycle only after the inventory changed: a tick costs the same
         # however much of it waits.
         examined = [row for row in self.inadmissible.due(self.inventory.version)
                     if stranded_by(self.catalog, row) is None]  # a reload's strays wait for the next reload
+        refreshed, examined = self._hold(examined)
+        changed += refreshed
+        if not self.backend.runs_here and (changed or self._exposed is None):
+            self._expose()  # a cluster's names for services; on this machine the endpoint is the only way in
         extra = [self._engine_workload(row) for row in examined]
         if self.engine_process is None:
             snapshot = self._snapshot(now, extra, sync=False)
@@ -228,6 +229,7 @@ class Scheduler:
             decisions, running, pending = reply.value.decisions, reply.value.running, reply.value.pending
         decided = time.perf_counter()
         self._apply(decisions, now, examined)
+        self.holds.after_cycle(decisions)
         self.pending = {**decisions.pending, **self._held}
         self.blocker_trail.observe(self.pending, now)  # one write, only when some top blocker changed
         self.last_decisions = decisions
@@ -243,15 +245,16 @@ class Scheduler:
         self.retention.after_tick()  # after the timing: a prune's batch is not the cycle's cost
         return decisions
 
-    def _hold_dependents(self) -> int:
-        """Hold the jobs whose awaited workloads have not ended as asked, fail those whose never will; the rows
-        read again (the failed ones leave the copies)."""
-        held, failed = self.dependencies.hold(
-            (row for row, _workload in self._workloads.entries() if row.spec and row.spec.get("after")), self.wall())
+    def _hold(self, examined: list[WorkloadRow]) -> tuple[int, list[WorkloadRow]]:
+        """Hold the jobs whose awaited workloads have not ended as asked (fail those whose never will) and the tasks
+        past their array's limit; the rows read again (the failed ones leave the copies), and the examined
+        inadmissible rows the cycle may take (see holds.py)."""
+        held, failed, examined = self.holds.hold((row for row, _workload in self._workloads.entries()), examined,
+                                                 self.wall())
         # The engine process's mirror holds each copy with its start time: those whose hold changed are sent again.
         self._workloads.touch(set(held).symmetric_difference(self._held))
         self._held = held
-        return self._workloads.sync() if failed else 0
+        return self._workloads.sync() if failed else 0, examined
 
     def _take_up_catalog(self) -> None:
         """A reload's catalog becomes current: the engine's queues and tenants, every workload's engine copy (its

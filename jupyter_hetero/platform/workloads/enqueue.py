@@ -33,6 +33,7 @@ from ...store.tables import WorkloadRow
 from ..access import Access
 from ..identity import Identity
 from ..live_catalog import LiveCatalog, ReadsLiveCatalog
+from .arrays import JobArray, task_of
 from .resolve import Resolved, known_template, resolve
 
 __all__ = ["Checked", "Enqueuer"]
@@ -117,16 +118,30 @@ class Enqueuer(ReadsLiveCatalog):
 
         ``request_key`` (the caller's Idempotency-Key) stores it once: a second try answers with the row the
         first stored, and the key used for other work is a 409."""
-        resolved = checked.resolved
-        row = WorkloadRow(
-            kind=checked.kind.value, name=name, tenant=checked.tenant, user=checked.user,
-            template=checked.template.name, queue=checked.queue, request=resolved.to_json(), spec=spec,
-            state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
-            # A replica runs until its service lets it go: the template's limit is for its jobs.
-            time_limit_s=None if checked.kind == WorkloadKind.SERVICE else resolved.time_limit_s,
-            runtime_s=runtime_s, request_key=request_key,
-        )
-        stored = self.repository.add_workload(row, reason=reason, data=data)
+        row = _row(checked, name=name, spec=spec, runtime_s=runtime_s, request_key=request_key)
+        return self._stored(self.repository.add_workload(row, reason=reason, data=data), row, request_key)
+
+    def enqueue_array(self, checked: Checked, array: JobArray, *, name: str | None, spec: dict[str, Any],
+                      reason: str, data: dict[str, Any], runtime_s: int | None = None,
+                      request_key: str | None = None) -> WorkloadRow:
+        """One workload per index of ``array``, all stored in one transaction, each queued with its ``submitted``
+        event; the first task is returned (its id is the array's). A task is named ``name[index]`` when the array
+        is named. ``request_key`` as :meth:`enqueue`: the first task carries it."""
+        rows = [_row(checked, name=f"{name}[{index}]" if name else None, spec={**spec, "array": array.task(0, index)},
+                     runtime_s=runtime_s, request_key=request_key if number == 0 else None)
+                for number, index in enumerate(array.indices)]
+
+        def complete(row: WorkloadRow, first: int) -> None:  # a new dict: the JSON column sees only assignments
+            row.spec = {**row.spec, "array": {**row.spec["array"], "id": first}}
+
+        stored = self.repository.add_workloads(rows, reason=reason, data=data, complete=complete)[0]
+        if stored is not rows[0]:  # a second try: compared as if it were the first, stored under the first's id
+            complete(rows[0], (task_of(stored) or {}).get("id", 0))
+        return self._stored(stored, rows[0], request_key)
+
+    def _stored(self, stored: WorkloadRow, row: WorkloadRow, request_key: str | None) -> WorkloadRow:
+        """The answer to a submission whose ``row`` the store answered with ``stored``: ``row`` itself, or the row a
+        first try with the same key stored (a 409 when it asked for other work)."""
         if stored is row:
             self.wake()
         elif _asked(stored) != _asked(row):  # the key's submission was stored before, and it asked for other work
@@ -134,6 +149,20 @@ class Enqueuer(ReadsLiveCatalog):
                                       "{workload}); use a new key for new work"), key=request_key, workload=stored.id),
                            field="Idempotency-Key")
         return stored
+
+
+def _row(checked: Checked, *, name: str | None, spec: dict[str, Any], runtime_s: int | None,
+         request_key: str | None) -> WorkloadRow:
+    """A new workload as a checked request asks for it, queued."""
+    resolved = checked.resolved
+    return WorkloadRow(
+        kind=checked.kind.value, name=name, tenant=checked.tenant, user=checked.user,
+        template=checked.template.name, queue=checked.queue, request=resolved.to_json(), spec=spec,
+        state="queued", held_cpu_milli=0, held_memory_mib=0, held_device_milli=0, attempts=0,
+        # A replica runs until its service lets it go: the template's limit is for its jobs.
+        time_limit_s=None if checked.kind == WorkloadKind.SERVICE else resolved.time_limit_s,
+        runtime_s=runtime_s, request_key=request_key,
+    )
 
 
 def _asked(row: WorkloadRow) -> tuple[Any, ...]:

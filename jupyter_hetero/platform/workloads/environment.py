@@ -3,13 +3,16 @@
 >>> env = device_environment("nvidia", [(1, 1000, 0), (3, 1000, 0)])
 >>> env["CUDA_VISIBLE_DEVICES"], env["ASCEND_RT_VISIBLE_DEVICES"]
 ('1,3', '')
+>>> array_environment({"array": {"id": 12, "index": 3, "size": 10, "limit": 2, "indices": "0-9"}})["HETERO_ARRAY_INDEX"]
+'3'
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["VISIBILITY", "device_environment"]
+__all__ = ["VISIBILITY", "array_environment", "device_environment"]
 
 # Variables that make devices visible to a process, per accelerator family. Every one of them is
 # always set (empty when not this replica's family) so a job never sees devices it was not given.
@@ -42,3 +45,13 @@ def device_environment(family: str, devices: Sequence[tuple[int, int, int]]) -> 
             env["HETERO_DEVICE_MEMORY_MIB"] = str(mem)
     return env
 
+
+
+def array_environment(spec: Mapping[str, Any]) -> dict[str, str]:
+    """An array task's place in its array (Slurm's SLURM_ARRAY_TASK_ID, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_COUNT):
+    ``HETERO_ARRAY_INDEX``, ``HETERO_ARRAY_ID`` and ``HETERO_ARRAY_SIZE``; nothing for other work."""
+    array = spec.get("array")
+    if not isinstance(array, Mapping):
+        return {}
+    return {"HETERO_ARRAY_INDEX": str(array["index"]), "HETERO_ARRAY_ID": str(array["id"]),
+            "HETERO_ARRAY_SIZE": str(array["size"])}

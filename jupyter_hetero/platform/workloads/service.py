@@ -26,6 +26,7 @@ from ...units import parse_duration_s
 from ..access import Access, follow_up_of
 from ..identity import Identity
 from ..live_catalog import LiveCatalog, ReadsLiveCatalog
+from .arrays import parse_array, task_of
 from .enqueue import Enqueuer
 from .environment import VISIBILITY
 from .explain import explanation
@@ -36,6 +37,8 @@ __all__ = ["Workloads", "event_json", "workload_json"]
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
 # Reads of a workload a cancel may take while the scheduler keeps moving it on (each move is a tick).
 _CANCEL_TRIES = 5
+# How many tasks one array may have, unless the server says (HeteroApp.max_array_tasks).
+MAX_ARRAY_TASKS = 10_000
 # Variables the scheduler owns: a job may not set them itself.
 _RESERVED_ENV = {name for names in VISIBILITY.values() for name in names}
 
@@ -44,8 +47,10 @@ class Workloads(ReadsLiveCatalog):
     """The workloads API: everything but the scheduling loop."""
 
     def __init__(self, catalog: Catalog | LiveCatalog, repository: Repository, access: Access, root_dir: Path,
-                 pending_info: Callable[[int], Pending | None], wake: Callable[[], None], user_root_template: str = ""):
+                 pending_info: Callable[[int], Pending | None], wake: Callable[[], None], user_root_template: str = "",
+                 max_array_tasks: int = MAX_ARRAY_TASKS):
         self.live_catalog = LiveCatalog.of(catalog)
+        self.max_array_tasks = max_array_tasks
         self.repository = repository
         self.access = access
         self.root_dir = root_dir.resolve()
@@ -64,6 +69,8 @@ class Workloads(ReadsLiveCatalog):
                schedule: int | None = None) -> dict[str, Any]:
         """Store the submission; ``request_key`` (the caller's Idempotency-Key) makes sending it again store it once:
         a second try answers with the workload the first stored. ``schedule``: the schedule whose run it is."""
+        # A 400 naming ``array`` for a malformed one, or ``name`` when its tasks' names would be too long.
+        array = None if body.array is None else parse_array(body.array, max_tasks=self.max_array_tasks, name=body.name)
         checked = self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
         spec = self._spec(body, self._root_of(identity))
         if schedule is not None:
@@ -73,12 +80,16 @@ class Workloads(ReadsLiveCatalog):
         if identity.own_work_only:  # a follow-up of the workload whose credential submitted it: it ends with that one
             spec["parent"] = identity.workload
             self._follow_ups_live = True
-        stored = self.enqueuer.enqueue(
-            checked, name=body.name, spec=spec, runtime_s=self._duration(body.runtime, "runtime"),
-            request_key=request_key, reason=f"{identity.user} submitted a {body.payload} job to queue {checked.queue}",
+        what = f"a {body.payload} job" if array is None else f"a {body.payload} job array of {len(array.indices)} tasks"
+        fields = dict(
+            name=body.name, spec=spec, runtime_s=self._duration(body.runtime, "runtime"), request_key=request_key,
+            reason=f"{identity.user} submitted {what} to queue {checked.queue}",
             data={"template": checked.template.name, "parameters": body.parameters,
                   "flavors": list(checked.resolved.flavors)},
         )
+        # An array is checked once, as one submission, and stored whole: a task per index, one transaction.
+        stored = (self.enqueuer.enqueue(checked, **fields) if array is None
+                  else self.enqueuer.enqueue_array(checked, array, **fields))
         return workload_json(stored, viewer=identity.user)
 
     def check(self, identity: Identity, body: SubmitWorkload) -> None:
@@ -90,9 +101,9 @@ class Workloads(ReadsLiveCatalog):
     async def submit_off_loop(self, identity: Identity, body: SubmitWorkload,
                               request_key: str | None = None) -> dict[str, Any]:
         """:meth:`submit` in a worker thread (a notebook is read and parsed to be checked, which takes as long as
-        the file is big), then the scheduling loop woken here, on the event loop: a wake-up from that thread
-        cannot start a loop that has not started yet (it starts with the server, or with the first wake-up on
-        the loop)."""
+        the file is big; an array's tasks are stored in one write, as long as it has tasks), then the scheduling
+        loop woken here, on the event loop: a wake-up from that thread cannot start a loop that has not started
+        yet (it starts with the server, or with the first wake-up on the loop)."""
         submitted = await asyncio.get_running_loop().run_in_executor(None, self.submit, identity, body, request_key)
         self.wake()
         return submitted
@@ -243,7 +254,7 @@ class Workloads(ReadsLiveCatalog):
         rows = self.repository.workloads(
             tenant=tenant, user=identity.user if query.mine or identity.own_work_only else None, queue=query.queue,
             states=(query.state,) if query.state else None, kind=query.kind.value if query.kind else None,
-            limit=None if identity.own_work_only else query.limit,
+            limit=None if identity.own_work_only else query.limit, array=query.array,
         )
         if identity.own_work_only:  # its own workload and its follow-ups, newest first when limited, as the query's
             rows = [row for row in rows if self.access.may_see(identity, row)]
@@ -319,6 +330,31 @@ class Workloads(ReadsLiveCatalog):
         if identity.user != row.user:
             self.access.record(identity, "workload.cancel", f"workload/{row.id}", {"owner": row.user})
         return workload_json(self.end(row, f"cancelled by {identity.user}", now), viewer=identity.user)
+
+    def cancel_array(self, identity: Identity, workload_id: int, now: float) -> dict[str, Any]:
+        """Cancel every unfinished task of the array ``workload_id`` is one of (``now`` is wall time), as one cancel
+        of each would, the waiting ones in one write; the named task as it is then. Who may cancel one task may
+        cancel its array: every task has the same owner."""
+        row = self.get(identity, workload_id, "workload.cancel")
+        task = task_of(row)
+        if task is None:
+            raise InvalidRequest(Message(N_("workload {workload} is not a task of an array: cancel it without "
+                                            "array=true"), workload=workload_id), field="array")
+        self.access.require_stop(identity, row, "workload.cancel")
+        tasks = self.repository.workloads(array=task["id"])
+        if identity.user != row.user:
+            self.access.record(identity, "workload.cancel", f"array/{task['id']}", {"owner": row.user,
+                                                                                   "tasks": len(tasks)})
+        why = f"cancelled by {identity.user} with its array {task['id']}"
+        waiting = [t.id for t in tasks if t.state in PENDING_STATES]
+        ended = {t.id for t in self.repository.update_workloads_if(
+            waiting, lambda current: current.state in PENDING_STATES, event="cancelled", reason=f"{why} while waiting",
+            state="cancelled", finished_at=now)}
+        for other in tasks:  # running ones stop within their grace period; one admitted meanwhile is read again
+            if other.state not in FINAL_STATES and other.id not in ended:
+                self.end(other, why, now)
+        self.wake()
+        return workload_json(self.repository.workload(workload_id), viewer=identity.user)
 
     def end_orphaned_follow_ups(self, now: float) -> int:
         """Cancel every follow-up job whose parent (the workload whose credential submitted it) no longer runs:
@@ -406,7 +442,7 @@ def workload_json(row: WorkloadRow, *, attempts: list[dict] | None = None, pendi
         "time_limit_s": row.time_limit_s, "priority_boost": row.priority_boost, "escalated": row.escalated,
         "stopping": row.stopping, "not_before": row.not_before,
         "schedule": (row.spec or {}).get("schedule"),
-        "active": row.state in ACTIVE_STATES,
+        "active": row.state in ACTIVE_STATES, "array": task_of(row),
     }
     if attempts is not None:
         data["attempts"] = attempts
