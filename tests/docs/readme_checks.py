@@ -5,6 +5,7 @@ find a block's check, and fail for one that has none, so a new example is never 
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shlex
@@ -75,6 +76,13 @@ def _after_dashes(words: list[str]) -> list[str]:
     return words[words.index("--") + 1:]
 
 
+def _printed_by(command: list[str]) -> str:
+    """What ``python -c "print('...')"`` prints."""
+    printed = re.fullmatch(r"print\((.*)\)", command[2]) if command[:2] == ["python", "-c"] else None
+    assert printed, f"{shlex.join(command)}: the test knows what only python -c \"print('...')\" prints"
+    return str(ast.literal_eval(printed[1]))
+
+
 def check_submit(run: Run, words: list[str], shown: Shown) -> None:
     """Prints the new workload's id last; the workload is the one asked for, and, per example, does what the
     README's comment says."""
@@ -91,7 +99,7 @@ def check_submit(run: Run, words: list[str], shown: Shown) -> None:
         assert workload["spec"]["cwd"] == str((run.clone / cwd).resolve()), workload["spec"]
         assert run.ended(workload["id"])["state"] == "succeeded", run.logs(workload["id"])
         if _after_dashes(words) == ["ls"]:  # it listed that directory, not the one it was submitted from
-            assert run.logs(workload["id"]).split() == sorted(p.name for p in (run.clone / cwd).iterdir())
+            assert sorted(run.logs(workload["id"]).split()) == sorted(p.name for p in (run.clone / cwd).iterdir())
     elif after := _option(words, "--after"):
         awaited, condition = (after.split(":") + ["ok"])[:2]
         awaited_id = run.created(awaited)
@@ -99,6 +107,7 @@ def check_submit(run: Run, words: list[str], shown: Shown) -> None:
         done = run.ended(workload["id"])
         assert done["state"] == "succeeded", run.logs(workload["id"])
         assert done["started_at"] >= run.workload(awaited_id)["finished_at"]  # not before the one it waits for
+        assert run.logs(workload["id"]).strip() == _printed_by(_after_dashes(words))
     elif "cpu=64" in words:  # more CPU than any node has: it waits, and says why
         explain = f"workloads/{workload['id']}/explain"
         until(lambda: [b for b in run.api(explain)["blockers"] if b["kind"] == "node-cpu"],
