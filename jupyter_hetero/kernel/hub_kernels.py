@@ -156,8 +156,9 @@ class HubKernels:
                     raise KernelWaitTimeout(Message(N_("kernel workload {workload} ended while waiting: {reason}"),
                                                     workload=workload_id, reason=workload.get("reason")))
                 if time.monotonic() >= deadline:
+                    chinese = await self._blockers_in("zh", workload_id)  # before the release ends its wait
                     await self._release(workload_id)
-                    raise KernelWaitTimeout(_why_waiting(workload, timeout))
+                    raise KernelWaitTimeout(_why_waiting(workload, timeout, chinese))
                 await asyncio.sleep(self.poll_s)
             if self.pods:
                 return {}
@@ -169,6 +170,14 @@ class HubKernels:
             await asyncio.shield(self._release(workload_id))
             raise
         return {**self.base, **started["environment"]}
+
+    async def _blockers_in(self, language: str, workload_id: int) -> str:
+        """The workload's first blockers as the service says them in ``language``; empty if it cannot say now."""
+        try:
+            workload = await self.call(f"workloads/{workload_id}?lang={language}")
+        except (HeteroError, ServiceUnavailable):
+            return ""
+        return "; ".join(blocker["message"] for blocker in (workload.get("blockers") or [])[:3])
 
     async def launch_pod(self, workload_id: int, *, attempt: int, env: dict[str, str], connection: dict) -> RemotePod:
         """The service starts the kernel's pod, serving ``connection`` (whose key and ports this server chose)."""
@@ -250,14 +259,26 @@ class HubKernels:
         return held
 
 
-def _why_waiting(workload: dict[str, Any], timeout: float) -> Message:
-    """The same sentence as the service's own kernels say; the blockers as the service wrote them (in English)."""
+class _Blockers(Message):
+    """A waiting workload's first blockers as the service said them, in English and in Chinese."""
+
+    def __init__(self, english: str, chinese: str):
+        super().__init__(N_("not scheduled yet"))
+        self.said = {"en": english, "zh": chinese or english}
+
+    def text(self, language: str = "en") -> str:
+        return self.said["zh" if language.startswith("zh") else "en"] or super().text(language)
+
+
+def _why_waiting(workload: dict[str, Any], timeout: float, chinese: str = "") -> Message:
+    """The same sentence as the service's own kernels say, with the blockers as the service says them (``workload``'s
+    in English, ``chinese`` asked for in Chinese)."""
     blockers = "; ".join(blocker["message"] for blocker in (workload.get("blockers") or [])[:3])
     eta = (Message(N_("~{minutes} min"), minutes=max(0, round((workload["eta"] - time.time()) / 60)))
            if workload.get("eta") else Message(N_("unknown")))
     return Message(N_("no {template} kernel could be placed within {timeout} s: {blockers}. ETA {eta}"),
-                   template=workload["template"], timeout=f"{timeout:g}",
-                   blockers=blockers or Message(N_("not scheduled yet")), eta=eta)
+                   template=workload["template"], timeout=f"{timeout:g}", blockers=_Blockers(blockers, chinese),
+                   eta=eta)
 
 
 def _wall(value) -> float | None:

@@ -3,6 +3,8 @@ service), each request the hub user it names, their hub groups mapped to tenants
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -122,6 +124,39 @@ def test_a_users_files_are_read_from_their_own_root_and_nowhere_else(hub):
     assert status == 400 and "outside" in error["message"] and error.get("field") == "script.path", error
 
 
+def test_a_user_may_neither_run_in_anothers_home_nor_after_another_tenants_work(hub):
+    homes = hub.root / "homes"
+    for user in ("alice", "bob"):
+        (homes / user / "project").mkdir(parents=True, exist_ok=True)
+    job = {"kind": "job", "template": "data-preprocessing", "command": ["python", "-c", "pass"]}
+    status, bobs = hub_call(hub, "bob", "workloads", "POST", job)  # nlp's
+    assert status in (200, 201), bobs
+    # alice (vision) names bob's home as where her job runs: a 400 naming cwd, nothing stored.
+    before = [w["id"] for w in hub_call(hub, "alice", "workloads")[1]]
+    for cwd in (str(homes / "bob" / "project"), "../bob/project"):
+        status, error = hub_call(hub, "alice", "workloads", "POST", {**job, "cwd": cwd})
+        assert (status, error.get("field")) == (400, "cwd") and "outside" in error["message"], error
+    assert sorted(w["id"] for w in hub_call(hub, "alice", "workloads")[1]) == sorted(before)
+    status, mine = hub_call(hub, "alice", "workloads", "POST", {**job, "cwd": "project"})  # her own root's
+    assert status in (200, 201) and mine["spec"]["cwd"] == str((homes / "alice" / "project").resolve()), mine
+    # ... nor may she wait for bob's workload, from the command line: a 403 with the reason, audited.
+    login = ("--url", hub.url + "services/hetero/", "--token", hub.tokens["alice"])
+    refused = subprocess.run([sys.executable, "-m", "jupyter_hetero.cli", "submit", *login, "--template",
+                              "data-preprocessing", "--cwd", str(homes / "alice" / "project"), "--after",
+                              str(bobs["id"]), "--", "python", "-c", "pass"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and not refused.stdout, (refused.stdout, refused.stderr)
+    assert f"workload {bobs['id']} belongs to tenant nlp, not to your tenant vision" in refused.stderr
+    audit = sqlite3.connect(hub.root / "hetero.sqlite")
+    denied = audit.execute("SELECT actor, action, target FROM audit WHERE outcome = 'denied' AND actor = 'alice'")
+    assert ("alice", "workload.read", f"workload/{bobs['id']}") in denied.fetchall()
+    audit.close()
+    assert sorted(w["id"] for w in hub_call(hub, "alice", "workloads")[1]) == sorted([mine["id"], *before])
+    # Her own work she may wait for.
+    status, after = hub_call(hub, "alice", "workloads", "POST", {**job, "after": [{"workload": mine["id"]}]})
+    assert status in (200, 201) and after["spec"]["after"] == [{"workload": mine["id"], "condition": "ok"}], after
+
+
 def test_a_users_server_not_told_where_the_service_is_asks_the_hub(hub):
     hub.spawn("carol")  # her server's environment names no service: it reads GET /hub/api/services/hetero
     status, version = hub.get("user/carol/hetero/api/v1/version", hub.tokens["carol"])
@@ -156,6 +191,7 @@ def test_a_users_server_starts_kernels_the_service_places_and_stops(hub):
         "template": "interactive", "parameters": {"devices": 1, "flavor": "a100-80g"}, "wait_timeout": 2},
         token=hub.tokens["carol"], check=False, with_status=True)
     assert status == 409 and refused["reason"] == "no-placement" and "quota" in refused["message"], refused
+    assert "配额：租户 vision" in refused["message_zh"], refused  # in Chinese, its blockers as the service says them
 
     # Cancelled at the service: alice's server shuts the kernel down at its next report.
     assert hub_call(hub, "alice", f"workloads/{workload['id']}", "DELETE")[0] in (200, 202)
