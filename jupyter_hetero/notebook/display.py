@@ -8,7 +8,9 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..i18n import N_, translate
 
@@ -21,9 +23,11 @@ __all__ = [
     "nodes_table",
     "queues_table",
     "quota_table",
+    "schedules_table",
     "services_table",
     "status_line",
     "templates_table",
+    "wall_time",
     "workloads_table",
 ]
 
@@ -228,3 +232,37 @@ def services_table(services: list[dict], title: str = "Services") -> Table:
                      service["endpoint"]])
     return Table(["service", "revision", "ready", "req/s", "p95 ms", "errors", "devices", "rollout", "endpoint"],
                  rows, title=title)
+
+
+def wall_time(epoch_s: float | None, zone: str) -> str:
+    """``epoch_s`` as the wall time in ``zone`` ("2026-12-08 02:00"); "-" for none; UTC where the zone is unknown."""
+    if epoch_s is None:
+        return "-"
+    try:
+        tz = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        tz = ZoneInfo("UTC")
+    return datetime.fromtimestamp(epoch_s, tz).strftime("%Y-%m-%d %H:%M")
+
+
+_SCHEDULE_STATES = {"active": N_("active"), "paused": N_("paused")}
+
+
+def schedules_table(schedules: list[dict], language: str = "en") -> Table:
+    """``GET /schedules`` as a table: cadence in words (as the server wrote it, in ``language``), zone, next and
+    last run in the schedule's zone, the last run's workload and state, and why a due run was not submitted."""
+    rows = []
+    for schedule in schedules:
+        zone = schedule["timezone"]
+        last = schedule["runs"][0] if schedule["runs"] else None
+        state = translate(_SCHEDULE_STATES.get(schedule["state"], schedule["state"]), language)
+        rows.append([schedule["id"], schedule["name"], state, schedule["description"], zone,
+                     wall_time(schedule["next_run_at"], zone),
+                     f"{wall_time(last['submitted_at'], zone)} #{last['workload']} {last['state']}" if last else "-",
+                     schedule["last_error"] or ""])
+    return Table(
+        _in(language, N_("id"), N_("schedule"), N_("state"), N_("when"), N_("time zone"), N_("next run"),
+            N_("last run"), N_("last error")),
+        rows,
+        title=translate(N_("Schedules"), language),
+    )

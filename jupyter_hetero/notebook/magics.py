@@ -24,33 +24,15 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from . import display as tables
-from ..i18n import N_, Message, session_language
-from .cellcode import PushError
-from .client import ApiError, HeteroClient, ServerNotFound, Workload, WorkloadFailed, parse_after, submit
+from ..i18n import N_, session_language
+from .client import HeteroClient, ServerNotFound, Workload, WorkloadFailed, parse_after, submit
+from .magic_support import call as _server_call
+from .magic_support import parse as _parse
+from .magic_support import say as _say
+from .magic_support import usage as _usage
+from .schedule_magics import ScheduleMagics
 
 __all__ = ["HeteroMagics", "load_ipython_extension"]
-
-
-def _say(message: str, **params) -> str:
-    """``message`` (marked with ``N_``) in the session's language (:func:`session_language`)."""
-    return Message(message, **params).text(session_language())
-
-
-def _usage(magic: str, message: str) -> UsageError:
-    """The one error a magic's bad argument gives: the magic, what is wrong, where its help is."""
-    return UsageError(f"%{magic}: {message} (see %{magic}? · 用法见 %{magic}?)")
-
-
-def _parse(magic, line: str | list[str]):
-    """``magic``'s arguments parsed by its ``@argument`` declarations; a bad one is a :func:`_usage` error."""
-    name = magic.parser.prog
-    try:
-        # Split as a shell does (IPython's parse_argstring keeps the quotes): -p model='"bert"' is "bert".
-        return magic.parser.parse_args(shlex.split(line) if isinstance(line, str) else line)
-    except UsageError as exc:  # argparse's own message names the argument
-        raise _usage(name, str(exc)) from None
-    except ValueError as exc:  # the line itself does not split, e.g. an unclosed quote
-        raise _usage(name, str(exc)) from None
 
 
 def _parse_submit(magic, line: str):
@@ -105,14 +87,7 @@ class HeteroMagics(Magics):
 
     def _call(self, function, *args, **kwargs):
         """Run a client call, turning server refusals into one readable line."""
-        try:
-            return function(*args, **kwargs)
-        except ApiError as exc:
-            detail = exc.body.get("message", str(exc))
-            known = exc.body.get("known")
-            raise UsageError(f"{detail}" + (f" (valid: {', '.join(known)})" if known else "")) from None
-        except (ServerNotFound, PushError) as exc:
-            raise UsageError(str(exc)) from None
+        return _server_call(function, *args, **kwargs)
 
     # -- catalog ---------------------------------------------------------------------------------
 
@@ -419,7 +394,10 @@ def _absolute(path: str) -> str:
 
 
 def load_ipython_extension(ipython) -> None:
-    ipython.register_magics(HeteroMagics)
+    hetero = HeteroMagics(ipython)
+    ipython.register_magics(hetero)
+    # One client for both: %hetero_connect points the schedule magics at the same server.
+    ipython.register_magics(ScheduleMagics(ipython, lambda: hetero.client))
 
 
 def _pairs(items: list[str]) -> dict[str, str]:

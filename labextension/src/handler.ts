@@ -16,7 +16,9 @@ export class HeteroAPIError extends Error {
   constructor(
     message: string,
     readonly status: number,
-    readonly reason: string | null = null
+    readonly reason: string | null = null,
+    /** The request field a 400 names (`cron`, `job.template`), as the server wrote it; null when it named none. */
+    readonly field: string | null = null
   ) {
     super(message);
     this.name = 'HeteroAPIError';
@@ -108,7 +110,8 @@ function errorFrom(response: Response, body: unknown, lang: Lang = 'en'): Hetero
   return new HeteroAPIError(
     told ?? errorField(body, 'message') ?? (response.statusText || `HTTP ${response.status}`),
     response.status,
-    errorField(body, 'reason')
+    errorField(body, 'reason'),
+    errorField(body, 'field')
   );
 }
 

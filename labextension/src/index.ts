@@ -116,6 +116,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
       void model.work.refresh();
     });
 
+    model.schedules.ran.connect((_, { schedule, workload }) => {
+      Notification.success(trans.__('Schedule %1 submitted workload %2.', schedule.name, workload.id), {
+        autoClose: 5000
+      });
+      void model.work.refresh();
+    });
+    model.schedules.created.connect((_, schedule) => {
+      Notification.success(trans.__('Created schedule %1: %2.', schedule.name, schedule.description), {
+        autoClose: 5000
+      });
+    });
+
     const overviewPoll = new RefreshPoll({
       name: 'jupyter-hetero:overview',
       refresh: () => model.refresh(),

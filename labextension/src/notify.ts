@@ -35,6 +35,14 @@ export function failureText(failure: IFailure, trans: TranslationBundle): string
       return trans.__('Could not read the log: %1', message);
     case 'usage':
       return trans.__('Could not read the kernel placement: %1', message);
+    case 'schedule-pause':
+      return trans.__('Could not pause the schedule: %1', message);
+    case 'schedule-resume':
+      return trans.__('Could not resume the schedule: %1', message);
+    case 'schedule-run':
+      return trans.__('Could not run the schedule now: %1', message);
+    case 'schedule-delete':
+      return trans.__('Could not delete the schedule: %1', message);
   }
 }
 

@@ -10,12 +10,13 @@ import {
   MyWorkSection,
   NodesSection,
   QueuesSection,
+  SchedulesSection,
   SectionId,
   ServicesSection
 } from './components';
 import { apiPageUrl } from './handler';
 import { heteroIcon } from './icons';
-import { HeteroModel } from './models';
+import { HeteroModel, knownTimeZones } from './models';
 
 /** DOM id of the Hetero sidebar panel; also what `shell.activateById` takes. */
 export const PANEL_ID = 'jp-hetero-panel';
@@ -89,6 +90,7 @@ export class HeteroPanel extends ReactWidget {
       { id: 'launch', label: trans.__('Launch') },
       { id: 'queues', label: trans.__('Queues') },
       { id: 'work', label: trans.__('My work') },
+      { id: 'schedules', label: trans.__('Schedules') },
       { id: 'services', label: trans.__('Services') },
       { id: 'nodes', label: trans.__('Nodes') }
     ];
@@ -137,6 +139,8 @@ export class HeteroPanel extends ReactWidget {
             onRollBack={service => void model.rollBackService(service.name, service.tenant)}
           />
         );
+      case 'schedules':
+        return this._renderSchedules();
       case 'nodes':
         return <NodesSection nodes={model.nodes} trans={trans} />;
       case 'admin':
@@ -191,10 +195,57 @@ export class HeteroPanel extends ReactWidget {
     }
   }
 
+  private _renderSchedules(): JSX.Element {
+    const schedules = this._model.schedules;
+    const browse = this._actions.browsePath;
+    const form = schedules.formOpen
+      ? {
+          draft: schedules.draft,
+          problems: schedules.problems,
+          error: schedules.formError,
+          templates: schedules.templates,
+          timeZones: (this._timeZones ??= knownTimeZones()),
+          creating: schedules.creating,
+          canCreate: schedules.canCreate,
+          lang: this._model.lang,
+          onChange: (change: Parameters<typeof schedules.setDraft>[0]) => schedules.setDraft(change),
+          onPreset: (preset: Parameters<typeof schedules.setPreset>[0]) => schedules.setPreset(preset),
+          onUseSelection: () => {
+            const path = this._actions.selectedPath();
+            if (path !== null) {
+              schedules.setDraft({ path });
+            }
+          },
+          onBrowse: browse && (() => void browse().then(path => path !== null && schedules.setDraft({ path }))),
+          onCreate: () => void schedules.create(),
+          onCancel: () => schedules.closeForm()
+        }
+      : null;
+    return (
+      <SchedulesSection
+        schedules={schedules.schedules}
+        expanded={schedules.expanded}
+        busy={schedules.busy}
+        now={Date.now()}
+        me={this._model.me?.user ?? null}
+        trans={this._trans}
+        form={form}
+        onNew={() => schedules.openForm()}
+        onToggleRuns={id => schedules.toggleRuns(id)}
+        onPause={id => void schedules.pause(id)}
+        onResume={id => void schedules.resume(id)}
+        onRunNow={id => void schedules.runNow(id)}
+        onDelete={id => void schedules.remove(id)}
+        onLogs={this._actions.openLogs}
+      />
+    );
+  }
+
   private readonly _model: HeteroModel;
   private readonly _trans: TranslationBundle;
   private readonly _actions: IPanelActions;
   private _section: SectionId = 'launch';
+  private _timeZones: string[] | null = null;
 }
 
 /** Types belonging to `HeteroPanel`. */

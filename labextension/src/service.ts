@@ -5,6 +5,7 @@ import { apiPageUrl, requestAPI, streamAPI } from './handler';
 import type {
   IAfter,
   IAlert,
+  ICreateSchedule,
   IExplanation,
   IKernelUsage,
   IMyTenant,
@@ -12,6 +13,7 @@ import type {
   IOnboarding,
   IPreview,
   IQueueStatus,
+  ISchedule,
   IService,
   IStartedKernel,
   ITemplate,
@@ -80,6 +82,14 @@ export interface IHeteroService {
   previewWorkload(request: IPreviewWorkload): Promise<IPreview>;
   startKernel(template: string, parameters: ParameterValues): Promise<IStartedKernel>;
   getKernelUsage(kernelId: string): Promise<IKernelUsage>;
+  /** The schedules the caller may see, each described in `lang`. */
+  listSchedules(lang: Lang): Promise<ISchedule[]>;
+  createSchedule(schedule: ICreateSchedule): Promise<ISchedule>;
+  pauseSchedule(id: number): Promise<ISchedule>;
+  resumeSchedule(id: number): Promise<ISchedule>;
+  /** Submit the schedule's job now, out of its cadence; resolves the submitted workload. */
+  runSchedule(id: number): Promise<IWorkload>;
+  deleteSchedule(id: number): Promise<ISchedule>;
 }
 
 /** The jupyter-hetero REST API, reached through the Jupyter server connection. */
@@ -188,6 +198,31 @@ export class HeteroService implements IHeteroService {
 
   getKernelUsage(kernelId: string): Promise<IKernelUsage> {
     return this._get(`kernels/${encodeURIComponent(kernelId)}/usage`);
+  }
+
+  listSchedules(lang: Lang): Promise<ISchedule[]> {
+    return this._get(`schedules?lang=${lang}`);
+  }
+
+  /** Create a schedule; the answer describes it in the UI's language. */
+  createSchedule(schedule: ICreateSchedule): Promise<ISchedule> {
+    return this._send(`schedules?lang=${this._lang}`, 'POST', schedule);
+  }
+
+  pauseSchedule(id: number): Promise<ISchedule> {
+    return this._send(`schedules/${id}/pause`, 'POST', {});
+  }
+
+  resumeSchedule(id: number): Promise<ISchedule> {
+    return this._send(`schedules/${id}/resume`, 'POST', {});
+  }
+
+  runSchedule(id: number): Promise<IWorkload> {
+    return this._send(`schedules/${id}/run`, 'POST', {});
+  }
+
+  deleteSchedule(id: number): Promise<ISchedule> {
+    return this._send(`schedules/${id}`, 'DELETE');
   }
 
   private _get<T>(endPoint: string): Promise<T> {

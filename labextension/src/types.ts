@@ -128,3 +128,15 @@ export type IStartedKernel = Schemas['StartedKernel'];
 
 /** What `GET /kernels/{kernel_id}/usage` answers. */
 export type IKernelUsage = Schemas['KernelUsage'];
+
+/** One run a schedule submitted: its workload, when it was due and submitted, its state, and whether it came late. */
+export type IScheduleRun = Schemas['ScheduleRun'];
+
+/** The job a schedule submits at each due time, as stored. */
+export type IScheduleJob = Schemas['ScheduleJob'];
+
+/** A recurring schedule (`GET /schedules`): its cadence in cron and in words, its next run, its latest runs. */
+export type ISchedule = Schemas['Schedule'];
+
+/** What `POST /schedules` takes: a name, a cron in a time zone, the missed-runs rule and the job of each run. */
+export type ICreateSchedule = Schemas['CreateSchedule'];

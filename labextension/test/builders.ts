@@ -14,6 +14,8 @@ import type {
   IPreview,
   IQueueStatus,
   IQuotaUse,
+  ISchedule,
+  IScheduleRun,
   IService,
   ITemplate,
   ITenantSummary,
@@ -577,6 +579,44 @@ export function metrics(overrides: Partial<IWorkloadMetrics> = {}): IWorkloadMet
       { name: 'device_util', why: 'device_util: needs NVIDIA, AMD, Ascend or Intel devices with their tool; this workload was given none' },
       { name: 'device_memory', why: 'device_memory: needs NVIDIA, AMD, Ascend or Intel devices with their tool; this workload was given none' }
     ],
+    ...overrides
+  };
+}
+
+/** One run of a schedule: workload 41, due and submitted at 02:00 UTC on 2026-12-07, succeeded, on time. */
+export function scheduleRun(overrides: Partial<IScheduleRun> = {}): IScheduleRun {
+  return { workload: 41, due_at: 1_796_608_800, submitted_at: 1_796_608_801, state: 'succeeded', late: false, ...overrides };
+}
+
+/** Ada's nightly report at 02:00 Shanghai time, active, run once so far, next due at 02:00 on 2026-12-08 there. */
+export function schedule(overrides: Partial<ISchedule> = {}): ISchedule {
+  return {
+    id: 3,
+    name: 'nightly-report',
+    user: 'ada',
+    tenant: 'vision',
+    cron: '0 2 * * *',
+    timezone: 'Asia/Shanghai',
+    missed: 'run-once',
+    state: 'active',
+    // 2026-12-08 02:00 in Shanghai (18:00 UTC the day before)
+    next_run_at: 1_796_666_400,
+    last_run_at: 1_796_580_001,
+    created_at: 1_796_500_000,
+    updated_at: 1_796_500_000,
+    job: {
+      template: 'data-preprocessing',
+      queue: null,
+      payload: 'notebook',
+      parameters: {},
+      name: null,
+      notebook: { path: 'reports/daily.ipynb', parameters: {} },
+      cwd: null,
+      python: null
+    },
+    description: 'every day at 02:00 (Asia/Shanghai)',
+    runs: [scheduleRun({ due_at: 1_796_580_000, submitted_at: 1_796_580_001 })],
+    last_error: null,
     ...overrides
   };
 }

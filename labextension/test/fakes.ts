@@ -3,6 +3,7 @@ import { HeteroAPIError } from '../src/handler';
 import type { IHeteroService, IPreviewWorkload, SubmitJob } from '../src/service';
 import type {
   IAlert,
+  ICreateSchedule,
   IOnboarding,
   IExplanation,
   IWorkloadEvidence,
@@ -12,6 +13,7 @@ import type {
   INode,
   IPreview,
   IQueueStatus,
+  ISchedule,
   IService,
   IStartedKernel,
   ITemplate,
@@ -36,6 +38,7 @@ export class FakeService implements IHeteroService {
   alerts: IAlert[] = [];
   onboarding: IOnboarding[] = [];
   workloads: IWorkload[] = [build.workload()];
+  schedules: ISchedule[] = [build.schedule()];
   /** Answers of `getWorkload` by id; the list entry when absent. */
   details = new Map<number, IWorkload>();
   /** Answers of `getWorkloadEvidence` by id; a built chain of that id when absent. */
@@ -170,6 +173,58 @@ export class FakeService implements IHeteroService {
   }
   getKernelUsage(kernelId: string): Promise<IKernelUsage> {
     return this._answer('getKernelUsage', [kernelId], () => ({ ...this.usage, kernel_id: kernelId }));
+  }
+  listSchedules(lang: Lang): Promise<ISchedule[]> {
+    return this._answer('listSchedules', [lang], () => this.schedules);
+  }
+  createSchedule(body: ICreateSchedule): Promise<ISchedule> {
+    return this._answer('createSchedule', [body], () => {
+      const created = build.schedule({
+        id: 100 + this.schedules.length,
+        name: body.name,
+        cron: body.cron,
+        timezone: body.timezone ?? 'UTC',
+        runs: [],
+        last_run_at: null
+      });
+      this.schedules = [...this.schedules, created];
+      return created;
+    });
+  }
+  pauseSchedule(id: number): Promise<ISchedule> {
+    return this._answer('pauseSchedule', [id], () => this._setSchedule(id, { state: 'paused', next_run_at: null }));
+  }
+  resumeSchedule(id: number): Promise<ISchedule> {
+    return this._answer('resumeSchedule', [id], () => this._setSchedule(id, { state: 'active', next_run_at: 1_796_666_400 }));
+  }
+  runSchedule(id: number): Promise<IWorkload> {
+    return this._answer('runSchedule', [id], () => {
+      const found = this._schedule(id);
+      const workload = build.workload({ id: 50 + found.runs.length, template: found.job.template });
+      this._setSchedule(id, { runs: [build.scheduleRun({ workload: workload.id, state: 'queued' }), ...found.runs] });
+      return workload;
+    });
+  }
+  deleteSchedule(id: number): Promise<ISchedule> {
+    return this._answer('deleteSchedule', [id], () => {
+      const found = this._schedule(id);
+      this.schedules = this.schedules.filter(s => s.id !== id);
+      return { ...found, state: 'deleted' };
+    });
+  }
+
+  private _schedule(id: number): ISchedule {
+    const found = this.schedules.find(s => s.id === id);
+    if (!found) {
+      throw FakeService.error(`schedule ${id} does not exist`, 404);
+    }
+    return found;
+  }
+
+  private _setSchedule(id: number, change: Partial<ISchedule>): ISchedule {
+    const changed = { ...this._schedule(id), ...change };
+    this.schedules = this.schedules.map(s => (s.id === id ? changed : s));
+    return changed;
   }
 }
 

@@ -51,6 +51,19 @@ describe('requestAPI', () => {
     });
   });
 
+  it('keeps the field a 400 names, for the form to show it beside that field', async () => {
+    const settings = settingsAnswering(() =>
+      json(400, { message: "field 'cron': not a cron", field: 'cron', errors: [{ field: 'cron', message: 'not a cron' }] })
+    );
+    await expect(requestAPI('schedules', { method: 'POST' }, settings)).rejects.toMatchObject({
+      status: 400,
+      field: 'cron',
+      reason: null
+    });
+    const unnamed = settingsAnswering(() => json(409, { message: 'taken' }));
+    await expect(requestAPI('schedules', { method: 'POST' }, unnamed)).rejects.toMatchObject({ field: null });
+  });
+
   it('tells the error in Chinese when the call asks for it and the server has it', async () => {
     const body = { message: 'no tenant', message_zh: '没有租户', reason: 'no-tenant' };
     const settings = settingsAnswering(() => json(403, body));

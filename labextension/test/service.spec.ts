@@ -44,7 +44,12 @@ describe('HeteroService', () => {
     ['resubmitWorkload', [7], 'POST', 'workloads/7/resubmit'],
     ['explainWorkload', [7, 'en'], 'GET', 'workloads/7/explain?lang=en'],
     ['getWorkloadEvidence', [7, 'zh'], 'GET', 'workloads/7/evidence?lang=zh'],
-    ['getKernelUsage', ['k 1'], 'GET', 'kernels/k%201/usage']
+    ['getKernelUsage', ['k 1'], 'GET', 'kernels/k%201/usage'],
+    ['listSchedules', ['zh'], 'GET', 'schedules?lang=zh'],
+    ['pauseSchedule', [3], 'POST', 'schedules/3/pause'],
+    ['resumeSchedule', [3], 'POST', 'schedules/3/resume'],
+    ['runSchedule', [3], 'POST', 'schedules/3/run'],
+    ['deleteSchedule', [3], 'DELETE', 'schedules/3']
   ])('%s calls %s %s', async (name, args, method, url) => {
     const { service, seen } = serviceAnswering();
     await (service as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args);
@@ -65,10 +70,13 @@ describe('HeteroService', () => {
     await service.submitWorkload({ template: 'training', parameters: { devices: 2 }, script: { path: 'train.py' } });
     await service.previewWorkload({ template: 'training', parameters: {}, kind: 'job', lang: 'zh' });
     await service.startKernel('interactive', { devices: 1, flavor: 'a100-80g' });
+    const job = { kind: 'job' as const, template: 'training', parameters: {}, notebook: { path: 'r.ipynb' } };
+    await service.createSchedule({ name: 'nightly', cron: '0 2 * * *', timezone: 'UTC', missed: 'skip', job });
     expect(seen.map(s => [s.method, s.url, s.body])).toEqual([
       ['POST', 'workloads', { kind: 'job', template: 'training', parameters: { devices: 2 }, script: { path: 'train.py' } }],
       ['POST', 'previews', { template: 'training', parameters: {}, kind: 'job', lang: 'zh' }],
-      ['POST', 'kernels', { template: 'interactive', parameters: { devices: 1, flavor: 'a100-80g' }, wait: true }]
+      ['POST', 'kernels', { template: 'interactive', parameters: { devices: 1, flavor: 'a100-80g' }, wait: true }],
+      ['POST', 'schedules?lang=en', { name: 'nightly', cron: '0 2 * * *', timezone: 'UTC', missed: 'skip', job }]
     ]);
   });
 });

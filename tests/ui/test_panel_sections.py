@@ -241,7 +241,8 @@ def test_a_plain_member_sees_no_admin_section(browser, lab_server, ui_output):
         page.goto(f"{lab_server.base_url}lab/workspaces/member?token={MEMBER_TOKEN}")
         wait_for_lab_shell(page)
         panel = open_panel(page, "queues")
-        expect(panel.locator(".jp-hetero-tab")).to_have_text(["Launch", "Queues", "My work", "Services", "Nodes"])
+        expect(panel.locator(".jp-hetero-tab")).to_have_text(
+            ["Launch", "Queues", "My work", "Schedules", "Services", "Nodes"])
         # Mia's quota bars are her tenant's: she belongs to the catalog's default tenant.
         expect(panel.locator(".jp-hetero-queue").first).to_contain_text("tenant default")
     finally:
@@ -272,7 +273,8 @@ def test_the_panel_speaks_chinese_after_switching_the_language(lab_page, english
     panel = open_sidebar_tab(page, "Hetero")
     widen_left_sidebar(page)
     tabs = panel.locator(".jp-hetero-tab")
-    expect(tabs).to_have_text(["启动", "队列", "我的工作", "服务", "节点", "管理"], timeout=30_000)
+    expect(tabs).to_have_text(["启动", "队列", "我的工作", "定时任务", "服务", "节点", "管理"],
+                              timeout=30_000)
     expect(panel.locator(".jp-hetero-title")).to_have_text("Hetero 异构算力")
     expect(panel.locator(".jp-hetero-section-title")).to_have_text("启动")
     picker = panel.locator(".jp-hetero-template-picker select")

@@ -13,7 +13,11 @@ export type Action =
   | 'evidence'
   | 'metrics'
   | 'logs'
-  | 'usage';
+  | 'usage'
+  | 'schedule-pause'
+  | 'schedule-resume'
+  | 'schedule-run'
+  | 'schedule-delete';
 
 /** A failed call, with the server's own message. */
 export interface IFailure {

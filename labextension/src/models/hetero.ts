@@ -18,6 +18,7 @@ import type {
 } from '../types';
 import { IFailure, messageOf, ModelBase } from './base';
 import { LaunchModel } from './launch';
+import { ScheduleModel } from './schedules';
 import { WorkModel } from './work';
 
 /** How many refreshes a service's chart shows. */
@@ -44,7 +45,8 @@ export class HeteroModel extends ModelBase {
       lang: this.lang,
       previewDelayMs: options.previewDelayMs
     });
-    for (const part of [this.work, this.launch]) {
+    this.schedules = new ScheduleModel({ service: this._service, lang: this.lang, timeZone: options.timeZone });
+    for (const part of [this.work, this.launch, this.schedules]) {
       part.changed.connect(this._forwardChanged, this);
       part.failed.connect(this._forwardFailed, this);
     }
@@ -59,6 +61,9 @@ export class HeteroModel extends ModelBase {
 
   /** The chosen template, its preview, starting kernels and submitting jobs. */
   readonly launch: LaunchModel;
+
+  /** The caller's recurring schedules, the actions on them and the "New schedule" form. */
+  readonly schedules: ScheduleModel;
 
   /** The server's jupyter-hetero version, once known. */
   get version(): string | null {
@@ -186,6 +191,7 @@ export class HeteroModel extends ModelBase {
     this.emitChanged();
     const s = this._service;
     const workDone = this.work.refresh();
+    const schedulesDone = this.schedules.refresh();
     const [version, me, templates, queues, nodes, services, alerts] = await Promise.allSettled([
       s.getVersion(),
       s.getMyTenant(),
@@ -213,6 +219,7 @@ export class HeteroModel extends ModelBase {
     }
     const failures = rejected.map(messageOf);
     const workOk = await workDone;
+    const schedulesOk = await schedulesDone;
     if (generation !== this._generation || this.isDisposed) {
       return true; // superseded: the newer refresh reports for both
     }
@@ -239,6 +246,7 @@ export class HeteroModel extends ModelBase {
     if (templates.status === 'fulfilled') {
       this._templates = templates.value;
       this.launch.setTemplates(templates.value);
+      this.schedules.setTemplates(templates.value);
     }
     const error = failures.length > 0 ? [...new Set(failures)].join('; ') : null;
     if (error !== null) {
@@ -251,7 +259,7 @@ export class HeteroModel extends ModelBase {
     this.emitChanged();
     // Free capacity moves with the cluster: keep the open preview live.
     const previewOk = await this.launch.refreshPreview();
-    return error === null && workOk && previewOk;
+    return error === null && workOk && schedulesOk && previewOk;
   }
 
   dispose(): void {
@@ -260,6 +268,7 @@ export class HeteroModel extends ModelBase {
     }
     this.work.dispose();
     this.launch.dispose();
+    this.schedules.dispose();
     super.dispose();
   }
 
@@ -313,5 +322,7 @@ export namespace HeteroModel {
     lang?: Lang;
     /** Passed to the launch model. */
     previewDelayMs?: number;
+    /** The "New schedule" form's default time zone; the browser's by default. */
+    timeZone?: string;
   }
 }

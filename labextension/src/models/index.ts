@@ -4,5 +4,7 @@ export * from './hetero';
 export * from './launch';
 export * from './logs';
 export * from './parameters';
+export * from './scheduleForm';
+export * from './schedules';
 export * from './usage';
 export * from './work';

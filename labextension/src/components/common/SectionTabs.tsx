@@ -1,7 +1,7 @@
 import * as React from 'react';
 
 /** The sections of the Hetero panel. */
-export type SectionId = 'launch' | 'queues' | 'work' | 'services' | 'nodes' | 'admin';
+export type SectionId = 'launch' | 'queues' | 'work' | 'schedules' | 'services' | 'nodes' | 'admin';
 
 /** One tab: its section and translated label. */
 export interface ISectionTab {
