@@ -12,7 +12,7 @@ import time
 
 from ..i18n import N_, session_language, translate
 from . import display as tables
-from .client import ApiError, HeteroClient, Workload, parse_after, submit
+from .client import ApiError, HeteroClient, ServerNotFound, Workload, parse_after, submit
 
 __all__ = ["StatusWidget", "SubmitForm", "widgets_available"]
 
@@ -84,7 +84,7 @@ class StatusWidget:
                 try:
                     description = self.workload.status()
                     self.show(description, logs=self.workload.logs(tail=20) if description.get("attempt_count") else None)
-                except (ApiError, OSError):
+                except (ApiError, ServerNotFound, OSError):  # refused, or the server went away: stop watching
                     return
                 if description["state"] in (*_FINAL, _INADMISSIBLE):
                     return  # inadmissible: only an admin can change that; the header says why
