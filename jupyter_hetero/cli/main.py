@@ -11,6 +11,7 @@
     jupyter hetero report [--since 30d] [--format html|json] [-o FILE]
     jupyter hetero evidence ID [--format text|json|html] [--lang en|zh] [-o FILE]
     jupyter hetero metrics ID [--format table|json] [--lang en|zh]
+    jupyter hetero schedules create NAME --cron "0 2 * * *" [--tz ZONE] --template T (--notebook P | -- CMD)
     jupyter hetero onboard node|tenant|chip|framework|model NAME | onboard list | catalog reload
     jupyter hetero service --HeteroApp.db_url=...     (run by JupyterHub as a managed service)
 """
@@ -168,11 +169,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             getattr(import_module(module), adder)(commands)
         else:
             commands.add_parser(command, help=summary)
+    from .schedules import add_schedules_command
     from .services import add_services_command
     from .workloads import add_workload_commands
 
     add_workload_commands(commands)
     add_services_command(commands)
+    add_schedules_command(commands)
     return parser
 
 
