@@ -9,6 +9,7 @@ import ast
 import json
 import re
 import shlex
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ class Run:
     clone: Path
     environ: dict[str, str]
     submitted: list[int] = field(default_factory=list)
+    arrays: dict[int, list[int]] = field(default_factory=dict)  # each array's id (its first task's) to its tasks
     audited_before: int = 0  # the audit entries the server counted just before `audit verify` ran
     commands_run: int = 0
     cells_run: int = 0
@@ -56,7 +58,11 @@ class Run:
                      f"workload {workload_id} to end", timeout=timeout)
 
     def logs(self, workload_id: int) -> str:
-        return self.lab.api(f"{API}/workloads/{workload_id}/logs") or ""
+        """The log as text (``LabServer.api`` would read a log of one number as JSON)."""
+        request = urllib.request.Request(f"{self.lab.base_url}{API}/workloads/{workload_id}/logs",
+                                         headers={"Authorization": f"token {self.lab.token}"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.read().decode()
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,9 @@ def check_submit(run: Run, words: list[str], shown: Shown) -> None:
     for param in [words[i + 1] for i, word in enumerate(words) if word == "--param"]:
         name, value = param.split("=", 1)
         assert workload["request"]["parameters"][name] == value, workload["request"]
-    if cwd := _option(words, "--cwd"):
+    if indices := _option(words, "--array"):
+        check_array(run, workload, indices, _after_dashes(words))
+    elif cwd := _option(words, "--cwd"):
         assert workload["spec"]["cwd"] == str((run.clone / cwd).resolve()), workload["spec"]
         assert run.ended(workload["id"])["state"] == "succeeded", run.logs(workload["id"])
         if _after_dashes(words) == ["ls"]:  # it listed that directory, not the one it was submitted from
@@ -114,11 +122,39 @@ def check_submit(run: Run, words: list[str], shown: Shown) -> None:
               f"workload {workload['id']}'s blocker: no node has that much CPU")
 
 
+def check_array(run: Run, first: dict, indices: str, command: list[str]) -> None:
+    """Every task of the array stored, each run once with its index, never more of them at once than its limit."""
+    tasks = run.api(f"workloads?array={first['id']}")
+    wanted, _, limit = indices.partition("%")
+    low, high = map(int, wanted.split("-"))
+    assert sorted(t["array"]["index"] for t in tasks) == list(range(low, high + 1)), tasks
+    assert {t["array"]["id"] for t in tasks} == {first["id"]} and {t["array"]["limit"] for t in tasks} == {int(limit)}
+    run.arrays[first["id"]] = sorted(t["id"] for t in tasks)
+    run.submitted += [t["id"] for t in tasks if t["id"] != first["id"]]
+    ended = [run.ended(t["id"]) for t in tasks]
+    assert all(t["state"] == "succeeded" for t in ended), ended
+    assert all(run.logs(t["id"]).strip() == str(t["array"]["index"]) for t in ended), [run.logs(t["id"]) for t in ended]
+    spans = [(a["started_at"], a["ended_at"]) for t in ended for a in t["attempts"]]
+    at_once = max(sum(start <= moment < end for start, end in spans) for moment, _ in spans)
+    assert at_once <= int(limit), f"{at_once} tasks ran at once, the limit is {limit}: {spans}"
+    assert command[:2] == ["python", "-c"] and "HETERO_ARRAY_INDEX" in command[2], command
+
+
 def check_ls(run: Run, words: list[str], shown: Shown) -> None:
-    """A table with a row per workload created so far."""
+    """A table with a row per workload created so far, an array's on one row."""
     header, *rows = shown.stdout.splitlines()
     assert header.split()[:3] == ["ID", "STATE", "NAME"], header
-    assert {int(row.split()[0]) for row in rows} >= set(run.submitted), shown.stdout
+    tasks = {task for array, tasks in run.arrays.items() for task in tasks if task != array}
+    listed = {int(re.match(r"\d+", row.split()[0])[0]) for row in rows}
+    assert listed >= set(run.submitted) - tasks, shown.stdout
+
+
+def check_ls_array(run: Run, words: list[str], shown: Shown) -> None:
+    """A line per task of the array."""
+    array = run.created(_option(words, "--array"))
+    header, *rows = shown.stdout.splitlines()
+    assert header.split()[:3] == ["ID", "STATE", "NAME"], header
+    assert sorted(int(re.match(r"\d+", row.split()[0])[0]) for row in rows) == run.arrays[array], shown.stdout
 
 
 def check_ls_json(run: Run, words: list[str], shown: Shown) -> None:
@@ -256,6 +292,7 @@ COMMAND_CHECKS: list[tuple[str, Check]] = [
     (r"hetero submit .+ -- .+", check_submit),
     (r"hetero ls", check_ls),
     (r"hetero ls --format json", check_ls_json),
+    (r"hetero ls --array \d+", check_ls_array),
     (r"hetero logs \d+ --follow", check_logs_follow),
     (r"hetero explain \d+ --lang zh", check_explain_zh),
     (r"hetero cancel \d+", check_cancel),
