@@ -109,7 +109,9 @@ def test_a_cell_is_scheduled_says_when_it_runs_next_and_runs_its_code(server):
 
 def test_the_schedules_are_listed_for_their_owner_and_for_no_other_tenant(server):
     lab, _layout = server
-    run(server, MIA, '%%hetero_schedule --cron "@hourly" --missed skip --paused\n# hourly export\nprint("export")')
+    made = run(server, MIA, '%%hetero_schedule --cron "@hourly" --missed skip --paused\n# hourly export\nprint("export")')
+    assert "(hourly export): every hour" in text(made.cells[1])
+    assert "paused: nothing runs until it is resumed" in text(made.cells[1])
     listed = run(server, MIA, "%hetero_schedules")
     table = text(listed.cells[1])
     assert "hourly export" in table and "every hour" in table, table
