@@ -133,11 +133,15 @@ def test_the_schedules_speak_chinese_in_a_chinese_session(server):
     notebook = run(server, MIA, '%%hetero_schedule --cron "0 9 * * 1" --name weekly-zh\nprint(1)', "%hetero_schedules",
                    language="zh")
     english = next(s for s in HeteroClient(lab.base_url, MIA).request("GET", "schedules") if s["name"] == "weekly-zh")
-    # The cadence in words is the server's answer for lang=zh (Chinese once the catalog has its words).
+    # The cadence in words is the server's answer for lang=zh; the magic's own words and headers are Chinese too.
     chinese = HeteroClient(lab.base_url, MIA).request("GET", f"schedules/{english['id']}", lang="zh")
-    assert chinese["description"] in text(notebook.cells[1])
-    row = next(line for line in text(notebook.cells[2]).splitlines() if "weekly-zh" in line)
-    assert chinese["description"] in row, row
+    assert chinese["description"] != english["description"]
+    assert f"定时任务 {english['id']}（weekly-zh）：{chinese['description']}" in text(notebook.cells[1])
+    assert "下次运行：" in text(notebook.cells[1])
+    table = text(notebook.cells[2])
+    assert "下次运行" in table and "时区" in table, table
+    row = next(line for line in table.splitlines() if "weekly-zh" in line)
+    assert chinese["description"] in row and "活动" in row, row
 
 
 @pytest.mark.parametrize(
