@@ -214,11 +214,11 @@ export function inadmissibleText(
   switch (found) {
     case 'exceeds-quota':
       return trans.__(
-        "Request exceeds the tenant's quota: it can never run as asked; it is queued again when the catalog's quota grows."
+        'Request exceeds the tenant\'s quota: it can never run as asked; it is queued again when the catalog\'s quota grows.'
       );
     case 'nodes-and-quota':
       return trans.__(
-        "No node or quota can ever give it what it asks; it is queued again when the inventory or the catalog's quota changes."
+        'No node or quota can ever give it what it asks; it is queued again when the inventory or the catalog\'s quota changes.'
       );
     case 'node-lost':
       return trans.__('The nodes of its flavor were lost; it waits until one is back or another node joins the flavor.');
