@@ -6,13 +6,16 @@ find a block's check, and fail for one that has none, so a new example is never 
 from __future__ import annotations
 
 import ast
+import datetime as dt
 import json
 import re
 import shlex
+import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import yaml
 
@@ -36,6 +39,7 @@ class Run:
     environ: dict[str, str]
     submitted: list[int] = field(default_factory=list)
     arrays: dict[int, list[int]] = field(default_factory=dict)  # each array's id (its first task's) to its tasks
+    schedules: list[int] = field(default_factory=list)
     audited_before: int = 0  # the audit entries the server counted just before `audit verify` ran
     commands_run: int = 0
     cells_run: int = 0
@@ -234,6 +238,41 @@ def check_export_kueue(run: Run, words: list[str], shown: Shown) -> None:
     assert len(files) == len(kinds) and all(path.name in shown.stdout for path in files), shown.stdout
 
 
+def check_schedule_create(run: Run, words: list[str], shown: Shown) -> None:
+    """Prints the schedule's id last; it submits the job asked for, next at the cron's time in its time zone."""
+    last = shown.stdout.strip().splitlines()[-1]
+    assert last.isdigit(), f"schedules create printed no id last: {shown.stdout!r}"
+    schedule = run.api(f"schedules/{last}")
+    run.schedules.append(schedule["id"])
+    assert (schedule["name"], schedule["cron"], schedule["timezone"], schedule["state"]) == (
+        words[3], _option(words, "--cron"), _option(words, "--tz"), "active"), schedule
+    assert schedule["job"]["template"] == _option(words, "--template"), schedule["job"]
+    minute, hour = map(int, _option(words, "--cron").split()[:2])
+    due = dt.datetime.fromtimestamp(schedule["next_run_at"], ZoneInfo(schedule["timezone"]))
+    assert (due.hour, due.minute) == (hour, minute) and schedule["next_run_at"] > time.time(), due
+
+
+def check_schedule_run(run: Run, words: list[str], shown: Shown) -> None:
+    """Submits the schedule's job now and prints its id last; the job runs the schedule's command."""
+    schedule_id = int(words[3])
+    assert schedule_id in run.schedules, f"the README runs schedule {schedule_id}, which it never created"
+    last = shown.stdout.strip().splitlines()[-1]
+    assert last.isdigit(), f"schedules run printed no id last: {shown.stdout!r}"
+    workload = run.ended(int(last))
+    run.submitted.append(workload["id"])
+    assert workload["state"] == "succeeded" and workload["schedule"] == schedule_id, workload
+    assert run.logs(workload["id"]).strip() == _printed_by(workload["spec"]["command"])
+    assert [r["workload"] for r in run.api(f"schedules/{schedule_id}")["runs"]][:1] == [workload["id"]]
+
+
+def check_schedules_ls(run: Run, words: list[str], shown: Shown) -> None:
+    """A row per schedule created so far, in its own time zone."""
+    header, *rows = shown.stdout.splitlines()
+    assert header.split()[:3] == ["ID", "NAME", "STATE"], header
+    assert sorted(int(row.split()[0]) for row in rows) == run.schedules, shown.stdout
+    assert all(run.api(f"schedules/{row.split()[0]}")["timezone"] in row for row in rows), shown.stdout
+
+
 def check_export_kueue_stream(run: Run, words: list[str], shown: Shown) -> None:
     """One YAML stream; each tenant's LocalQueues, one per queue, in the tenant's namespace."""
     objects = [o for o in yaml.safe_load_all(shown.stdout) if o]
@@ -293,6 +332,9 @@ COMMAND_CHECKS: list[tuple[str, Check]] = [
     (r"hetero ls", check_ls),
     (r"hetero ls --format json", check_ls_json),
     (r"hetero ls --array \d+", check_ls_array),
+    (r"hetero schedules create \S+ --cron '[^']+' --tz \S+ --template \S+ -- .+", check_schedule_create),
+    (r"hetero schedules run \d+", check_schedule_run),
+    (r"hetero schedules ls", check_schedules_ls),
     (r"hetero logs \d+ --follow", check_logs_follow),
     (r"hetero explain \d+ --lang zh", check_explain_zh),
     (r"hetero cancel \d+", check_cancel),
