@@ -1,6 +1,6 @@
 """`jupyter hetero schedules`, run as a real subprocess against a real server whose wall clock the test moves
 (tests.fakes.FileClock): create (options before or after the name), ls, show, run now, edit, pause, resume, a due
-run, delete; refusals as one `error:` line and exit 1, usage mistakes exit 2."""
+run, delete; refusals as one `error:` line and exit 1, usage mistakes exit 2; `submit` with the same job options."""
 
 from __future__ import annotations
 
@@ -82,6 +82,17 @@ def test_the_schedules_commands_against_a_real_server(tmp_path):
         assert json.loads("\n".join(ok("show", report, "--format", "json")))["job"]["notebook"]["path"] == \
             str(layout.notebooks / "report.ipynb")
 
+        # submit takes the same job options (cli/jobs.py): a notebook, not only a command.
+        submitted = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "submit", "--url", server.base_url,
+                                    "--token", server.token, "--template", "data-preprocessing", "--queue",
+                                    "experiment", "--notebook", "report.ipynb"], capture_output=True, text=True,
+                                   timeout=120, cwd=layout.notebooks)
+        assert submitted.returncode == 0, submitted.stderr
+        status = json.loads(subprocess.run(
+            [sys.executable, "-m", "jupyter", "hetero", "status", submitted.stdout.split()[-1], "--json", "--url",
+             server.base_url, "--token", server.token], capture_output=True, text=True, timeout=120).stdout)
+        assert status["spec"]["notebook"]["path"] == str(layout.notebooks / "report.ipynb")
+
         assert ok("delete", schedule) == [f"schedule {schedule} (hourly): deleted; the workloads it submitted stay"]
         assert [line.split()[0] for line in ok("ls")[1:]] == [report]
 
@@ -92,13 +103,13 @@ def test_the_schedules_commands_against_a_real_server(tmp_path):
               "true"), 1, "error: timezone: 'Mars/Olympus' is not an IANA time zone name"),
             (("create", "bad", "--cron", "@daily", "--template", "no-such", "--", "true"), 1,
              "error: template 'no-such' does not exist"),
-            (("create", "bad", "--cron", "@daily", "--template", "data-preprocessing"), 1,
+            (("create", "bad", "--cron", "@daily", "--template", "data-preprocessing"), 2,
              "error: give what the job runs: --notebook PATH, --script PATH or the command after --"),
             (("create", "bad", "--template", "data-preprocessing", "--", "true"), 2,
              "the following arguments are required: --cron"),
             (("pause", "999"), 1, "error: schedule 999 does not exist"),
             (("run", schedule), 1, f"error: schedule {schedule} was deleted"),
-            (("edit", report), 1, "error: give what changes"),
+            (("edit", report), 2, "error: give what changes"),
         ):
             result = hetero(*args)
             assert result.returncode == code and said in result.stderr, (args, result.returncode, result.stderr)

@@ -54,7 +54,7 @@ def job_body(args: argparse.Namespace, *, changes: bool = False) -> dict:
     if args.notebook:
         payload = {"notebook": {"path": os.path.abspath(args.notebook)}}
         if words:
-            raise SystemExit(f"error: a notebook takes no command; got {' '.join(words)!r} after --")
+            _usage(f"a notebook takes no command; got {' '.join(words)!r} after --")
     elif args.script:
         payload = {"script": {"path": os.path.abspath(args.script), "args": words}}
     elif words:
@@ -62,7 +62,7 @@ def job_body(args: argparse.Namespace, *, changes: bool = False) -> dict:
     elif changes:
         payload = {}
     else:
-        raise SystemExit("error: give what the job runs: --notebook PATH, --script PATH or the command after --")
+        _usage("give what the job runs: --notebook PATH, --script PATH or the command after --")
     body = {"template": args.template, "queue": args.queue, "name": args.job_name, "runtime": args.runtime,
             "parameters": parse_params(args.param) or None, "env": parse_params(args.env) or None, **payload}
     if changes:
@@ -70,3 +70,9 @@ def job_body(args: argparse.Namespace, *, changes: bool = False) -> dict:
     else:  # where and with what it runs: here (inside the root, or the server refuses naming cwd), with this Python
         body.update(cwd=os.path.abspath(args.cwd or os.getcwd()), python=args.python or sys.executable)
     return {key: value for key, value in body.items() if value is not None}
+
+
+def _usage(problem: str) -> None:
+    """A mistake in the command line: said on stderr, exit status 2, as argparse's own."""
+    print(f"error: {problem}", file=sys.stderr)
+    raise SystemExit(2)

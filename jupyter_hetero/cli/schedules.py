@@ -115,7 +115,7 @@ def _edit(args: argparse.Namespace) -> int:
             "job": job_body(args, changes=True) or None}
     changes = {key: value for key, value in body.items() if value is not None}
     if not changes:
-        raise SystemExit("error: give what changes: --rename, --cron, --tz, --missed or the job's options")
+        args.parser.error("give what changes: --rename, --cron, --tz, --missed or the job's options")
     edited = connect(args).request("PATCH", f"schedules/{args.id}", changes, lang=args.lang)
     print(f"schedule {edited['id']} ({edited['name']}): {edited['description']}; {_next(edited)}")
     return 0

@@ -1,6 +1,7 @@
 """``jupyter hetero submit|ls|status|logs|cancel|explain``: work with a running server.
 
     jupyter hetero submit --template training --param devices=2 -- python train.py --lr 0.1
+    jupyter hetero submit --template training --notebook train.ipynb
     jupyter hetero ls --mine
     jupyter hetero status 42 --json
     jupyter hetero logs 42 --follow
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
 from ..notebook.display import attempts_line, eta_text, explanation_lines, inadmissible_words
 from ..notebook.client import parse_after
-from .client import connect, guarded, parse_params, server_options
+from .client import connect, guarded, server_options
+from .jobs import add_job_options, job_body
 
 __all__ = ["add_workload_commands"]
 
@@ -33,15 +34,8 @@ _MOST_LISTED = 5000
 
 
 def _submit(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        print("error: give the command to run after --", file=sys.stderr)
-        return 2
-    body = {"template": args.template, "command": command, "parameters": parse_params(args.param),
-            "queue": args.queue, "name": args.name, "runtime": args.runtime,
-            # Where and with what it runs: here (inside the root, or the server refuses naming cwd), with this Python.
-            "cwd": os.path.abspath(args.cwd or os.getcwd()), "python": args.python or sys.executable,
-            "array": args.array, "after": args.after or None}
+    # What it runs, where and with which Python (jobs.py, as a schedule's job), then an array and what it waits for.
+    body = {**job_body(args), "array": args.array, "after": args.after or None}
     created = connect(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
     array = created.get("array")
     if array:  # the array's id last, as a job's: `cancel ID --array` and `ls --array ID` take it
@@ -227,23 +221,13 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     server = server_options()
 
     submit = commands.add_parser("submit", parents=[server], help="submit a command as a job; prints its id last")
-    submit.add_argument("--template", required=True)
-    submit.add_argument("--queue")
-    submit.add_argument("--name")
-    submit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="an advanced parameter of the template, e.g. devices=2 (repeatable)")
-    submit.add_argument("--runtime", help="expected run time, e.g. 2h, for ETAs")
-    submit.add_argument("--cwd", metavar="DIR", help="where the job runs (default: this directory); it must be "
-                                                    "inside your root on the server, or the server refuses it")
-    submit.add_argument("--python", metavar="PATH", help="the interpreter `python` means in the job "
-                                                         "(default: the one running this command)")
+    add_job_options(submit)
     submit.add_argument("--after", action="append", default=[], type=_after, metavar="ID[:ok|:any|:failed]",
                         help="wait until workload ID has succeeded (ok, the default), ended however (any) or failed; "
                              "repeatable, all must hold; a condition that can no longer hold fails the job")
     submit.add_argument("--array", metavar="INDICES[%N]",
                         help="one job per index, as Slurm's sbatch --array: 0-99, 0-99:2, 1,3,7-9; %%N last runs at "
                              "most N at once; each reads its index as HETERO_ARRAY_INDEX; prints the array's id last")
-    submit.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     submit.set_defaults(run=guarded(_submit))
 
     ls = commands.add_parser("ls", parents=[server], help="list workloads")
