@@ -167,6 +167,7 @@ def _bad(name: str, body: dict, status: int, field: str):
     _bad("a variable the scheduler sets", _schedule(job={**JOB, "env": {"CUDA_VISIBLE_DEVICES": "0"}}), 400,
          "job.env.CUDA_VISIBLE_DEVICES"),
     _bad("a job that waits for another", _schedule(job={**JOB, "after": [{"workload": 1}]}), 400, "job.after"),
+    _bad("a malformed array", _schedule(job={**JOB, "array": "9-0"}), 400, "job.array"),
     _bad("an unknown field", {**_schedule(), "every": "night"}, 400, "every"),
 ])
 async def test_a_bad_definition_is_refused_naming_its_field_and_nothing_is_stored(api, api_error, body, status, field):

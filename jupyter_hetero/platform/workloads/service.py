@@ -94,6 +94,8 @@ class Workloads(ReadsLiveCatalog):
 
     def check(self, identity: Identity, body: SubmitWorkload) -> None:
         """Every check :meth:`submit` makes of ``body``, nothing stored: a schedule's job, when it is defined."""
+        if body.array is not None:
+            parse_array(body.array, max_tasks=self.max_array_tasks, name=body.name)
         self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
         self._spec(body, self._root_of(identity))
         self._duration(body.runtime, "runtime")
