@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from jupyter_hetero.backends.local.vendors import amd, ascend, nvidia, run_tool
 from jupyter_hetero.backends.local.vendors.links import link_domains, pci_bus_id
 
 from ..fakes import recorded_tool
+from ..harness import until
 from . import recorded_amdsmi
 
 DATA = Path(__file__).parent.parent / "data" / "vendors"
@@ -470,11 +472,15 @@ def test_a_hung_tool_is_bounded_by_its_timeout_and_left_alone_after(tmp_path):
 
 
 def test_one_usage_pass_asks_the_tool_once_for_every_replica(tmp_path, monkeypatch):
-    recorded_tool(tmp_path / "bin", "npu-smi", {"info": ASCEND / "info-910b4.txt"})
+    tool = recorded_tool(tmp_path / "bin", "npu-smi", {"info": ASCEND / "info-910b4.txt"})
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    asked = []
-    monkeypatch.setattr(telemetry, "_run", lambda argv: asked.append(argv) or run_tool(argv))
+    # Asks by the thread that made them: the pass asks in the caller's thread; the per-process sampler the pass
+    # wakes asks in its own, by the path `which` found, whenever it is scheduled (before or after scan returns).
+    asked: dict[str, list[list[str]]] = {}
+    monkeypatch.setattr(telemetry, "_run", lambda argv: asked.setdefault(
+        threading.current_thread().name, []).append(argv) or run_tool(argv))
     backend = LocalBackend(usage_interval_s=0)
+    backend.process_devices.interval_s = 3600  # its one pass in this test is the one the scan asks for
     handles = [backend.launch(Launch(
         workload_id=1, attempt=1, replica=replica, node="local", argv=["command", "--", sys.executable, "-c",
                                                                         "import time; time.sleep(30)"],
@@ -486,7 +492,10 @@ def test_one_usage_pass_asks_the_tool_once_for_every_replica(tmp_path, monkeypat
         # Each replica's devices, from the one ask (its processes' CPU, memory and IO figures are tested apart).
         assert [{k: v for k, v in scanned[h].items() if k.startswith("device_")} for h in handles] == [
             {"device_util_pct": 0.0, "device_memory_used_mib": 26838.0}, {"device_util_pct": 0.0, "device_memory_used_mib": 29356.0}]
-        assert asked == [["npu-smi", "info"]]
+        assert asked.pop(threading.current_thread().name) == [["npu-smi", "info"]]
+        # The sampler reads every replica's processes in one ask too, once for the family the scan wanted.
+        until(lambda: backend.process_devices.latest("ascend") is not None, "the per-process sampler's pass")
+        assert asked == {"hetero-process-devices": [[str(tool), "info"]]}
     finally:
         for handle in handles:
             backend.kill(handle)

@@ -89,18 +89,21 @@ class ProcessDeviceSampler:
         self._lock = threading.Lock()
         self._wanted: set[str] = set()
         self._latest: dict[str, tuple[float, list[ProcessUse]]] = {}
-        self._wake = threading.Event()
+        # A family wanted since the thread last read ``_wanted``; set and cleared under the lock, with that read, so
+        # one want is one pass (an Event set after the thread's first pass began read the family twice at start).
+        self._due = False
+        self._changed = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
 
     def want(self, families: set[str]) -> None:
         with self._lock:
-            new = families - self._wanted
-            self._wanted = set(families)
+            self._wanted, new = set(families), families - self._wanted
+            if new:
+                self._due = True  # a family just wanted is read now, not at the next interval
+                self._changed.notify()
             if families and self._thread is None:
                 self._thread = threading.Thread(target=self._run, daemon=True, name="hetero-process-devices")
                 self._thread.start()
-        if new:
-            self._wake.set()  # a family just wanted is read now, not at the next interval
 
     def latest(self, family: str) -> list[ProcessUse] | None:
         """The last pass's readings of ``family``, unless older than three intervals (a tool that stopped answering
@@ -114,7 +117,7 @@ class ProcessDeviceSampler:
     def _run(self) -> None:
         while True:
             with self._lock:
-                wanted = sorted(self._wanted)
+                wanted, self._due = sorted(self._wanted), False
             for family in wanted:
                 try:
                     uses = self._sample(family)
@@ -122,8 +125,8 @@ class ProcessDeviceSampler:
                     continue
                 with self._lock:
                     self._latest[family] = (time.monotonic(), uses)
-            self._wake.wait(self.interval_s)
-            self._wake.clear()
+            with self._changed:
+                self._changed.wait_for(lambda: self._due, timeout=self.interval_s)
 
 
 def sample_processes(family: str, *, run=None, which=shutil.which) -> tuple[list[ProcessUse], str | None]:
