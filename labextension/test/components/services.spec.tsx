@@ -76,6 +76,8 @@ describe('ServicesSection', () => {
 
   it('tells how to start a service when there is none', () => {
     rendered = render(<ServicesSection services={[]} history={new Map()} trans={trans} onRollBack={vi.fn()} />);
-    expect(rendered.host.textContent).toContain('No online service yet');
+    expect(rendered.host.textContent).toContain(
+      'No online service yet: start one with %%hetero_serve or jupyter hetero services create.'
+    );
   });
 });

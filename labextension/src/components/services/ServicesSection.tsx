@@ -22,7 +22,8 @@ export function ServicesSection(props: IServicesSectionProps): JSX.Element {
     <Section id="services" title={trans.__('Services')}>
       {services.length === 0 ? (
         <div className="jp-hetero-hint">
-          {trans.__('No online service yet: start one with %%hetero_serve or jupyter hetero services create.')}
+          {/* The magic's name is a value: the translator reads '%%' in a message as an escaped '%'. */}
+          {trans.__('No online service yet: start one with %1 or jupyter hetero services create.', '%%hetero_serve')}
         </div>
       ) : (
         services.map(service => (
