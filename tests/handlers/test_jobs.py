@@ -106,7 +106,7 @@ async def test_a_preview_of_a_full_flavor_gives_the_blocker_and_eta(api, wait_fo
     await wait_for(job["id"], lambda w: w["state"] == "running")
     answer = await api("previews", "POST", {"template": "training", "parameters": {"flavor": "a100-80g"}, "lang": "zh"})
     assert answer["starts_now"] is False
-    assert answer["blockers"][0].startswith("容量：规格 a100-80g 空闲 0 devices")
+    assert answer["blockers"][0] == "容量：规格 a100-80g 空闲 0 个设备，需要 1 个设备"
     assert 3000 < answer["eta_s"] <= 3600
     assert answer["flavors"][0]["schedulable"] is True  # it only waits for capacity
     await api(f"workloads/{job['id']}", "DELETE")

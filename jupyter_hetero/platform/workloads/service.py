@@ -7,10 +7,7 @@ in one transaction, and only then acknowledged. Scheduling happens in :mod:`.sch
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import json
-import keyword
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,15 +19,13 @@ from ...i18n import N_, Message
 from ...models import ListWorkloadsQuery, SubmitWorkload
 from ...store import ACTIVE_STATES, PENDING_STATES, Repository
 from ...store.tables import EventRow, WorkloadRow
-from ...units import parse_duration_s
 from ..access import Access, follow_up_of
 from ..identity import Identity
 from ..live_catalog import LiveCatalog, ReadsLiveCatalog
 from .arrays import parse_array, task_of
 from .enqueue import Enqueuer
-from .environment import VISIBILITY
 from .explain import explanation
-from .interpreter import checked_interpreter
+from .job_spec import JobSpecs, duration_s
 
 __all__ = ["Workloads", "event_json", "workload_json"]
 
@@ -39,8 +34,6 @@ FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
 _CANCEL_TRIES = 5
 # How many tasks one array may have, unless the server says (HeteroApp.max_array_tasks).
 MAX_ARRAY_TASKS = 10_000
-# Variables the scheduler owns: a job may not set them itself.
-_RESERVED_ENV = {name for names in VISIBILITY.values() for name in names}
 
 
 class Workloads(ReadsLiveCatalog):
@@ -53,9 +46,8 @@ class Workloads(ReadsLiveCatalog):
         self.max_array_tasks = max_array_tasks
         self.repository = repository
         self.access = access
-        self.root_dir = root_dir.resolve()
-        # The hub service reads each user's files where their server keeps them ("/home/{username}").
-        self.user_root_template = user_root_template
+        # What a job runs and where, inside the submitter's own root.
+        self.specs = JobSpecs(root_dir, user_root_template)
         self.pending_info = pending_info
         self.wake = wake
         # Every kind is queued through it: jobs here, kernels, servers and service replicas by their services.
@@ -72,7 +64,7 @@ class Workloads(ReadsLiveCatalog):
         # A 400 naming ``array`` for a malformed one, or ``name`` when its tasks' names would be too long.
         array = None if body.array is None else parse_array(body.array, max_tasks=self.max_array_tasks, name=body.name)
         checked = self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
-        spec = self._spec(body, self._root_of(identity))
+        spec = self.specs.build(body, self.specs.root_of(identity))
         if schedule is not None:
             spec["schedule"] = schedule
         if body.after:
@@ -82,7 +74,7 @@ class Workloads(ReadsLiveCatalog):
             self._follow_ups_live = True
         what = f"a {body.payload} job" if array is None else f"a {body.payload} job array of {len(array.indices)} tasks"
         fields = dict(
-            name=body.name, spec=spec, runtime_s=self._duration(body.runtime, "runtime"), request_key=request_key,
+            name=body.name, spec=spec, runtime_s=duration_s(body.runtime, "runtime"), request_key=request_key,
             reason=f"{identity.user} submitted {what} to queue {checked.queue}",
             data={"template": checked.template.name, "parameters": body.parameters,
                   "flavors": list(checked.resolved.flavors)},
@@ -97,8 +89,8 @@ class Workloads(ReadsLiveCatalog):
         if body.array is not None:
             parse_array(body.array, max_tasks=self.max_array_tasks, name=body.name)
         self.enqueuer.check(identity, WorkloadKind(body.kind), body.template, body.parameters, body.queue)
-        self._spec(body, self._root_of(identity))
-        self._duration(body.runtime, "runtime")
+        self.specs.build(body, self.specs.root_of(identity))
+        duration_s(body.runtime, "runtime")
 
     async def submit_off_loop(self, identity: Identity, body: SubmitWorkload,
                               request_key: str | None = None) -> dict[str, Any]:
@@ -151,87 +143,6 @@ class Workloads(ReadsLiveCatalog):
     def check_access(self, identity: Identity, template: str, queue: str) -> None:
         """404 for an unknown queue; 403 (audited) for a template or queue the tenant may not use."""
         self.enqueuer.check_access(identity, template, queue)
-
-    def _duration(self, value: Any, field: str) -> int | None:
-        if value is None:
-            return None
-        try:
-            return parse_duration_s(value)
-        except ValueError as exc:
-            raise InvalidRequest(Message(N_("{field}: {problem}"), field=field, problem=exc), field=field) from None
-
-    def _root_of(self, identity: Identity) -> Path:
-        """Where the submitter's files are: the server's root, or (the hub service) their own."""
-        if not self.user_root_template:
-            return self.root_dir
-        if not identity.user or "/" in identity.user or identity.user.startswith("."):
-            raise InvalidRequest(Message(N_("user name {user!r} cannot name a directory"), user=identity.user),
-                                 field="user")
-        return Path(self.user_root_template.replace("{username}", identity.user)).resolve()
-
-    def _inside_root(self, relative: str, field: str, suffix: str | None = None, root: Path | None = None) -> Path:
-        root = root or self.root_dir
-        path = (root / relative).resolve()
-        if not path.is_relative_to(root):
-            raise InvalidRequest(Message(N_("{field}: {path!r} is outside the server's root directory"), field=field,
-                                         path=relative), field=field)
-        if suffix is not None:
-            if path.suffix != suffix:
-                raise InvalidRequest(Message(N_("{field}: {path!r} is not a {suffix} file"), field=field, path=relative,
-                                             suffix=suffix), field=field)
-            if not path.is_file():
-                raise InvalidRequest(Message(N_("{field}: {path!r} does not exist"), field=field, path=relative),
-                                     field=field)
-        return path
-
-    def _spec(self, body: SubmitWorkload, root: Path) -> dict[str, Any]:
-        for name in body.env:
-            if not name.isidentifier():
-                raise InvalidRequest(Message(N_("env: {name!r} is not a valid variable name"), name=name),
-                                     field=f"env.{name}")
-            if name in _RESERVED_ENV or name.startswith("HETERO_"):
-                raise InvalidRequest(Message(N_("env: {name} is set by the scheduler for the job's placement"), name=name),
-                                     field=f"env.{name}")
-        if body.cwd:
-            cwd = self._inside_root(body.cwd, "cwd", root=root)
-            if not cwd.is_dir():
-                raise InvalidRequest(Message(N_("cwd: {cwd!r} is not a directory"), cwd=body.cwd), field="cwd")
-        else:  # the root; on the hub service a user who never started a server has none: the attempt's folder
-            cwd = root if root.is_dir() else None
-        spec: dict[str, Any] = {"payload": body.payload, "env": body.env, "cwd": str(cwd) if cwd else ""}
-        if (python := checked_interpreter(body.python)) is not None:
-            spec["python"] = python
-        if body.command is not None:
-            spec["command"] = body.command
-        elif body.script is not None:
-            spec["script"] = {"path": str(self._inside_root(body.script.path, "script.path", ".py", root)),
-                              "args": body.script.args}
-        elif body.code is not None:
-            try:
-                ast.parse(body.code)
-            except SyntaxError as exc:
-                raise InvalidRequest(Message(N_("code: syntax error on line {line}: {problem}"), line=exc.lineno,
-                                             problem=exc.msg), field="code") from None
-            spec["code"] = body.code
-        else:
-            path = self._inside_root(body.notebook.path, "notebook.path", ".ipynb", root)
-            try:
-                cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-            except (ValueError, KeyError, OSError):
-                raise InvalidRequest(Message(N_("notebook.path: {path!r} is not a readable notebook"),
-                                             path=body.notebook.path), field="notebook.path") from None
-            for name in body.notebook.parameters:
-                # Each name becomes an assignment in the injected cell: a Python identifier, or code.
-                if not name.isidentifier() or keyword.iskeyword(name):
-                    raise InvalidRequest(Message(N_("notebook.parameters: {name!r} is not a Python variable name"),
-                                                 name=name), field=f"notebook.parameters.{name}")
-            try:
-                json.dumps(body.notebook.parameters)
-            except TypeError:
-                raise InvalidRequest(Message(N_("notebook.parameters: values must be JSON")),
-                                     field="notebook.parameters") from None
-            spec["notebook"] = {"path": str(path), "parameters": body.notebook.parameters, "cells": len(cells)}
-        return spec
 
     # -- read --------------------------------------------------------------------------------
 
