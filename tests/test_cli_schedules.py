@@ -82,6 +82,18 @@ def test_the_schedules_commands_against_a_real_server(tmp_path):
         assert json.loads("\n".join(ok("show", report, "--format", "json")))["job"]["notebook"]["path"] == \
             str(layout.notebooks / "report.ipynb")
 
+        # An array's job: each run submits one job per index, at most two at once; the run records the array.
+        shards = ok("create", "shards", "--cron", "@daily", "--template", "data-preprocessing", "--queue",
+                    "experiment", "--array", "0-9%2", "--", "python", "-c", "print('shard')")[-1]
+        defined = json.loads("\n".join(ok("show", shards, "--format", "json")))
+        assert defined["job"]["array"] == "0-9%2"
+        assert ok("show", shards)[3].endswith(", array 0-9%2")
+        first = ok("run", shards)[-1]
+        assert json.loads("\n".join(ok("show", shards, "--format", "json")))["runs"][0]["array"] == int(first)
+        assert ok("edit", shards, "--array", "0-3")
+        assert json.loads("\n".join(ok("show", shards, "--format", "json")))["job"]["array"] == "0-3"
+        assert ok("delete", shards)
+
         # submit takes the same job options (cli/jobs.py): a notebook, not only a command.
         submitted = subprocess.run([sys.executable, "-m", "jupyter", "hetero", "submit", "--url", server.base_url,
                                     "--token", server.token, "--template", "data-preprocessing", "--queue",

@@ -18,6 +18,8 @@ _CRON = ("Five fields, minute hour day-of-month month day-of-week, as Vixie cron
          "both day fields are restricted, a day matches when either does.")
 _TIMEZONE = ("The IANA zone the cron's times are read in (Asia/Shanghai). A time a spring-forward gap skips runs at "
              "the gap's end; one an autumn night repeats runs once.")
+_ARRAY = ("Slurm's --array: each run submits one job per index ('0-9', '0-99:2', '1,3,7-9', '%N' last: at most N at "
+          "once); null: one job.")
 _MISSED = ("run-once: due times missed while the server was down (or could not submit) make one late run; skip: "
            "none; either way the next due time is the next one to come.")
 
@@ -54,6 +56,7 @@ class JobChanges(BaseModel):
     runtime: str | int | None = None
     cwd: str | None = Field(default=None, max_length=4096)
     python: str | None = Field(default=None, min_length=1, max_length=4096)
+    array: str | None = Field(default=None, min_length=1, max_length=1024, description=_ARRAY)
 
 
 class UpdateSchedule(BaseModel):
@@ -88,12 +91,14 @@ class ScheduleJob(Answer):
     command: list[str] | None = None
     cwd: str | None = Field(description="As given: read inside the owner's root at each run.")
     python: str | None
+    array: str | None = Field(default=None, description=_ARRAY)
 
 
 class ScheduleRun(Answer):
     """A workload a schedule submitted."""
 
-    workload: int
+    workload: int = Field(description="Its workload; an array's first task (whose id is the array's).")
+    array: int | None = Field(default=None, description="The array it submitted (its id), when its job has one.")
     due_at: float = Field(description="The due time it was submitted for (Unix time); the moment it was asked for, "
                                       "for a run out of cadence.")
     submitted_at: float

@@ -1,7 +1,7 @@
 """What a job runs and where, as the command line says it: ``submit``'s options, and a schedule's job's.
 
     add_job_options(parser)                       # --template --queue --name --param --env --runtime --cwd --python
-                                                  # --notebook --script, and the command after --
+                                                  # --array --notebook --script, and the command after --
     job_body(args)                                # the body of POST /workloads (a schedule's "job")
     job_body(args, changes=True)                  # only what was given: a schedule's edit
 
@@ -35,6 +35,9 @@ def add_job_options(parser: argparse.ArgumentParser, *, template_required: bool 
                                                     "inside your root on the server, or the server refuses it")
     parser.add_argument("--python", metavar="PATH", help="the interpreter `python` means in the job "
                                                          "(default: the one running this command)")
+    parser.add_argument("--array", metavar="INDICES[%N]",
+                        help="one job per index, as Slurm's sbatch --array: 0-99, 0-99:2, 1,3,7-9; %%N last runs at "
+                             "most N at once; each reads its index as HETERO_ARRAY_INDEX")
     payload = parser.add_mutually_exclusive_group()
     payload.add_argument("--notebook", metavar="PATH", help="run this notebook (instead of a command)")
     payload.add_argument("--script", metavar="PATH", help="run this Python script (instead of a command); its "
@@ -64,7 +67,7 @@ def job_body(args: argparse.Namespace, *, changes: bool = False) -> dict:
     else:
         _usage("give what the job runs: --notebook PATH, --script PATH or the command after --")
     body = {"template": args.template, "queue": args.queue, "name": args.job_name, "runtime": args.runtime,
-            "parameters": parse_params(args.param) or None, "env": parse_params(args.env) or None, **payload}
+            "array": args.array, "parameters": parse_params(args.param) or None, "env": parse_params(args.env) or None, **payload}
     if changes:
         body.update(cwd=os.path.abspath(args.cwd) if args.cwd else None, python=args.python)
     else:  # where and with what it runs: here (inside the root, or the server refuses naming cwd), with this Python

@@ -95,7 +95,8 @@ def show_lines(schedule: dict) -> list[str]:
              f"  {schedule['cron']} in {zone}: {schedule['description']}",
              f"  missed runs: {schedule['missed']}; {_next(schedule)}",
              f"  job: {job['payload']} {what}, template {job['template']}, queue {job['queue'] or 'the template’s'}"
-             + "".join(f", {name}={value}" for name, value in job["parameters"].items())]
+             + "".join(f", {name}={value}" for name, value in job["parameters"].items())
+             + (f", array {job['array']}" if job.get("array") else "")]
     if job.get("cwd") or job.get("python"):
         lines.append(f"  in {job.get('cwd') or 'the root'}, python {job.get('python') or 'as the server finds it'}")
     if schedule.get("last_error"):

@@ -34,8 +34,9 @@ _MOST_LISTED = 5000
 
 
 def _submit(args: argparse.Namespace) -> int:
-    # What it runs, where and with which Python (jobs.py, as a schedule's job), then an array and what it waits for.
-    body = {**job_body(args), "array": args.array, "after": args.after or None}
+    # What it runs, where, with which Python and as an array or not (jobs.py, as a schedule's job), then what it
+    # waits for.
+    body = {**job_body(args), "after": args.after or None}
     created = connect(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
     array = created.get("array")
     if array:  # the array's id last, as a job's: `cancel ID --array` and `ls --array ID` take it
@@ -225,9 +226,6 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     submit.add_argument("--after", action="append", default=[], type=_after, metavar="ID[:ok|:any|:failed]",
                         help="wait until workload ID has succeeded (ok, the default), ended however (any) or failed; "
                              "repeatable, all must hold; a condition that can no longer hold fails the job")
-    submit.add_argument("--array", metavar="INDICES[%N]",
-                        help="one job per index, as Slurm's sbatch --array: 0-99, 0-99:2, 1,3,7-9; %%N last runs at "
-                             "most N at once; each reads its index as HETERO_ARRAY_INDEX; prints the array's id last")
     submit.set_defaults(run=guarded(_submit))
 
     ls = commands.add_parser("ls", parents=[server], help="list workloads")

@@ -1734,6 +1734,11 @@ export interface components {
             cwd?: string | null;
             /** @default null */
             python?: string | null;
+            /**
+             * @description Slurm's --array: each run submits one job per index ('0-9', '0-99:2', '1,3,7-9', '%N' last: at most N at once); null: one job.
+             * @default null
+             */
+            array?: string | null;
         };
         /**
          * KernelActivity
@@ -2591,13 +2596,24 @@ export interface components {
             /** @description As given: read inside the owner's root at each run. */
             cwd: string | null;
             python: string | null;
+            /**
+             * @description Slurm's --array: each run submits one job per index ('0-9', '0-99:2', '1,3,7-9', '%N' last: at most N at once); null: one job.
+             * @default null
+             */
+            array?: string | null;
         };
         /**
          * ScheduleRun
          * @description A workload a schedule submitted.
          */
         ScheduleRun: {
+            /** @description Its workload; an array's first task (whose id is the array's). */
             workload: number;
+            /**
+             * @description The array it submitted (its id), when its job has one.
+             * @default null
+             */
+            array?: number | null;
             /** @description The due time it was submitted for (Unix time); the moment it was asked for, for a run out of cadence. */
             due_at: number;
             submitted_at: number;

@@ -139,6 +139,34 @@ async def test_an_edit_recomputes_the_next_due_time_and_changes_what_runs(clock,
     assert status == 400
 
 
+async def test_a_schedule_of_an_array_shows_it_edits_it_and_each_run_records_the_array(clock, api, api_error,
+                                                                                          wait_for):
+    job = {**JOB, "code": "import os; print('shard', os.environ['HETERO_ARRAY_INDEX'])", "array": "0-2%2"}
+    created = await api("schedules", "POST", _schedule("shards", "* * * * *", job=job))
+    assert created["job"]["array"] == "0-2%2"
+    edited = await api(f"schedules/{created['id']}", "PATCH", {"job": {"array": "0-3"}})
+    assert edited["job"]["array"] == "0-3" and edited["job"]["code"] == job["code"]
+    status, refused = await api_error(f"schedules/{created['id']}", "PATCH", {"job": {"array": "9-0"}})
+    assert (status, refused["field"]) == (400, "job.array")
+    assert (await api(f"schedules/{created['id']}"))["job"]["array"] == "0-3"  # a refused edit changes nothing
+
+    clock.to(edited["next_run_at"] + 1)
+    run = (await _runs(api, created["id"], 1))["runs"][0]
+    assert run["array"] == run["workload"]  # the array's id is its first task's
+    tasks = await api("workloads", array=str(run["array"]))
+    assert sorted(task["array"]["index"] for task in tasks) == [0, 1, 2, 3]
+    for task in tasks:
+        assert (await wait_for(task["id"], final))["state"] == "succeeded"
+        assert f"shard {task['array']['index']}" in await api.text(f"workloads/{task['id']}/logs")
+
+    single = await api(f"schedules/{created['id']}", "PATCH", {"job": {"array": None}})
+    assert single["job"]["array"] is None
+    submitted = await api(f"schedules/{created['id']}/run", "POST", {})
+    assert submitted["array"] is None
+    runs = (await api(f"schedules/{created['id']}"))["runs"]
+    assert [(r["workload"], r["array"]) for r in runs] == [(submitted["id"], None), (run["workload"], run["array"])]
+
+
 def _bad(name: str, body: dict, status: int, field: str):
     return pytest.param(body, status, field, id=name)
 

@@ -338,8 +338,10 @@ def _merged(stored: dict[str, Any], changes: dict[str, Any]) -> SubmitWorkload:
 
 
 def _run(workload: dict[str, Any], submitted_at: float, *, late: bool, due_at: float | None = None) -> dict[str, Any]:
-    return {"workload": workload["id"], "due_at": submitted_at if due_at is None else due_at,
-            "submitted_at": submitted_at, "late": late}
+    """A run as the schedule keeps it: its workload (an array's first task) and, for an array, the array's id."""
+    array = workload.get("array")
+    return {"workload": workload["id"], "array": array["id"] if array else None,
+            "due_at": submitted_at if due_at is None else due_at, "submitted_at": submitted_at, "late": late}
 
 
 def schedule_json(row: ScheduleRow, language: str, states: dict[int, str]) -> dict[str, Any]:
@@ -353,8 +355,8 @@ def schedule_json(row: ScheduleRow, language: str, states: dict[int, str]) -> di
         "last_run_at": row.last_run_at, "created_at": row.created_at, "updated_at": row.updated_at,
         "job": {"template": job["template"], "queue": job.get("queue"), "payload": payload,
                 "parameters": job.get("parameters") or {}, "name": job.get("name"), payload: job[payload],
-                "cwd": job.get("cwd"), "python": job.get("python")},
+                "cwd": job.get("cwd"), "python": job.get("python"), "array": job.get("array")},
         "description": describe(_parsed(row.cron), row.timezone, language),
-        "runs": [{**run, "state": states.get(run["workload"], "unknown")} for run in row.runs or []],
+        "runs": [{"array": None, **run, "state": states.get(run["workload"], "unknown")} for run in row.runs or []],
         "last_error": row.last_error,
     }
