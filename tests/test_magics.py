@@ -248,6 +248,31 @@ def test_an_array_of_a_notebook_runs_each_index_which_it_reads_from_its_environm
         f"shard-{array}-{index}": "3" for index in range(3)}
 
 
+def test_cancel_array_cancels_every_unfinished_task_of_the_array(server):
+    lab, _layout = server
+    from jupyter_hetero.notebook.client import HeteroClient
+
+    client = HeteroClient(lab.base_url, lab.token)
+    notebook = run(server,
+                   "job = %hetero_submit --template data-preprocessing --array 0-2%1 sleepy.py\nimport time\n"
+                   "deadline = time.time() + 60\n"
+                   "while 'sleeping' not in job.logs() and time.time() < deadline: time.sleep(0.2)",
+                   "%hetero_cancel {job.id} --array",
+                   "%hetero_cancel {job.id}",
+                   "plain = %hetero_submit --template data-preprocessing job.py\n%hetero_cancel {plain.id} --array",
+                   errors=True)
+    array = int(text(notebook.cells[1]).split()[2])  # "submitted array 12 of 3 tasks"
+    # The first task runs (it logged), the two held by the limit are cancelled at once, the running one stops.
+    assert text(notebook.cells[2]).strip() == (
+        f"array {array}[0-2%1]: running 1, cancelled 2 (1 stopping within their queue's grace period)")
+    until(lambda: {t["state"] for t in client.workloads(array=array)} == {"cancelled"}, "every task cancelled",
+          timeout=60)
+    assert f"workload {array}: cancel" in text(notebook.cells[3])  # without --array, the one task, as before
+    plain = int(text(notebook.cells[4]).split(":")[0].split()[-1])  # its status widget: "workload 15: submitted"
+    assert f"workload {plain} is not a task of an array: cancel it without array=true" in text(notebook.cells[4])
+    assert client.workload(plain)["state"] not in ("cancelled",)  # a refusal cancels nothing
+
+
 @pytest.mark.parametrize(
     ("magic", "line", "cell", "message"),
     [
@@ -269,6 +294,8 @@ def test_an_array_of_a_notebook_runs_each_index_which_it_reads_from_its_environm
                      id="an array waited for"),
         pytest.param("hetero_status", "abc", None, "argument id: invalid int value: 'abc'", id="status of a non-id"),
         pytest.param("hetero_cancel", "", None, "the following arguments are required: id", id="cancel of nothing"),
+        pytest.param("hetero_cancel", "--array", None, "the following arguments are required: id",
+                     id="cancel of no array"),
         pytest.param("hetero_connect", "", None, "the following arguments are required: url", id="connect to nothing"),
     ],
 )

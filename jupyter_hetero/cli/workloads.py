@@ -19,16 +19,14 @@ import json
 import sys
 import time
 
-from ..notebook.display import attempts_line, eta_text, explanation_lines, inadmissible_words
+from ..notebook.display import (array_label, array_states, attempts_line, eta_text, explanation_lines,
+                               inadmissible_words)
 from ..notebook.client import parse_after
 from .client import connect, guarded, server_options
 from .jobs import add_job_options, job_body
 
 __all__ = ["add_workload_commands"]
 
-# The order an array's line counts its tasks' states in: what runs, what waits, how they ended.
-_STATE_ORDER = ("running", "starting", "admitted", "queued", "preempted", "inadmissible", "succeeded", "failed",
-                "cancelled", "lost")
 # The most workloads one GET /workloads answers (ListWorkloadsQuery.limit).
 _MOST_LISTED = 5000
 
@@ -40,7 +38,7 @@ def _submit(args: argparse.Namespace) -> int:
     created = connect(args).submit(**{k: v for k, v in body.items() if v not in (None, {})})
     array = created.get("array")
     if array:  # the array's id last, as a job's: `cancel ID --array` and `ls --array ID` take it
-        print(f"submitted array {_label(array)} of {array['size']} tasks to queue {created['queue']} "
+        print(f"submitted array {array_label(array)} of {array['size']} tasks to queue {created['queue']} "
               f"({created['template']}): state {created['state']}")
         print(array["id"])
         return 0
@@ -119,8 +117,7 @@ def _array_line(tasks: list[dict], now: float) -> str:
     waited from its submission to its first start, elapsed from then to its last end, and its nodes."""
     tasks = sorted(tasks, key=lambda row: row["array"]["index"])
     array = tasks[0]["array"]
-    counts = {state: sum(row["state"] == state for row in tasks) for state in _STATE_ORDER}
-    state = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+    state = array_states(tasks)
     if len(tasks) < array["size"]:
         state += f" ({len(tasks)} of {array['size']} tasks listed)"
     starts = [row["started_at"] for row in tasks if row.get("started_at") is not None]
@@ -129,14 +126,9 @@ def _array_line(tasks: list[dict], now: float) -> str:
     nodes = sorted({node for row in tasks if (node := row.get("node") or row.get("last_node"))})
     name = (tasks[0].get("name") or "").rpartition("[")[0] or "-"
     waiting = next((row["blockers"][0]["message"] for row in tasks if row.get("blockers")), "")
-    return _line(_label(array), state, name, min(row["created_at"] for row in tasks), min(starts, default=None),
+    return _line(array_label(array), state, name, min(row["created_at"] for row in tasks), min(starts, default=None),
                  max(ends) if ended else None, now,
                  nodes[0] if len(nodes) == 1 else f"{len(nodes)} nodes" if nodes else "-", waiting)
-
-
-def _label(array: dict) -> str:
-    """An array as Slurm names it: its id, its indices and its limit, ``12[0-99%10]``."""
-    return f"{array['id']}[{array['indices']}" + (f"%{array['limit']}" if array.get("limit") else "") + "]"
 
 
 def _clock(seconds: float) -> str:
@@ -197,9 +189,8 @@ def _cancel(args: argparse.Namespace) -> int:
     if args.array:
         array = workload["array"]
         tasks = client.workloads(array=array["id"], limit=min(array["size"], _MOST_LISTED))
-        counts = {state: sum(row["state"] == state for row in tasks) for state in _STATE_ORDER}
         stopping = sum(1 for row in tasks if row.get("stopping") == "cancel")
-        print(f"array {_label(array)}: " + ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+        print(f"array {array_label(array)}: " + array_states(tasks)
               + (f" ({stopping} stopping)" if stopping else ""))
         return 0
     print(f"workload {workload['id']}: {workload['state']}" + (" (stopping)" if workload.get("stopping") else ""))
@@ -225,7 +216,8 @@ def add_workload_commands(commands: argparse._SubParsersAction) -> None:
     add_job_options(submit)
     submit.add_argument("--after", action="append", default=[], type=_after, metavar="ID[:ok|:any|:failed]",
                         help="wait until workload ID has succeeded (ok, the default), ended however (any) or failed; "
-                             "repeatable, all must hold; a condition that can no longer hold fails the job")
+                             "an array's ID: every task of it (failed: all ended, one failed); repeatable, all must "
+                             "hold; a condition that can no longer hold fails the job")
     submit.set_defaults(run=guarded(_submit))
 
     ls = commands.add_parser("ls", parents=[server], help="list workloads")

@@ -105,6 +105,14 @@ _MESSAGES: dict[str, str] = {
     "after-ok": N_("dependency: waits for workload {workload} ({state}) to succeed"),
     "after-any": N_("dependency: waits for workload {workload} ({state}) to end"),
     "after-failed": N_("dependency: waits for workload {workload} ({state}) to fail"),
+    # The same for an array's id, which stands for every task of the array (Slurm's array job id); {pending} of its
+    # {size} tasks are still to end.
+    "after-array-ok": N_("dependency: waits for every task of array {array} to succeed ({pending} of {size} still "
+                         "to end)"),
+    "after-array-any": N_("dependency: waits for every task of array {array} to end ({pending} of {size} still to "
+                          "end)"),
+    "after-array-failed": N_("dependency: waits for every task of array {array} to end, one of them failed ({pending} "
+                             "of {size} still to end)"),
     # An array's task held before the engine while as many of its tasks as its limit allows run or are next in line,
     # lowest index first (platform/scheduling/holds.py).
     "array-limit": N_("array limit: array {array} runs at most {limit} tasks at once ({running} running, {next} next "

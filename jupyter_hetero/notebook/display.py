@@ -16,6 +16,8 @@ from ..i18n import N_, translate
 
 __all__ = [
     "Table",
+    "array_label",
+    "array_states",
     "attempts_line",
     "eta_text",
     "explanation_lines",
@@ -23,6 +25,9 @@ __all__ = [
     "nodes_table",
     "queues_table",
     "quota_table",
+    "schedule_job_words",
+    "schedule_runs_table",
+    "schedule_state",
     "schedules_table",
     "services_table",
     "status_line",
@@ -192,6 +197,23 @@ def status_line(workload: dict) -> str:
     return f"{state}" + (f": {workload['reason']}" if workload.get("reason") else "")
 
 
+# The order an array's tasks' states are counted in: what runs, what waits, how they ended.
+_TASK_STATE_ORDER = ("running", "starting", "admitted", "queued", "preempted", "inadmissible", "succeeded", "failed",
+                     "cancelled", "lost")
+
+
+def array_label(array: dict) -> str:
+    """An array as Slurm names it, from a task's ``array``: its id, its indices and its limit, ``12[0-99%10]``."""
+    return f"{array['id']}[{array['indices']}" + (f"%{array['limit']}" if array.get("limit") else "") + "]"
+
+
+def array_states(tasks: list[dict]) -> str:
+    """An array's tasks' states counted, as ``ls`` and ``%hetero_cancel --array`` show them:
+    ``running 10, queued 80, succeeded 10``."""
+    counts = {state: sum(task["state"] == state for task in tasks) for state in _TASK_STATE_ORDER}
+    return ", ".join(f"{state} {count}" for state, count in counts.items() if count)
+
+
 def attempts_line(workload: dict) -> str:
     """How many attempts a workload made and why they ended; only failures count against its retries."""
     return (f"attempts {workload.get('attempt_count') or 0}: {workload.get('failures') or 0} failed, "
@@ -245,7 +267,34 @@ def wall_time(epoch_s: float | None, zone: str) -> str:
     return datetime.fromtimestamp(epoch_s, tz).strftime("%Y-%m-%d %H:%M")
 
 
-_SCHEDULE_STATES = {"active": N_("active"), "paused": N_("paused")}
+_SCHEDULE_STATES = {"active": N_("active"), "paused": N_("paused"), "deleted": N_("deleted")}
+
+
+def schedule_state(state: str, language: str = "en") -> str:
+    """A schedule's state (active, paused, deleted) in ``language``."""
+    return translate(_SCHEDULE_STATES.get(state, state), language)
+
+
+def schedule_job_words(job: dict) -> str:
+    """What a schedule's job runs, its kind first: ``command python x.py``, ``script /w/s.py 1``, ``code``."""
+    kind, payload = job["payload"], job[job["payload"]]
+    if kind == "command":
+        return f"{kind} " + " ".join(payload)
+    if kind in ("script", "notebook"):
+        return f"{kind} {payload['path']}" + "".join(f" {arg}" for arg in payload.get("args") or ())
+    return kind
+
+
+def schedule_runs_table(schedule: dict, language: str = "en") -> Table:
+    """A schedule's latest runs, newest first, their times in its zone: the workload (an array's id), when it was
+    due and submitted, its state, and whether it was a late run for missed due times."""
+    zone = schedule["timezone"]
+    late, array = translate(N_("late"), language), translate(N_("array"), language)
+    rows = [[f"{run['workload']} ({array})" if run.get("array") else run["workload"], wall_time(run["due_at"], zone),
+             wall_time(run["submitted_at"], zone), run["state"], late if run["late"] else ""]
+            for run in schedule["runs"]]
+    return Table(_in(language, N_("workload"), N_("due"), N_("submitted"), N_("state"), N_("late")), rows,
+                 title=translate(N_("Runs of schedule {schedule}"), language).format(schedule=schedule["id"]))
 
 
 def schedules_table(schedules: list[dict], language: str = "en") -> Table:
@@ -255,7 +304,7 @@ def schedules_table(schedules: list[dict], language: str = "en") -> Table:
     for schedule in schedules:
         zone = schedule["timezone"]
         last = schedule["runs"][0] if schedule["runs"] else None
-        state = translate(_SCHEDULE_STATES.get(schedule["state"], schedule["state"]), language)
+        state = schedule_state(schedule["state"], language)
         rows.append([schedule["id"], schedule["name"], state, schedule["description"], zone,
                      wall_time(schedule["next_run_at"], zone),
                      f"{wall_time(last['submitted_at'], zone)} #{last['workload']} {last['state']}" if last else "-",

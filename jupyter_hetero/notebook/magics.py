@@ -34,6 +34,9 @@ from .schedule_magics import ScheduleMagics
 
 __all__ = ["HeteroMagics", "load_ipython_extension"]
 
+# The most workloads one GET /workloads answers (ListWorkloadsQuery.limit).
+_MOST_LISTED = 5000
+
 
 def _parse_submit(magic, line: str):
     """``%hetero_submit``'s arguments: a script's own arguments verbatim after it, a notebook's ``-p`` too.
@@ -144,7 +147,8 @@ class HeteroMagics(Magics):
     @argument("--wait", action="store_true", help="Wait for the end and show the outcome.")
     @argument("--runtime", help="Runtime to run in (see the template's variants).")
     @argument("--after", action="append", default=[], metavar="ID[:ok|:any|:failed]",
-              help="Start only after workload ID succeeded (ok, the default), ended (any) or failed; repeatable.")
+              help="Start only after workload ID succeeded (ok, the default), ended (any) or failed; an array's ID: "
+                   "every task of it (failed: all ended, one failed); repeatable.")
     @argument("--array", metavar="INDICES[%N]",
               help="One job per index, as Slurm's --array: 0-99, 0-99:2, 1,3,7-9; %%N last runs at most N at once; "
                    "each reads its index as HETERO_ARRAY_INDEX.")
@@ -363,11 +367,23 @@ class HeteroMagics(Magics):
 
     @magic_arguments()
     @argument("id", type=int, help="A workload id.")
+    @argument("--array", action="store_true",
+              help="Cancel every unfinished task of the array the workload is one of (its id: the array's).")
     @line_magic
     def hetero_cancel(self, line: str):
-        """Cancel a workload; a running one stops within its queue's grace period."""
+        """Cancel a workload, or with --array every unfinished task of its array; a running one stops within its
+        queue's grace period."""
         args = _parse(self.hetero_cancel, line)
-        workload = self._call(self.client.cancel, args.id)
+        workload = self._call(self.client.cancel, args.id, array=args.array)
+        if args.array:  # as `jupyter hetero cancel ID --array`: the array's tasks' states counted
+            array = workload["array"]
+            tasks = self._call(self.client.workloads, array=array["id"], limit=min(array["size"], _MOST_LISTED))
+            stopping = sum(1 for task in tasks if task.get("stopping") == "cancel")
+            label, states = tables.array_label(array), tables.array_states(tasks)
+            print(_say(N_("array {array}: {states} ({count} stopping within their queue's grace period)"),
+                       array=label, states=states, count=stopping) if stopping
+                  else _say(N_("array {array}: {states}"), array=label, states=states))
+            return
         if workload.get("stopping"):
             print(_say(N_("workload {workload}: cancelling (it stops within its queue's grace period)"),
                        workload=workload["id"]))

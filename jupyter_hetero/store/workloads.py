@@ -80,6 +80,33 @@ class WorkloadRecords(Sessions):
                     select(WorkloadRow.id, WorkloadRow.state).where(WorkloadRow.id.in_(ids[start:start + _IDS_PER_QUERY]))))
         return found
 
+    def awaited_states(self, workload_ids: Iterable[int]) -> tuple[dict[int, str], dict[int, dict[str, int]]]:
+        """What dependencies read each tick, in one read: each workload's state (an id that names none left out) and,
+        for each that is an array's id (its first task's), how many of the array's tasks are in each state.
+
+            states, arrays = repo.awaited_states([7, 12])   # {7: "running", 12: "queued"}, {12: {"succeeded": 3}}
+        """
+        ids, states, arrays = sorted(set(workload_ids)), {}, {}
+        array_of = WorkloadRow.spec[("array", "id")].as_integer()
+        with self.session() as session:
+            firsts = []
+            for start in range(0, len(ids), _IDS_PER_QUERY):
+                for workload_id, state, array in session.execute(
+                        select(WorkloadRow.id, WorkloadRow.state, array_of)
+                        .where(WorkloadRow.id.in_(ids[start:start + _IDS_PER_QUERY]))):
+                    states[workload_id] = state
+                    if array == workload_id:
+                        firsts.append(workload_id)
+            firsts.sort()  # rows come back in any order
+            for start in range(0, len(firsts), _IDS_PER_QUERY):
+                chunk = firsts[start:start + _IDS_PER_QUERY]
+                # No task has an id below its array's: the scan starts at the first array's.
+                for array, state, count in session.execute(
+                        select(array_of, WorkloadRow.state, func.count(WorkloadRow.id))
+                        .where(WorkloadRow.id >= chunk[0], array_of.in_(chunk)).group_by(array_of, WorkloadRow.state)):
+                    arrays.setdefault(array, {})[state] = count
+        return states, arrays
+
     def workloads(self, *, tenant: str | None = None, user: str | None = None, queue: str | None = None,
                   states: tuple[str, ...] | None = None, kind: str | None = None,
                   limit: int | None = None, array: int | None = None) -> list[WorkloadRow]:

@@ -32,6 +32,11 @@ _RECORDED = (
      N_("dependency not met: workload {workload} no longer exists")),
     (re.compile(r"dependency not met: workload (?P<workload>\d+) (?P<state>[a-z]+)"),
      N_("dependency not met: workload {workload} {state}")),
+    (re.compile(r"dependency not met: array (?P<array>\d+): (?P<count>\d+) of its (?P<size>\d+) tasks "
+                r"(?P<state>[a-z]+)"),
+     N_("dependency not met: array {array}: {count} of its {size} tasks {state}")),
+    (re.compile(r"dependency not met: array (?P<array>\d+): all of its (?P<size>\d+) tasks ended, none failed"),
+     N_("dependency not met: array {array}: all of its {size} tasks ended, none failed")),
 )
 
 

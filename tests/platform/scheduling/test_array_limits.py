@@ -123,8 +123,8 @@ def test_the_dependencies_read_the_awaited_states_once_a_tick(scheduler, monkeyp
     repository = scheduler.repository
     reads = []
     monkeypatch.setattr(repository, "workload", lambda workload_id: reads.append(workload_id))
-    reading = repository.workload_states
-    monkeypatch.setattr(repository, "workload_states", lambda ids: reads.append(sorted(ids)) or reading(ids))
+    reading = repository.awaited_states
+    monkeypatch.setattr(repository, "awaited_states", lambda ids: reads.append(sorted(ids)) or reading(ids))
     rows = repository.workloads()
     held, failed = scheduler.holds.dependencies.hold(rows, time.time())
     assert reads == [[row.id for row in awaited]]  # one read for six dependents of three
