@@ -144,6 +144,50 @@ def test_the_schedules_speak_chinese_in_a_chinese_session(server):
     assert chinese["description"] in row and "活动" in row, row
 
 
+def test_a_schedule_is_shown_paused_resumed_run_now_and_deleted_by_its_owner_and_by_no_other_tenant(server):
+    lab, _layout = server
+    mia = HeteroClient(lab.base_url, MIA)
+    job = {"template": "data-preprocessing", "queue": "experiment", "code": "print('acted on')"}
+    made = mia.request("POST", "schedules", {"name": "acted", "cron": "0 3 * * *", "timezone": "Asia/Shanghai",
+                                             "job": job})
+    number = made["id"]
+    # Bob, in another tenant, is refused each action (a 403 as one line) and changes nothing.
+    refused = run(server, BOB, f"%hetero_schedules pause {number}", f"%hetero_schedules delete {number}", errors=True)
+    for cell in refused.cells[1:]:
+        stderr = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stderr")
+        assert stderr.startswith("UsageError: ") and "belongs to tenant default" in stderr, cell.outputs
+    assert mia.request("GET", f"schedules/{number}")["state"] == "active"
+
+    paused = run(server, MIA, f"%hetero_schedules pause {number}")
+    assert f"schedule {number} (acted) is paused: nothing runs until it is resumed" in text(paused.cells[1])
+    assert mia.request("GET", f"schedules/{number}")["state"] == "paused"
+    resumed = run(server, MIA, f"%hetero_schedules resume {number}")
+    again = mia.request("GET", f"schedules/{number}")
+    assert again["state"] == "active"
+    when = datetime.fromtimestamp(again["next_run_at"], ZoneInfo("Asia/Shanghai"))
+    assert f"schedule {number} (acted) is active again" in text(resumed.cells[1])
+    assert f"next run: {when:%Y-%m-%d} 03:00 (Asia/Shanghai)" in text(resumed.cells[1])
+
+    ran = run(server, MIA, f"%hetero_schedules run {number}")
+    workload = next(r for r in mia.request("GET", f"schedules/{number}")["runs"])["workload"]
+    assert f"schedule {number} submitted workload {workload} now, to queue experiment: " in text(ran.cells[1])
+    until(lambda: mia.workload(workload)["state"] == "succeeded", "the run to succeed", timeout=60)
+    assert "acted on" in "".join(mia.logs(workload))
+
+    shown = text(run(server, MIA, f"%hetero_schedules show {number}").cells[1])
+    assert f"schedule {number} (acted): every day at 03:00 (Asia/Shanghai)" in shown, shown
+    assert "active, of mia in tenant default; missed runs: run-once" in shown, shown
+    assert "job: code, template data-preprocessing, queue experiment" in shown, shown
+    runs = shown[shown.index(f"Runs of schedule {number}"):].splitlines()
+    assert runs[1].split() == ["WORKLOAD", "DUE", "SUBMITTED", "STATE", "LATE"], runs
+    assert runs[2].split()[0] == str(workload) and runs[2].split()[-1] == "succeeded", runs
+
+    deleted = run(server, MIA, f"%hetero_schedules delete {number}")
+    assert f"schedule {number} (acted) is deleted; the workloads it submitted stay" in text(deleted.cells[1])
+    assert mia.request("GET", f"schedules/{number}")["state"] == "deleted"
+    assert mia.workload(workload)["state"] == "succeeded"
+
+
 @pytest.mark.parametrize(
     ("source", "message"),
     [
@@ -158,7 +202,10 @@ def test_the_schedules_speak_chinese_in_a_chinese_session(server):
                      id="no cron"),
         pytest.param('%%hetero_schedule --cron "0 2 * * *" --missed later\nx = 1', "--missed", id="a bad missed rule"),
         pytest.param('%%hetero_schedule --cron "0 2 * * *"\n  \n ', "the cell is empty", id="a blank cell"),
-        pytest.param("%hetero_schedules everything", "takes no arguments", id="schedules takes no argument"),
+        pytest.param("%hetero_schedules everything", "invalid choice: 'everything'", id="an unknown action"),
+        pytest.param("%hetero_schedules pause", "pause needs a schedule's id", id="an action without an id"),
+        pytest.param("%hetero_schedules 3", "invalid choice: '3'", id="an id without an action"),
+        pytest.param("%hetero_schedules show 99999", "schedule 99999 does not exist", id="an unknown schedule"),
     ],
 )
 def test_a_refusal_is_one_line_naming_what_is_wrong(server, source, message):

@@ -1,8 +1,13 @@
-"""``%%hetero_schedule``: a cell's code as a recurring job; ``%hetero_schedules``: the schedules, as a table.
+"""``%%hetero_schedule``: a cell's code as a recurring job; ``%hetero_schedules``: the schedules, as a table, and
+what may be done to one.
 
     %%hetero_schedule --cron "0 2 * * *" --tz Asia/Shanghai --name nightly-report
     import report
     report.build("yesterday")
+
+    %hetero_schedules                   # yours (a tenant admin's: the tenant's)
+    %hetero_schedules show 3            # one schedule, its job and its latest runs
+    %hetero_schedules pause 3 | resume 3 | run 3 | delete 3
 
 The cell is sent as it is (payload ``code``, as ``%%hetero_submit`` sends a cell) and runs at each due time under
 its owner's identity and quotas, with this kernel's interpreter, whether the notebook is open or not.
@@ -25,6 +30,14 @@ from .client import HeteroClient
 from .magic_support import call, parse, say, usage
 
 __all__ = ["ScheduleMagics", "default_name"]
+
+# What %hetero_schedules does to one schedule, and what it says once done.
+_ACTIONS = ("show", "pause", "resume", "run", "delete")
+_DONE = {
+    "pause": N_("schedule {schedule} ({name}) is paused: nothing runs until it is resumed"),
+    "resume": N_("schedule {schedule} ({name}) is active again; the runs due while it was paused are not made up"),
+    "delete": N_("schedule {schedule} ({name}) is deleted; the workloads it submitted stay"),
+}
 
 
 def default_name(cell: str) -> str:
@@ -86,15 +99,61 @@ class ScheduleMagics(Magics):
             zone = schedule["timezone"]
             print(say(N_("next run: {when} ({zone})"), when=tables.wall_time(schedule["next_run_at"], zone), zone=zone))
 
+    @magic_arguments()
+    @argument("action", nargs="?", choices=_ACTIONS,
+              help="What to do to schedule ID: show it with its runs, pause it, resume it, run its job now, or delete "
+                   "it. Without one: your schedules, as a table.")
+    @argument("id", nargs="?", type=int, help="The schedule's id (the first column of the table).")
     @line_magic
     def hetero_schedules(self, line: str):
-        """Your schedules (a tenant admin: the tenant's): cadence, next and last run, and why a run failed."""
-        if line.strip():
-            raise usage("hetero_schedules", say(N_("takes no arguments")))
+        """Your schedules (a tenant admin: the tenant's): cadence, next and last run, and why a run failed; or, with
+        an action and an id, that schedule shown, paused, resumed, run now or deleted."""
+        args = parse(self.hetero_schedules, line)
+        if args.action is not None and args.id is None:
+            raise usage("hetero_schedules", say(N_("{action} needs a schedule's id, e.g. %hetero_schedules {action} 3"),
+                                                action=args.action))
         language = session_language()
         client = self._client()
-        schedules = call(client.request, "GET", "schedules", lang=language)
-        display(tables.schedules_table(schedules, language))
+        if args.action is None:
+            schedules = call(client.request, "GET", "schedules", lang=language)
+            display(tables.schedules_table(schedules, language))
+        elif args.action == "show":
+            self._show(call(client.request, "GET", f"schedules/{args.id}", lang=language), language)
+        elif args.action == "run":
+            workload = call(client.request, "POST", f"schedules/{args.id}/run", lang=language)
+            print(say(N_("schedule {schedule} submitted workload {workload} now, to queue {queue}: {state}"),
+                      schedule=args.id, workload=workload["id"], queue=workload["queue"], state=workload["state"]))
+        else:
+            method, path = ("DELETE", f"schedules/{args.id}") if args.action == "delete" else (
+                "POST", f"schedules/{args.id}/{args.action}")
+            schedule = call(client.request, method, path, lang=language)
+            print(say(_DONE[args.action], schedule=schedule["id"], name=schedule["name"]))
+            if args.action == "resume":
+                self._next(schedule)
+
+    def _show(self, schedule: dict, language: str) -> None:
+        """One schedule: its cadence in words, its state, its job, why its last due run failed, its latest runs."""
+        print(say(N_("schedule {schedule} ({name}): {description}"), schedule=schedule["id"], name=schedule["name"],
+                  description=schedule["description"]))
+        print(say(N_("{state}, of {user} in tenant {tenant}; missed runs: {missed}"),
+                  state=tables.schedule_state(schedule["state"], language), user=schedule["user"],
+                  tenant=schedule["tenant"], missed=schedule["missed"]))
+        if schedule["state"] == "active":
+            self._next(schedule)
+        job = schedule["job"]
+        print(say(N_("job: {what}, template {template}, queue {queue}"), what=tables.schedule_job_words(job),
+                  template=job["template"],
+                  queue=job["queue"] or say(N_("the template's"))))
+        if job.get("array"):
+            print(say(N_("each run submits the array {array}"), array=job["array"]))
+        if schedule.get("last_error"):
+            print(say(N_("its last due run was not submitted: {error}"), error=schedule["last_error"]))
+        display(tables.schedule_runs_table(schedule, language))
+
+    @staticmethod
+    def _next(schedule: dict) -> None:
+        zone = schedule["timezone"]
+        print(say(N_("next run: {when} ({zone})"), when=tables.wall_time(schedule["next_run_at"], zone), zone=zone))
 
     def _first_job_template(self, client: HeteroClient) -> str:
         """The first template the caller's tenant may use that runs jobs (``GET /templates?mine=true``)."""
