@@ -207,6 +207,8 @@ export class HeteroPanel extends ReactWidget {
           timeZones: (this._timeZones ??= knownTimeZones()),
           creating: schedules.creating,
           canCreate: schedules.canCreate,
+          editing: schedules.editing !== null,
+          keepsCode: schedules.editing?.original.payload === 'code',
           lang: this._model.lang,
           onChange: (change: Parameters<typeof schedules.setDraft>[0]) => schedules.setDraft(change),
           onPreset: (preset: Parameters<typeof schedules.setPreset>[0]) => schedules.setPreset(preset),
@@ -235,6 +237,7 @@ export class HeteroPanel extends ReactWidget {
         onPause={id => void schedules.pause(id)}
         onResume={id => void schedules.resume(id)}
         onRunNow={id => void schedules.runNow(id)}
+        onEdit={id => schedules.edit(id)}
         onDelete={id => void schedules.remove(id)}
         onLogs={this._actions.openLogs}
       />

@@ -14,6 +14,7 @@ import type {
   IPreview,
   IQueueStatus,
   ISchedule,
+  IUpdateSchedule,
   IService,
   IStartedKernel,
   ITemplate,
@@ -85,6 +86,8 @@ export interface IHeteroService {
   /** The schedules the caller may see, each described in `lang`. */
   listSchedules(lang: Lang): Promise<ISchedule[]>;
   createSchedule(schedule: ICreateSchedule): Promise<ISchedule>;
+  /** Change a schedule: only the fields given; the answer describes it in the UI's language. */
+  updateSchedule(id: number, changes: IUpdateSchedule): Promise<ISchedule>;
   pauseSchedule(id: number): Promise<ISchedule>;
   resumeSchedule(id: number): Promise<ISchedule>;
   /** Submit the schedule's job now, out of its cadence; resolves the submitted workload. */
@@ -207,6 +210,10 @@ export class HeteroService implements IHeteroService {
   /** Create a schedule; the answer describes it in the UI's language. */
   createSchedule(schedule: ICreateSchedule): Promise<ISchedule> {
     return this._send(`schedules?lang=${this._lang}`, 'POST', schedule);
+  }
+
+  updateSchedule(id: number, changes: IUpdateSchedule): Promise<ISchedule> {
+    return this._send(`schedules/${id}?lang=${this._lang}`, 'PATCH', changes);
   }
 
   pauseSchedule(id: number): Promise<ISchedule> {

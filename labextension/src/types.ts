@@ -140,3 +140,6 @@ export type ISchedule = Schemas['Schedule'];
 
 /** What `POST /schedules` takes: a name, a cron in a time zone, the missed-runs rule and the job of each run. */
 export type ICreateSchedule = Schemas['CreateSchedule'];
+
+/** What `PATCH /schedules/{id}` takes: only what changes (a job's field given replaces the stored one). */
+export type IUpdateSchedule = Schemas['UpdateSchedule'];

@@ -14,6 +14,7 @@ import type {
   IPreview,
   IQueueStatus,
   ISchedule,
+  IUpdateSchedule,
   IService,
   IStartedKernel,
   ITemplate,
@@ -189,6 +190,14 @@ export class FakeService implements IHeteroService {
       });
       this.schedules = [...this.schedules, created];
       return created;
+    });
+  }
+  updateSchedule(id: number, changes: IUpdateSchedule): Promise<ISchedule> {
+    return this._answer('updateSchedule', [id, changes], () => {
+      const { job, ...fields } = changes;
+      const found = this._schedule(id);
+      const defined = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null && value !== undefined));
+      return this._setSchedule(id, { ...defined, job: { ...found.job, ...(job?.template ? { template: job.template } : {}) } });
     });
   }
   pauseSchedule(id: number): Promise<ISchedule> {

@@ -5,12 +5,14 @@ import {
   checkDraft,
   CRON_PRESETS,
   draftFieldOf,
+  draftOf,
   formatWhen,
   HeteroModel,
   IScheduleDraft,
   presetOf,
   ScheduleModel,
   scheduleBody,
+  scheduleChanges,
   splitCommand
 } from '../src/models';
 import * as build from './builders';
@@ -116,7 +118,95 @@ describe('the New schedule form', () => {
   });
 });
 
+describe('editing a schedule in the form', () => {
+  it('fills the form with the schedule: name, cron, zone, missed rule, template and what runs', () => {
+    const notebook = build.schedule({ missed: 'skip', cron: '30 6 * * MON-FRI', timezone: 'UTC' });
+    expect(draftOf(notebook)).toEqual({
+      name: 'nightly-report',
+      template: 'data-preprocessing',
+      payload: 'file',
+      path: 'reports/daily.ipynb',
+      command: '',
+      cron: '30 6 * * MON-FRI',
+      timezone: 'UTC',
+      missed: 'skip'
+    });
+    const words = ['python', '-c', `print("a b")`, '', 'x\\y'];
+    const command = build.schedule({ job: { ...notebook.job, payload: 'command', notebook: null, command: words } });
+    expect(draftOf(command)).toMatchObject({ payload: 'command' });
+    expect(splitCommand(draftOf(command).command)).toEqual(words); // read back word for word
+    const cell = build.schedule({ job: { ...notebook.job, payload: 'code', notebook: null, code: 'print(1)' } });
+    expect(draftOf(cell)).toMatchObject({ payload: 'code', path: '', command: '' });
+    expect(checkDraft(draftOf(cell))).toEqual({}); // the cell's code is kept as it is
+  });
+
+  it.each([
+    ['nothing changed (the cron however spaced)', { cron: ' 0  2 * * * ' }, null],
+    ['the cron', { cron: '30 1 * * *' }, { cron: '30 1 * * *' }],
+    ['the name and the missed rule', { name: ' renamed ', missed: 'skip' }, { name: 'renamed', missed: 'skip' }],
+    ['the time zone', { timezone: 'UTC' }, { timezone: 'UTC' }],
+    ['the template', { template: 'training' }, { job: { template: 'training' } }],
+    ['the notebook', { path: 'reports/weekly.ipynb' }, { job: { notebook: { path: 'reports/weekly.ipynb' } } }],
+    ['a command instead', { payload: 'command', command: 'python x.py' }, { job: { command: ['python', 'x.py'] } }]
+  ] as Array<[string, Partial<IScheduleDraft>, unknown]>)('sends only what changed: %s', (_name, change, sent) => {
+    const original = draftOf(build.schedule());
+    expect(scheduleChanges(original, { ...original, ...change })).toEqual(sent);
+  });
+
+  it('sends a command only when its words changed', () => {
+    const original = draftOf(
+      build.schedule({ job: { ...build.schedule().job, payload: 'command', notebook: null, command: ['python', 'a b.py'] } })
+    );
+    expect(scheduleChanges(original, { ...original, command: `python  'a b.py'` })).toBeNull();
+    expect(scheduleChanges(original, { ...original, command: 'python a.py' })).toEqual({ job: { command: ['python', 'a.py'] } });
+  });
+});
+
 describe('ScheduleModel', () => {
+  it('edits a schedule: the form filled with it, PATCH with only what changed, then the list again', async () => {
+    const service = new FakeService();
+    const schedules = model(service);
+    await schedules.refresh();
+    schedules.openForm();
+    schedules.setDraft({ name: 'half-typed' });
+    schedules.edit(3);
+    expect(schedules.formOpen).toBe(true);
+    expect(schedules.editing?.id).toBe(3);
+    expect(schedules.draft).toMatchObject({ name: 'nightly-report', cron: '0 2 * * *', timezone: 'Asia/Shanghai' });
+    expect(schedules.canCreate).toBe(false); // nothing changed yet
+    schedules.setPreset('hourly');
+    expect(schedules.changes).toEqual({ cron: '0 * * * *' });
+
+    const edited = await schedules.create();
+
+    expect(service.callsOf('updateSchedule')).toEqual([['updateSchedule', 3, { cron: '0 * * * *' }]]);
+    expect(service.callsOf('createSchedule')).toEqual([]);
+    expect(edited?.cron).toBe('0 * * * *');
+    expect(schedules.formOpen).toBe(false);
+    expect(schedules.editing).toBeNull();
+    expect(schedules.schedules[0].cron).toBe('0 * * * *');
+    schedules.openForm();
+    expect(schedules.draft.name).toBe('half-typed'); // the new schedule's draft, as it was left
+  });
+
+  it('keeps an edit open with the server refusal under the field it names', async () => {
+    const service = new FakeService();
+    service.failures.set('updateSchedule', new HeteroAPIError('cron: the hour 25 is outside 0-23', 400, null, 'cron'));
+    const schedules = model(service);
+    await schedules.refresh();
+    schedules.edit(3);
+    schedules.setDraft({ cron: '0 25 * * *' });
+
+    await expect(schedules.create()).resolves.toBeNull();
+
+    expect(schedules.formOpen).toBe(true);
+    expect(schedules.editing?.id).toBe(3);
+    expect(schedules.formError).toEqual({ message: 'cron: the hour 25 is outside 0-23', field: 'cron', at: 'cron' });
+    schedules.closeForm();
+    expect(schedules.editing).toBeNull();
+    expect(schedules.draft.name).toBe(''); // the new schedule's draft is back
+  });
+
   it('lists the schedules with their descriptions asked in the UI language', async () => {
     const service = new FakeService();
     const schedules = model(service);

@@ -1,4 +1,4 @@
-import type { ICreateSchedule } from '../types';
+import type { ICreateSchedule, ISchedule, IUpdateSchedule } from '../types';
 import { checkJobPath, jobPayload } from './parameters';
 
 /** The cadences the form offers in one click; `custom` is any cron the user types. */
@@ -11,8 +11,11 @@ export const CRON_PRESETS: Readonly<Record<Exclude<CronPreset, 'custom'>, string
   weekly: '0 9 * * 1'
 };
 
-/** What runs at each due time: a script or notebook by path, or a command. */
-export type SchedulePayload = 'file' | 'command';
+/**
+ * What runs at each due time: a script or notebook by path, or a command; `code` only in an edit of a schedule
+ * made from a notebook cell (%%hetero_schedule), whose code the form keeps as it is.
+ */
+export type SchedulePayload = 'file' | 'command' | 'code';
 
 /** The rule for runs missed while the server was down. */
 export type MissedRule = 'run-once' | 'skip';
@@ -101,7 +104,9 @@ export function checkDraft(draft: IScheduleDraft): Partial<Record<DraftField, Dr
   if (draft.template === '') {
     problems.template = 'empty';
   }
-  if (draft.payload === 'file') {
+  if (draft.payload === 'code') {
+    // The stored cell's code, kept: the server checked it when it was scheduled.
+  } else if (draft.payload === 'file') {
     const path = checkJobPath(draft.path);
     if (path !== null) {
       problems.path = path;
@@ -126,13 +131,80 @@ export function checkDraft(draft: IScheduleDraft): Partial<Record<DraftField, Dr
   return problems;
 }
 
+/** A command's words as one line that `splitCommand` reads back: a word with a space or a quote is double-quoted. */
+export function joinCommand(words: readonly string[]): string {
+  return words
+    .map(word => (word !== '' && !/[\s"'\\]/.test(word) ? word : `"${word.replace(/["\\]/g, c => `\\${c}`)}"`))
+    .join(' ');
+}
+
+/** A schedule as the form shows it for an edit: its name, template, what runs, cron, zone and missed-runs rule. */
+export function draftOf(schedule: ISchedule): IScheduleDraft {
+  const job = schedule.job;
+  return {
+    name: schedule.name,
+    template: job.template,
+    payload: job.payload === 'command' ? 'command' : job.payload === 'code' ? 'code' : 'file',
+    path: job.script?.path ?? job.notebook?.path ?? '',
+    command: job.command ? joinCommand(job.command) : '',
+    cron: schedule.cron,
+    timezone: schedule.timezone,
+    missed: schedule.missed
+  };
+}
+
+/**
+ * The body of `PATCH /schedules/{id}`: only what the draft changed of the schedule as it was opened (`original`,
+ * from `draftOf`); null when nothing changed. What runs is sent whole when its kind, path or words changed.
+ */
+export function scheduleChanges(original: IScheduleDraft, draft: IScheduleDraft): IUpdateSchedule | null {
+  const changes: IUpdateSchedule = {};
+  const name = draft.name.trim();
+  if (name !== original.name) {
+    changes.name = name;
+  }
+  const cron = normalCron(draft.cron);
+  if (cron !== normalCron(original.cron)) {
+    changes.cron = cron;
+  }
+  const timezone = draft.timezone.trim();
+  if (timezone !== original.timezone) {
+    changes.timezone = timezone;
+  }
+  if (draft.missed !== original.missed) {
+    changes.missed = draft.missed;
+  }
+  const job: NonNullable<IUpdateSchedule['job']> = {};
+  if (draft.template !== original.template) {
+    job.template = draft.template;
+  }
+  if (draft.payload === 'file' && (original.payload !== 'file' || draft.path.trim() !== original.path)) {
+    Object.assign(job, jobPayload(draft.path));
+  } else if (draft.payload === 'command') {
+    const words = splitCommand(draft.command) ?? [];
+    const before = original.payload === 'command' ? splitCommand(original.command) : null;
+    if (before === null || words.join('\u0000') !== before.join('\u0000')) {
+      job.command = words;
+    }
+  }
+  if (Object.keys(job).length > 0) {
+    changes.job = job;
+  }
+  return Object.keys(changes).length > 0 ? changes : null;
+}
+
+/** A cron with its fields one space apart. */
+function normalCron(cron: string): string {
+  return cron.trim().split(/\s+/).join(' ');
+}
+
 /** The body of `POST /schedules` for a draft that `checkDraft` passes. */
 export function scheduleBody(draft: IScheduleDraft): ICreateSchedule {
   const payload =
     draft.payload === 'file' ? jobPayload(draft.path) : { command: splitCommand(draft.command) ?? [] };
   return {
     name: draft.name.trim(),
-    cron: draft.cron.trim().split(/\s+/).join(' '),
+    cron: normalCron(draft.cron),
     timezone: draft.timezone.trim(),
     missed: draft.missed,
     job: { kind: 'job', template: draft.template, parameters: {}, ...payload }

@@ -2,7 +2,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { HeteroAPIError } from '../handler';
 import type { IHeteroService } from '../service';
-import type { ISchedule, ITemplate, IWorkload, Lang } from '../types';
+import type { ISchedule, ITemplate, IUpdateSchedule, IWorkload, Lang } from '../types';
 import { Action, messageOf, ModelBase } from './base';
 import { runsJobs } from './parameters';
 import {
@@ -12,8 +12,10 @@ import {
   DraftField,
   DraftProblem,
   draftFieldOf,
+  draftOf,
   IScheduleDraft,
-  scheduleBody
+  scheduleBody,
+  scheduleChanges
 } from './scheduleForm';
 
 /** What the server said about the schedule the form sent: its message and the field it named, if any. */
@@ -39,6 +41,9 @@ type ScheduleAction = Extract<Action, `schedule-${string}`>;
  * schedules.setDraft({ name: 'nightly', path: 'report.ipynb', cron: CRON_PRESETS.daily });
  * await schedules.create();              // POST /schedules; a 400 lands in formError with its field
  * await schedules.runNow(3);             // POST /schedules/3/run: `ran` emits the workload
+ * schedules.edit(3);                     // the form, filled with schedule 3
+ * schedules.setDraft({ cron: '30 1 * * *' });
+ * await schedules.create();              // PATCH /schedules/3 with { cron: '30 1 * * *' } only
  * ```
  */
 export class ScheduleModel extends ModelBase {
@@ -84,9 +89,19 @@ export class ScheduleModel extends ModelBase {
     return this._error;
   }
 
-  /** Whether the "New schedule" form is open. */
+  /** Whether the form is open (new, or editing a schedule). */
   get formOpen(): boolean {
     return this._formOpen;
+  }
+
+  /** The schedule the form edits, as it was opened; null for a new one. */
+  get editing(): { id: number; original: Readonly<IScheduleDraft> } | null {
+    return this._editing;
+  }
+
+  /** What an edit would send (`PATCH /schedules/{id}`): only what changed; null when nothing has, or not editing. */
+  get changes(): IUpdateSchedule | null {
+    return this._editing === null ? null : scheduleChanges(this._editing.original, this._draft);
   }
 
   /** The form as typed. */
@@ -109,14 +124,18 @@ export class ScheduleModel extends ModelBase {
     return this._creating;
   }
 
+  /** Whether the form can be sent: nothing wrong with it, and for an edit, something changed. */
   get canCreate(): boolean {
-    return !this._creating && Object.keys(this.problems).length === 0;
+    return (
+      !this._creating && Object.keys(this.problems).length === 0 && (this._editing === null || this.changes !== null)
+    );
   }
 
   /** The tenant's templates from the server; the form keeps its choice while it still runs jobs. */
   setTemplates(templates: readonly ITemplate[]): void {
     this._templates = templates.filter(runsJobs);
-    if (!this._templates.some(t => t.name === this._draft.template)) {
+    // An edit keeps its schedule's template even when the tenant may no longer use it: the server says so.
+    if (this._editing === null && !this._templates.some(t => t.name === this._draft.template)) {
       this._draft = { ...this._draft, template: this._templates[0]?.name ?? '' };
     }
     this.emitChanged();
@@ -181,13 +200,32 @@ export class ScheduleModel extends ModelBase {
     return this._act(id, 'schedule-delete', () => this._service.deleteSchedule(id));
   }
 
+  /** Open the "New schedule" form (with what was typed in it before; an edit in progress is dropped). */
   openForm(): void {
+    this._stopEditing();
     this._formOpen = true;
+    this._formError = null;
     this.emitChanged();
   }
 
-  /** Close the form; what was typed stays for the next time. */
+  /** Open the form on a schedule, filled with it; `create()` then sends only what changed. */
+  edit(id: number): void {
+    const schedule = this._schedules.find(s => s.id === id);
+    if (schedule === undefined) {
+      return;
+    }
+    this._typed ??= this._draft;
+    const original = draftOf(schedule);
+    this._editing = { id, original };
+    this._draft = original;
+    this._formOpen = true;
+    this._formError = null;
+    this.emitChanged();
+  }
+
+  /** Close the form; what was typed in a new schedule stays for the next time, an edit is dropped. */
   closeForm(): void {
+    this._stopEditing();
     this._formOpen = false;
     this._formError = null;
     this.emitChanged();
@@ -208,17 +246,25 @@ export class ScheduleModel extends ModelBase {
   }
 
   /**
-   * Send the draft (`POST /schedules`); the created schedule, or null when the draft has problems or the
-   * server refused it (its message and field in `formError`).
+   * Send the form: a new schedule (`POST /schedules`), or an edit's changes (`PATCH /schedules/{id}`); the
+   * schedule as the server answered, or null when the draft has problems, nothing changed, or the server refused
+   * it (its message and field in `formError`, the form open).
    */
   async create(): Promise<ISchedule | null> {
     if (!this.canCreate) {
       return null;
     }
+    const editing = this._editing;
     this._creating = true;
     this._formError = null;
     this.emitChanged();
     try {
+      if (editing !== null) {
+        const schedule = await this._service.updateSchedule(editing.id, this.changes ?? {});
+        this._stopEditing();
+        this._formOpen = false;
+        return schedule;
+      }
       const schedule = await this._service.createSchedule(scheduleBody(this._draft));
       this._formOpen = false;
       this._draft = emptyDraft(this._draft.template, this._draft.timezone);
@@ -233,6 +279,15 @@ export class ScheduleModel extends ModelBase {
       this._creating = false;
       this.emitChanged();
       await this.refresh();
+    }
+  }
+
+  /** Back to the new schedule's draft, as it was typed before an edit opened. */
+  private _stopEditing(): void {
+    if (this._editing !== null) {
+      this._editing = null;
+      this._draft = this._typed ?? this._draft;
+      this._typed = null;
     }
   }
 
@@ -268,6 +323,9 @@ export class ScheduleModel extends ModelBase {
   private _formOpen = false;
   private _draft: IScheduleDraft;
   private _formError: IFormError | null = null;
+  private _editing: { id: number; original: IScheduleDraft } | null = null;
+  /** The new schedule's draft, kept while an edit fills the form. */
+  private _typed: IScheduleDraft | null = null;
   private _creating = false;
 }
 

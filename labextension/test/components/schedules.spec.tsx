@@ -2,7 +2,7 @@ import * as React from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { IScheduleFormProps, ISchedulesSectionProps, SchedulesSection } from '../../src/components';
-import { CRON_PRESETS } from '../../src/models';
+import { CRON_PRESETS, draftOf } from '../../src/models';
 import * as build from '../builders';
 import { change, click, IRendered, render, trans } from '../render';
 
@@ -54,6 +54,7 @@ function props(overrides: Partial<ISchedulesSectionProps> = {}): ISchedulesSecti
     onPause: vi.fn(),
     onResume: vi.fn(),
     onRunNow: vi.fn(),
+    onEdit: vi.fn(),
     onDelete: vi.fn(),
     onLogs: vi.fn(),
     ...overrides
@@ -169,6 +170,68 @@ describe('SchedulesSection', () => {
 describe('ScheduleForm', () => {
   const field = (selector: string): HTMLInputElement | HTMLSelectElement =>
     rendered?.host.querySelector(selector) as HTMLInputElement | HTMLSelectElement;
+
+  it("opens on a row's Edit, filled with the schedule, and saves its changes", () => {
+    const onEdit = vi.fn();
+    rendered = render(<SchedulesSection {...props({ onEdit })} />);
+    const edit = row()?.querySelector('.jp-hetero-action-edit');
+    expect(edit?.getAttribute('aria-label')).toBe('Edit schedule nightly-report');
+    click(edit ?? null);
+    expect(onEdit).toHaveBeenCalledWith(3);
+
+    const onCreate = vi.fn();
+    const schedule = build.schedule({ missed: 'skip', cron: '30 6 * * MON-FRI' });
+    rendered.rerender(
+      <SchedulesSection
+        {...props({
+          onEdit,
+          form: form({
+            draft: draftOf(schedule),
+            problems: {},
+            editing: true,
+            canCreate: true,
+            onCreate,
+            templates: [
+              build.template({ name: 'training', kinds: ['job'], interactive: false }),
+              build.template({ name: 'data-preprocessing', kinds: ['job'], interactive: false })
+            ]
+          })
+        })}
+      />
+    );
+    const shown = rendered.host.querySelector('.jp-hetero-schedule-form');
+    expect(shown?.getAttribute('aria-label')).toBe('Edit schedule');
+    expect(shown?.getAttribute('data-mode')).toBe('edit');
+    expect(field('#jp-hetero-schedule-name').value).toBe('nightly-report');
+    expect(field('#jp-hetero-job-path').value).toBe('reports/daily.ipynb');
+    expect(field('#jp-hetero-schedule-preset').value).toBe('custom');
+    expect(field('#jp-hetero-schedule-cron').value).toBe('30 6 * * MON-FRI');
+    expect(field('#jp-hetero-schedule-timezone').value).toBe('Asia/Shanghai');
+    expect((rendered.host.querySelector('input[name="jp-hetero-schedule-missed"][value="skip"]') as HTMLInputElement).checked).toBe(true);
+    expect(field('.jp-hetero-template-picker select').value).toBe('data-preprocessing');
+    const save = rendered.host.querySelector('.jp-hetero-create-schedule') as HTMLButtonElement;
+    expect(save.textContent).toBe('Save changes');
+    click(save);
+    expect(onCreate).toHaveBeenCalled();
+  });
+
+  it("shows an edit's refusal under the field it names, and keeps a notebook cell's code as it is", () => {
+    const schedule = build.schedule({ job: { ...build.schedule().job, payload: 'code', notebook: null, code: 'print(1)' } });
+    const error = { message: 'the hour 25 is outside 0-23', field: 'cron', at: 'cron' as const };
+    rendered = render(
+      <SchedulesSection
+        {...props({ form: form({ draft: draftOf(schedule), problems: {}, error, editing: true, keepsCode: true }) })}
+      />
+    );
+    const refusal = rendered.host.querySelector('.jp-hetero-schedule-cadence .jp-hetero-schedule-server-problem');
+    expect(refusal?.textContent).toBe('cron: the hour 25 is outside 0-23');
+    expect(field('#jp-hetero-schedule-cron').getAttribute('aria-invalid')).toBe('true');
+    const kept = rendered.host.querySelector('input[name="jp-hetero-schedule-payload"][value="code"]') as HTMLInputElement;
+    expect(kept.checked).toBe(true);
+    expect(kept.parentElement?.textContent).toBe('Its notebook cell’s code, as it is');
+    expect(rendered.host.querySelector('#jp-hetero-job-path')).toBeNull();
+    expect(rendered.host.querySelector('#jp-hetero-schedule-command')).toBeNull();
+  });
 
   it('offers name, job templates, the file, cadence presets, time zone and the missed-runs rule', () => {
     rendered = render(<SchedulesSection {...props({ form: form() })} />);

@@ -29,6 +29,10 @@ export interface IScheduleFormProps {
   timeZones: readonly string[];
   creating: boolean;
   canCreate: boolean;
+  /** Whether the form edits a schedule (filled with it; saving sends what changed), not a new one. */
+  editing?: boolean;
+  /** An edited schedule's job is a notebook cell's code: the form offers to keep it. */
+  keepsCode?: boolean;
   lang: Lang;
   trans: TranslationBundle;
   onChange: (change: Partial<IScheduleDraft>) => void;
@@ -77,6 +81,18 @@ function ProblemText(props: { problem: DraftProblem | undefined; trans: Translat
 /** The "New schedule" form: name, template, what runs, cadence (presets or cron), time zone and missed runs. */
 export function ScheduleForm(props: IScheduleFormProps): JSX.Element {
   const { draft, problems, error, trans } = props;
+  const editing = props.editing ?? false;
+  const payloads: Array<[SchedulePayload, string]> = [
+    ['file', trans.__('Script or notebook')],
+    ['command', trans.__('Command')]
+  ];
+  if (props.keepsCode) {
+    payloads.unshift(['code', trans.__('Its notebook cell’s code, as it is')]);
+  }
+  let saveLabel = props.creating ? trans.__('Creating…') : trans.__('Create schedule');
+  if (editing) {
+    saveLabel = props.creating ? trans.__('Saving…') : trans.__('Save changes');
+  }
   const invalid = (field: DraftField): boolean =>
     (problems[field] !== undefined && problems[field] !== 'empty') || error?.at === field;
   const missedHint =
@@ -86,7 +102,8 @@ export function ScheduleForm(props: IScheduleFormProps): JSX.Element {
   return (
     <form
       className="jp-hetero-schedule-form"
-      aria-label={trans.__('New schedule')}
+      data-mode={editing ? 'edit' : 'create'}
+      aria-label={editing ? trans.__('Edit schedule') : trans.__('New schedule')}
       onSubmit={event => {
         event.preventDefault();
         if (props.canCreate) {
@@ -121,12 +138,7 @@ export function ScheduleForm(props: IScheduleFormProps): JSX.Element {
       <ServerProblem error={error} at="template" trans={trans} />
       <fieldset className="jp-hetero-field jp-hetero-schedule-payload">
         <legend className="jp-hetero-field-label">{trans.__('What runs')}</legend>
-        {(
-          [
-            ['file', trans.__('Script or notebook')],
-            ['command', trans.__('Command')]
-          ] as Array<[SchedulePayload, string]>
-        ).map(([value, label]) => (
+        {payloads.map(([value, label]) => (
           <label key={value} className="jp-hetero-radio">
             <input
               type="radio"
@@ -139,7 +151,7 @@ export function ScheduleForm(props: IScheduleFormProps): JSX.Element {
           </label>
         ))}
       </fieldset>
-      {draft.payload === 'file' ? (
+      {draft.payload === 'code' ? null : draft.payload === 'file' ? (
         <JobPathPicker
           path={draft.path}
           problem={problems.path === 'not-runnable' ? 'not-runnable' : null}
@@ -247,7 +259,7 @@ export function ScheduleForm(props: IScheduleFormProps): JSX.Element {
         <ActionButton
           primary
           className="jp-hetero-create-schedule"
-          label={props.creating ? trans.__('Creating…') : trans.__('Create schedule')}
+          label={saveLabel}
           disabled={!props.canCreate}
           onClick={props.onCreate}
         />

@@ -13,6 +13,8 @@ export interface IScheduleActions {
   onPause: (id: number) => void;
   onResume: (id: number) => void;
   onRunNow: (id: number) => void;
+  /** Open the form filled with the schedule, to change it. */
+  onEdit: (id: number) => void;
   /** Delete, once the user confirmed it in the row. */
   onDelete: (id: number) => void;
   /** Open a run's workload log. */
@@ -156,6 +158,13 @@ export function ScheduleRow(props: IScheduleRowProps): JSX.Element {
           title={trans.__('Submit its job now, out of its cadence; the cadence stays as it is.')}
           disabled={busy}
           onClick={() => props.onRunNow(s.id)}
+        />
+        <ActionButton
+          className="jp-hetero-action-edit"
+          label={trans.__('Edit')}
+          ariaLabel={trans.__('Edit schedule %1', s.name)}
+          disabled={busy}
+          onClick={() => props.onEdit(s.id)}
         />
         <ActionButton
           className="jp-hetero-action-delete"

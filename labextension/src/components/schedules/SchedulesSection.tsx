@@ -54,6 +54,7 @@ export function SchedulesSection(props: ISchedulesSectionProps): JSX.Element {
               onPause={props.onPause}
               onResume={props.onResume}
               onRunNow={props.onRunNow}
+              onEdit={props.onEdit}
               onDelete={props.onDelete}
               onLogs={props.onLogs}
             />
