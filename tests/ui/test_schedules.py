@@ -1,5 +1,6 @@
 """The panel's Schedules tab in a real JupyterLab: a schedule made in the form (a refused time zone shown under its
-field first), listed with its cadence in words and its next run, run now (its run listed, its workload done),
+field first), listed with its cadence in words and its next run, edited (the form filled with it, a refused cron
+under its field, then a new cron: a new description and next run), run now (its run listed, its workload done),
 paused and deleted; a plain member of the same tenant does not see it."""
 
 from __future__ import annotations
@@ -65,6 +66,36 @@ def test_a_schedule_is_made_listed_run_now_paused_and_deleted_in_the_panel(brows
     expect(row.locator(".jp-hetero-schedule-last")).to_have_text("Last run: none yet")
     expect(row.locator(".jp-hetero-schedule-state")).to_have_text("active")
     page.screenshot(path=str(ui_output / "panel-schedules.png"))
+
+    # Edit: the form opens filled with the schedule; a refused cron is shown under it; a new one is saved alone and
+    # the row reads the new cadence and next run.
+    row.get_by_role("button", name="Edit schedule ui-nightly").click()
+    editor = panel.locator("form.jp-hetero-schedule-form[data-mode='edit']")
+    expect(editor.locator("#jp-hetero-schedule-name")).to_have_value("ui-nightly")
+    expect(editor.locator("#jp-hetero-schedule-cron")).to_have_value("0 2 * * *")
+    expect(editor.locator("#jp-hetero-schedule-preset")).to_have_value("daily")
+    expect(editor.locator("#jp-hetero-schedule-timezone")).to_have_value("Asia/Shanghai")
+    expect(editor.locator("#jp-hetero-job-path")).to_have_value(SCRIPT)
+    expect(editor.get_by_label("Skip")).to_be_checked()
+    expect(editor.get_by_role("button", name="Save changes")).to_be_disabled()  # nothing changed yet
+    editor.locator("#jp-hetero-schedule-cron").fill("30 25 * * 1-5")
+    editor.get_by_role("button", name="Save changes").click()
+    refused = editor.locator(".jp-hetero-schedule-server-problem")
+    expect(refused).to_have_attribute("data-field", "cron", timeout=30_000)
+    assert lab_server.api(f"{API}/schedules/{schedule['id']}")["cron"] == "0 2 * * *"
+    editor.locator("#jp-hetero-schedule-cron").fill("30 6 * * 1-5")
+    editor.get_by_role("button", name="Save changes").click()
+    expect(editor).to_have_count(0, timeout=30_000)
+    edited = lab_server.api(f"{API}/schedules/{schedule['id']}")
+    assert (edited["cron"], edited["timezone"], edited["missed"], edited["name"]) == (
+        "30 6 * * 1-5", "Asia/Shanghai", "skip", "ui-nightly")
+    assert edited["job"] == schedule["job"] and edited["description"] != schedule["description"]
+    expect(row.locator(".jp-hetero-schedule-description")).to_have_text(edited["description"], timeout=30_000)
+    next_run = datetime.fromtimestamp(edited["next_run_at"], ZoneInfo("Asia/Shanghai"))
+    assert (next_run.hour, next_run.minute, next_run.weekday() < 5) == (6, 30, True)
+    expect(row.locator(".jp-hetero-schedule-next")).to_have_text(
+        re.compile(rf"^Next run: {next_run:%Y-%m-%d} 06:30 \(in .+\)$"))
+    page.screenshot(path=str(ui_output / "panel-schedules-edited.png"))
 
     # A member of the same tenant lists only her own schedules: not this one.
     context = browser.new_context(viewport={"width": 1400, "height": 900})
