@@ -116,7 +116,10 @@ export class HeteroPanel extends ReactWidget {
             evidences={work.evidences}
             metrics={work.metrics}
             busy={work.busy}
+            expandedArrays={work.expandedArrays}
             trans={trans}
+            onToggleArray={id => void work.toggleArray(id)}
+            onCancelArray={id => void work.cancelArray(id)}
             onLogs={this._actions.openLogs}
             onCancel={wid => void work.cancel(wid)}
             onExplain={wid => void work.explain(wid)}

@@ -72,6 +72,10 @@ export interface IHeteroService {
   getWorkload(id: number, lang: Lang): Promise<IWorkload>;
   submitWorkload(job: SubmitJob): Promise<IWorkload>;
   cancelWorkload(id: number): Promise<IWorkload>;
+  /** Every unfinished task of the array workload `id` is one of (`DELETE ...?array=true`); answers that task. */
+  cancelArray(id: number): Promise<IWorkload>;
+  /** An array's tasks (`GET /workloads?array=`), at most `limit`: for an array the list cut off. */
+  listArrayTasks(arrayId: number, limit: number): Promise<IWorkload[]>;
   resubmitWorkload(id: number): Promise<IWorkload>;
   explainWorkload(id: number, lang: Lang): Promise<IExplanation>;
   getWorkloadEvidence(id: number, lang: Lang): Promise<IWorkloadEvidence>;
@@ -163,6 +167,14 @@ export class HeteroService implements IHeteroService {
 
   cancelWorkload(id: number): Promise<IWorkload> {
     return this._send(`workloads/${id}`, 'DELETE');
+  }
+
+  cancelArray(id: number): Promise<IWorkload> {
+    return this._send(`workloads/${id}?array=true`, 'DELETE');
+  }
+
+  listArrayTasks(arrayId: number, limit: number): Promise<IWorkload[]> {
+    return this._get(`workloads?array=${arrayId}&limit=${limit}`);
   }
 
   resubmitWorkload(id: number): Promise<IWorkload> {

@@ -93,6 +93,9 @@ export type IWorkload = Schemas['Workload'];
 /** Lifecycle states of a workload; inadmissible: waiting, but no node could ever hold it. */
 export type WorkloadState = IWorkload['state'];
 
+/** A job's place in its array (`POST /workloads` with `array`): the array's id (its first task's), index, size, limit. */
+export type IArrayTask = Schemas['ArrayTask'];
+
 /** What `GET /workloads/{id}/explain` answers. */
 export type IExplanation = Schemas['Explanation'];
 

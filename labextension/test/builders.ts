@@ -356,6 +356,26 @@ export function workload(overrides: Partial<IWorkload> = {}): IWorkload {
   };
 }
 
+/**
+ * Task `index` of array `arrayId` (`0-{size-1}`, `%limit`), named `shard[index]`, its id the array's plus its index,
+ * as a submission with `array` stores them; `overrides` as `workload`'s.
+ */
+export function arrayTask(
+  arrayId: number,
+  index: number,
+  overrides: Partial<IWorkload> = {},
+  array: { size?: number; limit?: number | null } = {}
+): IWorkload {
+  const size = array.size ?? 3;
+  return workload({
+    id: arrayId + index,
+    name: `shard[${index}]`,
+    array: { id: arrayId, index, size, limit: array.limit ?? null, indices: `0-${size - 1}` },
+    blockers: [],
+    ...overrides
+  });
+}
+
 export function kernelUsage(overrides: Partial<IKernelUsage> = {}): IKernelUsage {
   return {
     kernel_id: 'k-1',

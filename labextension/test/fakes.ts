@@ -39,6 +39,8 @@ export class FakeService implements IHeteroService {
   alerts: IAlert[] = [];
   onboarding: IOnboarding[] = [];
   workloads: IWorkload[] = [build.workload()];
+  /** Array tasks `listArrayTasks` finds besides `workloads` (those the list's limit cut off). */
+  arrayTasks: IWorkload[] = [];
   schedules: ISchedule[] = [build.schedule()];
   /** Answers of `getWorkload` by id; the list entry when absent. */
   details = new Map<number, IWorkload>();
@@ -141,6 +143,20 @@ export class FakeService implements IHeteroService {
   }
   cancelWorkload(id: number): Promise<IWorkload> {
     return this._answer('cancelWorkload', [id], () => build.workload({ id, state: 'cancelled' }));
+  }
+  cancelArray(id: number): Promise<IWorkload> {
+    return this._answer('cancelArray', [id], () => {
+      const found = this.workloads.find(w => w.id === id);
+      if (!found?.array) {
+        throw FakeService.error(`workload ${id} is not a task of an array: cancel it without array=true`, 400);
+      }
+      return { ...found, state: 'cancelled' };
+    });
+  }
+  listArrayTasks(arrayId: number, limit: number): Promise<IWorkload[]> {
+    return this._answer('listArrayTasks', [arrayId, limit], () =>
+      [...this.workloads, ...this.arrayTasks].filter(w => w.array?.id === arrayId).slice(0, limit)
+    );
   }
   resubmitWorkload(id: number): Promise<IWorkload> {
     return this._answer('resubmitWorkload', [id], () => build.workload({ id: id + 100 }));

@@ -27,6 +27,7 @@ export * from './schedules/SchedulesSection';
 export * from './services/ServiceCard';
 export * from './services/ServicesSection';
 export * from './services/TrafficChart';
+export * from './work/ArrayRow';
 export * from './work/BlockerList';
 export * from './work/ExplanationView';
 export * from './work/MyWorkSection';

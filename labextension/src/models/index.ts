@@ -1,3 +1,4 @@
+export * from './arrays';
 export * from './base';
 export * from './evidence';
 export * from './hetero';

@@ -1,12 +1,15 @@
 import { isFinished } from '../format';
 import type { IHeteroService } from '../service';
 import type { IExplanation, IWorkload, IWorkloadEvidence, IWorkloadMetrics, Lang } from '../types';
+import { groupWork } from './arrays';
 import { ModelBase } from './base';
 
 /** How many workloads one refresh describes (blockers in the UI's language, attempts). */
 const MAX_DESCRIBED = 20;
 /** A running workload's shown metrics are fetched again at most this often (ms): the server samples every 10 s. */
 export const METRICS_EVERY_MS = 10_000;
+/** The most workloads one `GET /workloads` answers: an array the list cut off is read up to this many tasks. */
+const MOST_LISTED = 5000;
 
 /**
  * The caller's own workloads ("My work") and the actions on them.
@@ -15,6 +18,8 @@ export const METRICS_EVERY_MS = 10_000;
  * const work = new WorkModel({ service, lang: 'zh' });
  * await work.refresh();           // GET /workloads?mine=true, then each moving one in Chinese
  * await work.cancel(7);           // DELETE /workloads/7, then refresh
+ * work.toggleArray(12);           // its tasks shown (and described in Chinese) under its row, or hidden again
+ * await work.cancelArray(12);     // DELETE /workloads/12?array=true: every unfinished task of array 12
  * await work.showEvidence(7);     // GET /workloads/7/evidence in Chinese, kept until dismissed
  * await work.showMetrics(7);      // GET /workloads/7/metrics, fetched again by refreshes while it runs
  * ```
@@ -27,9 +32,15 @@ export class WorkModel extends ModelBase {
     this._now = options.now ?? Date.now;
   }
 
-  /** The caller's workloads, newest first. */
+  /** The caller's workloads, newest first; every task of an array the list cut off is added (`groupWork` shows an
+   * array's tasks as one row). */
   get workloads(): readonly IWorkload[] {
     return this._workloads;
+  }
+
+  /** The arrays whose tasks are shown under their row, by array id. */
+  get expandedArrays(): ReadonlySet<number> {
+    return this._expanded;
   }
 
   /** Explanations asked for, by workload id. */
@@ -61,7 +72,7 @@ export class WorkModel extends ModelBase {
   async refresh(): Promise<boolean> {
     const generation = ++this._generation;
     try {
-      const workloads = await this._service.listWorkloads();
+      const workloads = await this._withWholeArrays(await this._service.listWorkloads());
       const { shown, failure } = await this._describe(workloads);
       if (generation === this._generation) {
         this._workloads = shown;
@@ -84,6 +95,26 @@ export class WorkModel extends ModelBase {
   /** Cancel a workload (DELETE), then refresh. */
   cancel(id: number): Promise<boolean> {
     return this._act(id, 'cancel', () => this._service.cancelWorkload(id));
+  }
+
+  /** Cancel every unfinished task of an array (DELETE ...?array=true; the caller confirmed), then refresh. */
+  cancelArray(arrayId: number): Promise<boolean> {
+    return this._act(arrayId, 'cancel', () => this._service.cancelArray(arrayId));
+  }
+
+  /**
+   * Show an array's tasks under its row, or hide them again; shown tasks are described as other workloads are, so
+   * showing them refreshes (resolved as `refresh` is).
+   */
+  toggleArray(arrayId: number): Promise<boolean> {
+    if (this._expanded.delete(arrayId)) {
+      this.emitChanged();
+      return Promise.resolve(true);
+    }
+    this._expanded.add(arrayId);
+    this.emitChanged();
+    // Its tasks were listed in English, and at most one of them described: describe them now.
+    return this.refresh();
   }
 
   /** Submit a copy of a workload, then refresh; resolves the new workload. */
@@ -198,7 +229,9 @@ export class WorkModel extends ModelBase {
    * ones once.
    */
   private async _describe(workloads: IWorkload[]): Promise<{ shown: IWorkload[]; failure: unknown }> {
+    const alone = this._describable(workloads);
     const wanted = workloads
+      .filter(w => alone.has(w.id))
       .filter(w => !isFinished(w.state) || !this._final.has(w.id))
       .slice(0, MAX_DESCRIBED);
     const answers = await Promise.allSettled(wanted.map(w => this._service.getWorkload(w.id, this._lang)));
@@ -220,6 +253,48 @@ export class WorkModel extends ModelBase {
       return detail ? { ...w, ...detail } : w;
     });
     return { shown, failure };
+  }
+
+  /**
+   * The workloads worth describing: those shown with a row of their own (any but an array's task, and the tasks of
+   * an expanded array) and, of a collapsed array, the task whose limit blocker its row shows, to read it in `lang`.
+   */
+  private _describable(workloads: readonly IWorkload[]): Set<number> {
+    const ids = new Set<number>();
+    for (const entry of groupWork(workloads)) {
+      if (entry.kind === 'workload') {
+        ids.add(entry.workload.id);
+      } else if (this._expanded.has(entry.id)) {
+        entry.tasks.forEach(task => ids.add(task.id));
+      } else {
+        const held = entry.tasks.find(task => (task.blockers ?? []).some(b => b.kind === 'array-limit'));
+        if (held) {
+          ids.add(held.id);
+        }
+      }
+    }
+    return ids;
+  }
+
+  /** The list with every task of each array it cut off (fewer tasks listed than the array has), read once each. */
+  private async _withWholeArrays(workloads: IWorkload[]): Promise<IWorkload[]> {
+    const listed = new Map<number, number>();
+    const sizes = new Map<number, number>();
+    for (const w of workloads) {
+      if (w.array) {
+        listed.set(w.array.id, (listed.get(w.array.id) ?? 0) + 1);
+        sizes.set(w.array.id, w.array.size);
+      }
+    }
+    const cut = [...sizes].filter(([id, size]) => (listed.get(id) ?? 0) < size);
+    if (cut.length === 0) {
+      return workloads;
+    }
+    const known = new Set(workloads.map(w => w.id));
+    const more = await Promise.all(
+      cut.map(([id, size]) => this._service.listArrayTasks(id, Math.min(size, MOST_LISTED)))
+    );
+    return [...workloads, ...more.flat().filter(w => !known.has(w.id))];
   }
 
   /**
@@ -255,6 +330,11 @@ export class WorkModel extends ModelBase {
         }
       }
     }
+    for (const id of this._expanded) {
+      if (!listed.has(id)) {
+        this._expanded.delete(id);
+      }
+    }
   }
 
   private readonly _service: IHeteroService;
@@ -267,6 +347,7 @@ export class WorkModel extends ModelBase {
   private readonly _now: () => number;
   private readonly _busy = new Set<number>();
   private readonly _final = new Map<number, IWorkload>();
+  private readonly _expanded = new Set<number>();
   private _workloads: IWorkload[] = [];
   private _error: string | null = null;
   private _generation = 0;
