@@ -61,7 +61,7 @@ class Accounting:
             total = workload.request.total
             key = (workload.tenant, placement.flavor)
             usage[key] = usage.get(key, ZERO) + total
-            self.reservations.charge(workload.queue, placement.flavor, total.dev)
+            self.reservations.charge(workload.queue, placement.flavor, total.dev, on_reservation=placement.on_reservation)
             self.fair.charge(workload.tenant, placement.flavor, total)
             self.add_running(workload)
             if workload.preempting_until is not None:
@@ -83,7 +83,7 @@ class Accounting:
                 (self.cluster.allocate if sign > 0 else self.cluster.release)(slot, request)
         total = request.total if sign > 0 else Res(-request.total.cpu, -request.total.mem, -request.total.dev)
         self.quotas.charge(workload.tenant, placement.flavor, total)
-        self.reservations.charge(workload.queue, placement.flavor, total.dev)
+        self.reservations.charge(workload.queue, placement.flavor, total.dev, on_reservation=placement.on_reservation)
         self.fair.charge(workload.tenant, placement.flavor, total)
 
     # -- WhatIf --------------------------------------------------------------------------------

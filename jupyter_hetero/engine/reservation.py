@@ -9,7 +9,8 @@ __all__ = ["Reservations"]
 
 
 class Reservations:
-    """Reserved device-milli per (flavor, queue) and what each reserving queue uses of it."""
+    """Reserved device-milli per (flavor, queue), what each reserving queue uses of it, and what other queues'
+    work placed on reserved capacity borrows of it (per flavor: any lending owner may take it back)."""
 
     def __init__(self, queues: dict[str, QueuePolicy]):
         self.reserved: dict[str, dict[str, int]] = {}
@@ -18,16 +19,21 @@ class Reservations:
             for flavor, devices in sorted(queues[queue].reserved.items()):
                 self.reserved.setdefault(flavor, {})[queue] = devices * 1000
         self.used: dict[tuple[str, str], int] = {}
+        self.borrowed: dict[str, int] = {}
 
     def owns(self, queue: str, flavor: str) -> bool:
         return queue in self.reserved.get(flavor, {})
 
-    def charge(self, queue: str, flavor: str, device_milli: int) -> None:
+    def charge(self, queue: str, flavor: str, device_milli: int, *, on_reservation: bool = False) -> None:
+        """Charge work of ``queue`` on ``flavor`` (negative: refund); ``on_reservation``: another queue's work placed
+        on what is reserved, which holds that much of the reservation until its owner takes it back."""
         if self.owns(queue, flavor):
             self.used[(flavor, queue)] = self.used.get((flavor, queue), 0) + device_milli
+        elif on_reservation:
+            self.borrowed[flavor] = self.borrowed.get(flavor, 0) + device_milli
 
-    def refund(self, queue: str, flavor: str, device_milli: int) -> None:
-        self.charge(queue, flavor, -device_milli)
+    def refund(self, queue: str, flavor: str, device_milli: int, *, on_reservation: bool = False) -> None:
+        self.charge(queue, flavor, -device_milli, on_reservation=on_reservation)
 
     def unused(self, queue: str, flavor: str) -> int:
         """Device-milli of ``queue``'s own reservation on ``flavor`` that it does not use now."""
@@ -35,9 +41,15 @@ class Reservations:
 
     def outstanding(self, flavor: str, *, excluding: str, lent_too: bool = True) -> int:
         """Device-milli still held back on ``flavor`` for queues other than ``excluding``; without ``lent_too``
-        only that of queues that lend none of theirs (what no other queue may use at all)."""
-        return sum(
-            max(0, reserved - self.used.get((flavor, queue), 0))
-            for queue, reserved in self.reserved.get(flavor, {}).items()
-            if queue != excluding and (lent_too or queue not in self.lent)
-        )
+        only that of queues that lend none of theirs (what no other queue may use at all).
+
+        What is lent and occupied is held already: the work on it gives it back when an owner needs it, so
+        free capacity is not held back for it a second time (that made a never-preempted queue evict a borrower
+        of the reservation to reach a free device, and the borrower came back to the same reserved device)."""
+        unused = {queue: max(0, reserved - self.used.get((flavor, queue), 0))
+                  for queue, reserved in self.reserved.get(flavor, {}).items() if queue != excluding}
+        kept = sum(amount for queue, amount in unused.items() if queue not in self.lent)
+        if not lent_too:
+            return kept
+        lent = sum(amount for queue, amount in unused.items() if queue in self.lent)
+        return kept + max(0, lent - self.borrowed.get(flavor, 0))

@@ -245,3 +245,25 @@ def test_a_hold_does_not_keep_a_queue_from_its_own_reservation():
 def test_the_damping_limit_must_be_positive():
     with pytest.raises(ValueError, match="preemption_limit"):
         Engine(preemption_limit=0)
+
+
+def test_a_borrower_of_a_reservation_holds_it_so_a_never_preempted_queue_takes_the_free_device():
+    """The audit test's sequence on a loaded machine: urgent work evicts a batch job, which comes back on
+    inference's reserved T4 (lent, preemptible); an admin requeues the urgent job. The free T4 is then the
+    urgent job's: the reservation is held by the batch job, which inference can still take back. Holding the free
+    T4 back for inference too evicted the batch job a second time, and it came back to the same reserved T4."""
+    loop = ServiceLoop(Engine(), snapshot(now=0, nodes=[node("t1", "t4").gpus(2, 16, model="T4")],
+                                          tenants=[tenant("vision").quota("t4", devices=4)]))
+    loop.submit(job(11).queue("batch").gpus(1).flavors("t4").runtime(3600))
+    loop.cycle()
+    loop.submit(job(1).queue("urgent").gpus(1).flavors("t4").runtime(3600))
+    assert [(p.victim, p.reason) for p in loop.cycle().preemptions] == [(11, "priority")]
+    loop.tick(30)  # the batch job's grace ends: requeued, then the urgent job is admitted and the batch job borrows
+    assert loop.running[11].placement.on_reservation and not loop.running[1].placement.on_reservation
+    loop.requeue(1)  # a platform admin preempts the urgent job
+    decisions = loop.tick(1)
+    assert decisions.preemptions == [] and [a.workload for a in decisions.admissions] == [1]
+    assert [(p.victim, p.preemptor) for _at, p in loop.preemptions] == [(11, 1)]
+    # The reservation still holds: inference takes back its T4 from the borrower.
+    loop.submit(job(2).queue("inference").gpus(1).flavors("t4").runtime(3600))
+    assert [(p.victim, p.reason) for p in loop.tick(1).preemptions] == [(11, "reservation")]

@@ -175,7 +175,7 @@ class EngineSequence(RuleBasedStateMachine):
         the cycle admitted, against what ran before plus what it admitted earlier."""
         by_id = {w.id: w for w in snap.pending}
         book = QuotaBook(snap.tenants, _usage(w for w in snap.running if w.id not in gone))
-        capacity, used, by_inference = _devices(snap, [w for w in snap.running if w.id not in gone])
+        capacity, used, by_inference, lent = _devices(snap, [w for w in snap.running if w.id not in gone])
         for admission in decisions.admissions:
             workload, placement = by_id[admission.workload], admission.placement
             flavor, total = placement.flavor, workload.request.total
@@ -190,13 +190,16 @@ class EngineSequence(RuleBasedStateMachine):
                 assert not placement.borrowing and not placement.on_reservation, workload
             reserved = QUEUES["inference"].reserved.get(flavor, 0) * 1000
             if workload.queue != "inference" and total.dev and reserved:
-                outstanding = max(0, reserved - by_inference.get(flavor, 0))
+                # Inference's unused reservation is free capacity or held by work on it, which it takes back.
+                outstanding = max(0, reserved - by_inference.get(flavor, 0) - lent.get(flavor, 0))
                 if capacity.get(flavor, 0) - used.get(flavor, 0) - total.dev < outstanding:
                     assert placement.on_reservation, workload
             book.charge(workload.tenant, flavor, total)
             used[flavor] = used.get(flavor, 0) + total.dev
             if workload.queue == "inference":
                 by_inference[flavor] = by_inference.get(flavor, 0) + total.dev
+            elif placement.on_reservation:
+                lent[flavor] = lent.get(flavor, 0) + total.dev
 
     def _check_evictions(self, snap, decisions):
         running = {w.id: w for w in snap.running}
@@ -287,19 +290,23 @@ def _usage(workloads):
 
 
 def _devices(snap, running):
-    """Device-milli per flavor: schedulable capacity, in use, and in use by inference."""
+    """Device-milli per flavor: schedulable capacity, in use, in use by inference, and in use by others' work
+    placed on inference's reservation."""
     capacity: dict[str, int] = {}
     for n in snap.nodes:
         if n.schedulable:
             capacity[n.flavor] = capacity.get(n.flavor, 0) + len(n.devices) * 1000
     used: dict[str, int] = {}
     by_inference: dict[str, int] = {}
+    lent: dict[str, int] = {}
     for workload in running:
         flavor, dev = workload.placement.flavor, workload.request.total.dev
         used[flavor] = used.get(flavor, 0) + dev
         if workload.queue == "inference":
             by_inference[flavor] = by_inference.get(flavor, 0) + dev
-    return capacity, used, by_inference
+        elif workload.placement.on_reservation:
+            lent[flavor] = lent.get(flavor, 0) + dev
+    return capacity, used, by_inference, lent
 
 
 EngineSequence.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None,

@@ -39,6 +39,10 @@ async def test_the_audit_log_records_reads_verifies_and_catches_an_edit_and_a_de
     status, error = await api_error("audit", as_user="alice")
     assert (status, error["reason"]) == (403, "audit.read needs the platform-admin role; you are member"), error
     await api(f"workloads/{urgent['id']}/preempt", "POST", as_user="root")
+    # Requeued, the urgent job runs again on the free A100, beside the batch job back on inference's reserved one:
+    # it evicts nobody for it (the reservation is held by the batch job, which inference can still take back).
+    await wait_for(urgent["id"], lambda w: w["state"] == "running" and w["attempt_count"] == 2, as_user="bob",
+                   timeout=60)
 
     page = await api("audit", as_user="root")
     check(build_document(), "/audit", "get", 200, page)
