@@ -67,7 +67,8 @@ def job_body(args: argparse.Namespace, *, changes: bool = False) -> dict:
     else:
         _usage("give what the job runs: --notebook PATH, --script PATH or the command after --")
     body = {"template": args.template, "queue": args.queue, "name": args.job_name, "runtime": args.runtime,
-            "array": args.array, "parameters": parse_params(args.param) or None, "env": parse_params(args.env) or None, **payload}
+            "array": args.array, "parameters": parse_params(args.param) or None,
+            "env": parse_params(args.env) or None, **payload}
     if changes:
         body.update(cwd=os.path.abspath(args.cwd) if args.cwd else None, python=args.python)
     else:  # where and with what it runs: here (inside the root, or the server refuses naming cwd), with this Python

@@ -15,10 +15,9 @@ schedule's owner, under their tenant's permissions and quotas as they are at tha
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-from zoneinfo import ZoneInfo
 
+from ..notebook.display import schedule_job_words, wall_time
 from .client import connect, guarded, server_options
 from .jobs import add_job_options, job_body
 
@@ -49,6 +48,11 @@ def ls_lines(schedules: list[dict]) -> list[str]:
     state (``refused`` when its last due run could not be submitted).
 
         ls_lines([...])   # ["    ID  NAME  STATE  CRON  TZ  NEXT  LAST  LAST-STATE", ...]
+
+    Not the notebook's ``schedules_table`` (notebook/display.py), on purpose: this one is for a terminal and its
+    scripts, English and one word per column (the cron as written, ``refused`` for a failed due run), while the
+    notebook's says the cadence and the error in the session's language, with HTML. Times are read alike
+    (``wall_time``, in each schedule's zone).
     """
     lines = [f"{'ID':>6}  {'NAME':<16} {'STATE':<7} {'CRON':<16} {'TZ':<16} {'NEXT':<16} {'LAST':<16} LAST-STATE"]
     for schedule in schedules:
@@ -56,22 +60,15 @@ def ls_lines(schedules: list[dict]) -> list[str]:
         last_state = "refused" if schedule.get("last_error") else runs[0]["state"] if runs else "-"
         zone = schedule["timezone"]
         lines.append(f"{schedule['id']:>6}  {schedule['name'][:16]:<16} {schedule['state']:<7} "
-                     f"{schedule['cron'][:16]:<16} {zone[:16]:<16} {_at(schedule['next_run_at'], zone):<16} "
-                     f"{_at(schedule['last_run_at'], zone):<16} {last_state}")
+                     f"{schedule['cron'][:16]:<16} {zone[:16]:<16} {wall_time(schedule['next_run_at'], zone):<16} "
+                     f"{wall_time(schedule['last_run_at'], zone):<16} {last_state}")
     return lines
-
-
-def _at(wall: float | None, zone: str) -> str:
-    """A Unix time as the schedule's zone reads it, to the minute; ``-`` for none."""
-    if wall is None:
-        return "-"
-    return dt.datetime.fromtimestamp(wall, ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M")
 
 
 def _next(schedule: dict) -> str:
     if schedule["next_run_at"] is None:
         return f"{schedule['state']}: no next run"
-    return f"next run {_at(schedule['next_run_at'], schedule['timezone'])} {schedule['timezone']}"
+    return f"next run {wall_time(schedule['next_run_at'], schedule['timezone'])} {schedule['timezone']}"
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -86,15 +83,11 @@ def _show(args: argparse.Namespace) -> int:
 def show_lines(schedule: dict) -> list[str]:
     """One schedule as ``show`` prints it: its definition, its job, then its latest runs, newest first."""
     job, zone = schedule["job"], schedule["timezone"]
-    payload = job[job["payload"]]
-    what = (" ".join(payload) if job["payload"] == "command" else
-            payload["path"] + "".join(f" {arg}" for arg in payload.get("args") or ())
-            if job["payload"] in ("script", "notebook") else "a code cell")
     lines = [f"schedule {schedule['id']} ({schedule['name']}): {schedule['state']}, of {schedule['user']} in tenant "
              f"{schedule['tenant']}",
              f"  {schedule['cron']} in {zone}: {schedule['description']}",
              f"  missed runs: {schedule['missed']}; {_next(schedule)}",
-             f"  job: {job['payload']} {what}, template {job['template']}, queue {job['queue'] or 'the template’s'}"
+             f"  job: {schedule_job_words(job)}, template {job['template']}, queue {job['queue'] or 'the template’s'}"
              + "".join(f", {name}={value}" for name, value in job["parameters"].items())
              + (f", array {job['array']}" if job.get("array") else "")]
     if job.get("cwd") or job.get("python"):
@@ -106,8 +99,9 @@ def show_lines(schedule: dict) -> list[str]:
         return lines
     lines.append(f"  {'WORKLOAD':>8}  {'DUE':<16} {'SUBMITTED':<16} {'STATE':<12} LATE")
     for run in schedule["runs"]:
-        lines.append(f"  {run['workload']:>8}  {_at(run['due_at'], zone):<16} {_at(run['submitted_at'], zone):<16} "
-                     f"{run['state']:<12} {'late' if run['late'] else ''}".rstrip())
+        due, submitted = wall_time(run["due_at"], zone), wall_time(run["submitted_at"], zone)
+        lines.append(f"  {run['workload']:>8}  {due:<16} {submitted:<16} {run['state']:<12} "
+                     f"{'late' if run['late'] else ''}".rstrip())
     return lines
 
 
