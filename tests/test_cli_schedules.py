@@ -92,6 +92,8 @@ def test_the_schedules_commands_against_a_real_server(tmp_path):
         assert json.loads("\n".join(ok("show", shards, "--format", "json")))["runs"][0]["array"] == int(first)
         assert ok("edit", shards, "--array", "0-3")
         assert json.loads("\n".join(ok("show", shards, "--format", "json")))["job"]["array"] == "0-3"
+        assert ok("edit", shards, "--no-array")
+        assert json.loads("\n".join(ok("show", shards, "--format", "json")))["job"]["array"] is None
         assert ok("delete", shards)
 
         # submit takes the same job options (cli/jobs.py): a notebook, not only a command.

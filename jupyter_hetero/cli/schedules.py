@@ -4,7 +4,7 @@
         --notebook train.ipynb                    # prints the schedule's id last
     jupyter hetero schedules ls [--format json]
     jupyter hetero schedules show 3 [--format json] [--lang zh]
-    jupyter hetero schedules edit 3 --cron "30 1 * * MON-FRI" [--missed skip] [--param devices=2]
+    jupyter hetero schedules edit 3 --cron "30 1 * * MON-FRI" [--missed skip] [--param devices=2] [--array 0-9%2]
     jupyter hetero schedules pause 3 | resume 3 | delete 3
     jupyter hetero schedules run 3                # submits its job now; prints the workload's id last
 
@@ -106,8 +106,10 @@ def show_lines(schedule: dict) -> list[str]:
 
 
 def _edit(args: argparse.Namespace) -> int:
-    body = {"name": args.rename, "cron": args.cron, "timezone": args.tz, "missed": args.missed,
-            "job": job_body(args, changes=True) or None}
+    job = job_body(args, changes=True)
+    if args.no_array:  # null resets it: one job per run again
+        job["array"] = None
+    body = {"name": args.rename, "cron": args.cron, "timezone": args.tz, "missed": args.missed, "job": job or None}
     changes = {key: value for key, value in body.items() if value is not None}
     if not changes:
         args.parser.error("give what changes: --rename, --cron, --tz, --missed or the job's options")
@@ -166,6 +168,7 @@ def _edit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rename", metavar="NAME", help="its new name")
     parser.add_argument("--cron")
     add_job_options(parser, template_required=False)
+    parser.add_argument("--no-array", action="store_true", help="one job per run again, where the job was an array")
 
 
 def _timing(parser: argparse.ArgumentParser) -> None:
