@@ -8,18 +8,11 @@ import time
 
 import pytest
 
-from jupyter_hetero.backends.local import load_emulated_nodes
-from jupyter_hetero.backends.local.processes import LocalBackend
-from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
-from jupyter_hetero.engine import Engine, render
-from jupyter_hetero.platform.clock import Clock
+from jupyter_hetero.engine import render
 from jupyter_hetero.platform.scheduling.dependencies import array_verdict
-from jupyter_hetero.platform.scheduling.inventory import Inventory
-from jupyter_hetero.platform.scheduling.scheduler import Scheduler
 from jupyter_hetero.store import Repository
 
 from ...builders import stored_array, stored_kernel
-from ...conftest import DEMO_NODES
 
 
 @pytest.mark.parametrize(("condition", "counts", "expected"), [
@@ -39,19 +32,6 @@ from ...conftest import DEMO_NODES
 ])
 def test_array_verdict(condition, counts, expected):
     assert array_verdict(condition, counts) == expected
-
-
-@pytest.fixture
-def scheduler(tmp_path):
-    catalog = load_catalog(DEFAULT_CATALOG_PATH)
-    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=time.time)
-    inventory = Inventory(catalog, repository)
-    inventory.refresh(load_emulated_nodes(DEMO_NODES))
-    scheduler = Scheduler(catalog=catalog, repository=repository, inventory=inventory, backend=LocalBackend(),
-                          engine=Engine(), clock=Clock(), work_dir=tmp_path / "work")
-    yield scheduler
-    scheduler.close()
-    repository.close()
 
 
 def _end(scheduler, row, state: str = "succeeded") -> None:

@@ -13,35 +13,18 @@ import pytest
 from jupyter_hetero.backends.base import Launch
 from jupyter_hetero.backends.kubernetes.config import KubernetesConfig
 from jupyter_hetero.backends.kubernetes.factory import PodFactory
-from jupyter_hetero.backends.local import load_emulated_nodes
-from jupyter_hetero.backends.local.processes import LocalBackend
-from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
-from jupyter_hetero.engine import Engine, render
+from jupyter_hetero.engine import render
 from jupyter_hetero.engine_inputs import placement_from_json
-from jupyter_hetero.platform.clock import Clock
-from jupyter_hetero.platform.scheduling.engine_process import EngineProcess
-from jupyter_hetero.platform.scheduling.inventory import Inventory
-from jupyter_hetero.platform.scheduling.scheduler import Scheduler
-from jupyter_hetero.store import ACTIVE_STATES, Repository
+from jupyter_hetero.store import ACTIVE_STATES
 
 from ...builders import stored_array, stored_kernel
-from ...conftest import DEMO_NODES
+from .conftest import real_scheduler
 from .test_inadmissible import _two_t4s
 
 
 @pytest.fixture(params=[False, True], ids=["cycles here", "cycles in an engine process"])
 def scheduler(request, tmp_path):
-    catalog = load_catalog(DEFAULT_CATALOG_PATH)
-    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=time.time)
-    inventory = Inventory(catalog, repository)
-    inventory.refresh(load_emulated_nodes(DEMO_NODES))
-    engine = Engine()
-    scheduler = Scheduler(catalog=catalog, repository=repository, inventory=inventory, backend=LocalBackend(),
-                          engine=engine, clock=Clock(), work_dir=tmp_path / "work",
-                          engine_process=EngineProcess(engine, timeout_s=60) if request.param else None)
-    yield scheduler
-    scheduler.close()
-    repository.close()
+    yield from real_scheduler(tmp_path, engine_process=request.param)
 
 
 def _admitted(decisions) -> list[int]:

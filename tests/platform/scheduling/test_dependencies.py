@@ -8,19 +8,10 @@ import time
 
 import pytest
 
-from jupyter_hetero.backends.local import load_emulated_nodes
-from jupyter_hetero.backends.local.processes import LocalBackend
-from jupyter_hetero.catalog import DEFAULT_CATALOG_PATH, load_catalog
-from jupyter_hetero.engine import Engine
-from jupyter_hetero.platform.clock import Clock
 from jupyter_hetero.platform.scheduling.dependencies import verdict
-from jupyter_hetero.platform.scheduling.engine_process import EngineProcess
-from jupyter_hetero.platform.scheduling.inventory import Inventory
-from jupyter_hetero.platform.scheduling.scheduler import Scheduler
-from jupyter_hetero.store import Repository
 
 from ...builders import stored_kernel
-from ...conftest import DEMO_NODES
+from .conftest import real_scheduler
 
 
 @pytest.mark.parametrize(("condition", "state", "expected"), [
@@ -42,17 +33,7 @@ def test_verdict(condition, state, expected):
 
 @pytest.fixture(params=[False, True], ids=["cycles here", "cycles in an engine process"])
 def scheduler(request, tmp_path):
-    catalog = load_catalog(DEFAULT_CATALOG_PATH)
-    repository = Repository(f"sqlite:///{tmp_path / 'hetero.sqlite'}", clock=time.time)
-    inventory = Inventory(catalog, repository)
-    inventory.refresh(load_emulated_nodes(DEMO_NODES))
-    engine = Engine()
-    scheduler = Scheduler(catalog=catalog, repository=repository, inventory=inventory, backend=LocalBackend(),
-                          engine=engine, clock=Clock(), work_dir=tmp_path / "work",
-                          engine_process=EngineProcess(engine, timeout_s=60) if request.param else None)
-    yield scheduler
-    scheduler.close()
-    repository.close()
+    yield from real_scheduler(tmp_path, engine_process=request.param)
 
 
 def test_a_held_workload_is_no_candidate_until_what_it_awaits_succeeded(scheduler):
