@@ -5,6 +5,8 @@ awaited. Jobs wait on gate files the test creates, so nothing depends on timing.
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 
 import pytest
@@ -156,7 +158,7 @@ async def test_another_tenants_workload_cannot_be_awaited(team, api, api_error, 
 
 
 @pytest.mark.slow
-def test_a_dependency_survives_a_restart_of_the_server(tmp_path):
+def test_a_dependency_survives_a_kill_and_restart_of_the_server(tmp_path):
     layout = ServerLayout.create(tmp_path)
     (layout.notebooks / "gate.py").write_text(GATE, encoding="utf-8")
     opened = layout.notebooks / "restart-gate"
@@ -167,6 +169,8 @@ def test_a_dependency_survives_a_restart_of_the_server(tmp_path):
         second = client.submit(**_job([{"workload": first}]))["id"]
         until(lambda: client.workload(first)["state"] == "running", "the awaited job to run")
         until(lambda: client.workload(second).get("blockers"), "the dependent job's blocker")
+        os.kill(server.process.pid, signal.SIGKILL)  # no clean stop: what is stored is all there is
+        server.process.wait(10)
     with start_hetero_server(layout, "after", DEMO_NODES) as server:
         client = HeteroClient(server.base_url, server.token)
         held = until(lambda: (w := client.workload(second)).get("blockers") and w, "the blocker after the restart")
