@@ -142,6 +142,12 @@ def test_the_schedules_speak_chinese_in_a_chinese_session(server):
     assert "下次运行" in table and "时区" in table, table
     row = next(line for line in table.splitlines() if "weekly-zh" in line)
     assert chinese["description"] in row and "活动" in row, row
+    # A schedule's actions speak it too: paused, then shown with its runs' table.
+    acted = run(server, MIA, f"%hetero_schedules pause {english['id']}", f"%hetero_schedules show {english['id']}",
+                language="zh")
+    assert f"定时任务 {english['id']}（weekly-zh）已暂停" in text(acted.cells[1]), text(acted.cells[1])
+    shown = text(acted.cells[2])
+    assert f"定时任务 {english['id']} 的运行记录" in shown and "属于租户 default 的 mia" in shown, shown
 
 
 def test_a_schedule_is_shown_paused_resumed_run_now_and_deleted_by_its_owner_and_by_no_other_tenant(server):
