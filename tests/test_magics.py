@@ -6,10 +6,10 @@ import os
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from .conftest import DEMO_NODES
 from .harness import LabServer, ServerLayout, kill_runners_under, until
+from .notebooks import output_text, run_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -36,31 +36,10 @@ def server(tmp_path_factory):
 
 def run(server, *sources: str, errors: bool = False) -> nbformat.NotebookNode:
     lab, layout = server
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_hetero")]
-    notebook.cells += [nbformat.v4.new_code_cell(source) for source in sources]
-    env = {"JUPYTER_HETERO_URL": lab.base_url, "JUPYTER_HETERO_TOKEN": lab.token}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=errors,
-                       resources={"metadata": {"path": str(layout.notebooks)}}).execute()
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-    return notebook
+    return run_notebook(lab.base_url, lab.token, layout.notebooks, *sources, errors=errors)
 
 
-def text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        parts.append(output.get("text", ""))
-        parts.append(output.get("data", {}).get("text/plain", ""))
-        parts.append(output.get("evalue", ""))
-    return "".join(parts)
+text = output_text
 
 
 def test_a_cell_runs_as_a_job_on_pushed_data_and_pulls_its_result(server):

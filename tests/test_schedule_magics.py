@@ -4,20 +4,19 @@ tenants are two teams: what a cell schedules runs its code, is listed for its ow
 from __future__ import annotations
 
 import hashlib
-import os
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import nbformat
 import pytest
 import yaml
-from nbclient import NotebookClient
 
 from jupyter_hetero.notebook.client import HeteroClient
 from jupyter_hetero.notebook.schedule_magics import default_name
 
 from .conftest import DEMO_NODES
 from .harness import LabServer, ServerLayout, until
+from .notebooks import output_text, run_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -53,31 +52,11 @@ def server(tmp_path_factory):
 def run(server, token: str, *sources: str, errors: bool = False, language: str = "en") -> nbformat.NotebookNode:
     """A notebook of ``sources`` after ``%load_ext jupyter_hetero``, run as the holder of ``token``."""
     lab, layout = server
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_hetero")]
-    notebook.cells += [nbformat.v4.new_code_cell(source) for source in sources]
-    env = {"JUPYTER_HETERO_URL": lab.base_url, "JUPYTER_HETERO_TOKEN": token, "JUPYTER_HETERO_LANG": language}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=errors,
-                       resources={"metadata": {"path": str(layout.notebooks)}}).execute()
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-    return notebook
+    return run_notebook(lab.base_url, token, layout.notebooks, *sources, errors=errors,
+                        env={"JUPYTER_HETERO_LANG": language})
 
 
-def text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        parts.append(output.get("text", ""))
-        parts.append(output.get("data", {}).get("text/plain", ""))
-        parts.append(output.get("evalue", ""))
-    return "".join(parts)
+text = output_text
 
 
 def test_a_cell_is_scheduled_says_when_it_runs_next_and_runs_its_code(server):
