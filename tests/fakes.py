@@ -12,12 +12,15 @@ the only place fakes live (builders are in builders.py).
     repository.before_next_write(7, cancel)               # a cancel lands just before the tick writes row 7
     EngineProcess(TroubledEngine(stall_at=5.0))           # an engine process that hangs on the cycle at now=5
     recorded_tool(bin_dir, "npu-smi", {"info": DATA / "info-910b4.txt"})  # a vendor tool replaying outputs
+    with StarvedKernels(runtime_glob, seconds=2.0) as starved: ...         # each new kernel held off the CPU 2 s
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from typing import ClassVar
 
+import psutil
 from jupyter_server.auth.identity import IdentityProvider, User
 from traitlets import Unicode
 from traitlets.config import Configurable
@@ -39,8 +43,8 @@ from jupyter_hetero.platform.clock import Clock
 from jupyter_hetero.store import Repository
 
 __all__ = ["CutOffGang", "DiesBeforeScheduleRecord", "FileClock", "FixedClock", "GatedBackend", "HeaderIdentityProvider", "HeldScheduler", "HubStyleUser",
-           "HubUser", "InterposingRepository", "JoiningNodes", "KilledHere", "ListedNodes", "SecondReplicaFails", "SteppingClock",
-           "TroubledEngine", "installed", "recorded_tool", "replay"]
+           "HubUser", "InterposingRepository", "JoiningNodes", "KilledHere", "ListedNodes", "SecondReplicaFails", "StarvedKernels",
+           "SteppingClock", "TroubledEngine", "installed", "recorded_tool", "replay"]
 
 
 class HubStyleUser(User):
@@ -319,6 +323,51 @@ class InterposingRepository(Repository):
         # Every write to a workload (update_workload, update_workload_if, an attempt's end) begins here.
         self._interpose(workload_id)
         return super().workload_transaction(workload_id)
+
+
+class StarvedKernels:
+    """A loaded machine as a starting kernel meets it: each kernel whose connection file appears (``pattern``, a glob
+    from the root, such as ``/tmp/run-*/runtime/kernel-*.json``) is stopped (SIGSTOP), every process of it, for
+    ``seconds`` from when its first process is seen, then let go; ``held`` counts the kernels so held. Between kernels
+    only the files are polled; while one is held, the process table is read every 50 ms for its processes (a sandbox
+    starts them one after another, each naming the connection file)."""
+
+    def __init__(self, pattern: str, seconds: float) -> None:
+        self.pattern, self.seconds, self.held = pattern.lstrip("/"), seconds, 0
+        self._seen: set[Path] = set()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="starved-kernels")
+
+    def __enter__(self) -> StarvedKernels:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._done.set()
+        self._thread.join(30)
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.01):
+            for connection in sorted(set(Path("/").glob(self.pattern)) - self._seen):
+                self._seen.add(connection)
+                self._hold(connection)
+
+    def _hold(self, connection: Path) -> None:
+        stopped: dict[int, psutil.Process] = {}
+        until = time.monotonic() + 5  # for its first process: the file is written just before the kernel starts
+        while not self._done.is_set() and time.monotonic() < until:
+            for process in psutil.process_iter(["cmdline"]):
+                if process.pid not in stopped and str(connection) in (process.info["cmdline"] or []):
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        process.send_signal(signal.SIGSTOP)
+                        if not stopped:
+                            until = time.monotonic() + self.seconds
+                        stopped[process.pid] = process
+            self._done.wait(0.05)
+        self.held += bool(stopped)
+        for process in stopped.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.send_signal(signal.SIGCONT)
 
 
 class HubUser:

@@ -6,7 +6,8 @@
 A private ``jupyter server`` is started with the demo's emulated nodes. Each run starts a kernel
 through ``POST /api/kernels``, connects a client with the kernel's connection file and waits for
 its ``kernel_info`` reply ("ready"), then shuts it down. The two kernelspecs alternate so drift
-on a busy machine hits both alike.
+on a busy machine hits both alike. A kernel that is not ready within ``START_TIMEOUT_S`` fails the
+run, with the end of the server's log (kept in the run's folder) in the error.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from pathlib import Path
 
 from jupyter_client import BlockingKernelClient
 
-__all__ = ["run_kernel_start"]
+__all__ = ["START_TIMEOUT_S", "run_kernel_start"]
 
 _TOKEN = "kernel-start-bench"
+# Seconds a kernel may take from its start to its kernel_info reply: generous, as a loaded 2-core machine (the
+# test suite on two workers) can hold a starting kernel off the CPU for seconds.
+START_TIMEOUT_S = 120.0
 
 
 def _free_port() -> int:
@@ -41,6 +45,7 @@ class _Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.runtime = root / "runtime"
+        self.log_path = root / "server.log"
         env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(self.runtime), "JUPYTER_CONFIG_DIR": str(root / "config"),
                "JUPYTER_DATA_DIR": str(root / "data")}
         args = [sys.executable, "-m", "jupyter", "server", "--no-browser", "--allow-root", "--ip=127.0.0.1",
@@ -49,8 +54,9 @@ class _Server:
                 "--HeteroApp.schedule_interval=1"]
         if emulated_nodes:
             args.append(f"--HeteroApp.emulated_nodes_file={emulated_nodes}")
-        self.process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        start_new_session=True)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -59,7 +65,8 @@ class _Server:
             except OSError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     self.stop()
-                    raise RuntimeError("the benchmark's jupyter server did not start") from None
+                    raise RuntimeError(f"the benchmark's jupyter server did not start; its log ends:\n"
+                                       f"{self.log_tail()}") from None
                 time.sleep(0.2)
 
     def call(self, method: str, path: str, body: dict | None = None):
@@ -69,6 +76,12 @@ class _Server:
         with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310 - our own local server
             raw = response.read()
         return json.loads(raw) if raw else None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        except OSError as exc:
+            return f"(unreadable: {exc})"
 
     def stop(self) -> None:
         try:
@@ -83,10 +96,17 @@ def _start_to_ready(server: _Server, kernelspec: str) -> float:
     kernel_id = server.call("POST", "api/kernels", {"name": kernelspec})["id"]
     client = BlockingKernelClient()
     client.load_connection_file(str(server.runtime / f"kernel-{kernel_id}.json"))
-    client.start_channels()
+    # No heartbeat: a client that no kernel manager made calls its kernel dead when the heartbeat goes unanswered
+    # for a second (HBChannel.time_to_dead), and a kernel still starting on a loaded machine leaves it unanswered
+    # that long ("Kernel died before replying to kernel_info" while it was alive). Ready is its kernel_info reply,
+    # within START_TIMEOUT_S; of a kernel that died meanwhile (restarted by the server, or not) the server's log says.
+    client.start_channels(hb=False)
     try:
-        client.wait_for_ready(timeout=120)
+        client.wait_for_ready(timeout=START_TIMEOUT_S)
         elapsed = time.perf_counter() - started
+    except RuntimeError as exc:
+        raise RuntimeError(f"kernel {kernel_id} ({kernelspec}): {exc}; the server's log ends:\n"
+                           f"{server.log_tail()}") from exc
     finally:
         client.stop_channels()
         server.call("DELETE", f"api/kernels/{kernel_id}")
