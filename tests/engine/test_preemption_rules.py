@@ -56,7 +56,7 @@ def test_queues_that_are_never_preempted_do_not_borrow_lent_quota(queue):
     blocker = next(b for b in Engine().cycle(snap).pending[1].blockers if b.kind == "quota-not-preemptible")
     assert render(blocker) == (f"quota: tenant borrower uses 1/2 devices of flavor a100-80g; queue {queue} is never "
                                "preempted, so it does not borrow quota that would have to be given back")
-    assert render(blocker, "zh").startswith("配额：租户 borrower 已使用规格 a100-80g 的 devices 1/2；")
+    assert render(blocker, "zh").startswith("配额：租户 borrower 已使用规格 a100-80g 的 设备 1/2；")
 
 
 def test_queues_that_are_never_preempted_do_not_use_another_queues_reservation():
@@ -186,7 +186,7 @@ def test_a_protected_workload_runs_only_on_what_cannot_be_taken_back():
     assert decisions.admissions == []
     blockers = {b.flavor: b for b in decisions.pending[1].blockers}
     assert {flavor: b.kind for flavor, b in blockers.items()} == {"a100-80g": "quota-protected", "t4": "reservation"}
-    assert render(blockers["a100-80g"], "zh").startswith("配额：租户 vision 已使用规格 a100-80g 的 devices 1/1；该作业近期被抢占次数过多")
+    assert render(blockers["a100-80g"], "zh").startswith("配额：租户 vision 已使用规格 a100-80g 的 设备 1/1；该作业近期被抢占次数过多")
 
 
 def test_damping_bounds_how_often_one_workload_is_preempted():
