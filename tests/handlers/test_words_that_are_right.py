@@ -43,8 +43,9 @@ async def test_explain_answers_in_chinese_while_it_runs_and_after_it_succeeded_f
         assert STATE_ZH[state] in explained["summary"], explained
         if code is not None:
             assert said(N_("attempt {attempt} exited with code {code}"), "zh", attempt=1, code=code) in explained["lines"]
-        if ended["reason"]:
-            assert explained["lines"][-1] == said(N_("recorded reason: {reason}"), "zh", reason=ended["reason"])
+        # The recorded reason is stored in English and read back in the asked language.
+        reason_zh = {"succeeded": "退出码 0", "failed": "退出码 3", "cancelled": "被 alice 取消"}[state]
+        assert explained["lines"][-1] == f"记录的原因：{reason_zh}", (ended["reason"], explained)
         english = await api(f"workloads/{workload['id']}/explain", as_user="alice")
         assert english["summary"].startswith(f"{state}; its last attempt (1 of 1) ran on {last['node']}"), english
 
