@@ -13,6 +13,7 @@ import {
 import type { IExplanation, IWorkload } from '../../src/types';
 import * as build from '../builders';
 import { click, IRendered, press, render, trans } from '../render';
+import { myWorkSectionProps } from './myWork';
 
 let rendered: IRendered | null = null;
 afterEach(() => rendered?.unmount());
@@ -154,30 +155,7 @@ describe('NodesSection', () => {
 });
 
 describe('MyWorkSection', () => {
-  function section(overrides: Partial<React.ComponentProps<typeof MyWorkSection>> = {}): React.ComponentProps<typeof MyWorkSection> {
-    return {
-      workloads: [build.workload()],
-      explanations: new Map(),
-      evidences: new Map(),
-      metrics: new Map(),
-      busy: new Set(),
-      expandedArrays: new Set(),
-      trans,
-      onToggleArray: vi.fn(),
-      onCancelArray: vi.fn(),
-      onLogs: vi.fn(),
-      onCancel: vi.fn(),
-      onExplain: vi.fn(),
-      onResubmit: vi.fn(),
-      onDismissExplanation: vi.fn(),
-      onEvidence: vi.fn(),
-      onDismissEvidence: vi.fn(),
-      onMetrics: vi.fn(),
-      onDismissMetrics: vi.fn(),
-      evidencePageUrl: (id: number) => `/hetero/api/v1/workloads/${id}/evidence?format=html&lang=en`,
-      ...overrides
-    };
-  }
+  const section = myWorkSectionProps;
 
   it('asks for a workload\'s evidence and shows its chain as collapsible sections, in order', () => {
     const onEvidence = vi.fn();

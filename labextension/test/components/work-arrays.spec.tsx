@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MyWorkSection } from '../../src/components';
 import type { IBlocker, IWorkload } from '../../src/types';
 import * as build from '../builders';
-import { click, IRendered, render, trans } from '../render';
+import { click, IRendered, render } from '../render';
+import { myWorkSectionProps } from './myWork';
 
 let rendered: IRendered | null = null;
 afterEach(() => rendered?.unmount());
@@ -29,28 +30,7 @@ function listed(): IWorkload[] {
 function section(
   overrides: Partial<React.ComponentProps<typeof MyWorkSection>> = {}
 ): React.ComponentProps<typeof MyWorkSection> {
-  return {
-    workloads: listed(),
-    explanations: new Map(),
-    evidences: new Map(),
-    metrics: new Map(),
-    busy: new Set(),
-    expandedArrays: new Set(),
-    trans,
-    onToggleArray: vi.fn(),
-    onCancelArray: vi.fn(),
-    onLogs: vi.fn(),
-    onCancel: vi.fn(),
-    onExplain: vi.fn(),
-    onResubmit: vi.fn(),
-    onDismissExplanation: vi.fn(),
-    onEvidence: vi.fn(),
-    onDismissEvidence: vi.fn(),
-    onMetrics: vi.fn(),
-    onDismissMetrics: vi.fn(),
-    evidencePageUrl: (id: number) => `/hetero/api/v1/workloads/${id}/evidence?format=html&lang=en`,
-    ...overrides
-  };
+  return myWorkSectionProps({ workloads: listed(), ...overrides });
 }
 
 describe('My work with an array', () => {

@@ -3,21 +3,15 @@ import * as React from 'react';
 
 import { stateLabel } from '../../format';
 import type { IArrayEntry } from '../../models/arrays';
-import type { IExplanation, IWorkloadEvidence, IWorkloadMetrics } from '../../types';
 import { ActionButton } from '../common/ActionButton';
 import { BlockerList } from './BlockerList';
-import { IWorkloadActions, WorkloadRow } from './WorkloadRow';
+import { IWorkloadRowsProps, workloadRow } from './WorkloadRow';
 
 /** Props of `ArrayRow`. */
-export interface IArrayRowProps extends IWorkloadActions {
+export interface IArrayRowProps extends IWorkloadRowsProps {
   entry: IArrayEntry;
   /** Its tasks are shown under it. */
   expanded: boolean;
-  explanations: ReadonlyMap<number, IExplanation>;
-  evidences: ReadonlyMap<number, IWorkloadEvidence>;
-  metrics: ReadonlyMap<number, IWorkloadMetrics>;
-  busy: ReadonlySet<number>;
-  trans: TranslationBundle;
   onToggle: (arrayId: number) => void;
   /** Cancel every unfinished task, once the user confirmed it in the row. */
   onCancelArray: (arrayId: number) => void;
@@ -98,27 +92,7 @@ export function ArrayRow(props: IArrayRowProps): JSX.Element {
       )}
       {expanded && (
         <ul className="jp-hetero-workloads jp-hetero-array-tasks" id={tasksId} aria-label={trans.__('Tasks of array %1', entry.label)}>
-          {entry.tasks.map(task => (
-            <WorkloadRow
-              key={task.id}
-              workload={task}
-              explanation={props.explanations.get(task.id) ?? null}
-              evidence={props.evidences.get(task.id) ?? null}
-              metrics={props.metrics.get(task.id) ?? null}
-              busy={props.busy.has(task.id)}
-              trans={trans}
-              onLogs={props.onLogs}
-              onCancel={props.onCancel}
-              onExplain={props.onExplain}
-              onResubmit={props.onResubmit}
-              onDismissExplanation={props.onDismissExplanation}
-              onEvidence={props.onEvidence}
-              onDismissEvidence={props.onDismissEvidence}
-              onMetrics={props.onMetrics}
-              onDismissMetrics={props.onDismissMetrics}
-              evidencePageUrl={props.evidencePageUrl}
-            />
-          ))}
+          {entry.tasks.map(task => workloadRow(props, task))}
         </ul>
       )}
     </li>

@@ -44,6 +44,41 @@ export interface IWorkloadRowProps extends IWorkloadActions {
   trans: TranslationBundle;
 }
 
+/** What a list of workload rows shares: the actions, and what the model holds of each workload by its id. */
+export interface IWorkloadRowsProps extends IWorkloadActions {
+  explanations: ReadonlyMap<number, IExplanation>;
+  evidences: ReadonlyMap<number, IWorkloadEvidence>;
+  metrics: ReadonlyMap<number, IWorkloadMetrics>;
+  busy: ReadonlySet<number>;
+  trans: TranslationBundle;
+}
+
+/** One workload's row in a list: what the list holds of it, and its actions. */
+export function workloadRow(props: IWorkloadRowsProps, workload: IWorkload): JSX.Element {
+  const id = workload.id;
+  return (
+    <WorkloadRow
+      key={id}
+      workload={workload}
+      explanation={props.explanations.get(id) ?? null}
+      evidence={props.evidences.get(id) ?? null}
+      metrics={props.metrics.get(id) ?? null}
+      busy={props.busy.has(id)}
+      trans={props.trans}
+      onLogs={props.onLogs}
+      onCancel={props.onCancel}
+      onExplain={props.onExplain}
+      onResubmit={props.onResubmit}
+      onDismissExplanation={props.onDismissExplanation}
+      onEvidence={props.onEvidence}
+      onDismissEvidence={props.onDismissEvidence}
+      onMetrics={props.onMetrics}
+      onDismissMetrics={props.onDismissMetrics}
+      evidencePageUrl={props.evidencePageUrl}
+    />
+  );
+}
+
 /** The latest attempt, if the workload was described with its attempts. */
 function lastAttempt(workload: IWorkload): IAttempt | null {
   const attempts = workload.attempts ?? [];
