@@ -87,6 +87,9 @@ class HubProcess:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # The hub starts its managed services in sessions of their own: one the hub did not stop (it was killed,
+        # or it gave up on it) would run on, a scheduler and an engine process with it, after the test.
+        _kill_left_under(self.root)
 
     def log(self) -> str:
         return (self.root / "hub.log").read_text(encoding="utf-8", errors="replace")[-6000:]
@@ -271,3 +274,18 @@ def run_in_kernel(hub: HubProcess, user: str, kernel_id: str, code: str, token: 
             socket.close()
 
     return asyncio.run(run())
+
+
+def _kill_left_under(root: Path) -> int:
+    """Kill every process still running whose command line names a path under ``root``; how many."""
+    import psutil
+
+    killed = 0
+    for process in psutil.process_iter(["cmdline"]):
+        if process.pid != os.getpid() and any(str(root) in part for part in process.info["cmdline"] or ()):
+            try:
+                process.kill()
+                killed += 1
+            except psutil.Error:
+                pass
+    return killed
