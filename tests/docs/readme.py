@@ -4,7 +4,7 @@ shell block's commands, and the Configuration table's settings with their stated
 
 ```python
 blocks = readme_blocks(README.read_text())
-[(b.line, b.lang, b.skip) for b in blocks][0]     # -> (4, "bash", "the set-up itself: ...")
+[(b.line, b.lang, b.skip) for b in blocks][0]     # -> (3, "bash", SETUP): the README opens with it
 shell_commands(blocks[1])                         # -> ['.venv/bin/jupyter hetero submit ...', ...]
 ```
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..demo import REPO
 
-__all__ = ["HETERO", "README", "RUNNABLE", "Block", "command_words", "configuration_rows", "readme_blocks",
+__all__ = ["HETERO", "README", "RUNNABLE", "SETUP", "Block", "command_words", "configuration_rows", "readme_blocks",
            "shell_commands"]
 
 README = REPO / "README.md"
@@ -27,6 +27,8 @@ RUNNABLE = {"bash": "shell", "sh": "shell", "python": "cell"}
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)\s*$")
 _MARKER = re.compile(r"^<!--\s*readme-test:\s*(?P<directive>.*?)\s*-->$")
 _SKIP = re.compile(r"^skip\s*\((?P<reason>.*)\)$")
+# Why the README's first block is not run: the README opens with it, bare, and the test does what it does.
+SETUP = "the set-up itself: the test starts the demo as make demo does, and make test runs this test"
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,9 @@ class Block:
 
 
 def readme_blocks(text: str) -> list[Block]:
-    """The fenced blocks of ``text`` in order; a ``readme-test`` marker anywhere but right before a block is an
-    error, and so is one that is not ``skip (<reason>)``."""
+    """The fenced blocks of ``text`` in order, the first one (the set-up, which the README opens with) skipped for
+    ``SETUP``; a ``readme-test`` marker anywhere but right before a block is an error, and so is one that is not
+    ``skip (<reason>)``."""
     blocks: list[Block] = []
     lines = text.splitlines()
     marker: tuple[int, str] | None = None
@@ -62,7 +65,8 @@ def readme_blocks(text: str) -> list[Block]:
                 body.append(lines[index])
                 index += 1
             assert index < len(lines), f"README.md:{start + 1}: a block that never closes"
-            blocks.append(Block(start + 1, opening["lang"].lower(), "\n".join(body), _skip_reason(marker)))
+            skip = SETUP if not blocks and marker is None else _skip_reason(marker)
+            blocks.append(Block(start + 1, opening["lang"].lower(), "\n".join(body), skip))
             marker = None
         elif line and marker is not None:
             raise AssertionError(f"README.md:{marker[0] + 1}: a readme-test marker that no block follows")

@@ -22,7 +22,7 @@ import pytest
 
 from ..demo import demo_environ, start_demo
 from ..harness import LabServer, ServerLayout, kill_runners_under
-from .readme import README, RUNNABLE, Block, command_words, configuration_rows, readme_blocks, shell_commands
+from .readme import README, RUNNABLE, SETUP, Block, command_words, configuration_rows, readme_blocks, shell_commands
 from .readme_checks import Run, Shown, check_of_cell, check_of_command
 
 pytestmark = pytest.mark.slow
@@ -144,7 +144,7 @@ def test_every_block_is_run_or_skipped_with_its_reason():
     first = blocks[0]
     # CI and the checker read the README's first block: the two commands that set up and test everything.
     assert [shlex.split(c, comments=True) for c in shell_commands(first)] == [["make", "demo"], ["make", "test"]]
-    assert first.skip, f"{first}: the set-up itself, which the test does as make demo does, needs its marker"
+    assert first.line == 3 and first.skip == SETUP, f"{first}: the README opens with the set-up, right under its title"
     unknown = [str(b) for b in blocks if b.skip is None and b.lang not in RUNNABLE]
     assert not unknown, f"blocks neither runnable (bash, python) nor marked 'readme-test: skip (why)': {unknown}"
     runnable = [b for b in blocks if b.skip is None]
