@@ -3,6 +3,7 @@ export * from './admin/TenantCard';
 export * from './common/ActionButton';
 export * from './common/ErrorMessage';
 export * from './common/LogView';
+export * from './common/RowConfirm';
 export * from './common/Meter';
 export * from './common/PlacementStatus';
 export * from './common/QuotaList';

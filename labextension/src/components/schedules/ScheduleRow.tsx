@@ -5,6 +5,7 @@ import { formatDuration } from '../../format';
 import { formatWhen } from '../../models/scheduleForm';
 import type { ISchedule, IScheduleRun } from '../../types';
 import { ActionButton } from '../common/ActionButton';
+import { RowConfirm } from '../common/RowConfirm';
 import { StateBadge } from '../work/StateBadge';
 
 /** What the user can do with a schedule. */
@@ -184,23 +185,22 @@ export function ScheduleRow(props: IScheduleRowProps): JSX.Element {
         </button>
       </div>
       {confirming && (
-        <div className="jp-hetero-schedule-confirm" role="alertdialog" aria-label={trans.__('Delete schedule %1?', s.name)}>
-          <span>{trans.__('Delete schedule %1? The workloads it submitted stay.', s.name)}</span>
-          <ActionButton
-            className="jp-hetero-action-confirm-delete"
-            label={trans.__('Delete')}
-            ariaLabel={trans.__('Yes, delete schedule %1', s.name)}
-            onClick={() => {
-              setConfirming(false);
-              props.onDelete(s.id);
-            }}
-          />
-          <ActionButton
-            className="jp-hetero-action-keep"
-            label={trans.__('Keep')}
-            onClick={() => setConfirming(false)}
-          />
-        </div>
+        <RowConfirm
+          className="jp-hetero-schedule-confirm"
+          title={trans.__('Delete schedule %1?', s.name)}
+          question={trans.__('Delete schedule %1? The workloads it submitted stay.', s.name)}
+          confirm={{
+            className: 'jp-hetero-action-confirm-delete',
+            label: trans.__('Delete'),
+            ariaLabel: trans.__('Yes, delete schedule %1', s.name)
+          }}
+          keepLabel={trans.__('Keep')}
+          onConfirm={() => {
+            setConfirming(false);
+            props.onDelete(s.id);
+          }}
+          onKeep={() => setConfirming(false)}
+        />
       )}
       {expanded && (
         <ul className="jp-hetero-schedule-runs" id={runsId} aria-label={trans.__('Recent runs of %1', s.name)}>

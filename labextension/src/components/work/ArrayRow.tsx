@@ -5,6 +5,7 @@ import { stateLabel } from '../../format';
 import type { IArrayEntry } from '../../models/arrays';
 import { ActionButton } from '../common/ActionButton';
 import { BlockerList } from './BlockerList';
+import { RowConfirm } from '../common/RowConfirm';
 import { IWorkloadRowsProps, workloadRow } from './WorkloadRow';
 
 /** Props of `ArrayRow`. */
@@ -67,28 +68,25 @@ export function ArrayRow(props: IArrayRowProps): JSX.Element {
         )}
       </div>
       {confirming && (
-        <div
+        <RowConfirm
           className="jp-hetero-array-confirm"
-          role="alertdialog"
-          aria-label={trans.__('Cancel array %1?', entry.label)}
-        >
-          <span>
-            {trans.__(
-              'Cancel every unfinished task of array %1? Waiting tasks end at once, running ones within their queue\'s grace period.',
-              entry.label
-            )}
-          </span>
-          <ActionButton
-            className="jp-hetero-action-confirm-cancel-array"
-            label={trans.__('Cancel array')}
-            ariaLabel={trans.__('Yes, cancel array %1', entry.label)}
-            onClick={() => {
-              setConfirming(false);
-              props.onCancelArray(entry.id);
-            }}
-          />
-          <ActionButton className="jp-hetero-action-keep" label={trans.__('Keep')} onClick={() => setConfirming(false)} />
-        </div>
+          title={trans.__('Cancel array %1?', entry.label)}
+          question={trans.__(
+            'Cancel every unfinished task of array %1? Waiting tasks end at once, running ones within their queue\'s grace period.',
+            entry.label
+          )}
+          confirm={{
+            className: 'jp-hetero-action-confirm-cancel-array',
+            label: trans.__('Cancel array'),
+            ariaLabel: trans.__('Yes, cancel array %1', entry.label)
+          }}
+          keepLabel={trans.__('Keep')}
+          onConfirm={() => {
+            setConfirming(false);
+            props.onCancelArray(entry.id);
+          }}
+          onKeep={() => setConfirming(false)}
+        />
       )}
       {expanded && (
         <ul className="jp-hetero-workloads jp-hetero-array-tasks" id={tasksId} aria-label={trans.__('Tasks of array %1', entry.label)}>
